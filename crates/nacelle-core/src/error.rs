@@ -1,0 +1,57 @@
+//! Typed errors of the domain and of storage. Protocol adapters map these to wire errors,
+//! each in one place.
+
+use thiserror::Error;
+
+/// An error of the storage layer.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The database could not be reached or the operation failed there.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A compare-and-set precondition did not hold.
+    #[error("compare-and-set failed: the stored md5 differs")]
+    CasMismatch,
+    /// A row that must exist does not.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A row that must not exist already does (unique key).
+    #[error("conflict: {0}")]
+    Conflict(String),
+}
+
+/// An error of the config service, the one type adapters translate to wire errors.
+#[derive(Debug, Error)]
+pub enum CoreError {
+    /// Bad input: a name, a length, a missing parameter.
+    #[error("{0}")]
+    Invalid(String),
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with the current state (CAS, duplicate namespace).
+    #[error("{0}")]
+    Conflict(String),
+    /// Compare-and-set publish failed because the stored md5 changed.
+    #[error("Cas publish fail, server md5 may have changed.")]
+    CasMismatch,
+    /// Content or request exceeds a configured limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A feature exists on the wire but is not implemented by this server yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The server is starting (cache not loaded) or shutting down.
+    #[error("server is not ready: {0}")]
+    NotReady(String),
+    /// The database failed; reads keep working from memory.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl CoreError {
+    /// Shorthand for [`CoreError::Invalid`].
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        CoreError::Invalid(msg.into())
+    }
+}

@@ -1,0 +1,50 @@
+//! Domain types of Nacelle, shared by every other crate.
+//!
+//! # Layout
+//! - [`key`]: the config key (namespace, group, dataId), namespace normalisation and the
+//!   Nacos name rules. This is the only place where `public`/blank becomes `""`.
+//! - [`model`]: config records, publish requests, history entries, namespaces, pages.
+//! - [`store`]: the storage trait every database backend implements.
+//! - [`error`]: typed errors shared by the store and the service.
+//!
+//! This crate knows nothing of HTTP, gRPC or SQL.
+
+pub mod error;
+pub mod key;
+pub mod model;
+pub mod store;
+
+pub use error::{CoreError, StoreError};
+pub use key::{ConfigKey, ConfigType, DEFAULT_GROUP};
+pub use model::*;
+pub use store::ConfigStore;
+
+/// Lowercase hex MD5 of the UTF-8 bytes of `content`, as Nacos computes it.
+pub fn md5_hex(content: &[u8]) -> String {
+    use md5::{Digest, Md5};
+    hex::encode(Md5::digest(content))
+}
+
+/// Milliseconds since the Unix epoch, the time unit used throughout Nacelle.
+pub fn now_millis() -> i64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_matches_known_values() {
+        assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_hex(b"hello"), "5d41402abc4b2a76b9719d911017c592");
+        assert_eq!(
+            md5_hex("中文".as_bytes()),
+            "a7bac2239fcdcb3a067903d8077c4a07"
+        );
+    }
+}

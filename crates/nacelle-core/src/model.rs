@@ -1,0 +1,167 @@
+//! Records that flow between the store, the service and the adapters.
+//!
+//! These types are deliberately not `Serialize`: only protocol adapters know wire formats.
+
+use bytes::Bytes;
+
+use crate::key::{ConfigKey, ConfigType};
+
+/// Optional descriptive fields of a config, stored beside its content.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigMeta {
+    pub app_name: String,
+    pub desc: String,
+    pub r#use: String,
+    pub effect: String,
+    pub schema: String,
+    /// Comma-separated tags (`config_tags`), at most 5, each at most 64 characters.
+    pub config_tags: String,
+    pub encrypted_data_key: String,
+}
+
+/// Who made a change and from where; recorded in history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpSource {
+    pub src_user: String,
+    pub src_ip: String,
+}
+
+/// Which variant of a key a write or read addresses. The formal config is what every
+/// client gets; beta and tag variants are seams for gray release (not served yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Variant {
+    Formal,
+    Beta { ips: Vec<String> },
+    Tag(String),
+}
+
+/// One config as stored: the formal variant of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredConfig {
+    /// Row id in `config_info`.
+    pub id: i64,
+    pub key: ConfigKey,
+    pub content: Bytes,
+    pub md5: String,
+    pub config_type: ConfigType,
+    pub meta: ConfigMeta,
+    /// The user and IP of the last change.
+    pub source: OpSource,
+    pub created_ms: i64,
+    pub modified_ms: i64,
+    /// Monotonic revision: the `nid` of the history row written with this version. A
+    /// newer version always has a larger revision, so an older event never overwrites it.
+    pub revision: i64,
+}
+
+/// A request to write a config; validated by the service before it reaches the store.
+#[derive(Debug, Clone)]
+pub struct PublishRecord {
+    pub key: ConfigKey,
+    pub content: Bytes,
+    pub md5: String,
+    pub config_type: ConfigType,
+    pub meta: ConfigMeta,
+    pub source: OpSource,
+    /// Compare-and-set: only write if the stored md5 equals this (an absent config has md5 "").
+    pub cas_md5: Option<String>,
+    /// Time of the change in ms.
+    pub now_ms: i64,
+}
+
+/// History operation types as Nacos writes them in `his_config_info.op_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpType {
+    Insert,
+    Update,
+    Delete,
+}
+
+impl OpType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpType::Insert => "I",
+            OpType::Update => "U",
+            OpType::Delete => "D",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "I" => Some(OpType::Insert),
+            "U" => Some(OpType::Update),
+            "D" => Some(OpType::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// One row of `his_config_info`. It holds the content of the version that the operation
+/// replaced or removed (for `I`, the inserted content), as Nacos does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// `nid`, the history row id.
+    pub nid: i64,
+    /// `id`, the config row id it belongs to.
+    pub config_id: i64,
+    pub key: ConfigKey,
+    pub app_name: String,
+    pub content: String,
+    pub md5: String,
+    pub source: OpSource,
+    pub op_type: OpType,
+    pub created_ms: i64,
+    pub modified_ms: i64,
+    pub encrypted_data_key: String,
+}
+
+/// A namespace (`tenant_info` row, or the built-in default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    /// Namespace id; `""` for the default namespace.
+    pub id: String,
+    pub name: String,
+    pub desc: String,
+}
+
+/// A page of results, numbered from 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub total_count: u64,
+    pub page_number: u64,
+    pub pages_available: u64,
+    pub items: Vec<T>,
+}
+
+impl<T> Page<T> {
+    /// Builds a page from the total count and the items of that page.
+    pub fn new(total_count: u64, page_number: u64, page_size: u64, items: Vec<T>) -> Self {
+        let pages_available = if page_size == 0 {
+            0
+        } else {
+            total_count.div_ceil(page_size)
+        };
+        Page {
+            total_count,
+            page_number,
+            pages_available,
+            items,
+        }
+    }
+}
+
+/// Page request: 1-based page number and a page size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    pub page_no: u64,
+    pub page_size: u64,
+}
+
+impl PageRequest {
+    /// Largest page size accepted.
+    pub const MAX_PAGE_SIZE: u64 = 500;
+
+    /// Row offset of this page.
+    pub fn offset(&self) -> u64 {
+        (self.page_no.saturating_sub(1)).saturating_mul(self.page_size)
+    }
+}

@@ -1,0 +1,42 @@
+//! Inputs of service operations. Adapters fill these from their wire formats; the service
+//! validates them.
+
+use nacelle_core::{ConfigKey, ConfigMeta, OpSource, PageRequest, Variant};
+
+/// A publish as a client asked for it.
+#[derive(Debug, Clone)]
+pub struct PublishRequest {
+    pub key: ConfigKey,
+    pub content: String,
+    /// The `type` parameter as sent; blank or unknown names become `text`.
+    pub config_type: Option<String>,
+    pub meta: ConfigMeta,
+    pub source: OpSource,
+    /// Compare-and-set on the current md5 (`casMd5`), when given.
+    pub cas_md5: Option<String>,
+    pub variant: Variant,
+}
+
+/// How search matches dataId, group and appName.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchMode {
+    /// Exact match; an empty filter matches everything.
+    Accurate,
+    /// `*` is a wildcard for any run of characters (SQL `LIKE` with `%`), as Nacos does;
+    /// a value without `*` must match exactly.
+    Blur,
+}
+
+/// A config search (`?search=accurate|blur`).
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    pub mode: SearchMode,
+    /// Normalised namespace id.
+    pub tenant: String,
+    pub data_id: String,
+    pub group: String,
+    pub app_name: String,
+    /// Comma-separated tags; a config matches when it has any of them.
+    pub config_tags: String,
+    pub page: PageRequest,
+}

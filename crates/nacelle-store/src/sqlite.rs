@@ -1,0 +1,663 @@
+//! SQLite backend: one database file, WAL journal, `synchronous=FULL` so an acknowledged
+//! write survives a crash.
+//!
+//! Writes go through a pool of exactly one connection: SQLite has one writer at a time, and
+//! a single writer connection avoids `SQLITE_BUSY` on lock upgrades. Reads use a separate
+//! pool.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{
+    ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, Namespace, OpSource, OpType,
+    Page, PageRequest, PublishRecord, StoreError, StoredConfig,
+};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::map_err;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+const CONFIG_COLUMNS: &str = "c.id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
+    c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, c.src_user, \
+    c.src_ip, c.gmt_create, c.gmt_modified, \
+    (SELECT group_concat(r.tag_name, ',') FROM config_tags_relation r WHERE r.id = c.id) AS config_tags, \
+    COALESCE((SELECT max(h.nid) FROM his_config_info h WHERE h.data_id = c.data_id \
+      AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id), 0) AS revision";
+
+const HISTORY_COLUMNS: &str = "id, nid, data_id, group_id, tenant_id, app_name, content, md5, \
+    src_user, src_ip, op_type, gmt_create, gmt_modified, encrypted_data_key";
+
+impl SqliteStore {
+    /// Opens (creating when absent) the database file at `path` and applies migrations.
+    pub async fn open_path(path: &Path) -> Result<Self, StoreError> {
+        let opts = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true);
+        Self::open_with(opts).await
+    }
+
+    /// Opens a `sqlite://path` URL.
+    pub async fn open_url(url: &str) -> Result<Self, StoreError> {
+        let opts = SqliteConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Unavailable(format!("invalid sqlite URL `{url}`: {e}")))?
+            .create_if_missing(true);
+        Self::open_with(opts).await
+    }
+
+    async fn open_with(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let opts = opts
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(false);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .connect_with(opts.clone())
+            .await
+            .map_err(map_err)?;
+        MIGRATOR
+            .run(&writer)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("migrating sqlite schema: {e}")))?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts.read_only(true))
+            .await
+            .map_err(map_err)?;
+        Ok(SqliteStore { writer, reader })
+    }
+
+    async fn current(
+        tx: &mut Transaction<'_, Sqlite>,
+        key: &ConfigKey,
+    ) -> Result<Option<StoredConfig>, StoreError> {
+        let sql = format!(
+            "SELECT {CONFIG_COLUMNS} FROM config_info c \
+             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
+        );
+        let row = sqlx::query(&sql)
+            .bind(key.data_id())
+            .bind(key.group())
+            .bind(key.tenant())
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| config_from_row(&r)).transpose()
+    }
+
+    async fn replace_tags(
+        tx: &mut Transaction<'_, Sqlite>,
+        id: i64,
+        key: &ConfigKey,
+        tags: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(map_err)?;
+        for tag in split_tags(tags) {
+            sqlx::query(
+                "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, group_id, tenant_id) \
+                 VALUES (?, ?, NULL, ?, ?, ?)",
+            )
+            .bind(id)
+            .bind(tag)
+            .bind(key.data_id())
+            .bind(key.group())
+            .bind(key.tenant())
+            .execute(&mut **tx)
+            .await
+            .map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_history(
+        tx: &mut Transaction<'_, Sqlite>,
+        config_id: i64,
+        key: &ConfigKey,
+        app_name: &str,
+        content: &[u8],
+        md5: &str,
+        encrypted_data_key: &str,
+        source: &OpSource,
+        op: OpType,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, md5, \
+             gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING nid",
+        )
+        .bind(config_id)
+        .bind(key.data_id())
+        .bind(key.group())
+        .bind(key.tenant())
+        .bind(app_name)
+        .bind(String::from_utf8_lossy(content).as_ref())
+        .bind(md5)
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(&source.src_user)
+        .bind(&source.src_ip)
+        .bind(op.as_str())
+        .bind(encrypted_data_key)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(map_err)?;
+        row.try_get::<i64, _>(0).map_err(map_err)
+    }
+}
+
+/// Splits `config_tags` into distinct, trimmed, non-empty tags.
+fn split_tags(tags: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in tags.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+fn opt_string(row: &SqliteRow, col: &str) -> Result<String, StoreError> {
+    row.try_get::<Option<String>, _>(col)
+        .map(Option::unwrap_or_default)
+        .map_err(map_err)
+}
+
+fn config_from_row(row: &SqliteRow) -> Result<StoredConfig, StoreError> {
+    let data_id: String = row.try_get("data_id").map_err(map_err)?;
+    let group: String = row.try_get("group_id").map_err(map_err)?;
+    let tenant = opt_string(row, "tenant_id")?;
+    let content: String = row.try_get("content").map_err(map_err)?;
+    let md5 = opt_string(row, "md5")?;
+    let md5 = if md5.is_empty() {
+        nacelle_core::md5_hex(content.as_bytes())
+    } else {
+        md5
+    };
+    Ok(StoredConfig {
+        id: row.try_get("id").map_err(map_err)?,
+        key: ConfigKey::from_trusted(&tenant, &group, &data_id),
+        content: Bytes::from(content),
+        md5,
+        config_type: ConfigType::parse_lenient(&opt_string(row, "type")?),
+        meta: ConfigMeta {
+            app_name: opt_string(row, "app_name")?,
+            desc: opt_string(row, "c_desc")?,
+            r#use: opt_string(row, "c_use")?,
+            effect: opt_string(row, "effect")?,
+            schema: opt_string(row, "c_schema")?,
+            config_tags: opt_string(row, "config_tags")?,
+            encrypted_data_key: opt_string(row, "encrypted_data_key")?,
+        },
+        source: OpSource {
+            src_user: opt_string(row, "src_user")?,
+            src_ip: opt_string(row, "src_ip")?,
+        },
+        created_ms: row.try_get("gmt_create").map_err(map_err)?,
+        modified_ms: row.try_get("gmt_modified").map_err(map_err)?,
+        revision: row.try_get("revision").map_err(map_err)?,
+    })
+}
+
+fn history_from_row(row: &SqliteRow) -> Result<HistoryEntry, StoreError> {
+    let data_id: String = row.try_get("data_id").map_err(map_err)?;
+    let group: String = row.try_get("group_id").map_err(map_err)?;
+    let tenant = opt_string(row, "tenant_id")?;
+    let op = opt_string(row, "op_type")?;
+    Ok(HistoryEntry {
+        nid: row.try_get("nid").map_err(map_err)?,
+        config_id: row.try_get("id").map_err(map_err)?,
+        key: ConfigKey::from_trusted(&tenant, &group, &data_id),
+        app_name: opt_string(row, "app_name")?,
+        content: row.try_get("content").map_err(map_err)?,
+        md5: opt_string(row, "md5")?,
+        source: OpSource {
+            src_user: opt_string(row, "src_user")?,
+            src_ip: opt_string(row, "src_ip")?,
+        },
+        op_type: OpType::parse(&op).unwrap_or(OpType::Update),
+        created_ms: row.try_get("gmt_create").map_err(map_err)?,
+        modified_ms: row.try_get("gmt_modified").map_err(map_err)?,
+        encrypted_data_key: opt_string(row, "encrypted_data_key")?,
+    })
+}
+
+#[async_trait]
+impl ConfigStore for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
+        let sql = format!("SELECT {CONFIG_COLUMNS} FROM config_info c ORDER BY c.id");
+        let rows = sqlx::query(&sql)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_err)?;
+        rows.iter().map(config_from_row).collect()
+    }
+
+    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
+        let sql = format!(
+            "SELECT {CONFIG_COLUMNS} FROM config_info c \
+             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
+        );
+        let row = sqlx::query(&sql)
+            .bind(key.data_id())
+            .bind(key.group())
+            .bind(key.tenant())
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| config_from_row(&r)).transpose()
+    }
+
+    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(map_err)?;
+        let old = Self::current(&mut tx, &rec.key).await?;
+        if let Some(expected) = &rec.cas_md5 {
+            let actual = old.as_ref().map(|o| o.md5.as_str()).unwrap_or("");
+            if actual != expected {
+                return Err(StoreError::CasMismatch);
+            }
+        }
+        let content = String::from_utf8_lossy(&rec.content).into_owned();
+        let m = &rec.meta;
+        let (id, created_ms, revision) = match &old {
+            None => {
+                let row = sqlx::query(
+                    "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, gmt_create, \
+                     gmt_modified, src_user, src_ip, app_name, c_desc, c_use, effect, type, c_schema, \
+                     encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                     RETURNING id",
+                )
+                .bind(rec.key.data_id())
+                .bind(rec.key.group())
+                .bind(rec.key.tenant())
+                .bind(&content)
+                .bind(&rec.md5)
+                .bind(rec.now_ms)
+                .bind(rec.now_ms)
+                .bind(&rec.source.src_user)
+                .bind(&rec.source.src_ip)
+                .bind(&m.app_name)
+                .bind(&m.desc)
+                .bind(&m.r#use)
+                .bind(&m.effect)
+                .bind(rec.config_type.as_str())
+                .bind(&m.schema)
+                .bind(&m.encrypted_data_key)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_err)?;
+                let id: i64 = row.try_get(0).map_err(map_err)?;
+                Self::replace_tags(&mut tx, id, &rec.key, &m.config_tags).await?;
+                // Nacos records inserts with config id 0 in history.
+                let nid = Self::insert_history(
+                    &mut tx,
+                    0,
+                    &rec.key,
+                    &m.app_name,
+                    &rec.content,
+                    &rec.md5,
+                    &m.encrypted_data_key,
+                    &rec.source,
+                    OpType::Insert,
+                    rec.now_ms,
+                )
+                .await?;
+                (id, rec.now_ms, nid)
+            }
+            Some(old) => {
+                sqlx::query(
+                    "UPDATE config_info SET content = ?, md5 = ?, gmt_modified = ?, src_user = ?, \
+                     src_ip = ?, app_name = ?, c_desc = ?, c_use = ?, effect = ?, type = ?, \
+                     c_schema = ?, encrypted_data_key = ? WHERE id = ?",
+                )
+                .bind(&content)
+                .bind(&rec.md5)
+                .bind(rec.now_ms)
+                .bind(&rec.source.src_user)
+                .bind(&rec.source.src_ip)
+                .bind(&m.app_name)
+                .bind(&m.desc)
+                .bind(&m.r#use)
+                .bind(&m.effect)
+                .bind(rec.config_type.as_str())
+                .bind(&m.schema)
+                .bind(&m.encrypted_data_key)
+                .bind(old.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_err)?;
+                Self::replace_tags(&mut tx, old.id, &rec.key, &m.config_tags).await?;
+                // As Nacos does, an update's history row keeps the replaced version.
+                let nid = Self::insert_history(
+                    &mut tx,
+                    old.id,
+                    &rec.key,
+                    &old.meta.app_name,
+                    &old.content,
+                    &old.md5,
+                    &old.meta.encrypted_data_key,
+                    &rec.source,
+                    OpType::Update,
+                    rec.now_ms,
+                )
+                .await?;
+                (old.id, old.created_ms, nid)
+            }
+        };
+        tx.commit().await.map_err(map_err)?;
+        Ok(StoredConfig {
+            id,
+            key: rec.key.clone(),
+            content: rec.content.clone(),
+            md5: rec.md5.clone(),
+            config_type: rec.config_type,
+            meta: ConfigMeta {
+                config_tags: split_tags(&m.config_tags).join(","),
+                ..m.clone()
+            },
+            source: rec.source.clone(),
+            created_ms,
+            modified_ms: rec.now_ms,
+            revision,
+        })
+    }
+
+    async fn remove(
+        &self,
+        key: &ConfigKey,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(map_err)?;
+        let Some(old) = Self::current(&mut tx, key).await? else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        sqlx::query("DELETE FROM config_info WHERE id = ?")
+            .bind(old.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_err)?;
+        sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
+            .bind(old.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_err)?;
+        let nid = Self::insert_history(
+            &mut tx,
+            old.id,
+            key,
+            &old.meta.app_name,
+            &old.content,
+            &old.md5,
+            &old.meta.encrypted_data_key,
+            source,
+            OpType::Delete,
+            now_ms,
+        )
+        .await?;
+        tx.commit().await.map_err(map_err)?;
+        Ok(RemoveOutcome::Removed { revision: nid })
+    }
+
+    async fn history_page(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<HistoryEntry>, StoreError> {
+        let total: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM his_config_info WHERE data_id = ? AND group_id = ? AND tenant_id = ?",
+        )
+        .bind(key.data_id())
+        .bind(key.group())
+        .bind(key.tenant())
+        .fetch_one(&self.reader)
+        .await
+        .map_err(map_err)?;
+        let sql = format!(
+            "SELECT {HISTORY_COLUMNS} FROM his_config_info \
+             WHERE data_id = ? AND group_id = ? AND tenant_id = ? ORDER BY nid DESC LIMIT ? OFFSET ?"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(key.data_id())
+            .bind(key.group())
+            .bind(key.tenant())
+            .bind(page.page_size as i64)
+            .bind(page.offset() as i64)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_err)?;
+        let items = rows
+            .iter()
+            .map(history_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::new(
+            total.max(0) as u64,
+            page.page_no,
+            page.page_size,
+            items,
+        ))
+    }
+
+    async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
+        let sql = format!("SELECT {HISTORY_COLUMNS} FROM his_config_info WHERE nid = ?");
+        let row = sqlx::query(&sql)
+            .bind(nid)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| history_from_row(&r)).transpose()
+    }
+
+    async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
+        let sql = format!(
+            "SELECT {HISTORY_COLUMNS} FROM his_config_info WHERE nid = \
+             (SELECT max(nid) FROM his_config_info WHERE id = ?)"
+        );
+        let row = sqlx::query(&sql)
+            .bind(config_id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| history_from_row(&r)).transpose()
+    }
+
+    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info WHERE kp = '1' ORDER BY id",
+        )
+        .fetch_all(&self.reader)
+        .await
+        .map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Namespace {
+                    id: opt_string(r, "tenant_id")?,
+                    name: opt_string(r, "tenant_name")?,
+                    desc: opt_string(r, "tenant_desc")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO tenant_info (kp, tenant_id, tenant_name, tenant_desc, create_source, \
+             gmt_create, gmt_modified) VALUES ('1', ?, ?, ?, 'nacos', ?, ?)",
+        )
+        .bind(&ns.id)
+        .bind(&ns.name)
+        .bind(&ns.desc)
+        .bind(now_ms)
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await
+        .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE tenant_info SET tenant_name = ?, tenant_desc = ?, gmt_modified = ? \
+             WHERE kp = '1' AND tenant_id = ?",
+        )
+        .bind(&ns.name)
+        .bind(&ns.desc)
+        .bind(now_ms)
+        .bind(&ns.id)
+        .execute(&self.writer)
+        .await
+        .map_err(map_err)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("namespace `{}`", ns.id)));
+        }
+        Ok(())
+    }
+
+    async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM tenant_info WHERE kp = '1' AND tenant_id = ?")
+            .bind(id)
+            .execute(&self.writer)
+            .await
+            .map_err(map_err)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.reader)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: &ConfigKey, content: &str) -> PublishRecord {
+        PublishRecord {
+            key: key.clone(),
+            content: Bytes::from(content.to_string()),
+            md5: nacelle_core::md5_hex(content.as_bytes()),
+            config_type: ConfigType::Yaml,
+            meta: ConfigMeta {
+                config_tags: "a, b,a".into(),
+                ..Default::default()
+            },
+            source: OpSource {
+                src_user: "u".into(),
+                src_ip: "127.0.0.1".into(),
+            },
+            cas_md5: None,
+            now_ms: nacelle_core::now_millis(),
+        }
+    }
+
+    #[tokio::test]
+    async fn publish_update_remove_with_history() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = SqliteStore::open_path(&dir.path().join("db.sqlite")).await?;
+        let key = ConfigKey::from_trusted("", "G", "d");
+        let first = store.publish(&record(&key, "v1")).await?;
+        assert_eq!(first.meta.config_tags, "a,b");
+        let second = store.publish(&record(&key, "v2")).await?;
+        assert!(second.revision > first.revision);
+        assert_eq!(second.id, first.id);
+        let got = store.get(&key).await?.ok_or("missing")?;
+        assert_eq!(&got.content[..], b"v2");
+        assert_eq!(got.revision, second.revision);
+        assert_eq!(got.meta.config_tags, "a,b");
+
+        let mut cas = record(&key, "v3");
+        cas.cas_md5 = Some("nope".into());
+        assert!(matches!(
+            store.publish(&cas).await,
+            Err(StoreError::CasMismatch)
+        ));
+
+        let prev = store
+            .history_previous(first.id)
+            .await?
+            .ok_or("no previous")?;
+        assert_eq!(prev.content, "v1");
+        assert_eq!(prev.op_type, OpType::Update);
+
+        assert!(matches!(
+            store.remove(&key, &OpSource::default(), 1).await?,
+            RemoveOutcome::Removed { .. }
+        ));
+        assert_eq!(
+            store.remove(&key, &OpSource::default(), 1).await?,
+            RemoveOutcome::Absent
+        );
+        let page = store
+            .history_page(
+                &key,
+                PageRequest {
+                    page_no: 1,
+                    page_size: 10,
+                },
+            )
+            .await?;
+        let ops: Vec<_> = page.items.iter().map(|h| h.op_type).collect();
+        assert_eq!(ops, vec![OpType::Delete, OpType::Update, OpType::Insert]);
+        assert!(store.get(&key).await?.is_none());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn namespaces() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = SqliteStore::open_path(&dir.path().join("db.sqlite")).await?;
+        let ns = Namespace {
+            id: "dev".into(),
+            name: "Dev".into(),
+            desc: "d".into(),
+        };
+        store.create_namespace(&ns, 1).await?;
+        assert!(matches!(
+            store.create_namespace(&ns, 1).await,
+            Err(StoreError::Conflict(_))
+        ));
+        store
+            .update_namespace(
+                &Namespace {
+                    name: "Dev2".into(),
+                    ..ns.clone()
+                },
+                2,
+            )
+            .await?;
+        assert_eq!(store.list_namespaces().await?[0].name, "Dev2");
+        assert!(store.delete_namespace("dev").await?);
+        assert!(!store.delete_namespace("dev").await?);
+        Ok(())
+    }
+}
