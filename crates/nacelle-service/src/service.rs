@@ -378,6 +378,23 @@ impl ConfigService {
         Ok(true)
     }
 
+    /// Removes the configs whose row ids are in `ids` (`delType=ids`); unknown ids are
+    /// ignored. Returns how many were removed.
+    pub async fn remove_by_ids(&self, ids: &[i64], source: OpSource) -> Result<usize, CoreError> {
+        self.ensure_ready()?;
+        let keys: Vec<ConfigKey> = self
+            .inner
+            .cache
+            .iter()
+            .filter(|e| ids.contains(&e.id))
+            .map(|e| e.key().clone())
+            .collect();
+        for key in &keys {
+            self.remove(key, None, source.clone()).await?;
+        }
+        Ok(keys.len())
+    }
+
     /// Re-reads `key` from the database and updates the cache (never trusting any content
     /// from elsewhere); notifies listeners when it changed.
     pub async fn reload(&self, key: &ConfigKey) -> Result<bool, CoreError> {

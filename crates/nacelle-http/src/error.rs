@@ -1,0 +1,139 @@
+//! Errors of the HTTP adapter and their two wire formats: v1 answers plain text
+//! (`caused: …;`) with the status code; v2 answers the `{code, message, data}` envelope.
+//! Each format is produced here and nowhere else.
+
+use axum::extract::rejection::BytesRejection;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use nacelle_core::{CoreError, StoreError};
+use serde_json::json;
+
+/// An error of an HTTP request, before it is rendered in a protocol's format.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    #[error("Required request parameter '{0}' for method parameter type String is not present")]
+    Missing(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("Cas publish fail, server md5 may have changed.")]
+    CasMismatch,
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn from_body_rejection(e: &BytesRejection) -> Self {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(format!("request body too large: {}", e.body_text()))
+        } else {
+            ApiError::Invalid(format!(
+                "could not read the request body: {}",
+                e.body_text()
+            ))
+        }
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Missing(_) | ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::CasMismatch | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// Nacos v2 error code and message for this error.
+    fn v2_code(&self) -> (i32, &'static str) {
+        match self {
+            ApiError::Missing(_) => (10000, "parameter missing"),
+            ApiError::Invalid(_) | ApiError::TooLarge(_) => (20002, "parameter validate error"),
+            ApiError::NotFound(_) => (20004, "resource not found"),
+            ApiError::Conflict(_) => (20005, "resource conflict"),
+            ApiError::Unsupported(_) => (20006, "api not supported"),
+            ApiError::CasMismatch | ApiError::Unavailable(_) | ApiError::Internal(_) => {
+                (30000, "server error")
+            }
+        }
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(e: CoreError) -> Self {
+        match e {
+            CoreError::Invalid(m) => ApiError::Invalid(m),
+            CoreError::NotFound(m) => ApiError::NotFound(m),
+            CoreError::Conflict(m) => ApiError::Conflict(m),
+            CoreError::CasMismatch => ApiError::CasMismatch,
+            CoreError::TooLarge(m) => ApiError::TooLarge(m),
+            CoreError::Unsupported(m) => ApiError::Unsupported(m),
+            CoreError::NotReady(m) => ApiError::Unavailable(format!("server is not ready: {m}")),
+            CoreError::Store(StoreError::CasMismatch) => ApiError::CasMismatch,
+            CoreError::Store(StoreError::NotFound(m)) => ApiError::NotFound(m),
+            CoreError::Store(StoreError::Conflict(m)) => ApiError::Conflict(m),
+            CoreError::Store(StoreError::Unavailable(m)) => {
+                tracing::warn!(error = %m, "database error");
+                ApiError::Unavailable(format!("database unavailable: {m}"))
+            }
+        }
+    }
+}
+
+/// v1 format: plain text `caused: <message>;` with the status code. Also the rejection
+/// format of the shared parameter extractor.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/plain;charset=UTF-8")],
+            format!("caused: {self};"),
+        )
+            .into_response()
+    }
+}
+
+/// An [`ApiError`] rendered in the v2 `{code, message, data}` envelope.
+#[derive(Debug)]
+pub(crate) struct V2Error(pub ApiError);
+
+impl From<ApiError> for V2Error {
+    fn from(e: ApiError) -> Self {
+        V2Error(e)
+    }
+}
+
+impl From<CoreError> for V2Error {
+    fn from(e: CoreError) -> Self {
+        V2Error(e.into())
+    }
+}
+
+impl IntoResponse for V2Error {
+    fn into_response(self) -> Response {
+        let (code, message) = self.0.v2_code();
+        let data = self.0.to_string();
+        (
+            self.0.status(),
+            axum::Json(json!({"code": code, "message": message, "data": data})),
+        )
+            .into_response()
+    }
+}
+
+/// Unknown paths: 404 in the v1 plain-text style.
+pub(crate) async fn not_found_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(format!("no such API: {}", uri.path()))
+}

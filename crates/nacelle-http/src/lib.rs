@@ -1,0 +1,111 @@
+//! The HTTP adapter: Nacos's HTTP v1 and v2 config API and the console API, translated to
+//! calls on [`nacelle_service::ConfigService`]. This crate is the only one that knows
+//! Nacos's HTTP formats.
+//!
+//! # Layout
+//! - [`serve`]: the accept loop (hyper, HTTP/1.1, graceful shutdown).
+//! - `params`: strict form/query decoding shared by every handler.
+//! - `error`: the two wire error formats (v1 plain text, v2 JSON envelope), one mapping each.
+//! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
+//!   the 1.x API under `/nacos/v1`.
+//! - `v2::config`: `/nacos/v2/cs/config`.
+
+mod error;
+mod params;
+mod server;
+mod v1;
+mod v2;
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::Router;
+use nacelle_service::ConfigService;
+
+pub use server::serve;
+
+/// Options of the HTTP adapter.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Largest request (body or URL) in bytes; larger requests get 413.
+    pub max_request_bytes: usize,
+    /// Shortest hold of a long poll. Nacos holds for max(10 s, timeout − 500 ms).
+    pub long_poll_min_hold: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            max_request_bytes: 32 * 1024 * 1024,
+            long_poll_min_hold: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Shared state of every handler.
+#[derive(Debug, Clone)]
+pub(crate) struct AppState {
+    pub service: ConfigService,
+    pub options: Arc<HttpOptions>,
+    /// Long polls currently held.
+    pub held_polls: Arc<AtomicUsize>,
+}
+
+/// Builds the router of the whole HTTP API.
+pub fn router(service: ConfigService, options: HttpOptions) -> Router {
+    let body_limit = options.max_request_bytes;
+    let state = AppState {
+        service,
+        options: Arc::new(options),
+        held_polls: Arc::new(AtomicUsize::new(0)),
+    };
+    Router::new()
+        .route(
+            "/nacos/v1/cs/configs",
+            get(v1::configs::get_configs)
+                .post(v1::configs::post_configs)
+                .delete(v1::configs::delete_configs),
+        )
+        .route(
+            "/nacos/v1/cs/configs/listener",
+            get(v1::listener::listeners_of_key).post(v1::listener::long_poll),
+        )
+        .route("/nacos/v1/cs/listener", get(v1::listener::keys_of_ip))
+        .route("/nacos/v1/cs/history", get(v1::history::history))
+        .route("/nacos/v1/cs/history/previous", get(v1::history::previous))
+        .route(
+            "/nacos/v1/cs/history/configs",
+            get(v1::history::configs_of_namespace),
+        )
+        .route(
+            "/nacos/v1/console/namespaces",
+            get(v1::namespaces::list)
+                .post(v1::namespaces::create)
+                .put(v1::namespaces::update)
+                .delete(v1::namespaces::delete),
+        )
+        .route(
+            "/nacos/v1/console/health/liveness",
+            get(v1::health::liveness),
+        )
+        .route(
+            "/nacos/v1/console/health/readiness",
+            get(v1::health::readiness),
+        )
+        .route(
+            "/nacos/v1/console/server/state",
+            get(v1::health::server_state),
+        )
+        .route(
+            "/nacos/v2/cs/config",
+            get(v2::config::get_config)
+                .post(v2::config::post_config)
+                .delete(v2::config::delete_config),
+        )
+        .fallback(error::not_found_route)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}

@@ -1,0 +1,203 @@
+//! Request parameters as Nacos reads them: the query string and a form body merged (query
+//! first, the first value of a name wins), decoded strictly — a parameter that is not valid
+//! UTF-8 after percent-decoding is a 400, never silently replaced.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequest, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderMap;
+use percent_encoding::percent_decode;
+
+use crate::error::ApiError;
+
+/// Merged query and form parameters, plus what a handler needs from the request itself.
+#[derive(Debug, Default)]
+pub(crate) struct Params {
+    values: HashMap<String, String>,
+    pub headers: HeaderMap,
+    /// The client's IP as Nacos determines it (X-Real-IP, X-Forwarded-For, socket).
+    pub client_ip: String,
+}
+
+impl Params {
+    /// A parameter, if present (possibly empty).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// A parameter that is present and not blank.
+    pub fn non_blank(&self, name: &str) -> Option<&str> {
+        self.get(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// A required parameter; missing → [`ApiError::Missing`].
+    pub fn required(&self, name: &str) -> Result<&str, ApiError> {
+        self.get(name)
+            .ok_or_else(|| ApiError::Missing(name.to_string()))
+    }
+
+    /// A parameter or `""`.
+    pub fn or_empty(&self, name: &str) -> String {
+        self.get(name).unwrap_or("").to_string()
+    }
+
+    /// A header as a string, if present and valid.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// A positive integer parameter with a default; anything else is a 400.
+    pub fn page_number(&self, name: &str, default: u64, max: u64) -> Result<u64, ApiError> {
+        match self.non_blank(name) {
+            None => Ok(default),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(n) if n >= 1 && n <= max => Ok(n),
+                _ => Err(ApiError::Invalid(format!(
+                    "invalid {name} : {v} (expected an integer from 1 to {max})"
+                ))),
+            },
+        }
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    match headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
+        None => true,
+        Some(ct) => {
+            let ct = ct.trim().to_ascii_lowercase();
+            ct.is_empty() || ct.starts_with("application/x-www-form-urlencoded")
+        }
+    }
+}
+
+/// Decodes `a=b&c=d` form encoding into `out`, keeping the first value of each name.
+pub(crate) fn decode_form_into(
+    raw: &[u8],
+    out: &mut HashMap<String, String>,
+) -> Result<(), ApiError> {
+    for pair in raw.split(|b| *b == b'&') {
+        if pair.is_empty() {
+            continue;
+        }
+        let (k, v) = match pair.iter().position(|b| *b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &[][..]),
+        };
+        let k = decode_component(k)?;
+        let v = decode_component(v)?;
+        out.entry(k).or_insert(v);
+    }
+    Ok(())
+}
+
+fn decode_component(raw: &[u8]) -> Result<String, ApiError> {
+    let plus_free: Vec<u8> = raw
+        .iter()
+        .map(|b| if *b == b'+' { b' ' } else { *b })
+        .collect();
+    percent_decode(&plus_free)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ApiError::Invalid("request parameters are not valid UTF-8".into()))
+}
+
+/// The client IP: `X-Real-IP`, else the first `X-Forwarded-For` entry, else the socket.
+pub(crate) fn client_ip(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
+    let header_ip = |name: &str| -> Option<String> {
+        let v = headers.get(name)?.to_str().ok()?;
+        let first = v.split(',').next()?.trim();
+        first.parse::<IpAddr>().ok().map(|ip| ip.to_string())
+    };
+    header_ip("x-real-ip")
+        .or_else(|| header_ip("x-forwarded-for"))
+        .or_else(|| peer.map(|p| p.ip().to_canonical().to_string()))
+        .unwrap_or_default()
+}
+
+impl<S: Send + Sync> FromRequest<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
+        let mut values = HashMap::new();
+        if let Some(q) = parts.uri.query() {
+            decode_form_into(q.as_bytes(), &mut values)?;
+        }
+        let form = is_form(&parts.headers);
+        let req = Request::from_parts(parts, body);
+        let headers = req.headers().clone();
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::from_body_rejection(&e))?;
+        if form && !bytes.is_empty() {
+            decode_form_into(&bytes, &mut values)?;
+        }
+        let client_ip = client_ip(&headers, peer);
+        Ok(Params {
+            values,
+            headers,
+            client_ip,
+        })
+    }
+}
+
+/// Encodes like Java's `URLEncoder.encode(s, "UTF-8")`: letters, digits and `.-*_` stay,
+/// space becomes `+`, every other byte becomes `%XX` (upper case).
+pub(crate) fn java_url_encode(s: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in s.as_bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => {
+                out.push('%');
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 0xf) as usize] as char);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_decoding_is_strict_and_first_wins() {
+        let mut m = HashMap::new();
+        decode_form_into(b"a=1&b=x+y%2Bz&a=2&c&d=%E4%B8%AD", &mut m).expect("valid form");
+        assert_eq!(m["a"], "1");
+        assert_eq!(m["b"], "x y+z");
+        assert_eq!(m["c"], "");
+        assert_eq!(m["d"], "中");
+        let mut m = HashMap::new();
+        assert!(decode_form_into(b"a=%FF%FE", &mut m).is_err());
+    }
+
+    #[test]
+    fn java_encoding() {
+        let mut s = String::new();
+        java_url_encode("app\u{2}DEFAULT_GROUP\u{1}a b*中", &mut s);
+        assert_eq!(s, "app%02DEFAULT_GROUP%01a+b*%E4%B8%AD");
+    }
+
+    #[test]
+    fn client_ip_prefers_headers() {
+        let mut h = HeaderMap::new();
+        let peer: SocketAddr = "[::ffff:10.0.0.1]:80".parse().expect("addr");
+        assert_eq!(client_ip(&h, Some(peer)), "10.0.0.1");
+        h.insert("x-forwarded-for", "1.2.3.4, 5.6.7.8".parse().expect("hv"));
+        assert_eq!(client_ip(&h, Some(peer)), "1.2.3.4");
+        h.insert("x-real-ip", "9.9.9.9".parse().expect("hv"));
+        assert_eq!(client_ip(&h, Some(peer)), "9.9.9.9");
+    }
+}

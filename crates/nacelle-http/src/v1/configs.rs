@@ -1,0 +1,320 @@
+//! `/nacos/v1/cs/configs`: get (raw, `show=all`, search), publish, delete.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use nacelle_core::key::{check_tag, normalize_tenant};
+use nacelle_core::{ConfigMeta, ConfigType, OpSource, PageRequest, StoredConfig, Variant};
+use nacelle_service::{PublishRequest, SearchMode, SearchQuery};
+use serde::Serialize;
+
+use super::{json, key_from_params, ok_true, RestResult};
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+/// The body Nacos sends when a config does not exist.
+pub(crate) const NOT_FOUND_BODY: &str = "config data not exist\n";
+
+/// Nacos's `Content-Type` for each config type.
+pub(crate) fn content_type_of(t: ConfigType) -> &'static str {
+    match t {
+        ConfigType::Json => "application/json;charset=UTF-8",
+        ConfigType::Xml => "application/xml;charset=UTF-8",
+        ConfigType::Html => "text/html;charset=UTF-8",
+        _ => "text/plain;charset=UTF-8",
+    }
+}
+
+fn no_cache(h: &mut HeaderMap) {
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::EXPIRES,
+        HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache,no-store"),
+    );
+}
+
+/// The raw-content answer of a config GET, with Nacos's headers.
+pub(crate) fn raw_config_response(cfg: &StoredConfig) -> Response {
+    let mut resp = (StatusCode::OK, cfg.content.clone()).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type_of(cfg.config_type)),
+    );
+    if let Ok(v) = HeaderValue::from_str(&cfg.md5) {
+        h.insert("Content-MD5", v);
+    }
+    h.insert(
+        "Config-Type",
+        HeaderValue::from_static(cfg.config_type.as_str()),
+    );
+    let modified = UNIX_EPOCH + Duration::from_millis(cfg.modified_ms.max(0) as u64);
+    if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(modified)) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
+    if !cfg.meta.encrypted_data_key.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&cfg.meta.encrypted_data_key) {
+            h.insert("Encrypted-Data-Key", v);
+        }
+    }
+    no_cache(h);
+    resp
+}
+
+pub(crate) fn not_found_response() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain;charset=UTF-8")],
+        NOT_FOUND_BODY,
+    )
+        .into_response()
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigDetail<'a> {
+    id: String,
+    data_id: &'a str,
+    group: &'a str,
+    content: std::borrow::Cow<'a, str>,
+    md5: &'a str,
+    encrypted_data_key: &'a str,
+    tenant: &'a str,
+    app_name: &'a str,
+    r#type: &'a str,
+    create_time: i64,
+    modify_time: i64,
+    create_user: &'a str,
+    create_ip: &'a str,
+    desc: &'a str,
+    r#use: &'a str,
+    effect: &'a str,
+    schema: &'a str,
+    config_tags: &'a str,
+}
+
+impl<'a> ConfigDetail<'a> {
+    fn of(c: &'a StoredConfig) -> Self {
+        ConfigDetail {
+            id: c.id.to_string(),
+            data_id: c.key.data_id(),
+            group: c.key.group(),
+            content: String::from_utf8_lossy(&c.content),
+            md5: &c.md5,
+            encrypted_data_key: &c.meta.encrypted_data_key,
+            tenant: c.key.tenant(),
+            app_name: &c.meta.app_name,
+            r#type: c.config_type.as_str(),
+            create_time: c.created_ms,
+            modify_time: c.modified_ms,
+            create_user: &c.source.src_user,
+            create_ip: &c.source.src_ip,
+            desc: &c.meta.desc,
+            r#use: &c.meta.r#use,
+            effect: &c.meta.effect,
+            schema: &c.meta.schema,
+            config_tags: &c.meta.config_tags,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SearchItem<'a> {
+    id: String,
+    data_id: &'a str,
+    group: &'a str,
+    content: std::borrow::Cow<'a, str>,
+    md5: &'a str,
+    tenant: &'a str,
+    app_name: &'a str,
+    r#type: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageJson<T: Serialize> {
+    pub total_count: u64,
+    pub page_number: u64,
+    pub pages_available: u64,
+    pub page_items: Vec<T>,
+}
+
+/// `GET /nacos/v1/cs/configs`.
+pub(crate) async fn get_configs(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    if let Some(mode) = p.non_blank("search") {
+        return search(&st, &p, mode);
+    }
+    if is_true(p.get("export")) || is_true(p.get("exportV2")) {
+        return Err(ApiError::Unsupported(
+            "config export is not supported yet".into(),
+        ));
+    }
+    let key = key_from_params(&p, "tenant")?;
+    if is_true(p.get("beta")) {
+        // No beta variants are stored yet, so there is never a beta to show.
+        return Ok(json(&RestResult {
+            code: 200,
+            message: Some("query beta ok".into()),
+            data: Option::<()>::None,
+        }));
+    }
+    if let Some(tag) = p.non_blank("tag") {
+        check_tag(tag)?;
+        return Err(ApiError::Unsupported(
+            "tagged configs are not supported yet".into(),
+        ));
+    }
+    let Some(cfg) = st.service.get(&key)? else {
+        return Ok(not_found_response());
+    };
+    if p.get("show") == Some("all") {
+        return Ok(json(&ConfigDetail::of(&cfg)));
+    }
+    Ok(raw_config_response(&cfg))
+}
+
+fn is_true(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
+    let mode = match mode {
+        "accurate" => SearchMode::Accurate,
+        "blur" => SearchMode::Blur,
+        other => {
+            return Err(ApiError::Invalid(format!(
+                "invalid search : {other} (expected accurate or blur)"
+            )))
+        }
+    };
+    let page = PageRequest {
+        page_no: p.page_number("pageNo", 1, u32::MAX as u64)?,
+        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_SIZE)?,
+    };
+    let q = SearchQuery {
+        mode,
+        tenant: normalize_tenant(p.get("tenant"))?,
+        data_id: p.or_empty("dataId"),
+        group: p.or_empty("group"),
+        app_name: p.or_empty("appName"),
+        config_tags: p.or_empty("config_tags"),
+        page,
+    };
+    let result = st.service.search(&q)?;
+    let items: Vec<Arc<StoredConfig>> = result.items;
+    Ok(json(&PageJson {
+        total_count: result.total_count,
+        page_number: result.page_number,
+        pages_available: result.pages_available,
+        page_items: items
+            .iter()
+            .map(|c| SearchItem {
+                id: c.id.to_string(),
+                data_id: c.key.data_id(),
+                group: c.key.group(),
+                content: String::from_utf8_lossy(&c.content),
+                md5: &c.md5,
+                tenant: c.key.tenant(),
+                app_name: &c.meta.app_name,
+                r#type: c.config_type.as_str(),
+            })
+            .collect(),
+    }))
+}
+
+/// `POST /nacos/v1/cs/configs`: publish (form body or query string).
+pub(crate) async fn post_configs(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    if is_true(p.get("import")) {
+        return Err(ApiError::Unsupported(
+            "config import is not supported yet".into(),
+        ));
+    }
+    let key = key_from_params(&p, "tenant")?;
+    let content = p.required("content")?.to_string();
+    let variant = if let Some(ips) = p.header("betaIps").filter(|v| !v.trim().is_empty()) {
+        Variant::Beta {
+            ips: ips.split(',').map(|s| s.trim().to_string()).collect(),
+        }
+    } else if let Some(tag) = p.non_blank("tag") {
+        Variant::Tag(tag.to_string())
+    } else {
+        Variant::Formal
+    };
+    let req = PublishRequest {
+        key,
+        content,
+        config_type: p.get("type").map(str::to_string),
+        meta: ConfigMeta {
+            app_name: p.or_empty("appName"),
+            desc: p.or_empty("desc"),
+            r#use: p.or_empty("use"),
+            effect: p.or_empty("effect"),
+            schema: p.or_empty("schema"),
+            config_tags: p.or_empty("config_tags"),
+            encrypted_data_key: p.or_empty("encryptedDataKey"),
+        },
+        source: OpSource {
+            src_user: p.or_empty("src_user"),
+            src_ip: p.client_ip.clone(),
+        },
+        cas_md5: p.header("casMd5").map(str::to_string),
+        variant,
+    };
+    st.service.publish(req).await?;
+    Ok(ok_true())
+}
+
+/// `DELETE /nacos/v1/cs/configs`: by key, by ids (`delType=ids`), or stop a beta.
+pub(crate) async fn delete_configs(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    let source = OpSource {
+        src_user: p.or_empty("src_user"),
+        src_ip: p.client_ip.clone(),
+    };
+    if p.get("delType") == Some("ids") {
+        let ids = parse_ids(p.required("ids")?)?;
+        st.service.remove_by_ids(&ids, source).await?;
+        return Ok(json(&serde_json::json!({"code": 200, "data": true})));
+    }
+    let key = key_from_params(&p, "tenant")?;
+    if is_true(p.get("beta")) {
+        // Nothing to stop: beta variants are not stored yet.
+        return Ok(json(&RestResult {
+            code: 200,
+            message: Some("stop beta ok".into()),
+            data: true,
+        }));
+    }
+    st.service.remove(&key, p.get("tag"), source).await?;
+    Ok(ok_true())
+}
+
+fn parse_ids(raw: &str) -> Result<Vec<i64>, ApiError> {
+    let ids: Result<Vec<i64>, _> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::parse::<i64>)
+        .collect();
+    match ids {
+        Ok(ids) if !ids.is_empty() => Ok(ids),
+        _ => Err(ApiError::Invalid(format!("invalid ids : {raw}"))),
+    }
+}

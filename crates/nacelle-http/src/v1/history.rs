@@ -1,0 +1,138 @@
+//! `/nacos/v1/cs/history`: history of a key, one entry, the previous version, and the
+//! configs of a namespace.
+
+use axum::extract::State;
+use axum::response::Response;
+use nacelle_core::key::normalize_tenant;
+use nacelle_core::{HistoryEntry, PageRequest};
+use serde::Serialize;
+
+use super::configs::PageJson;
+use super::{iso_time, json, key_from_params};
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryJson<'a> {
+    /// Nacos puts the history row's `nid` here.
+    id: String,
+    last_id: i64,
+    data_id: &'a str,
+    group: &'a str,
+    tenant: &'a str,
+    app_name: &'a str,
+    md5: Option<&'a str>,
+    content: Option<&'a str>,
+    src_ip: &'a str,
+    src_user: &'a str,
+    op_type: &'a str,
+    created_time: String,
+    last_modified_time: String,
+    encrypted_data_key: &'a str,
+}
+
+impl<'a> HistoryJson<'a> {
+    fn of(h: &'a HistoryEntry, with_content: bool) -> Self {
+        HistoryJson {
+            id: h.nid.to_string(),
+            last_id: -1,
+            data_id: h.key.data_id(),
+            group: h.key.group(),
+            tenant: h.key.tenant(),
+            app_name: &h.app_name,
+            md5: with_content.then_some(h.md5.as_str()),
+            content: with_content.then_some(h.content.as_str()),
+            src_ip: &h.source.src_ip,
+            src_user: &h.source.src_user,
+            op_type: h.op_type.as_str(),
+            created_time: iso_time(h.created_ms),
+            last_modified_time: iso_time(h.modified_ms),
+            encrypted_data_key: &h.encrypted_data_key,
+        }
+    }
+}
+
+fn parse_id(p: &Params, name: &str) -> Result<i64, ApiError> {
+    let raw = p.required(name)?;
+    raw.trim()
+        .parse::<i64>()
+        .map_err(|_| ApiError::Invalid(format!("invalid {name} : {raw}")))
+}
+
+/// `GET /nacos/v1/cs/history`: a page of a key's history, or one entry with `nid`.
+pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
+    let key = key_from_params(&p, "tenant")?;
+    if p.get("nid").is_some() {
+        let nid = parse_id(&p, "nid")?;
+        let entry = st.service.history_entry(&key, nid).await?;
+        return Ok(json(&HistoryJson::of(&entry, true)));
+    }
+    if let Some(mode) = p.non_blank("search") {
+        if mode != "accurate" {
+            return Err(ApiError::Invalid(format!(
+                "invalid search : {mode} (history supports accurate)"
+            )));
+        }
+    }
+    let page = PageRequest {
+        page_no: p.page_number("pageNo", 1, u32::MAX as u64)?,
+        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_SIZE)?,
+    };
+    let result = st.service.history(&key, page).await?;
+    Ok(json(&PageJson {
+        total_count: result.total_count,
+        page_number: result.page_number,
+        pages_available: result.pages_available,
+        page_items: result
+            .items
+            .iter()
+            .map(|h| HistoryJson::of(h, false))
+            .collect(),
+    }))
+}
+
+/// `GET /nacos/v1/cs/history/previous?id=<config id>&dataId&group[&tenant]`.
+pub(crate) async fn previous(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
+    let key = key_from_params(&p, "tenant")?;
+    let id = parse_id(&p, "id")?;
+    let entry = st.service.history_previous(&key, id).await?;
+    Ok(json(&HistoryJson::of(&entry, true)))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceConfigJson<'a> {
+    id: String,
+    data_id: &'a str,
+    group: &'a str,
+    tenant: &'a str,
+    app_name: &'a str,
+    r#type: &'a str,
+    md5: &'a str,
+    last_modified: i64,
+}
+
+/// `GET /nacos/v1/cs/history/configs?tenant=`: every config of a namespace.
+pub(crate) async fn configs_of_namespace(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    let tenant = normalize_tenant(Some(p.required("tenant")?))?;
+    let configs = st.service.configs_of_namespace(&tenant)?;
+    let out: Vec<NamespaceConfigJson> = configs
+        .iter()
+        .map(|c| NamespaceConfigJson {
+            id: c.id.to_string(),
+            data_id: c.key.data_id(),
+            group: c.key.group(),
+            tenant: c.key.tenant(),
+            app_name: &c.meta.app_name,
+            r#type: c.config_type.as_str(),
+            md5: &c.md5,
+            last_modified: c.modified_ms,
+        })
+        .collect();
+    Ok(json(&out))
+}

@@ -1,0 +1,316 @@
+//! `/nacos/v1/cs/configs/listener`: the 1.x long-polling listener, and the listener
+//! queries (`GET /v1/cs/configs/listener`, `GET /v1/cs/listener?ip=`).
+//!
+//! A held poll subscribes a waiter to each of its keys in the shared change hub; a change of
+//! any of them wakes it. Only the waiters of the changed key are touched.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use nacelle_core::ConfigKey;
+use nacelle_service::{ChangeEvent, Subscriber};
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::Notify;
+
+use super::{json, key_from_params};
+use crate::error::ApiError;
+use crate::params::{java_url_encode, Params};
+use crate::AppState;
+
+const WORD_SEPARATOR: char = '\u{2}';
+const LINE_SEPARATOR: char = '\u{1}';
+/// Nacos answers this much before the client's timeout so the client never times out first.
+const HOLD_MARGIN_MS: u64 = 500;
+
+/// One record of `Listening-Configs`, with the names exactly as the client sent them so the
+/// answer echoes them unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListenItem {
+    pub key: ConfigKey,
+    pub md5: String,
+    pub data_id: String,
+    pub group: String,
+    /// The tenant as sent (possibly `public`); empty when none was sent.
+    pub tenant: String,
+}
+
+/// Parses `Listening-Configs`: records `dataId^Bgroup^Bmd5[^Btenant]^A`. Records of three
+/// fields take `tenant_param` (the Node client sends the namespace separately).
+pub(crate) fn parse_listening_configs(
+    raw: &str,
+    tenant_param: Option<&str>,
+    max_keys: usize,
+) -> Result<Vec<ListenItem>, ApiError> {
+    let mut items: Vec<ListenItem> = Vec::new();
+    let mut seen: HashMap<ConfigKey, usize> = HashMap::new();
+    for record in raw.split(LINE_SEPARATOR) {
+        if record.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = record.split(WORD_SEPARATOR).collect();
+        let (data_id, group, md5, tenant) = match fields.as_slice() {
+            [d, g, m] => (*d, *g, *m, tenant_param.unwrap_or("")),
+            [d, g, m, t] => (*d, *g, *m, *t),
+            _ => {
+                return Err(ApiError::Invalid(format!(
+                    "invalid probeModify: record `{}` has {} fields, expected 3 or 4",
+                    record.escape_debug(),
+                    fields.len()
+                )))
+            }
+        };
+        if md5.len() > 64 || !md5.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(ApiError::Invalid(format!(
+                "invalid probeModify: md5 `{}` is not hex",
+                md5.escape_debug()
+            )));
+        }
+        let key = ConfigKey::parse(Some(tenant), group, data_id)
+            .map_err(|e| ApiError::Invalid(format!("invalid probeModify: {e}")))?;
+        let item = ListenItem {
+            key: key.clone(),
+            md5: md5.to_string(),
+            data_id: data_id.to_string(),
+            group: group.to_string(),
+            tenant: tenant.to_string(),
+        };
+        match seen.get(&key) {
+            Some(&i) => items[i] = item,
+            None => {
+                if items.len() >= max_keys {
+                    return Err(ApiError::Invalid(format!(
+                        "too many listening configs, over {max_keys}"
+                    )));
+                }
+                seen.insert(key, items.len());
+                items.push(item);
+            }
+        }
+    }
+    if items.is_empty() {
+        return Err(ApiError::Invalid(
+            "invalid probeModify: Listening-Configs has no record".into(),
+        ));
+    }
+    Ok(items)
+}
+
+/// The answer body: URL-encoded `dataId^Bgroup[^Btenant]^A` per changed key, then a newline.
+pub(crate) fn changed_body(items: &[ListenItem], changed: &[ConfigKey]) -> String {
+    let mut out = String::new();
+    for item in items.iter().filter(|i| changed.contains(&i.key)) {
+        let mut line = String::new();
+        line.push_str(&item.data_id);
+        line.push(WORD_SEPARATOR);
+        line.push_str(&item.group);
+        if !item.tenant.trim().is_empty() {
+            line.push(WORD_SEPARATOR);
+            line.push_str(&item.tenant);
+        }
+        line.push(LINE_SEPARATOR);
+        java_url_encode(&line, &mut out);
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+fn poll_response(body: String) -> Response {
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html;charset=UTF-8"),
+    );
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::EXPIRES,
+        HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache,no-store"),
+    );
+    resp
+}
+
+/// A held long poll, woken by the hub.
+struct PollWaiter {
+    ip: String,
+    wake: Notify,
+    changed: Mutex<Vec<ConfigKey>>,
+}
+
+impl Subscriber for PollWaiter {
+    fn notify(&self, event: &Arc<ChangeEvent>) {
+        let mut changed = self.changed.lock();
+        if !changed.contains(&event.key) {
+            changed.push(event.key.clone());
+        }
+        drop(changed);
+        self.wake.notify_one();
+    }
+
+    fn client_ip(&self) -> &str {
+        &self.ip
+    }
+}
+
+/// Counts a held poll for as long as it lives.
+struct HeldGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for HeldGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `POST /nacos/v1/cs/configs/listener`.
+pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
+    let raw = p.required("Listening-Configs")?;
+    let items = parse_listening_configs(raw, p.get("tenant"), st.service.limits().max_listen_keys)?;
+    if !st.service.is_ready() {
+        return Err(ApiError::Unavailable(
+            "server is not ready: config cache is loading".into(),
+        ));
+    }
+    let pairs = || items.iter().map(|i| (&i.key, i.md5.as_str()));
+    let changed = st.service.changed_keys(pairs());
+    let timeout = match p.header("Long-Pulling-Timeout") {
+        None => return Ok(poll_response(changed_body(&items, &changed))),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| ApiError::Invalid(format!("invalid Long-Pulling-Timeout header : {v}")))?,
+    };
+    let no_hangup = p
+        .header("Long-Pulling-Timeout-No-Hangup")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if !changed.is_empty() || no_hangup {
+        return Ok(poll_response(changed_body(&items, &changed)));
+    }
+    let min_hold = st.options.long_poll_min_hold;
+    let hold = Duration::from_millis(timeout.saturating_sub(HOLD_MARGIN_MS)).max(min_hold);
+
+    let max = st.service.limits().max_held_polls;
+    if st.held_polls.fetch_add(1, Ordering::AcqRel) >= max {
+        st.held_polls.fetch_sub(1, Ordering::AcqRel);
+        return Err(ApiError::Unavailable(format!(
+            "too many long polls held, over {max}"
+        )));
+    }
+    let _held = HeldGuard(st.held_polls.clone());
+    let waiter = Arc::new(PollWaiter {
+        ip: p.client_ip.clone(),
+        wake: Notify::new(),
+        changed: Mutex::new(Vec::new()),
+    });
+    let _subscription = st.service.hub().subscribe(
+        waiter.clone(),
+        items.iter().map(|i| (i.key.clone(), i.md5.clone())),
+    );
+    // A change may have landed between the first check and the subscription.
+    let changed = st.service.changed_keys(pairs());
+    if !changed.is_empty() {
+        return Ok(poll_response(changed_body(&items, &changed)));
+    }
+    let shutdown = st.service.shutdown_token().clone();
+    tokio::select! {
+        _ = waiter.wake.notified() => {
+            let changed = std::mem::take(&mut *waiter.changed.lock());
+            Ok(poll_response(changed_body(&items, &changed)))
+        }
+        _ = tokio::time::sleep(hold) => Ok(poll_response(String::new())),
+        _ = shutdown.cancelled() => Ok(poll_response(String::new())),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenerStatus {
+    collect_status: u16,
+    /// Nacos's field name, typo included.
+    lisenters_groupkey_status: BTreeMap<String, String>,
+}
+
+/// `GET /nacos/v1/cs/configs/listener?dataId&group[&tenant]`: who listens to a key.
+pub(crate) async fn listeners_of_key(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    let key = key_from_params(&p, "tenant")?;
+    let status = ListenerStatus {
+        collect_status: 200,
+        lisenters_groupkey_status: st.service.hub().listeners_of(&key).into_iter().collect(),
+    };
+    Ok(json(&status))
+}
+
+/// `GET /nacos/v1/cs/listener?ip=`: what a client IP listens to.
+pub(crate) async fn keys_of_ip(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    let ip = p.required("ip")?;
+    let status = ListenerStatus {
+        collect_status: 200,
+        lisenters_groupkey_status: st
+            .service
+            .hub()
+            .keys_of_ip(ip.trim())
+            .into_iter()
+            .map(|(k, md5)| (k.group_key(), md5))
+            .collect(),
+    };
+    Ok(json(&status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_three_and_four_field_records() {
+        let raw = "a\u{2}G\u{2}abc\u{1}b\u{2}G\u{2}\u{2}dev\u{1}c\u{2}G\u{2}\u{2}\u{1}";
+        let items = parse_listening_configs(raw, None, 10).expect("valid");
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[0].key.tenant(), "");
+        assert_eq!(items[1].key.tenant(), "dev");
+        assert_eq!(items[2].tenant, "");
+        let items = parse_listening_configs("a\u{2}G\u{2}\u{1}", Some("ns"), 10).expect("valid");
+        assert_eq!(items[0].key.tenant(), "ns");
+    }
+
+    #[test]
+    fn rejects_broken_records() {
+        for raw in [
+            "",
+            "a\u{1}",
+            "a\u{2}G\u{1}",
+            "a\u{2}G\u{2}m\u{2}t\u{2}x\u{1}",
+            "a b\u{2}G\u{2}\u{1}",
+        ] {
+            assert!(parse_listening_configs(raw, None, 10).is_err(), "{raw:?}");
+        }
+        let many: String = (0..3).map(|i| format!("d{i}\u{2}G\u{2}\u{1}")).collect();
+        assert!(parse_listening_configs(&many, None, 2).is_err());
+    }
+
+    #[test]
+    fn answer_echoes_tenant_as_sent() {
+        let raw = "a\u{2}G\u{2}\u{2}public\u{1}b\u{2}G\u{2}\u{1}";
+        let items = parse_listening_configs(raw, None, 10).expect("valid");
+        let changed = vec![items[0].key.clone(), items[1].key.clone()];
+        assert_eq!(
+            changed_body(&items, &changed),
+            "a%02G%02public%01b%02G%01\n"
+        );
+    }
+}
