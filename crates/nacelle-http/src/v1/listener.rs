@@ -36,7 +36,8 @@ pub(crate) struct ListenItem {
     pub md5: String,
     pub data_id: String,
     pub group: String,
-    /// The tenant as sent (possibly `public`); empty when none was sent.
+    /// The tenant as the record sent it (possibly `public`); empty when the record had
+    /// three fields, even if a separate `tenant` parameter chose the namespace.
     pub tenant: String,
 }
 
@@ -54,9 +55,10 @@ pub(crate) fn parse_listening_configs(
             continue;
         }
         let fields: Vec<&str> = record.split(WORD_SEPARATOR).collect();
-        let (data_id, group, md5, tenant) = match fields.as_slice() {
-            [d, g, m] => (*d, *g, *m, tenant_param.unwrap_or("")),
-            [d, g, m, t] => (*d, *g, *m, *t),
+        // `echo` is the tenant written back in the answer: only what the record carried.
+        let (data_id, group, md5, tenant, echo) = match fields.as_slice() {
+            [d, g, m] => (*d, *g, *m, tenant_param.unwrap_or(""), ""),
+            [d, g, m, t] => (*d, *g, *m, *t, *t),
             _ => {
                 return Err(ApiError::Invalid(format!(
                     "invalid probeModify: record `{}` has {} fields, expected 3 or 4",
@@ -78,7 +80,7 @@ pub(crate) fn parse_listening_configs(
             md5: md5.to_string(),
             data_id: data_id.to_string(),
             group: group.to_string(),
-            tenant: tenant.to_string(),
+            tenant: echo.to_string(),
         };
         match seen.get(&key) {
             Some(&i) => items[i] = item,
