@@ -136,16 +136,13 @@ impl WatchHub {
     }
 
     fn remove_one(&self, key: &ConfigKey, id: u64) {
-        let removed = self
-            .index
-            .remove_if_mut(key, |_, subs| {
-                if subs.remove(&id).is_some() {
-                    self.listeners.fetch_sub(1, Ordering::Relaxed);
-                }
-                subs.is_empty()
-            })
-            .is_some();
-        let _ = removed;
+        // Drops the key's entry once its last subscriber leaves.
+        self.index.remove_if_mut(key, |_, subs| {
+            if subs.remove(&id).is_some() {
+                self.listeners.fetch_sub(1, Ordering::Relaxed);
+            }
+            subs.is_empty()
+        });
     }
 
     /// Builds the event for a change and hands it to every subscriber of its key.

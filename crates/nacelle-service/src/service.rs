@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -236,9 +236,8 @@ impl ConfigService {
     // ---------------------------------------------------------------- writes
 
     fn write_lock(&self, key: &ConfigKey) -> &Mutex<()> {
-        let mut h = self.inner.hasher.build_hasher();
-        key.hash(&mut h);
-        &self.inner.write_locks[(h.finish() as usize) % WRITE_STRIPES]
+        let h = self.inner.hasher.hash_one(key);
+        &self.inner.write_locks[(h as usize) % WRITE_STRIPES]
     }
 
     /// Puts `cfg` in the cache unless the cache already holds a newer revision.
