@@ -1,5 +1,7 @@
 //! The `nacelle` command: `nacelle serve [flags]`.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 use nacelle::settings::{LogFormat, ServeArgs};
 use nacelle::Settings;
@@ -52,9 +54,25 @@ async fn shutdown_signal() -> anyhow::Result<&'static str> {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     let Command::Serve(args) = cli.command;
     let settings = Settings::load(args)?;
     init_logging(&settings)?;

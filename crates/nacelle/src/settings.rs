@@ -87,12 +87,12 @@ pub struct FileSettings {
 /// Error reading settings.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("reading settings file {path}: {source}")]
+    #[error("reading settings file {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("parsing settings file {path}: {source}")]
+    #[error("parsing settings file {path}")]
     Parse {
         path: PathBuf,
         source: Box<toml::de::Error>,
