@@ -1,0 +1,382 @@
+//! The HTTP scenarios: GET throughput, publish throughput, long-poll fan-out, startup.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Barrier;
+
+use crate::client::{form, md5_hex, Conn};
+use crate::stats::{report, Latencies};
+use crate::{check_loopback, measured, Load};
+
+const GROUP: &str = "BENCH";
+const WARMUP: Duration = Duration::from_secs(1);
+
+fn content_of(size: usize, seed: usize) -> String {
+    let mut s = format!("seed={seed}\n");
+    while s.len() < size {
+        s.push_str("key.with.some.length=value-with-some-length\n");
+    }
+    s.truncate(size.max(8));
+    s
+}
+
+async fn publish_one(conn: &mut Conn, data_id: &str, content: &str) -> Result<()> {
+    let body = form(&[("dataId", data_id), ("group", GROUP), ("content", content)]);
+    let (status, resp) = conn.post_form("/nacos/v1/cs/configs", body, &[]).await?;
+    if status != 200 || &resp[..] != b"true" {
+        bail!("publish {data_id}: {status} {}", String::from_utf8_lossy(&resp));
+    }
+    Ok(())
+}
+
+/// Runs `load.connections` loops of GETs rotating over `paths`; returns the figures.
+pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
+    let paths = Arc::new(paths);
+    let duration = measured(load);
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let deadline = measure_from + duration;
+    let mut tasks = Vec::new();
+    for c in 0..load.connections.max(1) {
+        let paths = paths.clone();
+        let addr = load.addr;
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Latencies::new();
+            let mut errors = 0u64;
+            let mut conn = Conn::connect(addr).await?;
+            let mut i = c;
+            while Instant::now() < deadline {
+                let path = &paths[i % paths.len()];
+                i += 1;
+                let t = Instant::now();
+                match conn.get(path).await {
+                    Ok((status, _)) if status == 200 => {
+                        if t >= measure_from {
+                            lat.record(t.elapsed());
+                        }
+                    }
+                    Ok(_) => errors += 1,
+                    Err(_) => {
+                        errors += 1;
+                        conn = Conn::connect(addr).await?;
+                    }
+                }
+            }
+            Ok::<_, anyhow::Error>((lat, errors))
+        }));
+    }
+    let mut all = Latencies::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (lat, e) = t.await??;
+        all.merge(&lat);
+        errors += e;
+    }
+    let secs = duration.as_secs_f64();
+    Ok(json!({
+        "connections": load.connections,
+        "duration_s": secs,
+        "requests": all.count(),
+        "qps": (all.count() as f64 / secs).round(),
+        "latency": all.summary(),
+        "errors": errors,
+    }))
+}
+
+/// `http-get`: seeds `keys` configs of `size` bytes, then GETs them.
+pub async fn http_get(load: &Load, keys: usize, size: usize) -> Result<()> {
+    let keys = keys.clamp(1, 100_000);
+    let mut conn = Conn::connect(load.addr).await?;
+    let mut paths = Vec::with_capacity(keys);
+    for k in 0..keys {
+        let id = format!("bench-get-{k}");
+        publish_one(&mut conn, &id, &content_of(size, k)).await?;
+        paths.push(format!("/nacos/v1/cs/configs?dataId={id}&group={GROUP}"));
+    }
+    let mut result = get_load(load, paths).await?;
+    if let Some(o) = result.as_object_mut() {
+        o.insert("keys".into(), json!(keys));
+        o.insert("size".into(), json!(size));
+    }
+    report("http-get", result);
+    Ok(())
+}
+
+/// `publish`: TPS over HTTP, distinct keys or one hot key.
+pub async fn publish(load: &Load, hot: bool, size: usize) -> Result<()> {
+    let duration = measured(load);
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let deadline = measure_from + duration;
+    let run_id = std::process::id();
+    let mut tasks = Vec::new();
+    for c in 0..load.connections.max(1) {
+        let addr = load.addr;
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Latencies::new();
+            let mut errors = 0u64;
+            let mut conn = Conn::connect(addr).await?;
+            let mut n = 0usize;
+            while Instant::now() < deadline {
+                let id = if hot {
+                    "bench-hot".to_string()
+                } else {
+                    format!("bench-pub-{run_id}-{c}-{n}")
+                };
+                let content = content_of(size, n * 1000 + c);
+                n += 1;
+                let t = Instant::now();
+                match publish_one(&mut conn, &id, &content).await {
+                    Ok(()) => {
+                        if t >= measure_from {
+                            lat.record(t.elapsed());
+                        }
+                    }
+                    Err(_) => {
+                        errors += 1;
+                        conn = Conn::connect(addr).await?;
+                    }
+                }
+            }
+            Ok::<_, anyhow::Error>((lat, errors))
+        }));
+    }
+    let mut all = Latencies::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (lat, e) = t.await??;
+        all.merge(&lat);
+        errors += e;
+    }
+    let secs = duration.as_secs_f64();
+    report(
+        "publish",
+        json!({
+            "protocol": "http",
+            "keys": if hot { "hot" } else { "distinct" },
+            "connections": load.connections,
+            "duration_s": secs,
+            "publishes": all.count(),
+            "tps": (all.count() as f64 / secs).round(),
+            "latency": all.summary(),
+            "errors": errors,
+        }),
+    );
+    Ok(())
+}
+
+/// `longpoll-fanout`: `n` held polls on one key, one publish per round; latency from the
+/// moment the publish request is sent to each poll's answer (an upper bound of the latency
+/// from the acknowledgement, since Nacelle wakes listeners before it answers the publish).
+pub async fn longpoll_fanout(addr: SocketAddr, n: usize, rounds: usize) -> Result<()> {
+    let n = n.clamp(1, 20_000);
+    let data_id = format!("bench-fanout-{}", std::process::id());
+    let mut admin = Conn::connect(addr).await?;
+    let mut content = format!("round-0-{}", std::process::id());
+    publish_one(&mut admin, &data_id, &content).await?;
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        conns.push(Conn::connect(addr).await?);
+    }
+    let mut all = Latencies::new();
+    let mut within_5s = 0usize;
+    let mut per_round = Vec::new();
+    for round in 1..=rounds.max(1) {
+        let md5 = md5_hex(&content);
+        let lc = format!("{data_id}\u{2}{GROUP}\u{2}{md5}\u{1}");
+        let body = form(&[("Listening-Configs", &lc)]);
+        let barrier = Arc::new(Barrier::new(n + 1));
+        let mut tasks = Vec::with_capacity(n);
+        for mut conn in conns.drain(..) {
+            let body = body.clone();
+            let barrier = barrier.clone();
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let r = conn
+                    .post_form(
+                        "/nacos/v1/cs/configs/listener",
+                        body,
+                        &[("Long-Pulling-Timeout", "30000")],
+                    )
+                    .await;
+                let woke = Instant::now();
+                (conn, r.map(|(s, b)| (s, b, woke)))
+            }));
+        }
+        barrier.wait().await;
+        // Let every poll reach the server and be held.
+        tokio::time::sleep(Duration::from_millis(500 + (n as u64) / 10)).await;
+        content = format!("round-{round}-{}", std::process::id());
+        let sent = Instant::now();
+        publish_one(&mut admin, &data_id, &content).await?;
+        let acked = sent.elapsed();
+        let mut lat = Latencies::new();
+        for t in tasks {
+            let (conn, r) = t.await?;
+            let (status, body, woke) = r?;
+            if status != 200 || body.is_empty() {
+                bail!("round {round}: a poll answered {status} without the changed key");
+            }
+            let d = woke.saturating_duration_since(sent);
+            if d <= Duration::from_secs(5) {
+                within_5s += 1;
+            }
+            lat.record(d);
+            conns.push(conn);
+        }
+        all.merge(&lat);
+        per_round.push(json!({"round": round, "publish_ack_ms": acked.as_secs_f64() * 1000.0, "latency": lat.summary()}));
+    }
+    report(
+        "longpoll-fanout",
+        json!({
+            "polls": n,
+            "rounds": rounds,
+            "latency_from_publish_sent": all.summary(),
+            "within_5s": within_5s,
+            "per_round": per_round,
+        }),
+    );
+    Ok(())
+}
+
+/// VmRSS of a process in KiB.
+pub fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("VmRSS not found")
+}
+
+/// Seeds `configs` rows straight into a fresh SQLite database (schema from the store's own
+/// migrations), with one insert history row each, as Nacos would have them.
+async fn seed(db: &Path, configs: usize, size: usize) -> Result<()> {
+    nacelle_store::SqliteStore::open_path(db).await?;
+    let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(db);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(opts)
+        .await?;
+    let now = 1_700_000_000_000i64;
+    for chunk_start in (0..configs).step_by(10_000) {
+        let mut tx = pool.begin().await?;
+        for i in chunk_start..(chunk_start + 10_000).min(configs) {
+            let content = content_of(size, i);
+            let md5 = md5_hex(&content);
+            let id = format!("seed-{i}.properties");
+            sqlx::query(
+                "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, gmt_create, \
+                 gmt_modified, src_user, src_ip, app_name, type, encrypted_data_key) \
+                 VALUES (?, ?, '', ?, ?, ?, ?, 'bench', '127.0.0.1', '', 'properties', '')",
+            )
+            .bind(&id)
+            .bind(GROUP)
+            .bind(&content)
+            .bind(&md5)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, \
+                 md5, gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) \
+                 VALUES (0, ?, ?, '', '', ?, ?, ?, ?, 'bench', '127.0.0.1', 'I', '')",
+            )
+            .bind(&id)
+            .bind(GROUP)
+            .bind(&content)
+            .bind(&md5)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+    }
+    pool.close().await;
+    Ok(())
+}
+
+/// Starts the binary on `dir` and measures time to readiness and RSS then.
+async fn time_to_ready(bin: &Path, dir: &Path) -> Result<(Duration, u64)> {
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(bin)
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--bind", "127.0.0.1", "--port", "0", "--grpc-port", "0", "--log-format", "json", "--log", "warn,nacelle=info"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let pid = child.id().context("no pid")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let addr: SocketAddr = loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await??
+            .context("server exited before listening")?;
+        if let Some(i) = line.find("http listening on ") {
+            let rest = &line[i + "http listening on ".len()..];
+            let a: String = rest.chars().take_while(|c| !c.is_whitespace() && *c != '"').collect();
+            break a.parse()?;
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    check_loopback(&addr)?;
+    let mut conn = Conn::connect(addr).await?;
+    loop {
+        let (status, _) = conn.get("/nacos/v1/console/health/readiness").await?;
+        if status == 200 {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("not ready after 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ready = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss = rss_kib(pid)?;
+    child.kill().await?;
+    Ok((ready, rss))
+}
+
+/// `startup`: readiness time and RSS, empty and with `configs` configs of `size` bytes.
+pub async fn startup(bin: &Path, configs: usize, size: usize, dir: &Path) -> Result<()> {
+    let configs = configs.min(1_000_000);
+    let run = dir.join(format!("run-{}", std::process::id()));
+    let empty = run.join("empty");
+    let full = run.join("full");
+    std::fs::create_dir_all(&empty)?;
+    std::fs::create_dir_all(&full)?;
+    let (empty_ready, empty_rss) = time_to_ready(bin, &empty).await?;
+    let seeding = Instant::now();
+    seed(&full.join("nacelle.db"), configs, size).await?;
+    let seeded_in = seeding.elapsed();
+    let (ready, rss) = time_to_ready(bin, &full).await?;
+    std::fs::remove_dir_all(&run)?;
+    report(
+        "startup",
+        json!({
+            "configs": configs,
+            "size": size,
+            "seeded_in_s": seeded_in.as_secs_f64(),
+            "empty_ready_ms": empty_ready.as_secs_f64() * 1000.0,
+            "empty_rss_mib": empty_rss as f64 / 1024.0,
+            "ready_ms": ready.as_secs_f64() * 1000.0,
+            "rss_mib": rss as f64 / 1024.0,
+        }),
+    );
+    Ok(())
+}
