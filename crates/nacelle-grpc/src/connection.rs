@@ -1,0 +1,415 @@
+//! A registered connection: who the client is, its bounded outbound queue, the keys it
+//! listens to and its pending pushes.
+//!
+//! The hub calls [`KeyListener::notify`] on the publishing task; that path only takes a
+//! short lock on the pending table and does a `try_send` on the queue, so a slow client
+//! never holds up a publish or another connection. Locks are `parking_lot` mutexes: they
+//! are held for a few map operations and never across an `.await`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use nacelle_core::{ConfigKey, CoreError};
+use nacelle_service::{ChangeEvent, Subscriber, Subscription, WatchHub};
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::proto::Payload;
+use crate::push::{PushPolicy, PushTable};
+use crate::stats::{self, GrpcStats};
+use crate::wire;
+
+/// An item of the outbound queue.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// A payload to send to the client.
+    Msg(Payload),
+    /// End the stream once everything queued before it has been sent (graceful close).
+    End,
+}
+
+/// The response stream of a bi-stream call: the outbound queue, ended by [`Frame::End`] or
+/// at once when the connection is closed.
+pub struct OutboundStream {
+    rx: mpsc::Receiver<Frame>,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for OutboundStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboundStream")
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl OutboundStream {
+    pub(crate) fn new(rx: mpsc::Receiver<Frame>, closed: CancellationToken) -> Self {
+        OutboundStream {
+            rx,
+            closed: Box::pin(closed.cancelled_owned()),
+            done: false,
+        }
+    }
+}
+
+impl Stream for OutboundStream {
+    type Item = Result<Payload, tonic::Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if self.closed.as_mut().poll(cx).is_ready() {
+            self.done = true;
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Frame::Msg(p))) => Poll::Ready(Some(Ok(p))),
+            Poll::Ready(Some(Frame::End)) | Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Who the client said it is in `ConnectionSetupRequest`.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnMeta {
+    /// `metadata.clientIp` of the setup request, else the socket's IP. Used for the
+    /// per-IP limit, listener queries and `src_ip` of writes.
+    pub client_ip: Arc<str>,
+    pub remote: SocketAddr,
+    /// The `AppName` label, `-` when absent (as Nacos records it).
+    pub app_name: String,
+    pub client_version: String,
+    pub tenant: String,
+    pub labels: HashMap<String, String>,
+}
+
+/// Why a connection was closed by the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// Its outbound queue was full.
+    Slow,
+    /// A push failed `push_max_tries` times.
+    Unacked,
+    /// It did not answer an idle probe.
+    Idle,
+    /// The server is stopping.
+    Shutdown,
+    /// The same TCP connection registered again.
+    Replaced,
+}
+
+/// A registered connection. Shared by the registry, its session task and (weakly) its
+/// key listeners in the hub.
+pub(crate) struct Connection {
+    pub id: Arc<str>,
+    pub meta: ConnMeta,
+    out: mpsc::Sender<Frame>,
+    closed: CancellationToken,
+    /// Milliseconds since `epoch` of the last message received on this connection (unary
+    /// or stream); the idle prober reads it.
+    last_active_ms: AtomicU64,
+    epoch: Instant,
+    pending: Mutex<PushTable>,
+    /// Wakes the session task when a push was added to an empty table.
+    wake: Notify,
+    listens: Mutex<HashMap<ConfigKey, Subscription>>,
+    /// The outstanding idle probe: its request id and the instant it was sent.
+    probe: Mutex<Option<(String, u64)>>,
+    hub: Arc<WatchHub>,
+    policy: PushPolicy,
+    max_listens: usize,
+    stats: GrpcStats,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.id)
+            .field("client_ip", &self.meta.client_ip)
+            .field("closed", &self.closed.is_cancelled())
+            .finish()
+    }
+}
+
+/// Everything a connection needs from the server besides its own state.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnDeps {
+    pub hub: Arc<WatchHub>,
+    pub policy: PushPolicy,
+    pub max_listens: usize,
+    pub stats: GrpcStats,
+    pub epoch: Instant,
+}
+
+impl Connection {
+    pub fn new(
+        id: Arc<str>,
+        meta: ConnMeta,
+        out: mpsc::Sender<Frame>,
+        closed: CancellationToken,
+        deps: ConnDeps,
+    ) -> Self {
+        let now = deps.epoch.elapsed().as_millis() as u64;
+        Connection {
+            id,
+            meta,
+            out,
+            closed,
+            last_active_ms: AtomicU64::new(now),
+            epoch: deps.epoch,
+            pending: Mutex::new(PushTable::default()),
+            wake: Notify::new(),
+            listens: Mutex::new(HashMap::new()),
+            probe: Mutex::new(None),
+            hub: deps.hub,
+            policy: deps.policy,
+            max_listens: deps.max_listens,
+            stats: deps.stats,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Records that the client just sent something.
+    pub fn touch(&self) {
+        self.last_active_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Whether the server closed this connection.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Closes the connection now: its stream ends, its session unregisters it.
+    pub fn close(&self, reason: CloseReason) {
+        if self.closed.is_cancelled() {
+            return;
+        }
+        let c = self.stats.counters();
+        match reason {
+            CloseReason::Slow => stats::inc(&c.dropped_slow),
+            CloseReason::Unacked => stats::inc(&c.dropped_unacked),
+            CloseReason::Idle => stats::inc(&c.dropped_idle),
+            CloseReason::Shutdown | CloseReason::Replaced => {}
+        }
+        tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        self.closed.cancel();
+    }
+
+    /// Queues a payload; a full queue means the client cannot keep up: it is disconnected.
+    pub fn send(&self, p: Payload) {
+        match self.out.try_send(Frame::Msg(p)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.close(CloseReason::Slow),
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+
+    /// Sends `ConnectResetRequest` then ends the stream once it is out, so the client
+    /// reconnects (elsewhere).
+    pub fn reset(&self, request_id: &str) {
+        let body = wire::server_request(request_id, "internal", wire::NoFields {});
+        self.send(wire::payload(wire::CONNECT_RESET_REQUEST, body));
+        if self.out.try_send(Frame::End).is_err() {
+            self.close(CloseReason::Shutdown);
+        }
+    }
+
+    // ------------------------------------------------------------ listening
+
+    /// Listens to `key`, remembering the tenant as the client spelled it (pushes echo it).
+    /// Listening again to a key updates its md5.
+    pub fn listen(
+        self: &Arc<Self>,
+        key: ConfigKey,
+        tenant_as_sent: &str,
+        md5: String,
+    ) -> Result<(), CoreError> {
+        let mut listens = self.listens.lock();
+        let is_new = !listens.contains_key(&key);
+        if is_new && listens.len() >= self.max_listens {
+            return Err(CoreError::invalid(format!(
+                "too many listened configs on one connection, over {}",
+                self.max_listens
+            )));
+        }
+        let listener = Arc::new(KeyListener {
+            conn: Arc::downgrade(self),
+            tenant: tenant_as_sent.into(),
+            client_ip: self.meta.client_ip.clone(),
+        });
+        let sub = self.hub.subscribe(listener, [(key.clone(), md5)]);
+        listens.insert(key, sub);
+        if is_new {
+            stats::inc(&self.stats.counters().listened_keys);
+        }
+        Ok(())
+    }
+
+    /// Stops listening to `key`.
+    pub fn unlisten(&self, key: &ConfigKey) {
+        if self.listens.lock().remove(key).is_some() {
+            stats::sub(&self.stats.counters().listened_keys, 1);
+        }
+    }
+
+    /// Drops every listen and pending push (the connection is gone).
+    pub fn release(&self) {
+        let dropped: Vec<Subscription> = self.listens.lock().drain().map(|(_, s)| s).collect();
+        stats::sub(&self.stats.counters().listened_keys, dropped.len() as u64);
+        drop(dropped);
+        self.pending.lock().clear();
+    }
+
+    // ------------------------------------------------------------ pushes
+
+    /// Pushes a change of a listened key.
+    fn push_change(&self, event: &Arc<ChangeEvent>, tenant: &str) {
+        if self.is_closed() {
+            return;
+        }
+        let request_id = event.seq.to_string();
+        let encode = || {
+            wire::server_request(
+                &request_id,
+                "config",
+                wire::ChangeNotifyFields {
+                    data_id: event.key.data_id(),
+                    group: event.key.group(),
+                    tenant,
+                },
+            )
+        };
+        // The common case: the client names the namespace as we store it, and every such
+        // connection shares one serialized body.
+        let body = if tenant == event.key.tenant() {
+            event.encoded.get_or_init(encode).clone()
+        } else {
+            encode()
+        };
+        let payload = wire::payload(wire::CONFIG_CHANGE_NOTIFY_REQUEST, body);
+        let was_empty = {
+            let mut pending = self.pending.lock();
+            let was_empty = pending.len() == 0;
+            pending.sent(
+                &event.key,
+                &request_id,
+                payload.clone(),
+                Instant::now() + self.policy.ack_timeout,
+            );
+            was_empty
+        };
+        stats::inc(&self.stats.counters().pushes_sent);
+        self.send(payload);
+        if was_empty {
+            self.wake.notify_one();
+        }
+    }
+
+    /// A response arrived on the stream: the ack of a push or of a probe.
+    pub fn on_ack(&self, request_id: &str) {
+        if self.pending.lock().ack(request_id) {
+            stats::inc(&self.stats.counters().push_acks);
+        }
+        let mut probe = self.probe.lock();
+        if probe.as_ref().map(|(id, _)| id.as_str()) == Some(request_id) {
+            *probe = None;
+        }
+    }
+
+    /// When the session task must next look at the pending table.
+    pub fn next_push_due(&self) -> Option<Instant> {
+        self.pending.lock().next_due()
+    }
+
+    /// Resolves when a push was added to an empty pending table.
+    pub async fn push_added(&self) {
+        self.wake.notified().await
+    }
+
+    /// Handles due pushes: resends retries; gives up on the connection after too many
+    /// failures.
+    pub fn fire_due_pushes(&self) {
+        let due = self.pending.lock().fire_due(Instant::now(), &self.policy);
+        if due.give_up {
+            self.close(CloseReason::Unacked);
+            return;
+        }
+        let c = self.stats.counters();
+        for p in due.resend {
+            stats::inc(&c.push_retries);
+            stats::inc(&c.pushes_sent);
+            self.send(p);
+        }
+    }
+
+    // ------------------------------------------------------------ probes
+
+    /// Probes an idle connection, or drops it if an earlier probe went unanswered for
+    /// `timeout_ms`. Called by the prober.
+    pub fn probe_if_idle(
+        &self,
+        idle_after_ms: u64,
+        timeout_ms: u64,
+        request_id: impl FnOnce() -> String,
+    ) {
+        let now = self.now_ms();
+        let last = self.last_active_ms.load(Ordering::Relaxed);
+        let mut probe = self.probe.lock();
+        if let Some((_, sent)) = probe.as_ref() {
+            if last >= *sent {
+                *probe = None; // it spoke since: alive
+            } else if now.saturating_sub(*sent) >= timeout_ms {
+                drop(probe);
+                self.close(CloseReason::Idle);
+                return;
+            } else {
+                return;
+            }
+        }
+        if now.saturating_sub(last) >= idle_after_ms {
+            let id = request_id();
+            let body = wire::server_request(&id, "internal", wire::NoFields {});
+            *probe = Some((id, now));
+            drop(probe);
+            self.send(wire::payload(wire::CLIENT_DETECTION_REQUEST, body));
+        }
+    }
+}
+
+/// The hub's subscriber for one (connection, key): holds the tenant as the client spelled
+/// it, and only a weak reference to the connection so the hub never keeps one alive.
+struct KeyListener {
+    conn: Weak<Connection>,
+    tenant: Arc<str>,
+    client_ip: Arc<str>,
+}
+
+impl Subscriber for KeyListener {
+    fn notify(&self, event: &Arc<ChangeEvent>) {
+        if let Some(conn) = self.conn.upgrade() {
+            conn.push_change(event, &self.tenant);
+        }
+    }
+
+    fn client_ip(&self) -> &str {
+        &self.client_ip
+    }
+}

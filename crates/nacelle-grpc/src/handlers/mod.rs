@@ -1,0 +1,99 @@
+//! Unary requests (`/Request/request`): the checks every request goes through, then one
+//! handler per request type, chosen by `metadata.type`.
+//!
+//! Order of checks, as Nacos does them: server not ready → 300; `ServerCheckRequest` is
+//! answered before any registration; unknown type → 302; connection not registered → 301;
+//! unparsable body → 502 (inside each handler).
+
+mod health;
+mod listen;
+mod publish;
+mod query;
+mod remove;
+
+use nacelle_core::{ConfigKey, CoreError};
+
+use crate::errors::WireError;
+use crate::proto::Payload;
+use crate::server::Ctx;
+use crate::transport::ConnTag;
+use crate::wire;
+
+/// The request types served on `/Request/request` besides `ServerCheckRequest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    HealthCheck,
+    Query,
+    Publish,
+    Remove,
+    BatchListen,
+}
+
+impl Kind {
+    fn of(type_name: &str) -> Option<Kind> {
+        Some(match type_name {
+            wire::HEALTH_CHECK_REQUEST => Kind::HealthCheck,
+            wire::CONFIG_QUERY_REQUEST => Kind::Query,
+            wire::CONFIG_PUBLISH_REQUEST => Kind::Publish,
+            wire::CONFIG_REMOVE_REQUEST => Kind::Remove,
+            wire::CONFIG_BATCH_LISTEN_REQUEST => Kind::BatchListen,
+            _ => return None,
+        })
+    }
+}
+
+/// Answers one unary request. Never fails: every error is a Nacos error response.
+pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) -> Payload {
+    let (type_name, _, body) = wire::parts(&payload);
+    if !ctx.service.is_ready() {
+        return error_response(&WireError::not_ready(), wire::request_id_of(body));
+    }
+    if type_name == wire::SERVER_CHECK_REQUEST {
+        let id = tag.map(|t| t.id.to_string()).unwrap_or_default();
+        return health::server_check(id, wire::request_id_of(body));
+    }
+    let Some(kind) = Kind::of(type_name) else {
+        tracing::debug!(type_name, "no handler for gRPC request type");
+        return error_response(&WireError::no_handler(), wire::request_id_of(body));
+    };
+    let Some(conn) = tag.and_then(|t| ctx.registry.get(&t.id)) else {
+        return error_response(&WireError::unregistered(), wire::request_id_of(body));
+    };
+    conn.touch();
+    match kind {
+        Kind::HealthCheck => health::health_check(body),
+        Kind::Query => query::handle(ctx, body),
+        Kind::Publish => publish::handle(ctx, &conn, body).await,
+        Kind::Remove => remove::handle(ctx, &conn, body).await,
+        Kind::BatchListen => listen::handle(ctx, &conn, body),
+    }
+}
+
+/// An `ErrorResponse` (protocol-level errors).
+fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
+    wire::reply(
+        wire::ERROR_RESPONSE,
+        wire::Head::fail(e.code, e.message.clone(), request_id),
+        wire::NoFields {},
+    )
+}
+
+/// The head of a failed config operation, mapped from the service error.
+fn fail_head(e: &CoreError, request_id: Option<String>) -> wire::Head {
+    let w = WireError::from(e);
+    wire::Head::fail(w.code, w.message, request_id)
+}
+
+/// The answer to an unparsable body: 502 in an `ErrorResponse`.
+fn unparsable(e: &serde_json::Error) -> Payload {
+    error_response(&WireError::bad_request(e), None)
+}
+
+/// Builds a key from the fields a client sent; the namespace is normalised here.
+fn key_of(
+    tenant: Option<&str>,
+    group: Option<&str>,
+    data_id: Option<&str>,
+) -> Result<ConfigKey, CoreError> {
+    ConfigKey::parse(tenant, group.unwrap_or(""), data_id.unwrap_or(""))
+}

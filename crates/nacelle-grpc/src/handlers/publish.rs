@@ -1,0 +1,118 @@
+//! `ConfigPublishRequest` → `ConfigPublishResponse`. Every `additionMap` field Nacos reads is
+//! carried over; an empty string means the field was not given.
+
+use std::collections::HashMap;
+
+use nacelle_core::{ConfigMeta, CoreError, OpSource, Variant};
+use nacelle_service::PublishRequest;
+
+use super::{fail_head, key_of, unparsable};
+use crate::connection::Connection;
+use crate::proto::Payload;
+use crate::server::Ctx;
+use crate::wire::{self, non_blank};
+
+pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
+    let req: wire::PublishRequest = match wire::from_json(body) {
+        Ok(r) => r,
+        Err(e) => return unparsable(&e),
+    };
+    let request_id = req.request_id.clone();
+    let result = match to_service_request(req, &conn.meta.client_ip) {
+        Ok(r) => ctx.service.publish(r).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let head = match result {
+        Ok(()) => wire::Head::ok(request_id),
+        Err(e) => fail_head(&e, request_id),
+    };
+    wire::reply(wire::CONFIG_PUBLISH_RESPONSE, head, wire::NoFields {})
+}
+
+fn to_service_request(
+    req: wire::PublishRequest,
+    client_ip: &str,
+) -> Result<PublishRequest, CoreError> {
+    let key = key_of(
+        req.tenant.as_deref(),
+        req.group.as_deref(),
+        req.data_id.as_deref(),
+    )?;
+    let add: HashMap<String, Option<String>> = req.addition_map.unwrap_or_default();
+    let get = |name: &str| -> Option<&str> { non_blank(add.get(name).and_then(|v| v.as_deref())) };
+    let owned = |name: &str| get(name).unwrap_or("").to_string();
+    let variant = if let Some(ips) = get("betaIps") {
+        Variant::Beta {
+            ips: ips
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }
+    } else if let Some(tag) = get("tag") {
+        Variant::Tag(tag.to_string())
+    } else {
+        Variant::Formal
+    };
+    Ok(PublishRequest {
+        key,
+        content: req.content.unwrap_or_default(),
+        config_type: get("type").map(str::to_string),
+        meta: ConfigMeta {
+            app_name: owned("appName"),
+            desc: owned("desc"),
+            r#use: owned("use"),
+            effect: owned("effect"),
+            schema: owned("schema"),
+            config_tags: owned("config_tags"),
+            encrypted_data_key: owned("encryptedDataKey"),
+        },
+        source: OpSource {
+            src_user: owned("src_user"),
+            src_ip: client_ip.to_string(),
+        },
+        cas_md5: non_blank(req.cas_md5.as_deref()).map(str::to_string),
+        variant,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addition_map_fields_and_empty_strings() {
+        let req: wire::PublishRequest = wire::from_json(
+            br#"{"dataId":"d","group":"G","tenant":"","content":"x","casMd5":"",
+                "additionMap":{"type":"yaml","appName":"app","desc":"","src_user":"u",
+                "config_tags":"a,b","use":"u1","effect":"e","schema":"s",
+                "encryptedDataKey":"","betaIps":"","tag":""}}"#,
+        )
+        .expect("parses");
+        let r = to_service_request(req, "10.0.0.1").expect("valid");
+        assert_eq!(r.variant, Variant::Formal);
+        assert_eq!(r.cas_md5, None);
+        assert_eq!(r.config_type.as_deref(), Some("yaml"));
+        assert_eq!(r.meta.app_name, "app");
+        assert_eq!(r.meta.desc, "");
+        assert_eq!(r.meta.config_tags, "a,b");
+        assert_eq!(r.meta.r#use, "u1");
+        assert_eq!(r.source.src_user, "u");
+        assert_eq!(r.source.src_ip, "10.0.0.1");
+
+        let req: wire::PublishRequest = wire::from_json(
+            br#"{"dataId":"d","group":"G","content":"x","casMd5":"abc",
+                "additionMap":{"betaIps":"1.1.1.1, 2.2.2.2"}}"#,
+        )
+        .expect("parses");
+        let r = to_service_request(req, "ip").expect("valid");
+        assert_eq!(r.cas_md5.as_deref(), Some("abc"));
+        assert_eq!(
+            r.variant,
+            Variant::Beta {
+                ips: vec!["1.1.1.1".into(), "2.2.2.2".into()]
+            }
+        );
+    }
+}

@@ -1,0 +1,37 @@
+//! `ConfigRemoveRequest` → `ConfigRemoveResponse` (success also when nothing was stored).
+
+use nacelle_core::OpSource;
+
+use super::{fail_head, key_of, unparsable};
+use crate::connection::Connection;
+use crate::proto::Payload;
+use crate::server::Ctx;
+use crate::wire::{self, non_blank, RemoveRequest};
+
+pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
+    let req: RemoveRequest = match wire::from_json(body) {
+        Ok(r) => r,
+        Err(e) => return unparsable(&e),
+    };
+    let source = OpSource {
+        src_user: String::new(),
+        src_ip: conn.meta.client_ip.to_string(),
+    };
+    let result = match key_of(
+        req.tenant.as_deref(),
+        req.group.as_deref(),
+        req.data_id.as_deref(),
+    ) {
+        Ok(key) => {
+            ctx.service
+                .remove(&key, non_blank(req.tag.as_deref()), source)
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    let head = match result {
+        Ok(_) => wire::Head::ok(req.request_id),
+        Err(e) => fail_head(&e, req.request_id),
+    };
+    wire::reply(wire::CONFIG_REMOVE_RESPONSE, head, wire::NoFields {})
+}

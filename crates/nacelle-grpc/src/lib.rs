@@ -1,0 +1,59 @@
+//! The Nacos 2.x gRPC adapter of Nacelle: the `Request` and `BiRequestStream` services that
+//! Java/Go/Python 3.x/Rust 2.x clients speak, served over the shared [`ConfigService`].
+//!
+//! # Layout
+//! - [`server`]: [`serve`] / [`GrpcServer`], the entry point: tonic services, the
+//!   notify-then-wait shutdown, the idle-connection prober.
+//! - `transport`: the accept loop; every TCP connection gets a connection id shared by its
+//!   unary calls and its bi-stream.
+//! - `session`: one bi-stream: the `ConnectionSetupRequest` handshake, acks of server
+//!   pushes, unregistration when the stream ends.
+//! - `connection` / `registry`: a registered connection (its outbound queue, listened
+//!   keys, pending pushes) and the table of them with the connection limits.
+//! - `push`: the pending-push table of one connection: ack matching and retries.
+//! - `handlers`: one file per request type (`ConfigQueryRequest`, …), dispatched by the
+//!   wire type name.
+//! - `wire`: the JSON messages carried in `Payload.body` and the payload helpers; `errors`:
+//!   the Nacos error codes and the one mapping from [`nacelle_core::CoreError`].
+//! - [`options`], [`stats`], [`error`]: configuration, counters, the crate's error type.
+//! - [`proto`]: the code generated from `proto/nacos_grpc_service.proto`.
+//!
+//! # Invariants
+//! - Only this crate knows the gRPC wire format; the service never sees a `Payload`.
+//! - A server push never blocks the publish path: the hub hands the event to a bounded
+//!   per-connection queue; a connection whose queue is full is disconnected.
+//! - One serialized notify body per change (`ChangeEvent::encoded`) is shared by every
+//!   connection it goes to.
+//!
+//! [`ConfigService`]: nacelle_service::ConfigService
+
+mod connection;
+pub mod error;
+mod errors;
+mod handlers;
+pub mod options;
+mod push;
+mod registry;
+pub mod server;
+mod session;
+pub mod stats;
+mod transport;
+mod wire;
+
+/// Code generated from `proto/nacos_grpc_service.proto`: the `Payload`/`Metadata` messages,
+/// the server traits and the client stubs (used by tests and tools).
+#[allow(
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    clippy::all,
+    clippy::pedantic
+)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/nacos_proto.rs"));
+}
+
+pub use error::GrpcError;
+pub use options::GrpcOptions;
+pub use server::{serve, GrpcServer};
+pub use stats::{GrpcStats, GrpcStatsSnapshot};

@@ -1,0 +1,104 @@
+//! [`GrpcOptions`]: every tunable of the gRPC adapter, with Nacos-like defaults.
+
+use std::time::Duration;
+
+use crate::error::GrpcError;
+
+/// Limits and timings of the gRPC adapter. Every field can be changed; tests shorten the
+/// timings so that retries and probes happen within a second.
+#[derive(Debug, Clone)]
+pub struct GrpcOptions {
+    /// Most registered connections at once. A connection over it is answered with a
+    /// `ConnectResetRequest` and closed, so the client tries another server.
+    pub max_connections: usize,
+    /// Most registered connections from one client IP (`metadata.clientIp`, else the socket
+    /// address), so one misbehaving host cannot take every slot.
+    pub max_connections_per_ip: usize,
+    /// Largest inbound gRPC message in bytes; larger ones are rejected (Nacos: 10 MB).
+    pub max_inbound_message_bytes: usize,
+    /// Capacity of each connection's outbound queue (server pushes and probes). A client
+    /// that lets it fill is disconnected rather than buffered without limit.
+    pub outbound_queue: usize,
+    /// How long a pushed `ConfigChangeNotifyRequest` waits for its ack before the try
+    /// counts as failed.
+    pub push_ack_timeout: Duration,
+    /// Unit of the retry delay: after `n` failed tries the push is resent after
+    /// `n × push_retry_base` (Nacos: 2 s, so 2 × tries seconds).
+    pub push_retry_base: Duration,
+    /// Failed tries of one push after which the connection is unregistered (Nacos: 50).
+    pub push_max_tries: u32,
+    /// A connection silent for this long is sent a `ClientDetectionRequest` (Nacos: 20 s).
+    pub idle_probe_after: Duration,
+    /// How long a probed connection has to show any sign of life before it is dropped.
+    pub probe_timeout: Duration,
+    /// How often connections are checked for idleness.
+    pub probe_interval: Duration,
+    /// On graceful shutdown: how long clients get to act on the `ConnectResetRequest`
+    /// before their streams are cut, and again how long in-flight calls get to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for GrpcOptions {
+    fn default() -> Self {
+        GrpcOptions {
+            max_connections: 200_000,
+            max_connections_per_ip: 10_000,
+            max_inbound_message_bytes: 10 * 1024 * 1024,
+            outbound_queue: 1024,
+            push_ack_timeout: Duration::from_secs(3),
+            push_retry_base: Duration::from_secs(2),
+            push_max_tries: 50,
+            idle_probe_after: Duration::from_secs(20),
+            probe_timeout: Duration::from_secs(3),
+            probe_interval: Duration::from_secs(3),
+            shutdown_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+impl GrpcOptions {
+    /// Checks that the options can work: no zero sizes, counts or intervals.
+    pub fn validate(&self) -> Result<(), GrpcError> {
+        let zero = |what: &str| Err(GrpcError::InvalidOptions(format!("{what} must be > 0")));
+        if self.max_connections == 0 {
+            return zero("max_connections");
+        }
+        if self.max_connections_per_ip == 0 {
+            return zero("max_connections_per_ip");
+        }
+        if self.max_inbound_message_bytes == 0 {
+            return zero("max_inbound_message_bytes");
+        }
+        if self.outbound_queue == 0 {
+            return zero("outbound_queue");
+        }
+        if self.push_max_tries == 0 {
+            return zero("push_max_tries");
+        }
+        if self.push_ack_timeout.is_zero() {
+            return zero("push_ack_timeout");
+        }
+        if self.probe_interval.is_zero() {
+            return zero("probe_interval");
+        }
+        if self.probe_timeout.is_zero() {
+            return zero("probe_timeout");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_zeroes_are_not() {
+        assert!(GrpcOptions::default().validate().is_ok());
+        let bad = GrpcOptions {
+            outbound_queue: 0,
+            ..GrpcOptions::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! The entry point: [`serve`] / [`GrpcServer`] run the tonic services on a bound listener
+//! until a shutdown future completes, then shut down gracefully.
+//!
+//! Shutdown is notify-then-wait: every registered client gets a `ConnectResetRequest` and
+//! its stream ends; clients get `shutdown_grace` to leave; then every remaining stream is
+//! cut, the listener closes and in-flight unary calls get another `shutdown_grace` before
+//! the remaining TCP connections are cut too.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use nacelle_service::ConfigService;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::connection::{ConnDeps, OutboundStream};
+use crate::error::GrpcError;
+use crate::handlers;
+use crate::options::GrpcOptions;
+use crate::proto::bi_request_stream_server::{BiRequestStream, BiRequestStreamServer};
+use crate::proto::request_server::{Request, RequestServer};
+use crate::proto::Payload;
+use crate::push::PushPolicy;
+use crate::registry::Registry;
+use crate::session;
+use crate::stats::GrpcStats;
+use crate::transport::{self, ConnTag};
+
+/// State shared by the services, the sessions and the prober.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub service: ConfigService,
+    pub opts: GrpcOptions,
+    pub stats: GrpcStats,
+    pub registry: Registry,
+    /// Tracks session tasks so that shutdown can wait for them.
+    pub sessions: TaskTracker,
+    /// Cancelled to cut every stream at once (last step of shutdown); each connection's
+    /// close token is a child of it.
+    pub hard_stop: CancellationToken,
+    /// The time base of connection activity.
+    pub epoch: Instant,
+    next_request_id: AtomicU64,
+}
+
+impl Ctx {
+    pub fn conn_deps(&self) -> ConnDeps {
+        ConnDeps {
+            hub: self.service.hub().clone(),
+            policy: PushPolicy {
+                ack_timeout: self.opts.push_ack_timeout,
+                retry_base: self.opts.push_retry_base,
+                max_tries: self.opts.push_max_tries,
+            },
+            max_listens: self.service.limits().max_listen_keys,
+            stats: self.stats.clone(),
+            epoch: self.epoch,
+        }
+    }
+
+    /// A request id for a server request other than a change push (pushes use the change
+    /// event's sequence number; the prefix keeps the two apart).
+    pub fn server_request_id(&self, prefix: &str) -> String {
+        let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}-{n}")
+    }
+}
+
+/// The gRPC server over a [`ConfigService`]. Create it, keep its [`GrpcStats`] handle for
+/// metrics, then [`GrpcServer::serve`] it.
+#[derive(Debug)]
+pub struct GrpcServer {
+    ctx: Arc<Ctx>,
+}
+
+impl GrpcServer {
+    /// A server over `service` (which should be loaded, or be loading: until it is ready,
+    /// requests are answered with error code 300).
+    pub fn new(service: ConfigService, opts: GrpcOptions) -> Self {
+        let stats = GrpcStats::new();
+        let registry = Registry::new(
+            opts.max_connections,
+            opts.max_connections_per_ip,
+            stats.clone(),
+        );
+        GrpcServer {
+            ctx: Arc::new(Ctx {
+                service,
+                opts,
+                stats,
+                registry,
+                sessions: TaskTracker::new(),
+                hard_stop: CancellationToken::new(),
+                epoch: Instant::now(),
+                next_request_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The counters of this server; the handle stays valid after the server stops.
+    pub fn stats(&self) -> GrpcStats {
+        self.ctx.stats.clone()
+    }
+
+    /// Serves `/Request/request` and `/BiRequestStream/requestBiStream` on `listener` until
+    /// `shutdown` completes, then shuts down gracefully (see the module docs). Returns once
+    /// every connection is closed and the listener is dropped.
+    pub async fn serve<F>(self, listener: TcpListener, shutdown: F) -> Result<(), GrpcError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let ctx = self.ctx;
+        ctx.opts.validate()?;
+        let local = listener.local_addr().map_err(GrpcError::Listener)?;
+        tracing::info!(addr = %local, "gRPC server listening");
+
+        let kill = CancellationToken::new();
+        let incoming = transport::incoming(listener, ctx.stats.clone(), kill.clone());
+        let max = ctx.opts.max_inbound_message_bytes;
+        let unary =
+            RequestServer::new(UnarySvc { ctx: ctx.clone() }).max_decoding_message_size(max);
+        let stream = BiRequestStreamServer::new(StreamSvc { ctx: ctx.clone() })
+            .max_decoding_message_size(max);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let server = tonic::transport::Server::builder()
+            .add_service(unary)
+            .add_service(stream)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stop_rx.await;
+            });
+        tokio::pin!(server);
+        let prober = tokio::spawn(probe_idle(ctx.clone()));
+
+        let early = tokio::select! {
+            res = &mut server => Some(res),
+            _ = shutdown => None,
+        };
+        if let Some(res) = early {
+            ctx.hard_stop.cancel();
+            prober.abort();
+            return res.map_err(GrpcError::from);
+        }
+
+        tracing::info!(addr = %local, "gRPC server shutting down");
+        let early = tokio::select! {
+            res = &mut server => Some(res),
+            _ = reset_clients(&ctx) => None,
+        };
+        ctx.hard_stop.cancel();
+        prober.abort();
+        let res = match early {
+            Some(res) => res,
+            None => {
+                let _ = stop_tx.send(());
+                match tokio::time::timeout(ctx.opts.shutdown_grace, &mut server).await {
+                    Ok(res) => res,
+                    Err(_) => {
+                        tracing::warn!(
+                            "gRPC connections still open after the grace period; cutting them"
+                        );
+                        kill.cancel();
+                        server.await
+                    }
+                }
+            }
+        };
+        ctx.sessions.close();
+        ctx.sessions.wait().await;
+        tracing::info!(addr = %local, "gRPC server stopped");
+        res.map_err(GrpcError::from)
+    }
+}
+
+/// Serves gRPC on `listener` over `service` until `shutdown` completes; see
+/// [`GrpcServer::serve`]. Use [`GrpcServer`] directly to read its [`GrpcStats`].
+pub async fn serve<F>(
+    listener: TcpListener,
+    service: ConfigService,
+    opts: GrpcOptions,
+    shutdown: F,
+) -> Result<(), GrpcError>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    GrpcServer::new(service, opts)
+        .serve(listener, shutdown)
+        .await
+}
+
+/// Tells every client to reconnect elsewhere, then waits (at most `shutdown_grace`) for
+/// their sessions to end.
+async fn reset_clients(ctx: &Ctx) {
+    let conns = ctx.registry.begin_shutdown();
+    tracing::info!(
+        connections = conns.len(),
+        "sending ConnectResetRequest to every client"
+    );
+    for c in &conns {
+        c.reset(&ctx.server_request_id("reset"));
+    }
+    ctx.sessions.close();
+    let _ = tokio::time::timeout(ctx.opts.shutdown_grace, ctx.sessions.wait()).await;
+}
+
+/// Probes connections idle longer than `idle_probe_after` with `ClientDetectionRequest`
+/// and drops those that stay silent for `probe_timeout`.
+async fn probe_idle(ctx: Arc<Ctx>) {
+    let idle_after = ctx.opts.idle_probe_after.as_millis() as u64;
+    let timeout = ctx.opts.probe_timeout.as_millis() as u64;
+    let mut tick = tokio::time::interval(ctx.opts.probe_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for conn in ctx.registry.all() {
+            conn.probe_if_idle(idle_after, timeout, || ctx.server_request_id("detect"));
+        }
+    }
+}
+
+/// `/Request/request`.
+#[derive(Debug, Clone)]
+struct UnarySvc {
+    ctx: Arc<Ctx>,
+}
+
+#[tonic::async_trait]
+impl Request for UnarySvc {
+    async fn request(
+        &self,
+        request: tonic::Request<Payload>,
+    ) -> Result<tonic::Response<Payload>, tonic::Status> {
+        let tag = request.extensions().get::<ConnTag>().cloned();
+        let reply = handlers::unary(&self.ctx, tag.as_ref(), request.into_inner()).await;
+        Ok(tonic::Response::new(reply))
+    }
+}
+
+/// `/BiRequestStream/requestBiStream`.
+#[derive(Debug, Clone)]
+struct StreamSvc {
+    ctx: Arc<Ctx>,
+}
+
+#[tonic::async_trait]
+impl BiRequestStream for StreamSvc {
+    type requestBiStreamStream = OutboundStream;
+
+    async fn request_bi_stream(
+        &self,
+        request: tonic::Request<tonic::Streaming<Payload>>,
+    ) -> Result<tonic::Response<OutboundStream>, tonic::Status> {
+        let Some(tag) = request.extensions().get::<ConnTag>().cloned() else {
+            return Err(tonic::Status::internal("connection id missing"));
+        };
+        let (tx, rx) = mpsc::channel(self.ctx.opts.outbound_queue);
+        let closed = self.ctx.hard_stop.child_token();
+        let inbound = request.into_inner();
+        self.ctx.sessions.spawn(session::run(
+            self.ctx.clone(),
+            tag,
+            inbound,
+            tx,
+            closed.clone(),
+        ));
+        Ok(tonic::Response::new(OutboundStream::new(rx, closed)))
+    }
+}

@@ -1,0 +1,161 @@
+//! One bi-stream (`/BiRequestStream/requestBiStream`), from `ConnectionSetupRequest` to
+//! unregistration.
+//!
+//! The session task owns the inbound half: it registers the connection on setup (or
+//! answers `ConnectResetRequest` when a limit is reached), matches the client's responses
+//! to pushes and probes, times out and retries unacknowledged pushes, and unregisters the
+//! connection when the stream ends, fails, or the server closes it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::Streaming;
+
+use crate::connection::{ConnMeta, Connection, Frame};
+use crate::proto::Payload;
+use crate::server::Ctx;
+use crate::stats;
+use crate::transport::ConnTag;
+use crate::wire;
+
+/// The label carrying the client's application name.
+const APP_NAME_LABEL: &str = "AppName";
+
+/// Runs one bi-stream until it ends. `closed` is the connection's close signal (a child of
+/// the server's hard-stop token).
+pub(crate) async fn run(
+    ctx: Arc<Ctx>,
+    tag: ConnTag,
+    mut inbound: Streaming<Payload>,
+    out: mpsc::Sender<Frame>,
+    closed: CancellationToken,
+) {
+    // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it.
+    let meta = loop {
+        let msg = tokio::select! {
+            _ = closed.cancelled() => return,
+            m = inbound.message() => m,
+        };
+        let p = match msg {
+            Ok(Some(p)) => p,
+            Ok(None) => return,
+            Err(status) => {
+                tracing::debug!(conn = %tag.id, %status, "bi-stream failed before setup");
+                return;
+            }
+        };
+        let (type_name, client_ip, body) = wire::parts(&p);
+        if type_name != wire::CONNECTION_SETUP_REQUEST {
+            tracing::debug!(conn = %tag.id, type_name, "ignoring a message before setup");
+            continue;
+        }
+        match wire::from_json::<wire::SetupRequest>(body) {
+            Ok(setup) => break meta_of(&tag, client_ip, setup),
+            Err(e) => {
+                tracing::warn!(conn = %tag.id, error = %e, "unparsable ConnectionSetupRequest");
+            }
+        }
+    };
+
+    let conn = Arc::new(Connection::new(
+        tag.id.clone(),
+        meta,
+        out,
+        closed.clone(),
+        ctx.conn_deps(),
+    ));
+    if let Err(refusal) = ctx.registry.register(conn.clone()) {
+        stats::inc(&ctx.stats.counters().rejected_connections);
+        tracing::warn!(conn = %tag.id, client_ip = %conn.meta.client_ip, ?refusal,
+            "gRPC connection refused; sending ConnectResetRequest");
+        conn.reset(&ctx.server_request_id("reset"));
+        // Let the reset reach the client; it closes the stream (or we stop waiting).
+        let _ = tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closed)).await;
+        return;
+    }
+    tracing::debug!(conn = %conn.id, client_ip = %conn.meta.client_ip,
+        remote = %conn.meta.remote, app = %conn.meta.app_name,
+        version = %conn.meta.client_version, tenant = %conn.meta.tenant,
+        labels = ?conn.meta.labels, "gRPC connection registered");
+
+    loop {
+        let due = conn.next_push_due();
+        let push_due = async move {
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = closed.cancelled() => break,
+            _ = conn.push_added() => {}
+            _ = push_due => conn.fire_due_pushes(),
+            msg = inbound.message() => match msg {
+                Ok(Some(p)) => {
+                    conn.touch();
+                    on_message(&conn, &p);
+                }
+                Ok(None) => break,
+                Err(status) => {
+                    tracing::debug!(conn = %conn.id, %status, "bi-stream failed");
+                    break;
+                }
+            },
+        }
+    }
+    ctx.registry.unregister(&conn);
+    conn.release();
+    tracing::debug!(conn = %conn.id, "gRPC connection unregistered");
+}
+
+/// A message on a registered stream: responses ack pushes and probes.
+fn on_message(conn: &Connection, p: &Payload) {
+    let (type_name, _, body) = wire::parts(p);
+    if wire::is_response_type(type_name) {
+        if let Some(id) = wire::request_id_of(body) {
+            conn.on_ack(&id);
+        }
+    } else {
+        tracing::debug!(conn = %conn.id, type_name, "ignoring a client request on the bi-stream");
+    }
+}
+
+/// Reads and discards the inbound stream until it ends or the connection is closed.
+async fn drain(inbound: &mut Streaming<Payload>, closed: &CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = closed.cancelled() => return,
+            m = inbound.message() => match m {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            },
+        }
+    }
+}
+
+fn meta_of(tag: &ConnTag, reported_ip: &str, setup: wire::SetupRequest) -> ConnMeta {
+    let labels: HashMap<String, String> = setup
+        .labels
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+    let client_ip = match reported_ip.trim() {
+        "" => tag.remote.ip().to_string(),
+        ip => ip.to_string(),
+    };
+    ConnMeta {
+        client_ip: client_ip.into(),
+        remote: tag.remote,
+        app_name: labels
+            .get(APP_NAME_LABEL)
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .unwrap_or_else(|| "-".to_string()),
+        client_version: setup.client_version.unwrap_or_default(),
+        tenant: setup.tenant.unwrap_or_default(),
+        labels,
+    }
+}

@@ -1,0 +1,157 @@
+//! The accept loop. Every accepted TCP connection gets a connection id (`{millis}_{ip}_{port}`,
+//! as Nacos names them) that tonic attaches to each request on that connection, so a unary
+//! call and the bi-stream of one client are known to be the same connection.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tonic::transport::server::Connected;
+
+use crate::stats::{self, GrpcStats};
+
+/// What every request on a TCP connection knows about it (tonic puts it in the request
+/// extensions).
+#[derive(Debug, Clone)]
+pub(crate) struct ConnTag {
+    /// The connection id, shared by the unary calls and the bi-stream of the connection.
+    pub id: Arc<str>,
+    /// The peer's socket address (the client IP when `metadata.clientIp` is empty).
+    pub remote: SocketAddr,
+}
+
+/// A TCP stream that carries its [`ConnTag`], counts itself in the stats while open, and can
+/// be cut by the server's kill switch (the last step of a shutdown that clients ignore).
+pub(crate) struct TrackedIo {
+    io: TcpStream,
+    tag: ConnTag,
+    /// Completes when the server cuts every connection; reads and writes then fail.
+    kill: Pin<Box<WaitForCancellationFutureOwned>>,
+    stats: GrpcStats,
+}
+
+impl TrackedIo {
+    fn killed(&mut self, cx: &mut Context<'_>) -> bool {
+        self.kill.as_mut().poll(cx).is_ready()
+    }
+}
+
+fn aborted() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "gRPC server stopped")
+}
+
+impl Drop for TrackedIo {
+    fn drop(&mut self) {
+        stats::sub(&self.stats.counters().tcp_connections, 1);
+    }
+}
+
+impl AsyncRead for TrackedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.killed(cx) {
+            return Poll::Ready(Err(aborted()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TrackedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.killed(cx) {
+            return Poll::Ready(Err(aborted()));
+        }
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.killed(cx) {
+            return Poll::Ready(Err(aborted()));
+        }
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+impl Connected for TrackedIo {
+    type ConnectInfo = ConnTag;
+
+    fn connect_info(&self) -> ConnTag {
+        self.tag.clone()
+    }
+}
+
+/// The stream of accepted connections. Accept errors (e.g. out of file descriptors) are
+/// logged and retried after a short pause; they never end the stream.
+pub(crate) fn incoming(
+    listener: TcpListener,
+    stats: GrpcStats,
+    kill: CancellationToken,
+) -> impl Stream<Item = Result<TrackedIo, io::Error>> {
+    futures::stream::unfold(listener, move |listener| {
+        let stats = stats.clone();
+        let kill = kill.clone();
+        async move {
+            loop {
+                match listener.accept().await {
+                    Ok((io, remote)) => {
+                        if let Err(e) = io.set_nodelay(true) {
+                            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                        }
+                        let id = format!(
+                            "{}_{}_{}",
+                            nacelle_core::now_millis(),
+                            remote.ip(),
+                            remote.port()
+                        );
+                        stats::inc(&stats.counters().tcp_connections);
+                        let tracked = TrackedIo {
+                            io,
+                            tag: ConnTag {
+                                id: id.into(),
+                                remote,
+                            },
+                            kill: Box::pin(kill.cancelled_owned()),
+                            stats,
+                        };
+                        return Some((Ok(tracked), listener));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "gRPC accept failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    })
+}
