@@ -54,6 +54,17 @@ struct Inner {
     write_locks: Box<[Mutex<()>]>,
     hasher: std::collections::hash_map::RandomState,
     shutdown: CancellationToken,
+    /// Told of every write this node commits (the cluster notifier), set once at wiring.
+    commit_observer: std::sync::OnceLock<Arc<dyn CommitObserver>>,
+    /// The cluster membership, when this node runs in a cluster.
+    membership: std::sync::OnceLock<Arc<dyn crate::cluster::MembershipView>>,
+}
+
+/// Learns of every write committed through this service, after the commit and after local
+/// listeners were notified. Used to tell the other cluster members which key changed.
+pub trait CommitObserver: Send + Sync + 'static {
+    /// `key` changed in the database; `revision` is the history `nid` of the change.
+    fn committed(&self, key: &ConfigKey, revision: i64);
 }
 
 impl fmt::Debug for ConfigService {
@@ -80,6 +91,8 @@ impl ConfigService {
                 write_locks,
                 hasher: Default::default(),
                 shutdown: CancellationToken::new(),
+                commit_observer: std::sync::OnceLock::new(),
+                membership: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -98,6 +111,27 @@ impl ConfigService {
             "config cache loaded"
         );
         Ok(n)
+    }
+
+    /// Installs the observer told of every local commit; only the first call takes effect.
+    pub fn set_commit_observer(&self, observer: Arc<dyn CommitObserver>) -> bool {
+        self.inner.commit_observer.set(observer).is_ok()
+    }
+
+    /// Installs the cluster membership view; only the first call takes effect.
+    pub fn set_membership(&self, view: Arc<dyn crate::cluster::MembershipView>) -> bool {
+        self.inner.membership.set(view).is_ok()
+    }
+
+    /// The cluster members, or `None` when this node runs alone.
+    pub fn members(&self) -> Option<Vec<crate::cluster::MemberInfo>> {
+        self.inner.membership.get().map(|m| m.members())
+    }
+
+    fn committed(&self, key: &ConfigKey, revision: i64) {
+        if let Some(o) = self.inner.commit_observer.get() {
+            o.committed(key, revision);
+        }
     }
 
     /// Whether the cache is loaded.
@@ -275,6 +309,7 @@ impl ConfigService {
                 .hub
                 .publish(&stored.key, &stored.md5, stored.revision);
         }
+        self.committed(&stored.key, stored.revision);
         Ok(stored)
     }
 
@@ -368,6 +403,7 @@ impl ConfigService {
             RemoveOutcome::Removed { revision } => {
                 self.inner.cache.remove(key);
                 self.inner.hub.publish(key, "", revision);
+                self.committed(key, revision);
             }
             RemoveOutcome::Absent => {
                 // Keep memory true to the database even if it had drifted.

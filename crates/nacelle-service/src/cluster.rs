@@ -1,0 +1,49 @@
+//! What the service knows of the cluster: a read-only view of the members, installed by
+//! the cluster module at wiring time. Kept here so protocol adapters can show it without
+//! depending on the cluster crate.
+
+/// Health of a member as seen from this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    Up,
+    Suspicious,
+    Down,
+}
+
+impl MemberState {
+    /// Nacos's name of the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberState::Up => "UP",
+            MemberState::Suspicious => "SUSPICIOUS",
+            MemberState::Down => "DOWN",
+        }
+    }
+}
+
+/// One member of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberInfo {
+    pub ip: String,
+    pub port: u16,
+    pub state: MemberState,
+    /// Last successful health check, ms since the epoch (0 if never).
+    pub last_refresh_ms: i64,
+    /// Consecutive failed health checks.
+    pub fail_count: u32,
+    /// Whether this member is the node answering.
+    pub is_self: bool,
+}
+
+impl MemberInfo {
+    /// `ip:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+}
+
+/// A view of the members, implemented by the cluster module.
+pub trait MembershipView: Send + Sync + 'static {
+    /// Every member, this node included.
+    fn members(&self) -> Vec<MemberInfo>;
+}
