@@ -16,6 +16,8 @@ pub(crate) enum ApiError {
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
@@ -46,6 +48,7 @@ impl ApiError {
     fn status(&self) -> StatusCode {
         match self {
             ApiError::Missing(_) | ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::CasMismatch | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -60,6 +63,7 @@ impl ApiError {
         match self {
             ApiError::Missing(_) => (10000, "parameter missing"),
             ApiError::Invalid(_) | ApiError::TooLarge(_) => (20002, "parameter validate error"),
+            ApiError::Forbidden(_) => (10001, "access denied"),
             ApiError::NotFound(_) => (20004, "resource not found"),
             ApiError::Conflict(_) => (20005, "resource conflict"),
             ApiError::Unsupported(_) => (20006, "api not supported"),

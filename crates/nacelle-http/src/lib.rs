@@ -34,6 +34,13 @@ pub struct HttpOptions {
     pub max_request_bytes: usize,
     /// Shortest hold of a long poll. Nacos holds for max(10 s, timeout − 500 ms).
     pub long_poll_min_hold: Duration,
+    /// Secret that calls from other cluster members must carry; `None` refuses them all.
+    pub cluster_secret: Option<String>,
+    /// This node's address as shown by `/v1/core/cluster/nodes` when it runs alone.
+    pub self_address: Option<std::net::SocketAddr>,
+    /// Test-only fault: accept change notifications from members but drop them, as a
+    /// network would lose them.
+    pub drop_cluster_notifications: bool,
 }
 
 impl Default for HttpOptions {
@@ -41,6 +48,9 @@ impl Default for HttpOptions {
         HttpOptions {
             max_request_bytes: 32 * 1024 * 1024,
             long_poll_min_hold: Duration::from_secs(10),
+            cluster_secret: None,
+            self_address: None,
+            drop_cluster_notifications: false,
         }
     }
 }
@@ -87,6 +97,11 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
                 .put(v1::namespaces::update)
                 .delete(v1::namespaces::delete),
         )
+        .route(
+            "/nacos/v1/cs/communication/dataChange",
+            get(v1::cluster::data_change).post(v1::cluster::data_change),
+        )
+        .route("/nacos/v1/core/cluster/nodes", get(v1::cluster::nodes))
         .route(
             "/nacos/v1/console/health/liveness",
             get(v1::health::liveness),

@@ -1,0 +1,96 @@
+//! Cluster of Nacelle nodes sharing one database.
+//!
+//! # Layout
+//! - [`members`]: the member list (`--members` or `cluster.conf`, re-read when it changes),
+//!   recognising this node in it, periodic health checks.
+//! - [`notify`]: after a local commit, tell every other member which key changed, merging
+//!   repeated changes of a key and retrying failures with backoff (500 ms + n² s, n ≤ 6).
+//!
+//! A member never trusts a notification's content: it reloads the key from the database.
+//! Notifications only make convergence fast; every node also follows the database's
+//! history (see `ConfigService::follow_changes`), so a lost one is caught up within the
+//! follow interval.
+
+pub mod members;
+pub mod notify;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nacelle_service::ConfigService;
+use tokio_util::sync::CancellationToken;
+
+pub use members::{parse_member, Membership};
+pub use notify::Notifier;
+
+/// The header that carries the cluster secret on calls between members.
+pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+
+/// Options of the cluster module.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Members given explicitly (`--members`); when empty, `conf_file` is read.
+    pub members: Vec<String>,
+    /// `cluster.conf` in the data directory: one `ip:port` per line, `#` comments.
+    pub conf_file: PathBuf,
+    /// This node's HTTP address as bound (port resolved).
+    pub self_addr: SocketAddr,
+    /// Shared secret sent on every call to another member.
+    pub secret: String,
+    /// How often members are health-checked and `cluster.conf` re-read.
+    pub health_interval: Duration,
+}
+
+/// Error starting the cluster module.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("invalid member address `{0}`: expected host:port")]
+    InvalidMember(String),
+    #[error("reading {path}: {source}")]
+    ReadConf {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("building the HTTP client for member calls: {0}")]
+    Client(String),
+}
+
+/// The running cluster module: membership plus notifier.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub membership: Arc<Membership>,
+    pub notifier: Arc<Notifier>,
+}
+
+impl Cluster {
+    /// Starts membership tracking and the notifier, and hooks both into `service`
+    /// (commit observer and membership view). Tasks stop when `shutdown` is cancelled.
+    pub fn start(
+        service: &ConfigService,
+        opts: ClusterOptions,
+        shutdown: CancellationToken,
+    ) -> Result<Self, ClusterError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| ClusterError::Client(e.to_string()))?;
+        let membership = Membership::new(&opts, client.clone())?;
+        let notifier = Notifier::new(
+            client,
+            opts.secret.clone(),
+            membership.clone(),
+            shutdown.clone(),
+        );
+        membership.spawn_health_checks(opts.health_interval, notifier.clone(), shutdown);
+        notifier.sync_members();
+        service.set_commit_observer(notifier.clone());
+        service.set_membership(membership.clone());
+        Ok(Cluster {
+            membership,
+            notifier,
+        })
+    }
+}

@@ -1,0 +1,347 @@
+//! The member list: from `--members` or `cluster.conf` (Nacos's format: one `ip:port` per
+//! line, `#` starts a comment), re-read when the file changes; this node recognised by
+//! its port and a local address; periodic health checks of the others.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use nacelle_core::now_millis;
+use nacelle_service::{MemberInfo, MemberState, MembershipView};
+use parking_lot::{Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+use crate::notify::Notifier;
+use crate::{ClusterError, ClusterOptions};
+
+/// Failed checks after which a member is `DOWN` (before: `SUSPICIOUS`).
+const DOWN_AFTER: u32 = 3;
+
+/// Parses `host:port` (IPv6 as `[addr]:port`).
+pub fn parse_member(s: &str) -> Result<(String, u16), ClusterError> {
+    let s = s.trim();
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| ClusterError::InvalidMember(s.to_string()))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port: u16 = port
+        .parse()
+        .map_err(|_| ClusterError::InvalidMember(s.to_string()))?;
+    if host.is_empty() || port == 0 {
+        return Err(ClusterError::InvalidMember(s.to_string()));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Parses the text of a `cluster.conf`.
+pub fn parse_conf(text: &str) -> Result<Vec<(String, u16)>, ClusterError> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .flat_map(|l| l.split(',').map(str::trim).filter(|s| !s.is_empty()))
+        .map(parse_member)
+        .collect()
+}
+
+/// Whether `ip` is an address of this machine (binding to it succeeds).
+fn is_local_ip(ip: IpAddr) -> bool {
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || std::net::TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    host: String,
+    port: u16,
+    is_self: bool,
+    state: MemberState,
+    last_refresh_ms: i64,
+    fail_count: u32,
+}
+
+/// The cluster's members as this node sees them.
+#[derive(Debug)]
+pub struct Membership {
+    explicit: Vec<String>,
+    conf_file: PathBuf,
+    self_addr: SocketAddr,
+    client: reqwest::Client,
+    entries: RwLock<Vec<Entry>>,
+    conf_mtime: Mutex<Option<SystemTime>>,
+}
+
+impl Membership {
+    pub(crate) fn new(
+        opts: &ClusterOptions,
+        client: reqwest::Client,
+    ) -> Result<Arc<Self>, ClusterError> {
+        let m = Arc::new(Membership {
+            explicit: opts.members.clone(),
+            conf_file: opts.conf_file.clone(),
+            self_addr: opts.self_addr,
+            client,
+            entries: RwLock::new(Vec::new()),
+            conf_mtime: Mutex::new(None),
+        });
+        m.reload()?;
+        Ok(m)
+    }
+
+    fn is_self(&self, host: &str, port: u16) -> bool {
+        if port != self.self_addr.port() {
+            return false;
+        }
+        match (host, port).to_socket_addrs() {
+            Ok(addrs) => addrs
+                .map(|a| a.ip())
+                .any(|ip| ip == self.self_addr.ip() || is_local_ip(ip)),
+            Err(_) => false,
+        }
+    }
+
+    fn read_list(&self) -> Result<Vec<(String, u16)>, ClusterError> {
+        if !self.explicit.is_empty() {
+            return self
+                .explicit
+                .iter()
+                .flat_map(|s| s.split(','))
+                .filter(|s| !s.trim().is_empty())
+                .map(parse_member)
+                .collect();
+        }
+        match std::fs::read_to_string(&self.conf_file) {
+            Ok(text) => parse_conf(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(source) => Err(ClusterError::ReadConf {
+                path: self.conf_file.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Re-reads the member list, keeping the health state of members that stay.
+    /// Returns whether the set of members changed.
+    pub fn reload(&self) -> Result<bool, ClusterError> {
+        let list = self.read_list()?;
+        let mut next: Vec<Entry> = Vec::new();
+        let old = self.entries.read().clone();
+        for (host, port) in list {
+            if next.iter().any(|e| e.host == host && e.port == port) {
+                continue;
+            }
+            let is_self = self.is_self(&host, port);
+            let kept = old
+                .iter()
+                .find(|e| e.host == host && e.port == port)
+                .cloned();
+            next.push(kept.unwrap_or(Entry {
+                host,
+                port,
+                is_self,
+                state: if is_self {
+                    MemberState::Up
+                } else {
+                    MemberState::Suspicious
+                },
+                last_refresh_ms: 0,
+                fail_count: 0,
+            }));
+        }
+        if !next.iter().any(|e| e.is_self) {
+            if next.len() > 0 {
+                tracing::warn!(self_addr = %self.self_addr, "this node is not in the member list; adding it");
+            }
+            next.insert(
+                0,
+                Entry {
+                    host: self.self_addr.ip().to_string(),
+                    port: self.self_addr.port(),
+                    is_self: true,
+                    state: MemberState::Up,
+                    last_refresh_ms: now_millis(),
+                    fail_count: 0,
+                },
+            );
+        }
+        let changed = {
+            let key = |v: &[Entry]| {
+                v.iter()
+                    .map(|e| (e.host.clone(), e.port))
+                    .collect::<Vec<_>>()
+            };
+            key(&old) != key(&next)
+        };
+        *self.entries.write() = next;
+        if changed {
+            tracing::info!(members = ?self.addresses(), "cluster members");
+        }
+        Ok(changed)
+    }
+
+    /// Addresses (`host:port`) of the other members.
+    pub fn peers(&self) -> Vec<String> {
+        self.entries
+            .read()
+            .iter()
+            .filter(|e| !e.is_self)
+            .map(|e| format!("{}:{}", e.host, e.port))
+            .collect()
+    }
+
+    fn addresses(&self) -> Vec<String> {
+        self.entries
+            .read()
+            .iter()
+            .map(|e| format!("{}:{}", e.host, e.port))
+            .collect()
+    }
+
+    fn conf_changed(&self) -> bool {
+        if !self.explicit.is_empty() {
+            return false;
+        }
+        let mtime = std::fs::metadata(&self.conf_file)
+            .and_then(|m| m.modified())
+            .ok();
+        let mut seen = self.conf_mtime.lock();
+        if *seen != mtime {
+            *seen = mtime;
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn check(&self, host: &str, port: u16) -> bool {
+        let url = format!("http://{host}:{port}/nacos/v1/console/health/readiness");
+        matches!(
+            self.client.get(url).timeout(Duration::from_secs(2)).send().await,
+            Ok(r) if r.status().is_success()
+        )
+    }
+
+    async fn check_all(&self) {
+        let targets: Vec<(String, u16)> = self
+            .entries
+            .read()
+            .iter()
+            .filter(|e| !e.is_self)
+            .map(|e| (e.host.clone(), e.port))
+            .collect();
+        for (host, port) in targets {
+            let ok = self.check(&host, port).await;
+            let mut entries = self.entries.write();
+            if let Some(e) = entries
+                .iter_mut()
+                .find(|e| e.host == host && e.port == port)
+            {
+                if ok {
+                    e.state = MemberState::Up;
+                    e.fail_count = 0;
+                    e.last_refresh_ms = now_millis();
+                } else {
+                    e.fail_count = e.fail_count.saturating_add(1);
+                    e.state = if e.fail_count >= DOWN_AFTER {
+                        MemberState::Down
+                    } else {
+                        MemberState::Suspicious
+                    };
+                }
+            }
+        }
+        if let Some(me) = self.entries.write().iter_mut().find(|e| e.is_self) {
+            me.last_refresh_ms = now_millis();
+        }
+    }
+
+    /// Health checks and `cluster.conf` re-reads every `interval` until `shutdown`.
+    pub(crate) fn spawn_health_checks(
+        self: &Arc<Self>,
+        interval: Duration,
+        notifier: Arc<Notifier>,
+        shutdown: CancellationToken,
+    ) {
+        let me = self.clone();
+        self.conf_changed();
+        tokio::spawn(async move {
+            loop {
+                if me.conf_changed() {
+                    match me.reload() {
+                        Ok(true) => notifier.sync_members(),
+                        Ok(false) => {}
+                        Err(e) => tracing::warn!(error = %e, "re-reading cluster members failed"),
+                    }
+                }
+                me.check_all().await;
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+            }
+        });
+    }
+}
+
+impl MembershipView for Membership {
+    fn members(&self) -> Vec<MemberInfo> {
+        self.entries
+            .read()
+            .iter()
+            .map(|e| MemberInfo {
+                ip: e.host.clone(),
+                port: e.port,
+                state: e.state,
+                last_refresh_ms: e.last_refresh_ms,
+                fail_count: e.fail_count,
+                is_self: e.is_self,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_members_and_conf() {
+        assert_eq!(
+            parse_member("10.0.0.1:8848").ok(),
+            Some(("10.0.0.1".into(), 8848))
+        );
+        assert_eq!(parse_member("[::1]:8848").ok(), Some(("::1".into(), 8848)));
+        assert!(parse_member("10.0.0.1").is_err());
+        assert!(parse_member("10.0.0.1:x").is_err());
+        let conf =
+            "# nodes\n10.0.0.1:8848\n\n10.0.0.2:8848 # second\n10.0.0.3:8848,10.0.0.4:8848\n";
+        let list = parse_conf(conf).expect("valid conf");
+        assert_eq!(list.len(), 4);
+        assert!(parse_conf("bad line").is_err());
+    }
+
+    #[tokio::test]
+    async fn recognises_itself_by_local_address_and_port() -> Result<(), ClusterError> {
+        let dir = tempfile::tempdir().map_err(|source| ClusterError::ReadConf {
+            path: PathBuf::new(),
+            source,
+        })?;
+        let opts = ClusterOptions {
+            members: vec!["127.0.0.1:18001,127.0.0.1:18002".into()],
+            conf_file: dir.path().join("cluster.conf"),
+            self_addr: "127.0.0.1:18002"
+                .parse()
+                .map_err(|_| ClusterError::InvalidMember("x".into()))?,
+            secret: "s".into(),
+            health_interval: Duration::from_secs(1),
+        };
+        let m = Membership::new(&opts, reqwest::Client::new())?;
+        let members = m.members();
+        assert_eq!(members.len(), 2);
+        assert!(!members[0].is_self);
+        assert!(members[1].is_self);
+        assert_eq!(m.peers(), vec!["127.0.0.1:18001".to_string()]);
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! Calls between cluster members: the change notification
+//! (`/v1/cs/communication/dataChange`) and the member list (`/v1/core/cluster/nodes`).
+//!
+//! A notification names a key only; the receiver reloads it from the database and never
+//! trusts content from the message. Only a caller presenting the cluster secret counts as a
+//! member: no header, user agent or source address does.
+
+use axum::extract::State;
+use axum::response::Response;
+use nacelle_core::now_millis;
+use serde::Serialize;
+
+use super::{json, key_from_params, ok_true, RestResult};
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+/// The header carrying the cluster secret.
+pub(crate) const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+
+/// Compares without an early exit, so timing does not reveal how much of a guess matched.
+fn secret_matches(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// Rejects callers that are not cluster members.
+fn require_member(st: &AppState, p: &Params) -> Result<(), ApiError> {
+    let Some(expected) = st.options.cluster_secret.as_deref() else {
+        return Err(ApiError::Forbidden(
+            "cluster calls are disabled on this node (no cluster secret configured)".into(),
+        ));
+    };
+    match p.header(SECRET_HEADER) {
+        Some(given) if secret_matches(given, expected) => Ok(()),
+        _ => Err(ApiError::Forbidden(
+            "not a cluster member: missing or wrong cluster secret".into(),
+        )),
+    }
+}
+
+/// `GET|POST /nacos/v1/cs/communication/dataChange?dataId&group[&tenant]`: a member
+/// committed a change of this key; reload it from the database.
+pub(crate) async fn data_change(
+    State(st): State<AppState>,
+    p: Params,
+) -> Result<Response, ApiError> {
+    require_member(&st, &p)?;
+    let key = key_from_params(&p, "tenant")?;
+    if st.options.drop_cluster_notifications {
+        tracing::warn!(%key, "fault injection: dropping a cluster notification");
+        return Ok(ok_true());
+    }
+    st.service.reload(&key).await?;
+    Ok(ok_true())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ExtendInfo {
+    last_refresh_time: i64,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeJson {
+    ip: String,
+    port: u16,
+    state: &'static str,
+    extend_info: ExtendInfo,
+    address: String,
+    fail_access_cnt: u32,
+}
+
+/// `GET /nacos/v1/core/cluster/nodes`: the members in Nacos's format.
+pub(crate) async fn nodes(State(st): State<AppState>) -> Result<Response, ApiError> {
+    let version = env!("CARGO_PKG_VERSION");
+    let nodes: Vec<NodeJson> = match st.service.members() {
+        Some(members) => members
+            .into_iter()
+            .map(|m| NodeJson {
+                address: m.address(),
+                ip: m.ip,
+                port: m.port,
+                state: m.state.as_str(),
+                extend_info: ExtendInfo {
+                    last_refresh_time: m.last_refresh_ms,
+                    version,
+                },
+                fail_access_cnt: m.fail_count,
+            })
+            .collect(),
+        None => st
+            .options
+            .self_address
+            .map(|a| NodeJson {
+                ip: a.ip().to_string(),
+                port: a.port(),
+                state: "UP",
+                extend_info: ExtendInfo {
+                    last_refresh_time: now_millis(),
+                    version,
+                },
+                address: a.to_string(),
+                fail_access_cnt: 0,
+            })
+            .into_iter()
+            .collect(),
+    };
+    Ok(json(&RestResult::ok(nodes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_comparison() {
+        assert!(secret_matches("s3cret", "s3cret"));
+        assert!(!secret_matches("s3cre", "s3cret"));
+        assert!(!secret_matches("s3cretx", "s3cret"));
+        assert!(!secret_matches("", "s3cret"));
+    }
+}
