@@ -15,7 +15,10 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "nacelle-bench", about = "Benchmarks for Nacelle over loopback sockets")]
+#[command(
+    name = "nacelle-bench",
+    about = "Benchmarks for Nacelle over loopback sockets"
+)]
 struct Cli {
     #[command(subcommand)]
     scenario: Scenario,

@@ -31,7 +31,10 @@ async fn publish_one(conn: &mut Conn, data_id: &str, content: &str) -> Result<()
     let body = form(&[("dataId", data_id), ("group", GROUP), ("content", content)]);
     let (status, resp) = conn.post_form("/nacos/v1/cs/configs", body, &[]).await?;
     if status != 200 || &resp[..] != b"true" {
-        bail!("publish {data_id}: {status} {}", String::from_utf8_lossy(&resp));
+        bail!(
+            "publish {data_id}: {status} {}",
+            String::from_utf8_lossy(&resp)
+        );
     }
     Ok(())
 }
@@ -313,7 +316,18 @@ async fn time_to_ready(bin: &Path, dir: &Path) -> Result<(Duration, u64)> {
         .arg("serve")
         .arg("--data-dir")
         .arg(dir)
-        .args(["--bind", "127.0.0.1", "--port", "0", "--grpc-port", "0", "--log-format", "json", "--log", "warn,nacelle=info"])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--log-format",
+            "json",
+            "--log",
+            "warn,nacelle=info",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -328,7 +342,10 @@ async fn time_to_ready(bin: &Path, dir: &Path) -> Result<(Duration, u64)> {
             .context("server exited before listening")?;
         if let Some(i) = line.find("http listening on ") {
             let rest = &line[i + "http listening on ".len()..];
-            let a: String = rest.chars().take_while(|c| !c.is_whitespace() && *c != '"').collect();
+            let a: String = rest
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '"')
+                .collect();
             break a.parse()?;
         }
     };

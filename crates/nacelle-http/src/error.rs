@@ -2,7 +2,6 @@
 //! (`caused: …;`) with the status code; v2 answers the `{code, message, data}` envelope.
 //! Each format is produced here and nowhere else.
 
-use axum::extract::rejection::BytesRejection;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use nacelle_core::{CoreError, StoreError};
@@ -34,17 +33,6 @@ pub(crate) enum ApiError {
 }
 
 impl ApiError {
-    pub fn from_body_rejection(e: &BytesRejection) -> Self {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge(format!("request body too large: {}", e.body_text()))
-        } else {
-            ApiError::Invalid(format!(
-                "could not read the request body: {}",
-                e.body_text()
-            ))
-        }
-    }
-
     fn status(&self) -> StatusCode {
         match self {
             ApiError::Missing(_) | ApiError::Invalid(_) => StatusCode::BAD_REQUEST,

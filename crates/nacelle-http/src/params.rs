@@ -5,13 +5,13 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
-use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
 use percent_encoding::percent_decode;
 
 use crate::error::ApiError;
+use crate::AppState;
 
 /// Merged query and form parameters, plus what a handler needs from the request itself.
 #[derive(Debug, Default)]
@@ -117,10 +117,10 @@ pub(crate) fn client_ip(headers: &HeaderMap, peer: Option<SocketAddr>) -> String
         .unwrap_or_default()
 }
 
-impl<S: Send + Sync> FromRequest<S> for Params {
+impl FromRequest<AppState> for Params {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, Self::Rejection> {
         let (parts, body) = req.into_parts();
         let peer = parts
             .extensions
@@ -130,22 +130,35 @@ impl<S: Send + Sync> FromRequest<S> for Params {
         if let Some(q) = parts.uri.query() {
             decode_form_into(q.as_bytes(), &mut values)?;
         }
-        let form = is_form(&parts.headers);
-        let req = Request::from_parts(parts, body);
-        let headers = req.headers().clone();
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::from_body_rejection(&e))?;
-        if form && !bytes.is_empty() {
-            decode_form_into(&bytes, &mut values)?;
+        if is_form(&parts.headers) {
+            let bytes = axum::body::to_bytes(body, st.options.max_request_bytes)
+                .await
+                .map_err(|e| body_error(&e, st.options.max_request_bytes))?;
+            if !bytes.is_empty() {
+                decode_form_into(&bytes, &mut values)?;
+            }
         }
-        let client_ip = client_ip(&headers, peer);
+        let client_ip = client_ip(&parts.headers, peer);
         Ok(Params {
             values,
-            headers,
+            headers: parts.headers,
             client_ip,
         })
     }
+}
+
+/// Maps a body read error: over the limit is 413, anything else a 400.
+fn body_error(e: &axum::Error, limit: usize) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return ApiError::TooLarge(format!(
+                "request body too large: over {limit} bytes"
+            ));
+        }
+        source = err.source();
+    }
+    ApiError::Invalid(format!("could not read the request body: {e}"))
 }
 
 /// Encodes like Java's `URLEncoder.encode(s, "UTF-8")`: letters, digits and `.-*_` stay,
