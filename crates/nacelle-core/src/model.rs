@@ -157,8 +157,12 @@ pub struct PageRequest {
 }
 
 impl PageRequest {
-    /// Largest page size accepted.
+    /// Largest history page. Nacos clamps larger history page sizes to it rather than
+    /// rejecting them; config search has no such cap in Nacos (the Python 1.x client's
+    /// `get_configs` asks for 1000 items by default).
     pub const MAX_PAGE_SIZE: u64 = 500;
+    /// Largest page number or size at all: Nacos reads both as a Java `int`.
+    pub const MAX_PAGE_PARAM: u64 = i32::MAX as u64;
 
     /// Row offset of this page.
     pub fn offset(&self) -> u64 {

@@ -407,11 +407,28 @@ fn table() -> Vec<Row> {
             Expect::V1("invalid pageSize : abc"),
         ),
         get(
-            "search pageSize=501",
+            "search pageSize over a Java int",
             CONFIGS,
-            &[("search", "accurate"), ("pageNo", "1"), ("pageSize", "501")],
+            &[
+                ("search", "accurate"),
+                ("pageNo", "1"),
+                ("pageSize", "2147483648"),
+            ],
             400,
-            Expect::V1("invalid pageSize : 501"),
+            Expect::V1("invalid pageSize : 2147483648"),
+        ),
+        get(
+            "search pageSize=1000 is fine (Python client's get_configs default)",
+            CONFIGS,
+            &[
+                ("search", "accurate"),
+                ("dataId", ""),
+                ("group", ""),
+                ("pageNo", "1"),
+                ("pageSize", "1000"),
+            ],
+            200,
+            Expect::Body("\"pageItems\""),
         ),
         get(
             "unknown search mode",
@@ -464,7 +481,19 @@ fn table() -> Vec<Row> {
             Expect::V1("invalid pageSize : abc"),
         ),
         get(
-            "history pageSize=501",
+            "history pageNo over a Java int",
+            HISTORY,
+            &[
+                ("search", "accurate"),
+                ("dataId", "a"),
+                ("group", G),
+                ("pageNo", "99999999999"),
+            ],
+            400,
+            Expect::V1("invalid pageNo : 99999999999"),
+        ),
+        get(
+            "history pageSize=501 is clamped to 500, as Nacos does",
             HISTORY,
             &[
                 ("search", "accurate"),
@@ -472,8 +501,8 @@ fn table() -> Vec<Row> {
                 ("group", G),
                 ("pageSize", "501"),
             ],
-            400,
-            Expect::V1("invalid pageSize : 501"),
+            200,
+            Expect::Body("\"totalCount\":0"),
         ),
         get(
             "history nid not a number",

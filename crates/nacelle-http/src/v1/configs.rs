@@ -200,8 +200,9 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
         }
     };
     let page = PageRequest {
-        page_no: p.page_number("pageNo", 1, u32::MAX as u64)?,
-        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_SIZE)?,
+        page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
+        // No cap on search pages, as in Nacos.
+        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?,
     };
     let q = SearchQuery {
         mode,

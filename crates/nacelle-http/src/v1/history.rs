@@ -77,8 +77,11 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
         }
     }
     let page = PageRequest {
-        page_no: p.page_number("pageNo", 1, u32::MAX as u64)?,
-        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_SIZE)?,
+        page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
+        // Nacos clamps history pages to 500 items instead of rejecting larger sizes.
+        page_size: p
+            .page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?
+            .min(PageRequest::MAX_PAGE_SIZE),
     };
     let result = st.service.history(&key, page).await?;
     Ok(json(&PageJson {
