@@ -107,6 +107,8 @@ pub(crate) async fn run(
     }
     ctx.registry.unregister(&conn);
     conn.release();
+    // End our half too (the client may only have closed its side).
+    closed.cancel();
     tracing::debug!(conn = %conn.id, "gRPC connection unregistered");
 }
 

@@ -63,9 +63,30 @@ impl AsyncRead for TrackedIo {
         if self.killed(cx) {
             return Poll::Ready(Err(aborted()));
         }
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(res, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            quick_ack(&self.io);
+        }
+        res
     }
 }
+
+/// Acknowledges received data at once instead of after the kernel's delayed-ACK timer.
+///
+/// Clients that leave Nagle's algorithm on (nacos-sdk 0.8 does) write an HTTP/2 request in
+/// two segments and hold the second until the first is acknowledged; with delayed ACKs
+/// every unary call would then wait ~40 ms. Linux clears the flag after a while, so it is
+/// set again after every read.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn quick_ack(io: &TcpStream) {
+    if let Err(e) = io.set_quickack(true) {
+        tracing::trace!(error = %e, "cannot set TCP_QUICKACK");
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn quick_ack(_io: &TcpStream) {}
 
 impl AsyncWrite for TrackedIo {
     fn poll_write(

@@ -1,0 +1,603 @@
+//! The Nacos 2.x gRPC protocol driven by hand with a test-only tonic client: handshake,
+//! error codes, message shapes, limits, push acks/retries, idle probes and shutdown.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{RawClient, TestServer, SOON};
+use nacelle_grpc::GrpcOptions;
+use serde_json::json;
+
+fn fast_opts() -> GrpcOptions {
+    GrpcOptions {
+        shutdown_grace: Duration::from_secs(2),
+        ..GrpcOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn handshake_and_protocol_errors() -> anyhow::Result<()> {
+    let server = TestServer::start(fast_opts()).await?;
+    let mut c = server.raw().await?;
+
+    // ServerCheckRequest is answered before registration.
+    let r = c
+        .call(
+            "ServerCheckRequest",
+            json!({"requestId": "1", "headers": {}}),
+        )
+        .await?;
+    assert_eq!(r.type_name, "ServerCheckResponse");
+    assert_eq!(r.int("resultCode"), Some(200));
+    assert_eq!(r.int("errorCode"), Some(0));
+    assert_eq!(r.body["success"], json!(true));
+    assert_eq!(r.body["supportAbilityNegotiation"], json!(false));
+    assert_eq!(r.str("requestId"), Some("1"));
+    let conn_id = r.str("connectionId").unwrap_or_default().to_string();
+    assert!(conn_id.contains("_127.0.0.1_"), "connection id {conn_id}");
+
+    // 301 before ConnectionSetupRequest.
+    let r = c
+        .call(
+            "ConfigQueryRequest",
+            json!({"dataId": "d", "group": "G", "tenant": ""}),
+        )
+        .await?;
+    assert_eq!(r.type_name, "ErrorResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(301))
+    );
+    assert_eq!(r.str("message"), Some("Connection is unregistered."));
+
+    c.setup("").await?;
+    // The same TCP connection keeps its id.
+    let r = c.call("ServerCheckRequest", json!({})).await?;
+    assert_eq!(r.str("connectionId"), Some(conn_id.as_str()));
+
+    // 302 for an unknown type.
+    let r = c.call("NoSuchRequest", json!({})).await?;
+    assert_eq!(r.type_name, "ErrorResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(302))
+    );
+
+    // 502 for a garbage body.
+    let r = c
+        .call_raw("ConfigQueryRequest", b"\x00not json{".to_vec())
+        .await?;
+    assert_eq!(r.type_name, "ErrorResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(502))
+    );
+
+    // Health check.
+    let r = c
+        .call("HealthCheckRequest", json!({"requestId": "h1"}))
+        .await?;
+    assert_eq!(r.type_name, "HealthCheckResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(200), Some(0))
+    );
+    assert_eq!(r.str("requestId"), Some("h1"));
+    assert_eq!(server.stats.snapshot().connections, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn server_not_ready_answers_300() -> anyhow::Result<()> {
+    let server = TestServer::start_unloaded(fast_opts()).await?;
+    let mut c = server.raw().await?;
+    for t in ["ServerCheckRequest", "ConfigQueryRequest"] {
+        let r = c.call(t, json!({})).await?;
+        assert_eq!(r.type_name, "ErrorResponse");
+        assert_eq!(
+            (r.int("resultCode"), r.int("errorCode")),
+            (Some(500), Some(300))
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn config_messages_have_the_nacos_shape() -> anyhow::Result<()> {
+    let server = TestServer::start(fast_opts()).await?;
+    let mut c = server.raw().await?;
+    c.setup("10.9.8.7").await?;
+
+    // Not found.
+    let r = c
+        .call(
+            "ConfigQueryRequest",
+            json!({"dataId": "shape", "group": "G", "tenant": "", "requestId": "q1"}),
+        )
+        .await?;
+    assert_eq!(r.type_name, "ConfigQueryResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(300))
+    );
+    assert_eq!(r.str("message"), Some("config data not exist"));
+    assert_eq!(r.body["lastModified"], json!(0));
+    assert_eq!(r.body["beta"], json!(false));
+
+    // Publish with every additionMap field.
+    let r = c
+        .call(
+            "ConfigPublishRequest",
+            json!({
+                "dataId": "shape", "group": "G", "tenant": "", "content": "a: 1", "casMd5": null,
+                "additionMap": {"type": "yaml", "appName": "app", "desc": "d", "use": "u",
+                    "effect": "e", "schema": "s", "config_tags": "t1,t2", "src_user": "alice",
+                    "encryptedDataKey": "", "betaIps": "", "tag": ""},
+                "requestId": "p1"
+            }),
+        )
+        .await?;
+    assert_eq!(r.type_name, "ConfigPublishResponse");
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(200), Some(0))
+    );
+    assert_eq!(r.str("requestId"), Some("p1"));
+    let key = nacelle_core::ConfigKey::parse(None, "G", "shape")?;
+    let stored = server
+        .service
+        .get(&key)?
+        .ok_or_else(|| anyhow::anyhow!("not stored"))?;
+    assert_eq!(stored.meta.app_name, "app");
+    assert_eq!(stored.meta.config_tags, "t1,t2");
+    assert_eq!(stored.meta.r#use, "u");
+    assert_eq!(stored.source.src_user, "alice");
+    assert_eq!(
+        stored.source.src_ip, "10.9.8.7",
+        "src_ip is the connection's client IP"
+    );
+    assert_eq!(stored.config_type.as_str(), "yaml");
+
+    // Query: exactly the fields clients need, no `tag`.
+    let r = c
+        .call(
+            "ConfigQueryRequest",
+            json!({"dataId": "shape", "group": "G", "tenant": "public"}),
+        )
+        .await?;
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(200), Some(0))
+    );
+    assert_eq!(r.str("content"), Some("a: 1"));
+    assert_eq!(r.str("contentType"), Some("yaml"));
+    assert_eq!(r.str("md5"), Some(nacelle_core::md5_hex(b"a: 1").as_str()));
+    assert_eq!(r.str("encryptedDataKey"), Some(""));
+    assert!(r.int("lastModified").unwrap_or(0) > 0);
+    assert_eq!(r.body["beta"], json!(false));
+    assert!(
+        r.body.get("tag").is_none(),
+        "tag must be left out: {}",
+        r.body
+    );
+
+    // CAS failure.
+    let r = c
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "shape", "group": "G", "tenant": "", "content": "a: 2", "casMd5": "0000"}),
+        )
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(500));
+    assert_eq!(
+        r.str("message"),
+        Some("Cas publish fail,server md5 may have changed.")
+    );
+    // CAS success.
+    let r = c
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "shape", "group": "G", "tenant": "", "content": "a: 2",
+                   "casMd5": nacelle_core::md5_hex(b"a: 1")}),
+        )
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+
+    // Invalid input → 400; beta publish → 501 (not supported yet).
+    let r = c
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "bad/id", "group": "G", "content": "x"}),
+        )
+        .await?;
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(400))
+    );
+    let r = c
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "b", "group": "G", "content": "x", "additionMap": {"betaIps": "1.1.1.1"}}),
+        )
+        .await?;
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(501))
+    );
+
+    // Remove, also when absent.
+    for _ in 0..2 {
+        let r = c
+            .call(
+                "ConfigRemoveRequest",
+                json!({"dataId": "shape", "group": "G", "tenant": ""}),
+            )
+            .await?;
+        assert_eq!(r.type_name, "ConfigRemoveResponse");
+        assert_eq!(r.int("resultCode"), Some(200));
+    }
+    assert!(server.service.get(&key)?.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn batch_listen_and_push_echo_the_tenant_as_sent() -> anyhow::Result<()> {
+    let server = TestServer::start(fast_opts()).await?;
+    server.publish("", "G", "echo", "v1").await?;
+    let mut c = server.raw().await?;
+    c.setup("").await?;
+
+    let md5 = nacelle_core::md5_hex(b"v1");
+    let r = c
+        .listen(
+            &[
+                ("echo", "G", "public", "stale"),
+                ("missing", "G", "", ""),
+                ("same", "G", "", ""),
+            ],
+            true,
+        )
+        .await?;
+    assert_eq!(r.type_name, "ConfigChangeBatchListenResponse");
+    assert_eq!(r.int("resultCode"), Some(200));
+    assert_eq!(
+        r.body["changedConfigs"],
+        json!([{"dataId": "echo", "group": "G", "tenant": "public"}]),
+        "only the stale key; tenant echoed as sent"
+    );
+    // Up to date now.
+    let r = c
+        .listen(&[("echo", "G", "public", md5.as_str())], true)
+        .await?;
+    assert_eq!(r.body["changedConfigs"], json!([]));
+    assert_eq!(server.stats.snapshot().listened_keys, 3);
+
+    server.publish("", "G", "echo", "v2").await?;
+    let push = c
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))?;
+    assert_eq!(push.type_name, "ConfigChangeNotifyRequest");
+    assert_eq!(push.str("dataId"), Some("echo"));
+    assert_eq!(push.str("group"), Some("G"));
+    assert_eq!(push.str("tenant"), Some("public"));
+    assert_eq!(push.body["headers"], json!({}));
+    let rid = push.str("requestId").unwrap_or_default().to_string();
+    assert!(!rid.is_empty());
+    c.respond("NotifySubscriberResponse", &rid).await?;
+    let deadline = Instant::now() + SOON;
+    while server.stats.snapshot().push_acks < 1 {
+        assert!(Instant::now() < deadline, "ack not counted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // A key that does not exist yet is pushed when created.
+    server.publish("", "G", "missing", "now here").await?;
+    let push = c
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))?;
+    assert_eq!(push.str("dataId"), Some("missing"));
+    assert_eq!(push.str("tenant"), Some(""));
+
+    // listen:false stops pushes (a publish notifies synchronously, so the counter is exact).
+    let r = c.listen(&[("echo", "G", "public", "")], false).await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+    let before = server.stats.snapshot().pushes_sent;
+    server.publish("", "G", "echo", "v3").await?;
+    assert_eq!(server.stats.snapshot().pushes_sent, before);
+    assert_eq!(server.stats.snapshot().listened_keys, 2);
+
+    // An invalid key fails the whole request with 400.
+    let r = c
+        .listen(&[("ok", "G", "", ""), ("bad key", "G", "", "")], true)
+        .await?;
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(400))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn oversized_message_is_rejected_and_ten_megabytes_pass() -> anyhow::Result<()> {
+    let server = TestServer::start(fast_opts()).await?;
+    let mut c = server.raw().await?;
+    c.setup("").await?;
+
+    // 9 MiB of content: over tonic's 4 MiB default, under our 10 MiB limit.
+    let content = "x".repeat(9 * 1024 * 1024);
+    let body = serde_json::to_vec(&json!({"dataId": "big", "group": "G", "content": content}))?;
+    let r = c.call_raw("ConfigPublishRequest", body).await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{:?}", r.str("message"));
+
+    let content = "x".repeat(11 * 1024 * 1024);
+    let body = serde_json::to_vec(&json!({"dataId": "huge", "group": "G", "content": content}))?;
+    match c.call_status("ConfigPublishRequest", body).await {
+        Ok(p) => anyhow::bail!("an 11 MiB message was accepted: {:?}", common::decode(&p)?),
+        Err(status) => {
+            println!(
+                "11 MiB message rejected: {:?} {}",
+                status.code(),
+                status.message()
+            );
+            assert_eq!(status.code(), tonic::Code::OutOfRange);
+        }
+    }
+    // The connection is still usable.
+    let r = c.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+    Ok(())
+}
+
+#[tokio::test]
+async fn connection_limits_are_answered_with_connect_reset() -> anyhow::Result<()> {
+    // Total limit.
+    let server = TestServer::start(GrpcOptions {
+        max_connections: 1,
+        ..fast_opts()
+    })
+    .await?;
+    let mut a = server.raw().await?;
+    a.setup("").await?;
+    let mut b = server.raw().await?;
+    b.open_stream("").await?;
+    let reset = b
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no reset"))?;
+    assert_eq!(reset.type_name, "ConnectResetRequest");
+    assert!(b.next(SOON).await?.is_none(), "stream ends after the reset");
+    let r = b.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(r.int("errorCode"), Some(301));
+    assert_eq!(server.stats.snapshot().rejected_connections, 1);
+    assert_eq!(server.stats.snapshot().connections, 1);
+
+    // Per client IP limit.
+    let server = TestServer::start(GrpcOptions {
+        max_connections_per_ip: 1,
+        ..fast_opts()
+    })
+    .await?;
+    let mut a = server.raw().await?;
+    a.setup("10.0.0.1").await?;
+    let mut b = server.raw().await?;
+    b.open_stream("10.0.0.1").await?;
+    let reset = b
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no reset"))?;
+    assert_eq!(reset.type_name, "ConnectResetRequest");
+    let mut c = server.raw().await?;
+    c.setup("10.0.0.2").await?;
+    assert_eq!(server.stats.snapshot().connections, 2);
+
+    // A freed slot can be taken again.
+    a.close_stream();
+    let deadline = Instant::now() + SOON;
+    while server.stats.snapshot().connections != 1 {
+        assert!(Instant::now() < deadline, "closed stream not unregistered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut d = server.raw().await?;
+    d.setup("10.0.0.1").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unacked_pushes_are_retried_then_the_client_is_unregistered() -> anyhow::Result<()> {
+    let opts = GrpcOptions {
+        push_ack_timeout: Duration::from_millis(300),
+        push_retry_base: Duration::from_millis(100),
+        push_max_tries: 3,
+        ..fast_opts()
+    };
+    let server = TestServer::start(opts).await?;
+    server.publish("", "G", "k", "v0").await?;
+    let mut mute = server.raw().await?;
+    mute.setup("10.0.0.1").await?;
+    mute.listen(&[("k", "G", "", "")], true).await?;
+    let mut good = server.raw().await?;
+    good.setup("10.0.0.2").await?;
+    good.listen(&[("k", "G", "", "")], true).await?;
+
+    let mut latencies = Vec::new();
+    let t0 = Instant::now();
+    server.publish("", "G", "k", "v1").await?;
+    let push = good
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no push"))?;
+    latencies.push(t0.elapsed());
+    good.respond(
+        "ConfigChangeNotifyResponse",
+        push.str("requestId").unwrap_or_default(),
+    )
+    .await?;
+
+    // The mute client gets the same push again and again, then is dropped. Meanwhile the
+    // good client keeps getting its pushes at once.
+    let mut seen = Vec::new();
+    loop {
+        match mute.next(SOON).await? {
+            Some(m) if m.type_name == "ConfigChangeNotifyRequest" => {
+                seen.push(m.str("requestId").unwrap_or_default().to_string());
+                if seen.len() == 2 {
+                    let t = Instant::now();
+                    server.publish("", "G", "other", "x").await?; // nobody listens
+                    server.publish("", "G", "k", "v2").await?;
+                    let p = good
+                        .next(SOON)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("no push"))?;
+                    latencies.push(t.elapsed());
+                    good.respond(
+                        "ConfigChangeNotifyResponse",
+                        p.str("requestId").unwrap_or_default(),
+                    )
+                    .await?;
+                }
+            }
+            Some(other) => println!("mute client also got {}", other.type_name),
+            None => break,
+        }
+    }
+    println!("mute client got {} tries: {seen:?}", seen.len());
+    assert!(seen.len() >= 3, "initial try plus retries: {seen:?}");
+    let s = server.stats.snapshot();
+    println!("stats: {s:?}");
+    assert!(s.push_retries >= 2);
+    assert_eq!(s.dropped_unacked, 1);
+    let r = mute.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(
+        r.int("errorCode"),
+        Some(301),
+        "the mute client is unregistered"
+    );
+    let r = good.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(
+        r.int("resultCode"),
+        Some(200),
+        "the good client is still registered"
+    );
+    common::print_latencies(
+        "push latency to the acking client while another never acks",
+        latencies,
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn idle_connections_are_probed_and_dead_ones_dropped() -> anyhow::Result<()> {
+    let opts = GrpcOptions {
+        idle_probe_after: Duration::from_millis(300),
+        probe_timeout: Duration::from_millis(300),
+        probe_interval: Duration::from_millis(50),
+        ..fast_opts()
+    };
+    let server = TestServer::start(opts).await?;
+    let mut alive = server.raw().await?;
+    alive.setup("10.0.0.1").await?;
+    let mut dead = server.raw().await?;
+    dead.setup("10.0.0.2").await?;
+
+    // The live client answers two probes in a row.
+    for _ in 0..2 {
+        let probe = alive
+            .next(SOON)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("stream ended"))?;
+        assert_eq!(probe.type_name, "ClientDetectionRequest");
+        alive
+            .respond(
+                "ClientDetectionResponse",
+                probe.str("requestId").unwrap_or_default(),
+            )
+            .await?;
+    }
+    // The dead one is probed, stays silent and is dropped.
+    let probe = dead
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("stream ended"))?;
+    assert_eq!(probe.type_name, "ClientDetectionRequest");
+    assert!(
+        dead.next(SOON).await?.is_none(),
+        "dead connection's stream ends"
+    );
+    assert_eq!(server.stats.snapshot().dropped_idle, 1);
+    let r = dead.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(r.int("errorCode"), Some(301));
+    let r = alive.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_disconnected_without_blocking_publishes(
+) -> anyhow::Result<()> {
+    let opts = GrpcOptions {
+        outbound_queue: 4,
+        ..fast_opts()
+    };
+    let server = TestServer::start(opts).await?;
+    // The smallest HTTP/2 windows, so that unread pushes back up quickly.
+    let mut stuck = RawClient::connect_with(server.port, Some(65_535)).await?;
+    stuck.setup("10.0.0.1").await?;
+    // Each push carries a long dataId so that HTTP/2 flow control fills quickly.
+    let data_id = format!("k{}", "x".repeat(250));
+    stuck
+        .listen(&[(data_id.as_str(), "G", "", "")], true)
+        .await?;
+    // The stuck client never reads its stream; publishes must all complete regardless.
+    let t0 = Instant::now();
+    let mut n = 0;
+    while server.stats.snapshot().dropped_slow == 0 {
+        anyhow::ensure!(
+            n < 5_000,
+            "never disconnected: {:?}",
+            server.stats.snapshot()
+        );
+        server.publish("", "G", &data_id, &format!("v{n}")).await?;
+        n += 1;
+    }
+    println!(
+        "slow client disconnected after {n} publishes in {:?}",
+        t0.elapsed()
+    );
+    let deadline = Instant::now() + SOON;
+    while server.stats.snapshot().connections != 0 {
+        assert!(Instant::now() < deadline, "slow client not unregistered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn graceful_shutdown_resets_every_client() -> anyhow::Result<()> {
+    let mut server = TestServer::start(fast_opts()).await?;
+    let mut clients = Vec::new();
+    for i in 0..3 {
+        let mut c: RawClient = server.raw().await?;
+        c.setup(&format!("10.0.0.{i}")).await?;
+        clients.push(c);
+    }
+    let stopping = tokio::spawn(async move {
+        let r = server.stop().await;
+        (server, r)
+    });
+    for c in &mut clients {
+        let m = c
+            .next(SOON)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no reset"))?;
+        assert_eq!(m.type_name, "ConnectResetRequest");
+        c.close_stream(); // as a client would: leave for another server
+    }
+    let (server, r) = stopping.await?;
+    r?;
+    let s = server.stats.snapshot();
+    assert_eq!((s.connections, s.tcp_connections), (0, 0), "{s:?}");
+    Ok(())
+}
