@@ -114,6 +114,19 @@ pub struct HistoryEntry {
     pub encrypted_data_key: String,
 }
 
+/// One change in the database's change log (`his_config_info`), as a cluster member
+/// following the log sees it: which key changed, how, and when. The content is not carried:
+/// a follower reloads the key from the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeRecord {
+    /// `nid` of the history row; the revision the change produced.
+    pub nid: i64,
+    pub key: ConfigKey,
+    pub op_type: OpType,
+    /// `gmt_modified` of the history row, in ms (whole seconds on MySQL).
+    pub modified_ms: i64,
+}
+
 /// A namespace (`tenant_info` row, or the built-in default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {

@@ -5,6 +5,11 @@
 //! - a write returns only after its transaction has committed (config row, history row,
 //!   tag relations together);
 //! - every write appends one `his_config_info` row whose `nid` is the new revision;
+//!   [`StoredConfig::revision`] is the largest `nid` among the history rows of its key;
+//! - `publish` with `cas_md5` is atomic against concurrent writers on any node sharing the
+//!   database, and concurrent first publishes of one key never fail or duplicate it;
+//! - a backend that cannot reach its database fails with [`StoreError::Unavailable`] within
+//!   a few seconds instead of hanging;
 //! - errors are [`StoreError`]s, never panics.
 
 use async_trait::async_trait;
@@ -12,7 +17,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::key::ConfigKey;
 use crate::model::{
-    HistoryEntry, Namespace, OpSource, Page, PageRequest, PublishRecord, StoredConfig,
+    ChangeRecord, HistoryEntry, Namespace, OpSource, Page, PageRequest, PublishRecord, StoredConfig,
 };
 
 /// Result of removing a config.
@@ -73,6 +78,24 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Deletes a namespace; returns whether it existed.
     async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// The change log: history rows with `nid > after_nid`, in `nid` order, at most `limit`.
+    ///
+    /// Cluster members follow it to catch changes whose notification they missed. On a
+    /// shared database, `nid`s are handed out when a transaction inserts its row, not when it
+    /// commits: a row with a smaller `nid` can become visible shortly after one with a larger
+    /// `nid` (the longest a write transaction stays open), and rolled-back inserts leave
+    /// gaps that never fill. A follower should therefore re-read a short window behind its
+    /// position rather than trusting that nothing below it can still appear.
+    async fn changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError>;
+
+    /// The largest `nid` in the change log, 0 when it is empty: where a follower that has
+    /// just loaded everything starts.
+    async fn max_history_nid(&self) -> Result<i64, StoreError>;
 
     /// Checks that the database answers (used by readiness and reconnection).
     async fn ping(&self) -> Result<(), StoreError>;

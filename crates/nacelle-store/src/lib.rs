@@ -2,35 +2,66 @@
 //!
 //! # Layout
 //! - [`sqlite`]: the embedded default, a file in the data directory (WAL, durable commits).
-//! - [`open`]: picks a backend from a database URL.
+//! - [`mysql`]: MySQL/MariaDB on Nacos 2.4's own tables, so an existing Nacos database works.
+//! - [`postgres`]: PostgreSQL with the same tables and columns.
+//! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
+//! - `common`: what the SQL backends share (tag lists, retry rules, schema checks).
+//! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
 //! Every backend implements [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
-//! written here look like rows written by Java Nacos.
+//! written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
+//! options, schemas and time handling.
 
+mod common;
+pub mod mysql;
+mod options;
+pub mod postgres;
 pub mod sqlite;
 
 use std::sync::Arc;
 
 use nacelle_core::{ConfigStore, StoreError};
 
+pub use mysql::MySqlStore;
+pub use options::StoreOptions;
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 /// Error opening a database from a URL.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// The URL names a backend this build does not support (yet).
-    #[error("database URL scheme `{0}` is not supported yet (supported: sqlite://)")]
+    /// The URL names a backend this build does not support.
+    #[error(
+        "database URL scheme `{0}` is not supported (supported: sqlite://, mysql://, postgres://)"
+    )]
     Unsupported(String),
     /// The URL could not be parsed.
     #[error("invalid database URL: {0}")]
     InvalidUrl(String),
-    /// Connecting or migrating failed.
+    /// The database is reachable but its tables cannot be used as they are (for example a
+    /// Nacos database older than the columns Nacelle writes). Nacelle never alters Nacos's
+    /// tables, so this needs a person.
+    #[error("unusable database schema: {0}")]
+    Schema(String),
+    /// Connecting or creating the tables failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
-/// Opens the store named by `url` (`sqlite://path`).
+/// Opens the store named by `url` with default [`StoreOptions`]:
+/// `sqlite://path`, `mysql://user:pass@host:3306/db`, `postgres://user@host:5432/db`
+/// (also `postgresql://`).
 pub async fn open(url: &str) -> Result<Arc<dyn ConfigStore>, OpenError> {
+    open_with(url, &StoreOptions::default()).await
+}
+
+/// Opens the store named by `url`; `options` sets pool size and timeouts of the networked
+/// backends, and parameters in the URL's query (`max_connections`, `acquire_timeout_ms`,
+/// `op_timeout_ms`) override them. SQLite ignores them.
+pub async fn open_with(
+    url: &str,
+    options: &StoreOptions,
+) -> Result<Arc<dyn ConfigStore>, OpenError> {
     let scheme = url
         .split_once("://")
         .map(|(s, _)| s.to_ascii_lowercase())
@@ -38,6 +69,8 @@ pub async fn open(url: &str) -> Result<Arc<dyn ConfigStore>, OpenError> {
         .ok_or_else(|| OpenError::InvalidUrl(format!("`{url}` has no scheme")))?;
     match scheme.as_str() {
         "sqlite" => Ok(Arc::new(SqliteStore::open_url(url).await?)),
+        "mysql" => Ok(Arc::new(MySqlStore::open(url, options).await?)),
+        "postgres" | "postgresql" => Ok(Arc::new(PgStore::open(url, options).await?)),
         other => Err(OpenError::Unsupported(other.to_string())),
     }
 }

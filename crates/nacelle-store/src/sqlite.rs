@@ -10,18 +10,17 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, Namespace, OpSource, OpType,
+    ChangeRecord, ConfigKey, ConfigMeta, ConfigStore, HistoryEntry, Namespace, OpSource, OpType,
     Page, PageRequest, PublishRecord, StoreError, StoredConfig,
 };
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
+use crate::common::{change_from_row, config_from_row, history_from_row, split_tags, text};
 use crate::map_err;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -36,7 +35,8 @@ pub struct SqliteStore {
 const CONFIG_COLUMNS: &str = "c.id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
     c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, c.src_user, \
     c.src_ip, c.gmt_create, c.gmt_modified, \
-    (SELECT group_concat(r.tag_name, ',') FROM config_tags_relation r WHERE r.id = c.id) AS config_tags, \
+    (SELECT group_concat(r.tag_name, ',' ORDER BY r.nid) FROM config_tags_relation r \
+      WHERE r.id = c.id) AS config_tags, \
     COALESCE((SELECT max(h.nid) FROM his_config_info h WHERE h.data_id = c.data_id \
       AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id), 0) AS revision";
 
@@ -166,82 +166,6 @@ impl SqliteStore {
         .map_err(map_err)?;
         row.try_get::<i64, _>(0).map_err(map_err)
     }
-}
-
-/// Splits `config_tags` into distinct, trimmed, non-empty tags.
-fn split_tags(tags: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
-    for t in tags.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    out
-}
-
-fn opt_string(row: &SqliteRow, col: &str) -> Result<String, StoreError> {
-    row.try_get::<Option<String>, _>(col)
-        .map(Option::unwrap_or_default)
-        .map_err(map_err)
-}
-
-fn config_from_row(row: &SqliteRow) -> Result<StoredConfig, StoreError> {
-    let data_id: String = row.try_get("data_id").map_err(map_err)?;
-    let group: String = row.try_get("group_id").map_err(map_err)?;
-    let tenant = opt_string(row, "tenant_id")?;
-    let content: String = row.try_get("content").map_err(map_err)?;
-    let md5 = opt_string(row, "md5")?;
-    let md5 = if md5.is_empty() {
-        nacelle_core::md5_hex(content.as_bytes())
-    } else {
-        md5
-    };
-    Ok(StoredConfig {
-        id: row.try_get("id").map_err(map_err)?,
-        key: ConfigKey::from_trusted(&tenant, &group, &data_id),
-        content: Bytes::from(content),
-        md5,
-        config_type: ConfigType::parse_lenient(&opt_string(row, "type")?),
-        meta: ConfigMeta {
-            app_name: opt_string(row, "app_name")?,
-            desc: opt_string(row, "c_desc")?,
-            r#use: opt_string(row, "c_use")?,
-            effect: opt_string(row, "effect")?,
-            schema: opt_string(row, "c_schema")?,
-            config_tags: opt_string(row, "config_tags")?,
-            encrypted_data_key: opt_string(row, "encrypted_data_key")?,
-        },
-        source: OpSource {
-            src_user: opt_string(row, "src_user")?,
-            src_ip: opt_string(row, "src_ip")?,
-        },
-        created_ms: row.try_get("gmt_create").map_err(map_err)?,
-        modified_ms: row.try_get("gmt_modified").map_err(map_err)?,
-        revision: row.try_get("revision").map_err(map_err)?,
-    })
-}
-
-fn history_from_row(row: &SqliteRow) -> Result<HistoryEntry, StoreError> {
-    let data_id: String = row.try_get("data_id").map_err(map_err)?;
-    let group: String = row.try_get("group_id").map_err(map_err)?;
-    let tenant = opt_string(row, "tenant_id")?;
-    let op = opt_string(row, "op_type")?;
-    Ok(HistoryEntry {
-        nid: row.try_get("nid").map_err(map_err)?,
-        config_id: row.try_get("id").map_err(map_err)?,
-        key: ConfigKey::from_trusted(&tenant, &group, &data_id),
-        app_name: opt_string(row, "app_name")?,
-        content: row.try_get("content").map_err(map_err)?,
-        md5: opt_string(row, "md5")?,
-        source: OpSource {
-            src_user: opt_string(row, "src_user")?,
-            src_ip: opt_string(row, "src_ip")?,
-        },
-        op_type: OpType::parse(&op).unwrap_or(OpType::Update),
-        created_ms: row.try_get("gmt_create").map_err(map_err)?,
-        modified_ms: row.try_get("gmt_modified").map_err(map_err)?,
-        encrypted_data_key: opt_string(row, "encrypted_data_key")?,
-    })
 }
 
 #[async_trait]
@@ -497,9 +421,9 @@ impl ConfigStore for SqliteStore {
         rows.iter()
             .map(|r| {
                 Ok(Namespace {
-                    id: opt_string(r, "tenant_id")?,
-                    name: opt_string(r, "tenant_name")?,
-                    desc: opt_string(r, "tenant_desc")?,
+                    id: text(r, "tenant_id")?,
+                    name: text(r, "tenant_name")?,
+                    desc: text(r, "tenant_desc")?,
                 })
             })
             .collect()
@@ -548,6 +472,30 @@ impl ConfigStore for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT nid, data_id, group_id, tenant_id, op_type, gmt_modified FROM his_config_info \
+             WHERE nid > ? ORDER BY nid LIMIT ?",
+        )
+        .bind(after_nid)
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(map_err)?;
+        rows.iter().map(change_from_row).collect()
+    }
+
+    async fn max_history_nid(&self) -> Result<i64, StoreError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(nid), 0) FROM his_config_info")
+            .fetch_one(&self.reader)
+            .await
+            .map_err(map_err)
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.reader)
@@ -560,6 +508,8 @@ impl ConfigStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use nacelle_core::ConfigType;
 
     fn record(key: &ConfigKey, content: &str) -> PublishRecord {
         PublishRecord {
