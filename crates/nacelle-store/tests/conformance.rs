@@ -1,0 +1,731 @@
+//! The storage conformance suite: every test body is written once against
+//! `Arc<dyn ConfigStore>` and run on each backend (SQLite file, MariaDB, PostgreSQL), each
+//! run in a database of its own.
+
+mod support;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use bytes::Bytes;
+use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{
+    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, Namespace, OpSource,
+    OpType, PageRequest, PublishRecord, StoreError,
+};
+use nacelle_store::StoreOptions;
+use support::{Backend, Proxy, ProxyMode, TestDb};
+
+type TestResult = anyhow::Result<()>;
+
+/// Runs `body` on a fresh store of `backend`; the database is dropped afterwards.
+async fn run<F, Fut>(backend: Backend, body: F) -> TestResult
+where
+    F: FnOnce(Arc<dyn ConfigStore>, Backend) -> Fut,
+    Fut: Future<Output = TestResult>,
+{
+    let Some(db) = TestDb::create(backend).await? else {
+        return Ok(());
+    };
+    let store = nacelle_store::open(&db.url)
+        .await
+        .with_context(|| format!("opening {backend:?} store"))?;
+    let result = body(store, backend).await;
+    drop(db);
+    result
+}
+
+/// Instantiates each test body once per backend.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() -> anyhow::Result<()> {
+                    super::run(super::Backend::Sqlite, super::$name).await
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() -> anyhow::Result<()> {
+                    super::run(super::Backend::MySql, super::$name).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() -> anyhow::Result<()> {
+                    super::run(super::Backend::Postgres, super::$name).await
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    publish_update_remove_with_history,
+    compare_and_set,
+    concurrent_publishes_of_one_key_lose_nothing,
+    concurrent_compare_and_set_has_one_winner,
+    content_round_trips,
+    tag_relations,
+    history_paging_and_previous,
+    namespaces,
+    change_log,
+    load_all_and_get,
+    ping_and_backend_name,
+);
+
+/// A day in 2023, with milliseconds, so precision differences show.
+const T0: i64 = 1_700_000_000_123;
+
+fn key(tenant: &str, group: &str, data_id: &str) -> ConfigKey {
+    ConfigKey::from_trusted(tenant, group, data_id)
+}
+
+fn record(key: &ConfigKey, content: &str, now_ms: i64) -> PublishRecord {
+    PublishRecord {
+        key: key.clone(),
+        content: Bytes::from(content.to_string()),
+        md5: md5_hex(content.as_bytes()),
+        config_type: ConfigType::Yaml,
+        meta: ConfigMeta::default(),
+        source: OpSource {
+            src_user: "alice".into(),
+            src_ip: "10.0.0.1".into(),
+        },
+        cas_md5: None,
+        now_ms,
+    }
+}
+
+fn page(page_no: u64, page_size: u64) -> PageRequest {
+    PageRequest { page_no, page_size }
+}
+
+async fn entry(store: &Arc<dyn ConfigStore>, nid: i64) -> anyhow::Result<HistoryEntry> {
+    store
+        .history_entry(nid)
+        .await?
+        .with_context(|| format!("history entry {nid} missing"))
+}
+
+async fn publish_update_remove_with_history(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    let k = key("", "DEFAULT_GROUP", "app.yaml");
+    let mut r1 = record(&k, "a: 1", T0);
+    r1.meta = ConfigMeta {
+        app_name: "shop".into(),
+        desc: "the shop".into(),
+        r#use: "prod".into(),
+        effect: "all".into(),
+        schema: "{}".into(),
+        config_tags: String::new(),
+        encrypted_data_key: "edk1".into(),
+    };
+    let p1 = store.publish(&r1).await?;
+    ensure!(p1.revision > 0, "revision {}", p1.revision);
+    assert_eq!(p1.created_ms, b.stored_ms(T0));
+    assert_eq!(p1.modified_ms, b.stored_ms(T0));
+    assert_eq!(
+        store.get(&k).await?.as_ref(),
+        Some(&p1),
+        "publish returns what get reads"
+    );
+
+    let h1 = entry(&store, p1.revision).await?;
+    assert_eq!(h1.op_type, OpType::Insert);
+    assert_eq!(h1.config_id, 0, "Nacos records inserts with config id 0");
+    assert_eq!(h1.content, "a: 1");
+    assert_eq!(h1.md5, md5_hex(b"a: 1"));
+    assert_eq!(h1.app_name, "shop");
+    assert_eq!(h1.encrypted_data_key, "edk1");
+    assert_eq!(h1.source.src_user, "alice");
+    assert_eq!(h1.modified_ms, b.stored_ms(T0));
+    assert_eq!(h1.key, k);
+
+    let mut r2 = record(&k, "a: 2", T0 + 5_000);
+    r2.source.src_user = "bob".into();
+    let p2 = store.publish(&r2).await?;
+    assert_eq!(p2.id, p1.id);
+    ensure!(p2.revision > p1.revision);
+    assert_eq!(p2.created_ms, b.stored_ms(T0), "creation time is kept");
+    assert_eq!(p2.modified_ms, b.stored_ms(T0 + 5_000));
+    assert_eq!(store.get(&k).await?.as_ref(), Some(&p2));
+
+    // An update's history row holds the version it replaced, written by the new source.
+    let h2 = entry(&store, p2.revision).await?;
+    assert_eq!(h2.op_type, OpType::Update);
+    assert_eq!(h2.config_id, p1.id);
+    assert_eq!(h2.content, "a: 1");
+    assert_eq!(h2.md5, md5_hex(b"a: 1"));
+    assert_eq!(h2.app_name, "shop");
+    assert_eq!(h2.encrypted_data_key, "edk1");
+    assert_eq!(h2.source.src_user, "bob");
+    assert_eq!(h2.modified_ms, b.stored_ms(T0 + 5_000));
+    assert_eq!(store.history_previous(p1.id).await?, Some(h2.clone()));
+
+    let gone = OpSource {
+        src_user: "carol".into(),
+        src_ip: "10.0.0.3".into(),
+    };
+    let RemoveOutcome::Removed { revision: r3 } = store.remove(&k, &gone, T0 + 9_000).await? else {
+        anyhow::bail!("remove of a present key reported absent");
+    };
+    ensure!(r3 > p2.revision);
+    assert_eq!(store.get(&k).await?, None);
+    let h3 = entry(&store, r3).await?;
+    assert_eq!(h3.op_type, OpType::Delete);
+    assert_eq!(h3.config_id, p1.id);
+    assert_eq!(h3.content, "a: 2");
+    assert_eq!(h3.md5, md5_hex(b"a: 2"));
+    assert_eq!(h3.source, gone);
+    assert_eq!(
+        store.remove(&k, &gone, T0 + 9_500).await?,
+        RemoveOutcome::Absent
+    );
+
+    let hist = store.history_page(&k, page(1, 10)).await?;
+    assert_eq!(hist.total_count, 3);
+    let nids: Vec<i64> = hist.items.iter().map(|h| h.nid).collect();
+    assert_eq!(nids, vec![r3, p2.revision, p1.revision]);
+    let ops: Vec<OpType> = hist.items.iter().map(|h| h.op_type).collect();
+    assert_eq!(ops, vec![OpType::Delete, OpType::Update, OpType::Insert]);
+    assert!(store.load_all().await?.is_empty());
+
+    // Publishing again after a delete is a fresh insert with a newer revision.
+    let p4 = store.publish(&record(&k, "a: 4", T0 + 10_000)).await?;
+    ensure!(p4.revision > r3);
+    assert_eq!(entry(&store, p4.revision).await?.op_type, OpType::Insert);
+    assert_eq!(store.get(&k).await?, Some(p4));
+    Ok(())
+}
+
+async fn compare_and_set(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let k = key("", "G", "cas");
+    let mut r = record(&k, "v1", T0);
+
+    // Absent: only "" matches.
+    r.cas_md5 = Some(md5_hex(b"anything"));
+    assert!(matches!(
+        store.publish(&r).await,
+        Err(StoreError::CasMismatch)
+    ));
+    assert_eq!(store.get(&k).await?, None);
+    assert_eq!(
+        store.max_history_nid().await?,
+        0,
+        "a failed CAS writes nothing"
+    );
+    r.cas_md5 = Some(String::new());
+    let v1 = store.publish(&r).await?;
+
+    // Present: "" and a wrong md5 fail and write nothing.
+    let before = store.max_history_nid().await?;
+    for wrong in ["", "0123456789abcdef0123456789abcdef"] {
+        let mut r2 = record(&k, "v2", T0 + 1_000);
+        r2.cas_md5 = Some(wrong.to_string());
+        assert!(
+            matches!(store.publish(&r2).await, Err(StoreError::CasMismatch)),
+            "cas `{wrong}` on a present key"
+        );
+    }
+    assert_eq!(store.max_history_nid().await?, before);
+    assert_eq!(store.get(&k).await?, Some(v1.clone()));
+
+    // The current md5 matches.
+    let mut r3 = record(&k, "v3", T0 + 2_000);
+    r3.cas_md5 = Some(v1.md5.clone());
+    let v3 = store.publish(&r3).await?;
+    assert_eq!(&store.get(&k).await?.context("missing")?.content[..], b"v3");
+    ensure!(v3.revision > v1.revision);
+    Ok(())
+}
+
+async fn concurrent_publishes_of_one_key_lose_nothing(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    const TASKS: usize = 8;
+    const EACH: usize = 5;
+    let k = key("", "G", "contended");
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (store, k) = (store.clone(), k.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for i in 0..EACH {
+                let content = format!("task {t} write {i}");
+                let stored = store
+                    .publish(&record(&k, &content, T0 + (t * EACH + i) as i64))
+                    .await?;
+                out.push((stored.revision, content));
+            }
+            Ok::<_, StoreError>(out)
+        }));
+    }
+    let mut writes = Vec::new();
+    for t in tasks {
+        writes.extend(t.await??);
+    }
+    writes.sort();
+    assert_eq!(writes.len(), TASKS * EACH);
+    let mut revisions: Vec<i64> = writes.iter().map(|w| w.0).collect();
+    revisions.dedup();
+    assert_eq!(
+        revisions.len(),
+        writes.len(),
+        "every write has its own revision"
+    );
+
+    let last = writes.last().context("no writes")?;
+    let current = store.get(&k).await?.context("missing")?;
+    assert_eq!(current.revision, last.0);
+    assert_eq!(String::from_utf8_lossy(&current.content), last.1);
+
+    // The history is one chain: each write replaced exactly the previous one.
+    let first = entry(&store, writes[0].0).await?;
+    assert_eq!(first.op_type, OpType::Insert);
+    assert_eq!(first.content, writes[0].1);
+    for pair in writes.windows(2) {
+        let h = entry(&store, pair[1].0).await?;
+        assert_eq!(h.op_type, OpType::Update);
+        assert_eq!(
+            h.content, pair[0].1,
+            "write {} replaced a lost version",
+            pair[1].0
+        );
+    }
+    let hist = store.history_page(&k, page(1, 100)).await?;
+    assert_eq!(hist.total_count as usize, TASKS * EACH);
+    assert_eq!(store.load_all().await?.len(), 1, "no duplicate rows");
+    Ok(())
+}
+
+async fn concurrent_compare_and_set_has_one_winner(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    const TASKS: usize = 8;
+    let k = key("", "G", "race");
+    // Round 0 races to create the key (CAS ""); round 1 races to replace it.
+    for round in 0..2 {
+        let expected = match store.get(&k).await? {
+            Some(c) => c.md5,
+            None => String::new(),
+        };
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let (store, k, expected) = (store.clone(), k.clone(), expected.clone());
+            tasks.push(tokio::spawn(async move {
+                let content = format!("round {round} task {t}");
+                let mut r = record(&k, &content, T0 + t as i64);
+                r.cas_md5 = Some(expected);
+                (content, store.publish(&r).await)
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            match t.await? {
+                (content, Ok(_)) => winners.push(content),
+                (_, Err(StoreError::CasMismatch)) => {}
+                (_, Err(e)) => anyhow::bail!("a racing CAS failed with {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let current = store.get(&k).await?.context("missing")?;
+        assert_eq!(String::from_utf8_lossy(&current.content), winners[0]);
+    }
+    assert_eq!(store.history_page(&k, page(1, 10)).await?.total_count, 2);
+    Ok(())
+}
+
+/// About 1 MiB mixing ASCII, CJK, 4-byte emoji and CRLF line ends.
+fn big_content() -> String {
+    let line = "key.αβγ = 値 😀🚀 \u{1F9D1}\u{200D}\u{1F4BB} end\r\n";
+    let mut s = String::with_capacity(1 << 20);
+    let mut i = 0u64;
+    while s.len() < (1 << 20) {
+        s.push_str(&format!("{i:08} {line}"));
+        i += 1;
+    }
+    s
+}
+
+async fn content_round_trips(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let contents = [
+        "中文 ключ ελληνικά 😀🚀 \u{1F9D1}\u{200D}\u{1F4BB} 𝄞".to_string(),
+        "line1\r\nline2\r\n\r\n".to_string(),
+        "\ttabs\tand trailing spaces   \n".to_string(),
+        "'quotes' \"double\" `back` \\ backslash % _ ;".to_string(),
+        big_content(),
+    ];
+    let k = key("", "G", "content");
+    let mut previous: Option<String> = None;
+    for (i, c) in contents.iter().enumerate() {
+        let stored = store.publish(&record(&k, c, T0 + i as i64 * 1000)).await?;
+        let got = store.get(&k).await?.context("missing")?;
+        assert_eq!(&got.content[..], c.as_bytes(), "content {i}");
+        assert_eq!(got.md5, md5_hex(c.as_bytes()));
+        assert_eq!(got, stored);
+        if let Some(prev) = &previous {
+            let h = entry(&store, stored.revision).await?;
+            assert_eq!(&h.content, prev, "history keeps content {} intact", i - 1);
+            assert_eq!(h.md5, md5_hex(prev.as_bytes()));
+        }
+        previous = Some(c.clone());
+    }
+    // Unicode in keys too.
+    let uk = key("", "组", "数据.😀");
+    store.publish(&record(&uk, "x", T0)).await?;
+    assert_eq!(store.get(&uk).await?.context("unicode key")?.key, uk);
+    let all = store.load_all().await?;
+    assert_eq!(all.len(), 2);
+    let big = all.iter().find(|c| c.key == k).context("big missing")?;
+    assert_eq!(big.content.len(), contents[4].len());
+    Ok(())
+}
+
+async fn tag_relations(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let k = key("", "G", "tagged");
+    let mut r = record(&k, "x", T0);
+    r.meta.config_tags = "a, b,a,,".into();
+    let stored = store.publish(&r).await?;
+    assert_eq!(stored.meta.config_tags, "a,b");
+    assert_eq!(
+        store.get(&k).await?.context("missing")?.meta.config_tags,
+        "a,b"
+    );
+
+    r.meta.config_tags = "c".into();
+    r.now_ms += 1000;
+    store.publish(&r).await?;
+    assert_eq!(
+        store.get(&k).await?.context("missing")?.meta.config_tags,
+        "c"
+    );
+
+    r.meta.config_tags = "z,y,x".into();
+    r.now_ms += 1000;
+    store.publish(&r).await?;
+    let all = store.load_all().await?;
+    assert_eq!(all[0].meta.config_tags, "z,y,x", "tags keep their order");
+
+    r.meta.config_tags = String::new();
+    r.now_ms += 1000;
+    store.publish(&r).await?;
+    assert_eq!(
+        store.get(&k).await?.context("missing")?.meta.config_tags,
+        ""
+    );
+
+    // Removing a config removes its relations: a new config with the same key has none.
+    r.meta.config_tags = "keep".into();
+    r.now_ms += 1000;
+    store.publish(&r).await?;
+    store.remove(&k, &OpSource::default(), r.now_ms).await?;
+    let fresh = store.publish(&record(&k, "y", r.now_ms + 1000)).await?;
+    assert_eq!(fresh.meta.config_tags, "");
+    assert_eq!(
+        store.get(&k).await?.context("missing")?.meta.config_tags,
+        ""
+    );
+    Ok(())
+}
+
+async fn history_paging_and_previous(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let k = key("", "G", "paged");
+    let other = key("", "G", "other");
+    let mut revisions = Vec::new();
+    for i in 0..12 {
+        let s = store
+            .publish(&record(&k, &format!("v{i}"), T0 + i * 1000))
+            .await?;
+        revisions.push(s.revision);
+        if i == 5 {
+            store.publish(&record(&other, "o", T0)).await?;
+        }
+    }
+    let p1 = store.history_page(&k, page(1, 5)).await?;
+    assert_eq!(
+        (p1.total_count, p1.page_number, p1.pages_available),
+        (12, 1, 3)
+    );
+    let newest_first: Vec<i64> = revisions.iter().rev().copied().collect();
+    assert_eq!(
+        p1.items.iter().map(|h| h.nid).collect::<Vec<_>>(),
+        newest_first[..5]
+    );
+    assert_eq!(
+        p1.items[0].content, "v10",
+        "the newest row keeps the replaced version"
+    );
+    let p2 = store.history_page(&k, page(2, 5)).await?;
+    assert_eq!(
+        p2.items.iter().map(|h| h.nid).collect::<Vec<_>>(),
+        newest_first[5..10]
+    );
+    let p3 = store.history_page(&k, page(3, 5)).await?;
+    assert_eq!(p3.items.len(), 2);
+    assert_eq!(p3.items[1].op_type, OpType::Insert);
+    assert_eq!(p3.items[1].content, "v0");
+    assert!(store.history_page(&k, page(4, 5)).await?.items.is_empty());
+    assert_eq!(
+        store
+            .history_page(&key("", "G", "never"), page(1, 5))
+            .await?
+            .total_count,
+        0
+    );
+
+    let id = store.get(&k).await?.context("missing")?.id;
+    let prev = store.history_previous(id).await?.context("no previous")?;
+    assert_eq!(prev.nid, *revisions.last().context("none")?);
+    assert_eq!(prev.content, "v10");
+    assert_eq!(store.history_previous(-1).await?, None);
+    assert_eq!(store.history_entry(i64::MAX).await?, None);
+    Ok(())
+}
+
+async fn namespaces(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    assert!(store.list_namespaces().await?.is_empty());
+    let dev = Namespace {
+        id: "dev".into(),
+        name: "Development".into(),
+        desc: "for developers".into(),
+    };
+    let test = Namespace {
+        id: "test-ns_1".into(),
+        name: "测试".into(),
+        desc: String::new(),
+    };
+    store.create_namespace(&dev, T0).await?;
+    store.create_namespace(&test, T0).await?;
+    assert_eq!(
+        store.list_namespaces().await?,
+        vec![dev.clone(), test.clone()]
+    );
+    assert!(matches!(
+        store.create_namespace(&dev, T0).await,
+        Err(StoreError::Conflict(_))
+    ));
+
+    let renamed = Namespace {
+        name: "Dev 2".into(),
+        desc: "changed".into(),
+        ..dev.clone()
+    };
+    store.update_namespace(&renamed, T0 + 1).await?;
+    // Updating to the same values is still an update of an existing namespace.
+    store.update_namespace(&renamed, T0 + 2).await?;
+    assert_eq!(store.list_namespaces().await?[0], renamed);
+    let ghost = Namespace {
+        id: "ghost".into(),
+        ..renamed.clone()
+    };
+    assert!(matches!(
+        store.update_namespace(&ghost, T0).await,
+        Err(StoreError::NotFound(_))
+    ));
+
+    assert!(store.delete_namespace("dev").await?);
+    assert!(!store.delete_namespace("dev").await?);
+    assert_eq!(store.list_namespaces().await?, vec![test]);
+    Ok(())
+}
+
+async fn change_log(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    assert_eq!(store.max_history_nid().await?, 0);
+    assert!(store.changes_since(0, 10).await?.is_empty());
+
+    let a = key("", "G", "a");
+    let bk = key("dev", "G", "b");
+    let n1 = store.publish(&record(&a, "1", T0)).await?.revision;
+    let n2 = store.publish(&record(&bk, "1", T0 + 1000)).await?.revision;
+    let n3 = store.publish(&record(&a, "2", T0 + 2000)).await?.revision;
+    let RemoveOutcome::Removed { revision: n4 } =
+        store.remove(&bk, &OpSource::default(), T0 + 3000).await?
+    else {
+        anyhow::bail!("b was absent");
+    };
+
+    let all = store.changes_since(0, 100).await?;
+    let seen: Vec<(i64, ConfigKey, OpType, i64)> = all
+        .iter()
+        .map(|c| (c.nid, c.key.clone(), c.op_type, c.modified_ms))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (n1, a.clone(), OpType::Insert, b.stored_ms(T0)),
+            (n2, bk.clone(), OpType::Insert, b.stored_ms(T0 + 1000)),
+            (n3, a.clone(), OpType::Update, b.stored_ms(T0 + 2000)),
+            (n4, bk.clone(), OpType::Delete, b.stored_ms(T0 + 3000)),
+        ]
+    );
+    assert_eq!(store.max_history_nid().await?, n4);
+    let after_first = store.changes_since(n1, 100).await?;
+    assert_eq!(
+        after_first.iter().map(|c| c.nid).collect::<Vec<_>>(),
+        vec![n2, n3, n4]
+    );
+    let limited = store.changes_since(0, 2).await?;
+    assert_eq!(
+        limited.iter().map(|c| c.nid).collect::<Vec<_>>(),
+        vec![n1, n2]
+    );
+    assert!(store.changes_since(n4, 10).await?.is_empty());
+    Ok(())
+}
+
+async fn load_all_and_get(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let keys = [
+        key("", "G", "d1"),
+        key("", "G", "D1"),
+        key("dev", "G", "d1"),
+        key("", "G2", "d1"),
+    ];
+    let mut stored = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let mut r = record(k, &format!("content {i}"), T0 + i as i64 * 1000);
+        r.config_type = [
+            ConfigType::Properties,
+            ConfigType::Json,
+            ConfigType::Text,
+            ConfigType::Xml,
+        ][i];
+        r.meta = ConfigMeta {
+            app_name: format!("app{i}"),
+            desc: format!("desc {i}"),
+            r#use: format!("use{i}"),
+            effect: format!("effect{i}"),
+            schema: format!("schema {i}"),
+            config_tags: format!("t{i},shared"),
+            encrypted_data_key: format!("edk{i}"),
+        };
+        r.source = OpSource {
+            src_user: format!("user{i}"),
+            src_ip: format!("10.0.0.{i}"),
+        };
+        stored.push(store.publish(&r).await?);
+    }
+    let mut all = store.load_all().await?;
+    all.sort_by_key(|c| c.id);
+    assert_eq!(all, stored, "load_all returns exactly what was published");
+    for s in &stored {
+        assert_eq!(store.get(&s.key).await?.as_ref(), Some(s));
+    }
+    assert_eq!(store.get(&key("", "G", "d2")).await?, None);
+    assert_eq!(store.get(&key("other", "G", "d1")).await?, None);
+    Ok(())
+}
+
+async fn ping_and_backend_name(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    store.ping().await?;
+    let expected = match b {
+        Backend::Sqlite => "sqlite",
+        Backend::MySql => "mysql",
+        Backend::Postgres => "postgres",
+    };
+    assert_eq!(store.backend(), expected);
+    Ok(())
+}
+
+// ------------------------------------------------------------------ outages (networked)
+
+/// Fails the test if `fut` has not finished within a minute: a hang detector, not a
+/// timing assertion (measured times are printed).
+async fn no_hang<T>(what: &str, fut: impl Future<Output = T>) -> anyhow::Result<T> {
+    let start = Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(60), fut)
+        .await
+        .with_context(|| format!("{what} hung"))?;
+    println!("{what}: {} ms", start.elapsed().as_millis());
+    Ok(out)
+}
+
+/// Writes fail fast with `Unavailable` while the database is down or unreachable, reads
+/// of the store fail the same way, and the pool recovers on its own afterwards.
+async fn outage(backend: Backend) -> TestResult {
+    let Some(db) = TestDb::create(backend).await? else {
+        return Ok(());
+    };
+    // Create the schema directly, then go through a proxy we can cut.
+    drop(nacelle_store::open(&db.url).await?);
+    let proxy = Proxy::start(db.server_addr()?).await?;
+    let options = StoreOptions {
+        max_connections: 4,
+        acquire_timeout: Duration::from_secs(1),
+        op_timeout: Duration::from_secs(3),
+    };
+    let store = nacelle_store::open_with(&db.url_via(proxy.addr)?, &options).await?;
+    let k = key("", "G", "outage");
+    let before = store.publish(&record(&k, "before", T0)).await?;
+
+    for mode in [ProxyMode::Refuse, ProxyMode::Blackhole] {
+        proxy.set(mode);
+        let write = no_hang(
+            &format!("{backend:?} publish while {mode:?}"),
+            store.publish(&record(&k, "during", T0 + 1000)),
+        )
+        .await?;
+        assert!(
+            matches!(write, Err(StoreError::Unavailable(_))),
+            "{mode:?}: {write:?}"
+        );
+        let removed = no_hang(
+            &format!("{backend:?} remove while {mode:?}"),
+            store.remove(&k, &OpSource::default(), T0 + 1000),
+        )
+        .await?;
+        assert!(matches!(removed, Err(StoreError::Unavailable(_))));
+        let ping = no_hang(&format!("{backend:?} ping while {mode:?}"), store.ping()).await?;
+        assert!(ping.is_err());
+
+        proxy.set(ProxyMode::Up);
+        let mut recovered = false;
+        for _ in 0..40 {
+            if store.ping().await.is_ok() {
+                recovered = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        ensure!(recovered, "{backend:?}: no recovery after {mode:?}");
+        // The failed writes left nothing behind.
+        assert_eq!(store.get(&k).await?.as_ref(), Some(&before));
+    }
+    let after = store.publish(&record(&k, "after", T0 + 2000)).await?;
+    ensure!(after.revision > before.revision);
+    assert_eq!(store.get(&k).await?, Some(after));
+
+    // Opening against a server that is not there fails quickly too.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        l.local_addr()?
+    };
+    let opened = no_hang(
+        &format!("{backend:?} open with nothing listening"),
+        nacelle_store::open_with(&db.url_via(closed)?, &options),
+    )
+    .await?;
+    assert!(opened.is_err());
+    drop(store);
+    drop(proxy);
+    drop(db);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_outage_fails_fast_and_recovers() -> TestResult {
+    outage(Backend::MySql).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_outage_fails_fast_and_recovers() -> TestResult {
+    outage(Backend::Postgres).await
+}
