@@ -729,3 +729,55 @@ async fn mysql_outage_fails_fast_and_recovers() -> TestResult {
 async fn postgres_outage_fails_fast_and_recovers() -> TestResult {
     outage(Backend::Postgres).await
 }
+
+// ------------------------------------------------------------------ schema creation
+
+/// Nodes starting together on an empty database create the schema once, without errors.
+async fn schema_created_once(backend: Backend) -> TestResult {
+    let Some(db) = TestDb::create(backend).await? else {
+        return Ok(());
+    };
+    let mut opens = Vec::new();
+    for _ in 0..4 {
+        let url = db.url.clone();
+        opens.push(tokio::spawn(async move { nacelle_store::open(&url).await }));
+    }
+    let mut stores = Vec::new();
+    for o in opens {
+        stores.push(o.await??);
+    }
+    let k = key("", "G", "shared");
+    let first = stores[0].publish(&record(&k, "x", T0)).await?;
+    for s in &stores {
+        assert_eq!(s.get(&k).await?.as_ref(), Some(&first));
+    }
+    let versions: i64 = match backend {
+        Backend::MySql => {
+            let mut conn = db.mysql().await?;
+            sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
+                .fetch_one(&mut conn)
+                .await?
+        }
+        _ => {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&db.url).await?;
+            sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
+                .fetch_one(&mut conn)
+                .await?
+        }
+    };
+    assert_eq!(versions, 1);
+    drop(stores);
+    drop(db);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_nodes_starting_together_create_the_schema_once() -> TestResult {
+    schema_created_once(Backend::MySql).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_nodes_starting_together_create_the_schema_once() -> TestResult {
+    schema_created_once(Backend::Postgres).await
+}

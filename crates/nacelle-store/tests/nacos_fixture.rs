@@ -11,11 +11,10 @@ use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, Namespace, OpSource, PublishRecord,
-    StoreError,
+    md5_hex, ConfigKey, ConfigMeta, ConfigType, Namespace, OpSource, PublishRecord, StoreError,
 };
 use sqlx::mysql::MySqlRow;
-use sqlx::{Connection, Executor, MySqlConnection, Row};
+use sqlx::{Executor, MySqlConnection, Row};
 use support::{Backend, TestDb};
 
 type TestResult = anyhow::Result<()>;
@@ -644,31 +643,6 @@ async fn a_database_older_than_nacos_2_1_is_refused_clearly() -> TestResult {
             && msg.contains("his_config_info.encrypted_data_key"),
         "{msg}"
     );
-    drop(conn);
-    drop(db);
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nodes_starting_together_create_the_schema_once() -> TestResult {
-    let Some(db) = TestDb::create(Backend::MySql).await? else {
-        return Ok(());
-    };
-    let mut opens = Vec::new();
-    for _ in 0..4 {
-        let url = db.url.clone();
-        opens.push(tokio::spawn(async move { nacelle_store::open(&url).await }));
-    }
-    let mut stores: Vec<std::sync::Arc<dyn ConfigStore>> = Vec::new();
-    for o in opens {
-        stores.push(o.await??);
-    }
-    let mut conn = sqlx::MySqlConnection::connect(&db.url).await?;
-    let versions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
-        .fetch_one(&mut conn)
-        .await?;
-    assert_eq!(versions, 1);
-    drop(stores);
     drop(conn);
     drop(db);
     Ok(())
