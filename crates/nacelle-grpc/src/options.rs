@@ -28,6 +28,7 @@ pub struct GrpcOptions {
     /// Failed tries of one push after which the connection is unregistered (Nacos: 50).
     pub push_max_tries: u32,
     /// A connection silent for this long is sent a `ClientDetectionRequest` (Nacos: 20 s).
+    /// A bi-stream that sends no `ConnectionSetupRequest` within this time is ended.
     pub idle_probe_after: Duration,
     /// How long a probed connection has to show any sign of life before it is dropped.
     pub probe_timeout: Duration,

@@ -32,10 +32,17 @@ pub(crate) async fn run(
     out: mpsc::Sender<Frame>,
     closed: CancellationToken,
 ) {
-    // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it.
+    // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it. A
+    // stream that stays silent as long as an idle connection may is ended.
+    let setup_deadline = tokio::time::Instant::now() + ctx.opts.idle_probe_after;
     let meta = loop {
         let msg = tokio::select! {
             _ = closed.cancelled() => return,
+            _ = tokio::time::sleep_until(setup_deadline) => {
+                tracing::debug!(conn = %tag.id, "no ConnectionSetupRequest in time; ending the stream");
+                closed.cancel();
+                return;
+            }
             m = inbound.message() => m,
         };
         let p = match msg {

@@ -64,11 +64,7 @@ async fn http_and_grpc_publishes_reach_both_long_polls_and_grpc_listeners() -> a
         .add_listener(d.clone(), g.clone(), rec)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let deadline = Instant::now() + SOON;
-    while server.stats.snapshot().listened_keys < 1 {
-        anyhow::ensure!(Instant::now() < deadline, "gRPC listen never arrived");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    server.wait_listens(1).await?;
     let expected_body = format!("{d}%02{g}%01\n");
 
     // 1. Publish over HTTP.

@@ -535,6 +535,20 @@ async fn idle_connections_are_probed_and_dead_ones_dropped() -> anyhow::Result<(
 }
 
 #[tokio::test]
+async fn a_stream_without_setup_is_ended() -> anyhow::Result<()> {
+    let server = TestServer::start(GrpcOptions {
+        idle_probe_after: Duration::from_millis(300),
+        ..fast_opts()
+    })
+    .await?;
+    let mut c = server.raw().await?;
+    c.open_silent_stream().await?;
+    assert!(c.next(SOON).await?.is_none(), "the silent stream is ended");
+    assert_eq!(server.stats.snapshot().connections, 0);
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_client_that_stops_reading_is_disconnected_without_blocking_publishes(
 ) -> anyhow::Result<()> {
     let opts = GrpcOptions {

@@ -117,15 +117,12 @@ async fn listener_on_a_key_that_does_not_exist_yet() -> anyhow::Result<()> {
         .add_listener(d.clone(), g.clone(), rec)
         .await
         .map_err(err)?;
-    let deadline = Instant::now() + SOON;
-    while server.stats.snapshot().listened_keys < 1 {
-        anyhow::ensure!(Instant::now() < deadline, "listen never reached the server");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    server.wait_listens(1).await?;
 
     // The creation is pushed and acknowledged. (nacos-sdk 0.8 fills its cache from that
     // first fetch without calling listeners, because its initial query found nothing; the
     // next change is delivered to the listener.)
+    let deadline = Instant::now() + SOON;
     let acks = server.stats.snapshot().push_acks;
     server.publish("", &g, &d, "created").await?;
     while server.stats.snapshot().push_acks <= acks {
@@ -221,15 +218,7 @@ async fn two_hundred_keys_on_one_client() -> anyhow::Result<()> {
             .map_err(err)?;
     }
     println!("200 add_listener calls took {:?}", t0.elapsed());
-    let deadline = Instant::now() + SOON;
-    while server.stats.snapshot().listened_keys < 200 {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "listens: {:?}",
-            server.stats.snapshot()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    server.wait_listens(200).await?;
 
     let t0 = Instant::now();
     for k in &keys {
@@ -270,15 +259,7 @@ async fn twenty_clients_listening_to_one_key_are_all_notified() -> anyhow::Resul
         clients.push(sdk);
         all_notes.push(notes);
     }
-    let deadline = Instant::now() + SOON;
-    while server.stats.snapshot().listened_keys < 20 {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "listens: {:?}",
-            server.stats.snapshot()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    server.wait_listens(20).await?;
     let t0 = Instant::now();
     server.publish("", &g, &d, "v1").await?;
     let mut latencies = Vec::new();

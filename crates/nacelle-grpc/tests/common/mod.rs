@@ -379,6 +379,17 @@ impl RawClient {
             .map(|r| r.into_inner())
     }
 
+    /// Opens the bi-stream without sending anything on it.
+    pub async fn open_silent_stream(&mut self) -> anyhow::Result<()> {
+        let (tx, rx) = mpsc::channel::<Payload>(64);
+        let outbound =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
+        let inbound = self.stream.request_bi_stream(outbound).await?.into_inner();
+        self.tx = Some(tx);
+        self.inbound = Some(inbound);
+        Ok(())
+    }
+
     /// Opens the bi-stream and sends `ConnectionSetupRequest` reporting `client_ip`.
     pub async fn open_stream(&mut self, client_ip: &str) -> anyhow::Result<()> {
         let (tx, rx) = mpsc::channel::<Payload>(64);
