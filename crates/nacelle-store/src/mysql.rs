@@ -115,6 +115,11 @@ impl MySqlStore {
         let (url, options) = split_url(url, options)?;
         let mut connect = MySqlConnectOptions::from_str(&url)
             .map_err(|e| OpenError::InvalidUrl(format!("{e}")))?;
+        if connect.get_database().is_none_or(str::is_empty) {
+            return Err(OpenError::InvalidUrl(
+                "a MySQL URL must name its database: mysql://user:pass@host:3306/nacos".into(),
+            ));
+        }
         let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
         let has = |name: &str| {
             query
@@ -164,7 +169,7 @@ impl MySqlStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await.map_err(map_err)?;
         let locked: Option<i64> = sqlx::query_scalar(
-            "SELECT CAST(GET_LOCK(CONCAT('nacelle_schema:', DATABASE()), 30) AS SIGNED)",
+            "SELECT CAST(GET_LOCK(CONCAT('nacelle_schema:', MD5(DATABASE())), 30) AS SIGNED)",
         )
         .fetch_one(&mut *conn)
         .await
@@ -175,7 +180,7 @@ impl MySqlStore {
             ));
         }
         let result = Self::migrate_locked(&mut conn).await;
-        let released = sqlx::query("DO RELEASE_LOCK(CONCAT('nacelle_schema:', DATABASE()))")
+        let released = sqlx::query("DO RELEASE_LOCK(CONCAT('nacelle_schema:', MD5(DATABASE())))")
             .execute(&mut *conn)
             .await
             .map_err(map_err);

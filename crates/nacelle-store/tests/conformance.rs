@@ -781,3 +781,24 @@ async fn mysql_nodes_starting_together_create_the_schema_once() -> TestResult {
 async fn postgres_nodes_starting_together_create_the_schema_once() -> TestResult {
     schema_created_once(Backend::Postgres).await
 }
+
+#[tokio::test]
+async fn urls_are_checked_before_connecting() -> TestResult {
+    for url in [
+        "mysql://root@127.0.0.1:3306",
+        "mysql://root@127.0.0.1:3306/",
+        "mysql://root@127.0.0.1:3306/db?max_connections=lots",
+        "postgres://u@127.0.0.1/db?op_timeout_ms=0",
+    ] {
+        let opened = nacelle_store::open(url).await;
+        assert!(
+            matches!(opened, Err(nacelle_store::OpenError::InvalidUrl(_))),
+            "{url}: {opened:?}"
+        );
+    }
+    assert!(matches!(
+        nacelle_store::open("redis://127.0.0.1").await,
+        Err(nacelle_store::OpenError::Unsupported(_))
+    ));
+    Ok(())
+}
