@@ -150,7 +150,7 @@ impl Membership {
             }));
         }
         if !next.iter().any(|e| e.is_self) {
-            if next.len() > 0 {
+            if !next.is_empty() {
                 tracing::warn!(self_addr = %self.self_addr, "this node is not in the member list; adding it");
             }
             next.insert(

@@ -149,6 +149,17 @@ impl ConfigService {
         Ok(())
     }
 
+    /// The store, for the change-log follower.
+    pub(crate) fn store(&self) -> &Arc<dyn ConfigStore> {
+        &self.inner.store
+    }
+
+    /// The newest history `nid` in the database: where following the change log starts.
+    /// Read it *before* [`ConfigService::load`] so no change falls between the two.
+    pub async fn change_log_position(&self) -> Result<i64, CoreError> {
+        Ok(self.inner.store.max_history_nid().await?)
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits

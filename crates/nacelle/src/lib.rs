@@ -8,7 +8,10 @@
 //! - [`start`]/[`RunningServer`]: opens the store, binds listeners, loads the cache in the
 //!   background (readiness waits for it) and shuts down gracefully.
 
+mod lazy_store;
 pub mod settings;
+
+use lazy_store::LazyStore;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,6 +30,12 @@ pub use settings::Settings;
 pub struct RunningServer {
     /// The address the HTTP API listens on (the real port when 0 was asked for).
     pub http_addr: SocketAddr,
+    /// The address the gRPC API listens on.
+    pub grpc_addr: SocketAddr,
+    /// Connection and listener counters of the gRPC adapter.
+    pub grpc_stats: nacelle_grpc::GrpcStats,
+    /// The cluster module, when this node runs in a cluster.
+    pub cluster: Option<nacelle_cluster::Cluster>,
     service: ConfigService,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
@@ -65,9 +74,23 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let url = settings.database_url();
-    let store: Arc<dyn ConfigStore> = nacelle_store::open(&url)
-        .await
-        .with_context(|| format!("opening database {}", settings.database_display()))?;
+    let db_shown = settings.database_display();
+    let lazy = Arc::new(LazyStore::new(db_shown.clone()));
+    // A wrong URL or schema is fatal at once; an unreachable database is retried in the
+    // background while the server answers liveness and stays not-ready.
+    match nacelle_store::open(&url).await {
+        Ok(store) => lazy.set(store),
+        Err(nacelle_store::OpenError::Store(e)) => {
+            tracing::error!(db = %db_shown, error = %e, "database unreachable; not ready, retrying");
+            tokio::spawn(connect_in_background(
+                lazy.clone(),
+                url.clone(),
+                db_shown.clone(),
+            ));
+        }
+        Err(e) => return Err(e).with_context(|| format!("opening database {db_shown}")),
+    }
+    let store: Arc<dyn ConfigStore> = lazy;
     let service = ConfigService::new(store, settings.limits());
 
     let http_listener = TcpListener::bind((settings.bind, settings.port))
@@ -76,10 +99,26 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let http_addr = http_listener.local_addr()?;
     tracing::info!("http listening on {http_addr}");
 
+    let grpc_port = settings.effective_grpc_port(http_addr.port());
+    let grpc_listener = TcpListener::bind((settings.bind, grpc_port))
+        .await
+        .with_context(|| format!("binding gRPC on {}:{grpc_port}", settings.bind))?;
+    let grpc_addr = grpc_listener.local_addr()?;
+    tracing::info!("grpc listening on {grpc_addr}");
+
     let stop = CancellationToken::new();
     let mut tasks = Vec::new();
 
-    let router = nacelle_http::router(service.clone(), settings.http_options());
+    let grpc = nacelle_grpc::GrpcServer::new(service.clone(), settings.grpc.clone());
+    let grpc_stats = grpc.stats();
+    let grpc_stop = stop.clone();
+    tasks.push(tokio::spawn(async move {
+        grpc.serve(grpc_listener, async move { grpc_stop.cancelled().await })
+            .await
+            .context("grpc server failed")
+    }));
+
+    let router = nacelle_http::router(service.clone(), settings.http_options(http_addr));
     let http_stop = stop.clone();
     let max_request = settings.max_request_bytes;
     tasks.push(tokio::spawn(async move {
@@ -90,39 +129,128 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         .context("http server failed")
     }));
 
-    let loader = service.clone();
-    let load_stop = stop.clone();
-    tokio::spawn(async move {
-        let started = std::time::Instant::now();
-        let mut delay = std::time::Duration::from_millis(500);
-        loop {
-            match loader.load().await {
-                Ok(n) => {
-                    tracing::info!(
-                        configs = n,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "ready"
-                    );
-                    return;
-                }
-                Err(e) => tracing::error!(
-                    error = %e,
-                    retry_in_ms = delay.as_millis() as u64,
-                    "loading the config cache failed; not ready, retrying"
-                ),
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = load_stop.cancelled() => return,
-            }
-            delay = (delay * 2).min(std::time::Duration::from_secs(10));
-        }
-    });
+    let cluster = if settings.clustered() {
+        let secret = settings.cluster_secret.clone().context(
+            "cluster members are configured but there is no cluster secret: set \
+             --cluster-secret, NACELLE_CLUSTER_SECRET or cluster_secret_file",
+        )?;
+        let opts = nacelle_cluster::ClusterOptions {
+            members: settings.members.clone(),
+            conf_file: settings.cluster_conf(),
+            self_addr: http_addr,
+            secret,
+            health_interval: settings.member_check_interval,
+        };
+        Some(nacelle_cluster::Cluster::start(
+            &service,
+            opts,
+            stop.clone(),
+        )?)
+    } else {
+        None
+    };
+    let follow =
+        (settings.clustered() || settings.shared_database()).then_some(settings.follow_interval);
+    tokio::spawn(load_then_follow(service.clone(), follow, stop.clone()));
 
     Ok(RunningServer {
         http_addr,
+        grpc_addr,
+        grpc_stats,
+        cluster,
         service,
         stop,
         tasks,
     })
+}
+
+/// Loads the cache (retrying with backoff while the database is unreachable), then, when
+/// `follow` is set, follows the database's change log at that interval until `stop`.
+async fn load_then_follow(
+    service: ConfigService,
+    follow: Option<std::time::Duration>,
+    stop: CancellationToken,
+) {
+    let started = std::time::Instant::now();
+    let mut delay = std::time::Duration::from_millis(500);
+    let position = loop {
+        let attempt = async {
+            // The position is read before the load, so no change can fall between them.
+            let position = service.change_log_position().await?;
+            let n = service.load().await?;
+            Ok::<_, nacelle_core::CoreError>((position, n))
+        };
+        match attempt.await {
+            Ok((position, n)) => {
+                tracing::info!(
+                    configs = n,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "ready"
+                );
+                break position;
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                retry_in_ms = delay.as_millis() as u64,
+                "loading the config cache failed; not ready, retrying"
+            ),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.cancelled() => return,
+        }
+        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+    };
+    let Some(interval) = follow else { return };
+    let mut follower = nacelle_service::ChangeFollower::starting_at(position);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.cancelled() => return,
+        }
+        match follower.poll(&service).await {
+            Ok(n) => {
+                if failing {
+                    tracing::info!("database reachable again; following its change log");
+                    failing = false;
+                }
+                if n > 0 {
+                    tracing::debug!(
+                        reloaded = n,
+                        position = follower.position(),
+                        "followed the change log"
+                    );
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "following the change log failed; serving from memory and retrying");
+                    failing = true;
+                }
+            }
+        }
+    }
+}
+
+/// Retries opening the database until it works, then installs it.
+async fn connect_in_background(lazy: Arc<LazyStore>, url: String, db_shown: String) {
+    let mut delay = std::time::Duration::from_millis(500);
+    loop {
+        tokio::time::sleep(delay).await;
+        match nacelle_store::open(&url).await {
+            Ok(store) => {
+                tracing::info!(db = %db_shown, "database connected");
+                lazy.set(store);
+                return;
+            }
+            Err(e) => tracing::error!(
+                db = %db_shown,
+                error = %e,
+                retry_in_ms = delay.as_millis() as u64,
+                "database still unreachable; not ready"
+            ),
+        }
+        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+    }
 }

@@ -64,6 +64,31 @@ pub struct ServeArgs {
     /// Shortest hold of a long poll in ms. Default 10000 (Nacos's value).
     #[arg(long, env = "NACELLE_LONG_POLL_MIN_HOLD_MS")]
     pub long_poll_min_hold_ms: Option<u64>,
+    /// Cluster members, `host:port,…` (HTTP ports). Default: `cluster.conf` in the data
+    /// directory if present, else a single node.
+    #[arg(long, env = "NACELLE_MEMBERS")]
+    pub members: Option<String>,
+    /// Shared secret of the cluster; required when there are members.
+    #[arg(long, env = "NACELLE_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// File holding the cluster secret (its first line).
+    #[arg(long, env = "NACELLE_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// How often the database's change log is followed, in ms. Default 500.
+    #[arg(long, env = "NACELLE_FOLLOW_INTERVAL_MS")]
+    pub follow_interval_ms: Option<u64>,
+    /// How often members are health-checked and cluster.conf re-read, in ms. Default 2000.
+    #[arg(long, env = "NACELLE_MEMBER_CHECK_INTERVAL_MS")]
+    pub member_check_interval_ms: Option<u64>,
+    /// Most gRPC connections at once (more are told to reconnect elsewhere). Default 200000.
+    #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS")]
+    pub grpc_max_connections: Option<usize>,
+    /// Most gRPC connections from one client IP. Default 10000.
+    #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS_PER_IP")]
+    pub grpc_max_connections_per_ip: Option<usize>,
+    /// Test-only fault injection: drop change notifications received from members.
+    #[arg(long, hide = true)]
+    pub fault_drop_cluster_notifications: bool,
 }
 
 /// The same settings as read from the TOML file.
@@ -82,6 +107,13 @@ pub struct FileSettings {
     pub max_listen_keys: Option<usize>,
     pub max_held_polls: Option<usize>,
     pub long_poll_min_hold_ms: Option<u64>,
+    pub members: Option<String>,
+    pub cluster_secret: Option<String>,
+    pub cluster_secret_file: Option<PathBuf>,
+    pub follow_interval_ms: Option<u64>,
+    pub member_check_interval_ms: Option<u64>,
+    pub grpc_max_connections: Option<usize>,
+    pub grpc_max_connections_per_ip: Option<usize>,
 }
 
 /// Error reading settings.
@@ -118,6 +150,15 @@ pub struct Settings {
     pub max_listen_keys: usize,
     pub max_held_polls: usize,
     pub long_poll_min_hold: Duration,
+    /// Explicit members (`host:port`); empty means `cluster.conf` or a single node.
+    pub members: Vec<String>,
+    /// The cluster secret, if any.
+    pub cluster_secret: Option<String>,
+    pub follow_interval: Duration,
+    pub member_check_interval: Duration,
+    pub fault_drop_cluster_notifications: bool,
+    /// Limits and timings of the gRPC adapter.
+    pub grpc: nacelle_grpc::GrpcOptions,
 }
 
 impl Default for Settings {
@@ -143,6 +184,12 @@ fn unreachable_defaults() -> Settings {
         max_listen_keys: limits.max_listen_keys,
         max_held_polls: limits.max_held_polls,
         long_poll_min_hold: Duration::from_secs(10),
+        members: Vec::new(),
+        cluster_secret: None,
+        follow_interval: Duration::from_millis(500),
+        member_check_interval: Duration::from_secs(2),
+        fault_drop_cluster_notifications: false,
+        grpc: nacelle_grpc::GrpcOptions::default(),
     }
 }
 
@@ -191,7 +238,74 @@ impl Settings {
         if max_listen_keys == 0 {
             return Err(SettingsError::Invalid("max_listen_keys must be > 0".into()));
         }
+        let secret_file = a
+            .cluster_secret_file
+            .clone()
+            .or(f.cluster_secret_file.clone());
+        let cluster_secret = match (
+            a.cluster_secret.clone().or(f.cluster_secret.clone()),
+            secret_file,
+        ) {
+            (Some(s), _) => Some(s),
+            (None, Some(path)) => {
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| SettingsError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                Some(text.lines().next().unwrap_or("").trim().to_string())
+            }
+            (None, None) => None,
+        }
+        .filter(|s| !s.is_empty());
+        if cluster_secret.as_ref().is_some_and(|s| s.len() < 16) {
+            return Err(SettingsError::Invalid(
+                "cluster_secret must be at least 16 characters".into(),
+            ));
+        }
+        let members: Vec<String> = a
+            .members
+            .clone()
+            .or(f.members.clone())
+            .unwrap_or_default()
+            .split(',')
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        let grpc_defaults = nacelle_grpc::GrpcOptions::default();
+        let grpc = nacelle_grpc::GrpcOptions {
+            max_connections: a
+                .grpc_max_connections
+                .or(f.grpc_max_connections)
+                .unwrap_or(grpc_defaults.max_connections),
+            max_connections_per_ip: a
+                .grpc_max_connections_per_ip
+                .or(f.grpc_max_connections_per_ip)
+                .unwrap_or(grpc_defaults.max_connections_per_ip),
+            max_inbound_message_bytes: grpc_defaults
+                .max_inbound_message_bytes
+                .max(max_content_bytes.saturating_add(64 * 1024)),
+            ..grpc_defaults
+        };
+        grpc.validate()
+            .map_err(|e| SettingsError::Invalid(e.to_string()))?;
         Ok(Settings {
+            grpc,
+            members,
+            cluster_secret,
+            follow_interval: Duration::from_millis(
+                a.follow_interval_ms
+                    .or(f.follow_interval_ms)
+                    .unwrap_or(500)
+                    .max(50),
+            ),
+            member_check_interval: Duration::from_millis(
+                a.member_check_interval_ms
+                    .or(f.member_check_interval_ms)
+                    .unwrap_or(2000)
+                    .max(100),
+            ),
+            fault_drop_cluster_notifications: a.fault_drop_cluster_notifications,
             data_dir: a
                 .data_dir
                 .or(f.data_dir)
@@ -252,12 +366,30 @@ impl Settings {
         }
     }
 
-    /// Options of the HTTP adapter.
-    pub fn http_options(&self) -> HttpOptions {
+    /// Options of the HTTP adapter; `self_address` is the bound HTTP address.
+    pub fn http_options(&self, self_address: std::net::SocketAddr) -> HttpOptions {
         HttpOptions {
             max_request_bytes: self.max_request_bytes,
             long_poll_min_hold: self.long_poll_min_hold,
+            cluster_secret: self.cluster_secret.clone(),
+            self_address: Some(self_address),
+            drop_cluster_notifications: self.fault_drop_cluster_notifications,
         }
+    }
+
+    /// `cluster.conf` in the data directory.
+    pub fn cluster_conf(&self) -> PathBuf {
+        self.data_dir.join("cluster.conf")
+    }
+
+    /// Whether this node runs in a cluster (members given or `cluster.conf` present).
+    pub fn clustered(&self) -> bool {
+        !self.members.is_empty() || self.cluster_conf().exists()
+    }
+
+    /// Whether the database can be shared with other nodes (anything but SQLite).
+    pub fn shared_database(&self) -> bool {
+        !self.database_url().starts_with("sqlite:")
     }
 
     /// The gRPC port: explicit, else HTTP port + 1000 (0 when the HTTP port is 0).

@@ -178,11 +178,20 @@ impl BinaryServer {
     /// Runs `nacelle serve --data-dir DIR --bind 127.0.0.1 --port 0` and reads the bound
     /// address from its log.
     pub fn spawn(data_dir: &Path, extra: &[&str]) -> TestResult<Self> {
+        // Port 0 for HTTP and gRPC unless the caller chose ports.
+        let mut defaults: Vec<&str> = Vec::new();
+        if !extra.contains(&"--port") {
+            defaults.extend(["--port", "0"]);
+        }
+        if !extra.contains(&"--grpc-port") {
+            defaults.extend(["--grpc-port", "0"]);
+        }
         let mut child = Command::new(env!("CARGO_BIN_EXE_nacelle"))
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--bind", "127.0.0.1", "--port", "0", "--log-format", "json"])
+            .args(&defaults)
+            .args(["--bind", "127.0.0.1", "--log-format", "json"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -191,6 +200,7 @@ impl BinaryServer {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut sent = false;
+            let mut early = Vec::new();
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if !sent {
                     if let Some(i) = line.find("http listening on ") {
@@ -199,12 +209,20 @@ impl BinaryServer {
                             .chars()
                             .take_while(|c| !c.is_whitespace() && *c != '"')
                             .collect();
-                        sent = tx.send(addr).is_ok();
+                        sent = tx.send(Ok(addr)).is_ok();
+                    } else {
+                        early.push(line);
                     }
                 }
             }
+            if !sent {
+                let _ = tx.send(Err(early.join("\n")));
+            }
         });
-        let addr = rx.recv_timeout(Duration::from_secs(20))?.parse()?;
+        let addr = match rx.recv_timeout(Duration::from_secs(30))? {
+            Ok(addr) => addr.parse()?,
+            Err(log) => return Err(format!("nacelle exited before listening:\n{log}").into()),
+        };
         Ok(BinaryServer {
             child,
             addr,
@@ -228,5 +246,165 @@ impl Drop for BinaryServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released; fine for tests).
+pub fn free_port() -> TestResult<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// A database of its own on the machine's MariaDB or PostgreSQL, dropped when this is
+/// dropped.
+pub struct TestDatabase {
+    pub name: String,
+    pub kind: DbKind,
+}
+
+/// Which server a [`TestDatabase`] lives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbKind {
+    MariaDb,
+    Postgres,
+}
+
+impl TestDatabase {
+    /// Creates a uniquely named database.
+    pub fn create(kind: DbKind) -> TestResult<Self> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "nacelle_it_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        );
+        let db = TestDatabase { name, kind };
+        db.sql(
+            &format!("CREATE DATABASE {}", db.name),
+            kind == DbKind::MariaDb,
+        )?;
+        Ok(db)
+    }
+
+    fn sql(&self, statement: &str, mysql: bool) -> TestResult {
+        let out = if mysql {
+            Command::new("mysql")
+                .args(["-uroot", "-h127.0.0.1", "-P3306", "-e", statement])
+                .output()?
+        } else {
+            Command::new("psql")
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                    "-c",
+                    statement,
+                ])
+                .output()?
+        };
+        if !out.status.success() {
+            return Err(format!(
+                "`{statement}` failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The URL of this database, optionally through another port (a proxy).
+    pub fn url_via(&self, port: u16) -> String {
+        match self.kind {
+            DbKind::MariaDb => format!("mysql://root@127.0.0.1:{port}/{}", self.name),
+            DbKind::Postgres => format!("postgres://postgres@127.0.0.1:{port}/{}", self.name),
+        }
+    }
+
+    /// The URL of this database.
+    pub fn url(&self) -> String {
+        self.url_via(match self.kind {
+            DbKind::MariaDb => 3306,
+            DbKind::Postgres => 5432,
+        })
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let stmt = match self.kind {
+            DbKind::MariaDb => format!("DROP DATABASE IF EXISTS {}", self.name),
+            DbKind::Postgres => format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        };
+        let _ = self.sql(&stmt, self.kind == DbKind::MariaDb);
+    }
+}
+
+/// A TCP proxy in front of a database whose connections the test can cut and restore.
+pub struct CuttableProxy {
+    pub port: u16,
+    state: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CuttableProxy {
+    /// Proxies 127.0.0.1:<port> to `target`. The watch value is a generation: odd = cut.
+    pub async fn start(target: SocketAddr) -> TestResult<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let (tx, _) = tokio::sync::watch::channel(0u64);
+        let state = std::sync::Arc::new(tx);
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let gen = *st.borrow();
+                if gen % 2 == 1 {
+                    drop(inbound);
+                    continue;
+                }
+                let mut rx = st.subscribe();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = rx.wait_for(|g| *g != gen) => {}
+                    }
+                });
+            }
+        });
+        Ok(CuttableProxy { port, state, task })
+    }
+
+    /// Drops every proxied connection and refuses new ones.
+    pub fn cut(&self) {
+        self.state.send_modify(|g| {
+            if *g % 2 == 0 {
+                *g += 1
+            }
+        });
+    }
+
+    /// Accepts connections again.
+    pub fn restore(&self) {
+        self.state.send_modify(|g| {
+            if *g % 2 == 1 {
+                *g += 1
+            }
+        });
+    }
+}
+
+impl Drop for CuttableProxy {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
