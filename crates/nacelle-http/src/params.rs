@@ -152,9 +152,7 @@ fn body_error(e: &axum::Error, limit: usize) -> ApiError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if err.is::<http_body_util::LengthLimitError>() {
-            return ApiError::TooLarge(format!(
-                "request body too large: over {limit} bytes"
-            ));
+            return ApiError::TooLarge(format!("request body too large: over {limit} bytes"));
         }
         source = err.source();
     }
