@@ -4,6 +4,12 @@
 //! Writes go through a pool of exactly one connection: SQLite has one writer at a time, and
 //! a single writer connection avoids `SQLITE_BUSY` on lock upgrades. Reads use a separate
 //! pool.
+//!
+//! Group commit: publishes and deletes are queued to one writer task, which runs every
+//! write waiting in the queue inside one transaction (each in its own savepoint, so a
+//! compare-and-set failure or an error of one write does not affect the others) and then
+//! commits once: one fsync for the whole group. Each caller is answered only after that
+//! commit, so an acknowledged write is durable exactly as with one transaction per write.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -18,7 +24,8 @@ use nacelle_core::{
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Row, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::common::{change_from_row, config_from_row, history_from_row, split_tags, text};
 use crate::map_err;
@@ -30,6 +37,137 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Queue of the group-commit writer task.
+    writes: mpsc::Sender<WriteOp>,
+}
+
+/// Most writes committed in one transaction.
+const MAX_GROUP: usize = 512;
+/// Writes that may wait in the queue before callers wait for room.
+const QUEUE: usize = 8192;
+
+/// A write for the group-commit task, with where to send its result.
+#[derive(Debug)]
+enum WriteOp {
+    Publish(
+        Box<PublishRecord>,
+        oneshot::Sender<Result<StoredConfig, StoreError>>,
+    ),
+    Remove(
+        ConfigKey,
+        OpSource,
+        i64,
+        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
+    ),
+}
+
+fn writer_gone() -> StoreError {
+    StoreError::Unavailable("the sqlite writer stopped".into())
+}
+
+/// The group-commit writer: takes every queued write, runs them in one transaction with a
+/// savepoint each, commits once, then answers each caller.
+async fn group_commit(pool: SqlitePool, mut queue: mpsc::Receiver<WriteOp>) {
+    let mut batch: Vec<WriteOp> = Vec::with_capacity(MAX_GROUP);
+    while queue.recv_many(&mut batch, MAX_GROUP).await > 0 {
+        run_group(&pool, std::mem::take(&mut batch)).await;
+    }
+}
+
+enum Done {
+    Publish(
+        Result<StoredConfig, StoreError>,
+        oneshot::Sender<Result<StoredConfig, StoreError>>,
+    ),
+    Remove(
+        Result<RemoveOutcome, StoreError>,
+        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
+    ),
+}
+
+async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
+    let mut tx = match pool.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            let err = map_err(e);
+            for op in batch {
+                match op {
+                    WriteOp::Publish(_, reply) => {
+                        let _ = reply.send(Err(StoreError::Unavailable(err.to_string())));
+                    }
+                    WriteOp::Remove(_, _, _, reply) => {
+                        let _ = reply.send(Err(StoreError::Unavailable(err.to_string())));
+                    }
+                }
+            }
+            return;
+        }
+    };
+    let mut done = Vec::with_capacity(batch.len());
+    for op in batch {
+        let savepoint = sqlx::query("SAVEPOINT w").execute(&mut *tx).await;
+        let (outcome_ok, finished) = match op {
+            WriteOp::Publish(rec, reply) => {
+                let r = match savepoint {
+                    Ok(_) => SqliteStore::publish_in(&mut tx, &rec).await,
+                    Err(e) => Err(map_err(e)),
+                };
+                (r.is_ok(), Done::Publish(r, reply))
+            }
+            WriteOp::Remove(key, source, now_ms, reply) => {
+                let r = match savepoint {
+                    Ok(_) => SqliteStore::remove_in(&mut tx, &key, &source, now_ms).await,
+                    Err(e) => Err(map_err(e)),
+                };
+                (r.is_ok(), Done::Remove(r, reply))
+            }
+        };
+        let end = if outcome_ok {
+            sqlx::query("RELEASE w").execute(&mut *tx).await
+        } else {
+            match sqlx::query("ROLLBACK TO w").execute(&mut *tx).await {
+                Ok(_) => sqlx::query("RELEASE w").execute(&mut *tx).await,
+                Err(e) => Err(e),
+            }
+        };
+        done.push(finished);
+        if let Err(e) = end {
+            // The transaction is unusable: fail everything of this group.
+            let msg = map_err(e).to_string();
+            drop(tx);
+            fail_all(done, &msg);
+            return;
+        }
+    }
+    if let Err(e) = tx.commit().await {
+        fail_all(done, &map_err(e).to_string());
+        return;
+    }
+    for d in done {
+        match d {
+            Done::Publish(r, reply) => {
+                let _ = reply.send(r);
+            }
+            Done::Remove(r, reply) => {
+                let _ = reply.send(r);
+            }
+        }
+    }
+}
+
+/// Answers every write of a group whose transaction did not commit: none of them happened.
+fn fail_all(done: Vec<Done>, msg: &str) {
+    let err = || StoreError::Unavailable(format!("sqlite commit failed: {msg}"));
+    for d in done {
+        match d {
+            Done::Publish(r, reply) => {
+                let _ = reply.send(r.and(Err(err())));
+            }
+            Done::Remove(r, reply) => {
+                let _ = reply.send(r.and(Err(err())));
+            }
+        }
+    }
 }
 
 const CONFIG_COLUMNS: &str = "c.id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
@@ -81,11 +219,17 @@ impl SqliteStore {
             .connect_with(opts.read_only(true))
             .await
             .map_err(map_err)?;
-        Ok(SqliteStore { writer, reader })
+        let (writes, queue) = mpsc::channel(QUEUE);
+        tokio::spawn(group_commit(writer.clone(), queue));
+        Ok(SqliteStore {
+            writer,
+            reader,
+            writes,
+        })
     }
 
     async fn current(
-        tx: &mut Transaction<'_, Sqlite>,
+        tx: &mut SqliteConnection,
         key: &ConfigKey,
     ) -> Result<Option<StoredConfig>, StoreError> {
         let sql = format!(
@@ -96,21 +240,21 @@ impl SqliteStore {
             .bind(key.data_id())
             .bind(key.group())
             .bind(key.tenant())
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(map_err)?;
         row.map(|r| config_from_row(&r)).transpose()
     }
 
     async fn replace_tags(
-        tx: &mut Transaction<'_, Sqlite>,
+        tx: &mut SqliteConnection,
         id: i64,
         key: &ConfigKey,
         tags: &str,
     ) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await
             .map_err(map_err)?;
         for tag in split_tags(tags) {
@@ -123,7 +267,7 @@ impl SqliteStore {
             .bind(key.data_id())
             .bind(key.group())
             .bind(key.tenant())
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await
             .map_err(map_err)?;
         }
@@ -132,7 +276,7 @@ impl SqliteStore {
 
     #[allow(clippy::too_many_arguments)]
     async fn insert_history(
-        tx: &mut Transaction<'_, Sqlite>,
+        tx: &mut SqliteConnection,
         config_id: i64,
         key: &ConfigKey,
         app_name: &str,
@@ -161,46 +305,22 @@ impl SqliteStore {
         .bind(&source.src_ip)
         .bind(op.as_str())
         .bind(encrypted_data_key)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(map_err)?;
         row.try_get::<i64, _>(0).map_err(map_err)
     }
-}
 
-#[async_trait]
-impl ConfigStore for SqliteStore {
-    fn backend(&self) -> &'static str {
-        "sqlite"
+    async fn submit(&self, op: WriteOp) -> Result<(), StoreError> {
+        self.writes.send(op).await.map_err(|_| writer_gone())
     }
 
-    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
-        let sql = format!("SELECT {CONFIG_COLUMNS} FROM config_info c ORDER BY c.id");
-        let rows = sqlx::query(&sql)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_err)?;
-        rows.iter().map(config_from_row).collect()
-    }
-
-    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        let sql = format!(
-            "SELECT {CONFIG_COLUMNS} FROM config_info c \
-             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
-        );
-        let row = sqlx::query(&sql)
-            .bind(key.data_id())
-            .bind(key.group())
-            .bind(key.tenant())
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| config_from_row(&r)).transpose()
-    }
-
-    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(map_err)?;
-        let old = Self::current(&mut tx, &rec.key).await?;
+    /// One publish inside the writer's open transaction (no commit here).
+    async fn publish_in(
+        tx: &mut SqliteConnection,
+        rec: &PublishRecord,
+    ) -> Result<StoredConfig, StoreError> {
+        let old = Self::current(tx, &rec.key).await?;
         if let Some(expected) = &rec.cas_md5 {
             let actual = old.as_ref().map(|o| o.md5.as_str()).unwrap_or("");
             if actual != expected {
@@ -237,10 +357,10 @@ impl ConfigStore for SqliteStore {
                 .await
                 .map_err(map_err)?;
                 let id: i64 = row.try_get(0).map_err(map_err)?;
-                Self::replace_tags(&mut tx, id, &rec.key, &m.config_tags).await?;
+                Self::replace_tags(tx, id, &rec.key, &m.config_tags).await?;
                 // Nacos records inserts with config id 0 in history.
                 let nid = Self::insert_history(
-                    &mut tx,
+                    tx,
                     0,
                     &rec.key,
                     &m.app_name,
@@ -276,10 +396,10 @@ impl ConfigStore for SqliteStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(map_err)?;
-                Self::replace_tags(&mut tx, old.id, &rec.key, &m.config_tags).await?;
+                Self::replace_tags(tx, old.id, &rec.key, &m.config_tags).await?;
                 // As Nacos does, an update's history row keeps the replaced version.
                 let nid = Self::insert_history(
-                    &mut tx,
+                    tx,
                     old.id,
                     &rec.key,
                     &old.meta.app_name,
@@ -294,7 +414,6 @@ impl ConfigStore for SqliteStore {
                 (old.id, old.created_ms, nid)
             }
         };
-        tx.commit().await.map_err(map_err)?;
         Ok(StoredConfig {
             id,
             key: rec.key.clone(),
@@ -312,14 +431,14 @@ impl ConfigStore for SqliteStore {
         })
     }
 
-    async fn remove(
-        &self,
+    /// One delete inside the writer's open transaction (no commit here).
+    async fn remove_in(
+        tx: &mut SqliteConnection,
         key: &ConfigKey,
         source: &OpSource,
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
-        let mut tx = self.writer.begin().await.map_err(map_err)?;
-        let Some(old) = Self::current(&mut tx, key).await? else {
+        let Some(old) = Self::current(tx, key).await? else {
             return Ok(RemoveOutcome::Absent);
         };
         sqlx::query("DELETE FROM config_info WHERE id = ?")
@@ -333,7 +452,7 @@ impl ConfigStore for SqliteStore {
             .await
             .map_err(map_err)?;
         let nid = Self::insert_history(
-            &mut tx,
+            tx,
             old.id,
             key,
             &old.meta.app_name,
@@ -345,8 +464,57 @@ impl ConfigStore for SqliteStore {
             now_ms,
         )
         .await?;
-        tx.commit().await.map_err(map_err)?;
         Ok(RemoveOutcome::Removed { revision: nid })
+    }
+}
+
+#[async_trait]
+impl ConfigStore for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
+        let sql = format!("SELECT {CONFIG_COLUMNS} FROM config_info c ORDER BY c.id");
+        let rows = sqlx::query(&sql)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(map_err)?;
+        rows.iter().map(config_from_row).collect()
+    }
+
+    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
+        let sql = format!(
+            "SELECT {CONFIG_COLUMNS} FROM config_info c \
+             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
+        );
+        let row = sqlx::query(&sql)
+            .bind(key.data_id())
+            .bind(key.group())
+            .bind(key.tenant())
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| config_from_row(&r)).transpose()
+    }
+
+    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::Publish(Box::new(rec.clone()), reply))
+            .await?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+
+    async fn remove(
+        &self,
+        key: &ConfigKey,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::Remove(key.clone(), source.clone(), now_ms, reply))
+            .await?;
+        answer.await.map_err(|_| writer_gone())?
     }
 
     async fn history_page(
@@ -608,6 +776,38 @@ mod tests {
         assert_eq!(store.list_namespaces().await?[0].name, "Dev2");
         assert!(store.delete_namespace("dev").await?);
         assert!(!store.delete_namespace("dev").await?);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn group_commit_isolates_each_write() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = SqliteStore::open_path(&dir.path().join("db.sqlite")).await?;
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let key = ConfigKey::from_trusted("", "G", &format!("k{i}"));
+                let mut rec = record(&key, &format!("v{i}"));
+                if i % 10 == 0 {
+                    // Must not exist yet → md5 "" matches; anything else fails.
+                    rec.cas_md5 = Some("ffff".into());
+                }
+                store.publish(&rec).await
+            }));
+        }
+        let mut ok = 0;
+        let mut cas_failed = 0;
+        for t in tasks {
+            match t.await? {
+                Ok(_) => ok += 1,
+                Err(StoreError::CasMismatch) => cas_failed += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        assert_eq!((ok, cas_failed), (180, 20));
+        assert_eq!(store.load_all().await?.len(), 180);
+        assert_eq!(store.changes_since(0, 1000).await?.len(), 180);
         Ok(())
     }
 }
