@@ -76,7 +76,7 @@ async fn group_commit(pool: SqlitePool, mut queue: mpsc::Receiver<WriteOp>) {
 
 enum Done {
     Publish(
-        Result<StoredConfig, StoreError>,
+        Box<Result<StoredConfig, StoreError>>,
         oneshot::Sender<Result<StoredConfig, StoreError>>,
     ),
     Remove(
@@ -112,7 +112,7 @@ async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
                     Ok(_) => SqliteStore::publish_in(&mut tx, &rec).await,
                     Err(e) => Err(map_err(e)),
                 };
-                (r.is_ok(), Done::Publish(r, reply))
+                (r.is_ok(), Done::Publish(Box::new(r), reply))
             }
             WriteOp::Remove(key, source, now_ms, reply) => {
                 let r = match savepoint {
@@ -146,7 +146,7 @@ async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
     for d in done {
         match d {
             Done::Publish(r, reply) => {
-                let _ = reply.send(r);
+                let _ = reply.send(*r);
             }
             Done::Remove(r, reply) => {
                 let _ = reply.send(r);
