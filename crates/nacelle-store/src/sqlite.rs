@@ -104,43 +104,40 @@ async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
         }
     };
     let mut done = Vec::with_capacity(batch.len());
-    for op in batch {
-        let savepoint = sqlx::query("SAVEPOINT w").execute(&mut *tx).await;
-        let (outcome_ok, finished) = match op {
+    let mut ops = batch.into_iter();
+    while let Some(op) = ops.next() {
+        // A compare-and-set failure is decided before anything is written, so the group
+        // goes on; any other error may leave a write half done, so the group is undone.
+        let (aborts, finished) = match op {
             WriteOp::Publish(rec, reply) => {
-                let r = match savepoint {
-                    Ok(_) => SqliteStore::publish_in(&mut tx, &rec).await,
-                    Err(e) => Err(map_err(e)),
-                };
-                (r.is_ok(), Done::Publish(Box::new(r), reply))
+                let r = SqliteStore::publish_in(&mut tx, &rec).await;
+                let aborts = matches!(&r, Err(e) if !matches!(e, StoreError::CasMismatch));
+                (aborts, Done::Publish(Box::new(r), reply))
             }
             WriteOp::Remove(key, source, now_ms, reply) => {
-                let r = match savepoint {
-                    Ok(_) => SqliteStore::remove_in(&mut tx, &key, &source, now_ms).await,
-                    Err(e) => Err(map_err(e)),
-                };
-                (r.is_ok(), Done::Remove(r, reply))
-            }
-        };
-        let end = if outcome_ok {
-            sqlx::query("RELEASE w").execute(&mut *tx).await
-        } else {
-            match sqlx::query("ROLLBACK TO w").execute(&mut *tx).await {
-                Ok(_) => sqlx::query("RELEASE w").execute(&mut *tx).await,
-                Err(e) => Err(e),
+                let r = SqliteStore::remove_in(&mut tx, &key, &source, now_ms).await;
+                (r.is_err(), Done::Remove(r, reply))
             }
         };
         done.push(finished);
-        if let Err(e) = end {
-            // The transaction is unusable: fail everything of this group.
-            let msg = map_err(e).to_string();
+        if aborts {
             drop(tx);
-            fail_all(done, &msg);
+            for op in ops {
+                match op {
+                    WriteOp::Publish(rec, reply) => {
+                        done.push(Done::Publish(Box::new(Ok(stub_of(&rec))), reply))
+                    }
+                    WriteOp::Remove(_, _, _, reply) => {
+                        done.push(Done::Remove(Ok(RemoveOutcome::Absent), reply))
+                    }
+                }
+            }
+            fail_all(done, "another write of the same group failed");
             return;
         }
     }
     if let Err(e) = tx.commit().await {
-        fail_all(done, &map_err(e).to_string());
+        fail_all(done, &format!("commit failed: {}", map_err(e)));
         return;
     }
     for d in done {
@@ -155,9 +152,25 @@ async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
     }
 }
 
+/// A placeholder outcome for a write that never ran; `fail_all` turns it into an error.
+fn stub_of(rec: &PublishRecord) -> StoredConfig {
+    StoredConfig {
+        id: 0,
+        key: rec.key.clone(),
+        content: rec.content.clone(),
+        md5: rec.md5.clone(),
+        config_type: rec.config_type,
+        meta: rec.meta.clone(),
+        source: rec.source.clone(),
+        created_ms: rec.now_ms,
+        modified_ms: rec.now_ms,
+        revision: 0,
+    }
+}
+
 /// Answers every write of a group whose transaction did not commit: none of them happened.
 fn fail_all(done: Vec<Done>, msg: &str) {
-    let err = || StoreError::Unavailable(format!("sqlite commit failed: {msg}"));
+    let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
     for d in done {
         match d {
             Done::Publish(r, reply) => {
@@ -246,17 +259,35 @@ impl SqliteStore {
         row.map(|r| config_from_row(&r)).transpose()
     }
 
+    /// Makes the tag relations of config `id` the tags of `new`, touching nothing when they
+    /// are already those of `old`.
     async fn replace_tags(
+        tx: &mut SqliteConnection,
+        id: i64,
+        key: &ConfigKey,
+        old: &str,
+        new: &str,
+    ) -> Result<(), StoreError> {
+        if split_tags(old) == split_tags(new) {
+            return Ok(());
+        }
+        if !old.trim().is_empty() {
+            sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_err)?;
+        }
+        Self::insert_tags(tx, id, key, new).await
+    }
+
+    /// Inserts the tag relations of config `id`.
+    async fn insert_tags(
         tx: &mut SqliteConnection,
         id: i64,
         key: &ConfigKey,
         tags: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
         for tag in split_tags(tags) {
             sqlx::query(
                 "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, group_id, tenant_id) \
@@ -357,7 +388,7 @@ impl SqliteStore {
                 .await
                 .map_err(map_err)?;
                 let id: i64 = row.try_get(0).map_err(map_err)?;
-                Self::replace_tags(tx, id, &rec.key, &m.config_tags).await?;
+                Self::insert_tags(tx, id, &rec.key, &m.config_tags).await?;
                 // Nacos records inserts with config id 0 in history.
                 let nid = Self::insert_history(
                     tx,
@@ -396,7 +427,8 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(map_err)?;
-                Self::replace_tags(tx, old.id, &rec.key, &m.config_tags).await?;
+                Self::replace_tags(tx, old.id, &rec.key, &old.meta.config_tags, &m.config_tags)
+                    .await?;
                 // As Nacos does, an update's history row keeps the replaced version.
                 let nid = Self::insert_history(
                     tx,
@@ -446,11 +478,13 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(map_err)?;
-        sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
-            .bind(old.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
+        if !old.meta.config_tags.is_empty() {
+            sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
+                .bind(old.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_err)?;
+        }
         let nid = Self::insert_history(
             tx,
             old.id,
