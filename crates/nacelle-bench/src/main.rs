@@ -4,6 +4,8 @@
 
 mod ceiling;
 mod client;
+mod grpc_client;
+mod grpc_scenarios;
 mod scenarios;
 mod stats;
 
@@ -66,10 +68,29 @@ enum Scenario {
         #[arg(long)]
         size: usize,
     },
-    /// Publish TPS and latency over HTTP, on distinct keys or one hot key.
+    /// ConfigQueryRequest QPS over registered gRPC connections (--addr is the gRPC port),
+    /// rotating over N keys of S bytes; p50/p99; errors.
+    GrpcQuery {
+        #[command(flatten)]
+        load: Load,
+        /// Number of keys to rotate over.
+        #[arg(long, default_value_t = 100)]
+        keys: usize,
+        /// Content size in bytes.
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        /// Calls outstanding at once on each connection (HTTP/2 streams).
+        #[arg(long, default_value_t = 1)]
+        in_flight: usize,
+    },
+    /// Publish TPS and latency over HTTP or gRPC (--addr is that protocol's port), on
+    /// distinct keys or one hot key.
     Publish {
         #[command(flatten)]
         load: Load,
+        /// `http` or `grpc`.
+        #[arg(long, default_value = "http")]
+        protocol: String,
         /// `distinct` (every request a new key) or `hot` (one key).
         #[arg(long, default_value = "distinct")]
         keys: String,
@@ -88,6 +109,42 @@ enum Scenario {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// N gRPC connections listening to one key, one publish per round, time from sending the
+    /// publish to the arrival of each push; several rounds.
+    GrpcFanout {
+        /// Server gRPC address (loopback only).
+        #[arg(long, default_value = "127.0.0.1:9848")]
+        addr: SocketAddr,
+        /// Listening connections.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Rounds.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// PID of the server, to report its RSS.
+        #[arg(long)]
+        server_pid: Option<u32>,
+    },
+    /// Opens N gRPC connections (handshake + one listened key each), holds them and reports
+    /// the server's RSS before and after.
+    Connections {
+        /// Server gRPC address (loopback only).
+        #[arg(long, default_value = "127.0.0.1:9848")]
+        addr: SocketAddr,
+        /// Connections to open.
+        #[arg(long, default_value_t = 10_000)]
+        n: usize,
+        /// Seconds to hold them after they are all open.
+        #[arg(long, default_value_t = 30)]
+        hold: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// PID of the server process (its RSS is read from /proc/PID/status).
+        #[arg(long)]
+        server_pid: u32,
+    },
     /// Time from process start to readiness, and RSS, with N configs of S bytes.
     Startup {
         /// Path of the `nacelle` binary.
@@ -103,6 +160,27 @@ enum Scenario {
         #[arg(long, default_value = "target/bench-startup")]
         dir: PathBuf,
     },
+}
+
+/// Source addresses of many gRPC connections: connection i binds
+/// 127.0.0.(2 + offset + i / per-source) before connecting.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// Connections per source address (the server allows 10 000 per client IP by default).
+    #[arg(long, default_value_t = 5000)]
+    per_source: usize,
+    /// Skip this many source addresses (give each of several bench processes its own).
+    #[arg(long, default_value_t = 0)]
+    source_offset: usize,
+}
+
+impl SourceArgs {
+    fn sources(&self) -> grpc_scenarios::Sources {
+        grpc_scenarios::Sources {
+            per_source: self.per_source.max(1),
+            offset: self.source_offset,
+        }
+    }
 }
 
 /// Refuses anything but loopback targets.
@@ -126,14 +204,59 @@ fn main() -> Result<()> {
             }
             Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
             Scenario::CeilingServe { size } => ceiling::serve(size).await,
-            Scenario::Publish { load, keys, size } => {
+            Scenario::GrpcQuery {
+                load,
+                keys,
+                size,
+                in_flight,
+            } => {
+                check_loopback(&load.addr)?;
+                grpc_scenarios::grpc_query(&load, keys, size, in_flight).await
+            }
+            Scenario::Publish {
+                load,
+                protocol,
+                keys,
+                size,
+            } => {
                 check_loopback(&load.addr)?;
                 let hot = match keys.as_str() {
                     "hot" => true,
                     "distinct" => false,
                     other => bail!("--keys must be distinct or hot, not {other}"),
                 };
-                scenarios::publish(&load, hot, size).await
+                match protocol.as_str() {
+                    "http" => scenarios::publish(&load, hot, size).await,
+                    "grpc" => grpc_scenarios::publish(&load, hot, size).await,
+                    other => bail!("--protocol must be http or grpc, not {other}"),
+                }
+            }
+            Scenario::GrpcFanout {
+                addr,
+                n,
+                rounds,
+                sources,
+                server_pid,
+            } => {
+                check_loopback(&addr)?;
+                grpc_scenarios::grpc_fanout(addr, n, rounds, sources.sources(), server_pid).await
+            }
+            Scenario::Connections {
+                addr,
+                n,
+                hold,
+                sources,
+                server_pid,
+            } => {
+                check_loopback(&addr)?;
+                grpc_scenarios::connections(
+                    addr,
+                    n,
+                    Duration::from_secs(hold.min(3600)),
+                    sources.sources(),
+                    server_pid,
+                )
+                .await
             }
             Scenario::LongpollFanout { addr, n, rounds } => {
                 check_loopback(&addr)?;

@@ -1,4 +1,4 @@
-//! The HTTP scenarios: GET throughput, publish throughput, long-poll fan-out, startup.
+//! The HTTP scenarios (GET throughput, publish throughput, long-poll fan-out) and startup.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -15,10 +15,10 @@ use crate::client::{form, md5_hex, Conn};
 use crate::stats::{report, Latencies};
 use crate::{check_loopback, measured, Load};
 
-const GROUP: &str = "BENCH";
-const WARMUP: Duration = Duration::from_secs(1);
+pub(crate) const GROUP: &str = "BENCH";
+pub(crate) const WARMUP: Duration = Duration::from_secs(1);
 
-fn content_of(size: usize, seed: usize) -> String {
+pub(crate) fn content_of(size: usize, seed: usize) -> String {
     let mut s = format!("seed={seed}\n");
     while s.len() < size {
         s.push_str("key.with.some.length=value-with-some-length\n");

@@ -1,0 +1,346 @@
+//! A minimal Nacos 2.x gRPC client on tonic and the proto of `nacelle_grpc::proto`: the
+//! handshake a real SDK does (ServerCheckRequest, bi-stream, ConnectionSetupRequest, wait
+//! for registration), unary calls with pre-built JSON bodies, and a stream reader that
+//! acknowledges every server request and reports the arrival of change pushes.
+//!
+//! Each connection can be bound to its own 127.0.0.x source address, so that one target
+//! port can take more connections than the ephemeral port range allows per source.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use bytes::Bytes;
+use hyper_util::rt::TokioIo;
+use nacelle_grpc::proto::bi_request_stream_client::BiRequestStreamClient;
+use nacelle_grpc::proto::google::protobuf::Any;
+use nacelle_grpc::proto::request_client::RequestClient;
+use nacelle_grpc::proto::{Metadata, Payload};
+use serde::Deserialize;
+use tokio::net::TcpSocket;
+use tokio::sync::{mpsc, oneshot};
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// How long a handshake step may take before the connection counts as failed.
+const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where a connection goes and which source address it binds.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub target: SocketAddr,
+    /// `None`: let the kernel pick (127.0.0.1 for a loopback target).
+    pub source: Option<Ipv4Addr>,
+}
+
+/// Source address of the `i`-th connection: `127.0.0.(2 + offset + i / per_source)`.
+pub fn source_for(i: usize, per_source: usize, offset: usize) -> Result<Ipv4Addr> {
+    let n = 2 + offset + i / per_source.max(1);
+    if n > 254 {
+        bail!("out of 127.0.0.x source addresses (connection {i}, {per_source} per address)");
+    }
+    Ok(Ipv4Addr::new(127, 0, 0, n as u8))
+}
+
+/// The head fields of every Nacos response (and the few other fields the bench reads).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Head {
+    #[serde(default)]
+    pub result_code: Option<i64>,
+    #[serde(default)]
+    pub error_code: Option<i64>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub connection_id: Option<String>,
+}
+
+impl Head {
+    pub fn ok(&self) -> bool {
+        self.result_code == Some(200)
+    }
+
+    fn describe(&self, type_name: &str) -> String {
+        format!(
+            "{type_name} resultCode {:?} errorCode {:?} {}",
+            self.result_code,
+            self.error_code,
+            self.message.as_deref().unwrap_or("")
+        )
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestIdOnly {
+    #[serde(default)]
+    request_id: Option<String>,
+}
+
+/// Counters shared by the stream readers of many connections.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    pub pushes: AtomicU64,
+    pub probes: AtomicU64,
+    pub resets: AtomicU64,
+    pub closed: AtomicU64,
+}
+
+/// A change push as seen by the client: which connection, when it arrived.
+pub type PushArrival = (usize, Instant);
+
+/// A `Payload` with `metadata.type` and a JSON body.
+pub fn payload(type_name: &str, body: Bytes) -> Payload {
+    Payload {
+        metadata: Some(Metadata {
+            r#type: type_name.to_string(),
+            client_ip: String::new(),
+            headers: HashMap::new(),
+        }),
+        body: Some(Any {
+            type_url: String::new(),
+            value: body,
+        }),
+    }
+}
+
+fn parts(p: &Payload) -> (&str, &[u8]) {
+    let t = p.metadata.as_ref().map(|m| m.r#type.as_str()).unwrap_or("");
+    let b = p.body.as_ref().map(|b| &b.value[..]).unwrap_or(&[]);
+    (t, b)
+}
+
+/// JSON string escaping for the few values the bench puts in bodies.
+pub fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// A `ConfigQueryRequest` body.
+pub fn query_body(data_id: &str, group: &str, request_id: u64) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"dataId":{},"group":{},"tenant":"","tag":"","headers":{{}},"requestId":"{request_id}"}}"#,
+        json_str(data_id),
+        json_str(group)
+    ))
+}
+
+/// A `ConfigPublishRequest` body.
+pub fn publish_body(data_id: &str, group: &str, content: &str, request_id: u64) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"dataId":{},"group":{},"tenant":"","content":{},"casMd5":null,"additionMap":{{"type":"properties"}},"headers":{{}},"requestId":"{request_id}"}}"#,
+        json_str(data_id),
+        json_str(group),
+        json_str(content)
+    ))
+}
+
+/// A `ConfigBatchListenRequest` body listening to one key.
+pub fn listen_body(data_id: &str, group: &str, md5: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"listen":true,"configListenContexts":[{{"dataId":{},"group":{},"tenant":"","md5":{}}}],"headers":{{}},"requestId":"listen"}}"#,
+        json_str(data_id),
+        json_str(group),
+        json_str(md5)
+    ))
+}
+
+async fn channel(route: Route) -> Result<Channel> {
+    let endpoint = Endpoint::from_shared(format!("http://{}", route.target))?
+        .connect_timeout(STEP_TIMEOUT)
+        .tcp_nodelay(true);
+    let Route { target, source } = route;
+    let connector = tower::service_fn(move |_: Uri| async move {
+        let socket = TcpSocket::new_v4()?;
+        if let Some(src) = source {
+            socket.bind(SocketAddr::new(IpAddr::V4(src), 0))?;
+        }
+        let stream = socket.connect(target).await?;
+        stream.set_nodelay(true)?;
+        Ok::<_, std::io::Error>(TokioIo::new(stream))
+    });
+    endpoint
+        .connect_with_connector(connector)
+        .await
+        .with_context(|| format!("connecting to {target} from {source:?}"))
+}
+
+/// One registered gRPC connection: a unary client and a bi-stream whose reader task acks
+/// server requests. Dropping it ends the stream and the connection.
+#[derive(Debug)]
+pub struct GrpcConn {
+    /// Unary calls on this connection (clones share the HTTP/2 connection).
+    pub unary: Unary,
+    _stop: oneshot::Sender<()>,
+}
+
+/// The unary side of a connection; cheap to clone, clones multiplex on one connection.
+#[derive(Debug, Clone)]
+pub struct Unary(RequestClient<Channel>);
+
+impl GrpcConn {
+    /// Connects and performs the handshake. Change pushes are reported on `pushes` as
+    /// `(index, arrival)`.
+    pub async fn connect(
+        route: Route,
+        index: usize,
+        pushes: Option<mpsc::UnboundedSender<PushArrival>>,
+        counters: Arc<StreamCounters>,
+    ) -> Result<Self> {
+        let ch = channel(route).await?;
+        let mut unary = RequestClient::new(ch.clone()).max_decoding_message_size(64 << 20);
+        let (_, check) = call(
+            &mut unary,
+            "ServerCheckRequest",
+            Bytes::from_static(b"{\"headers\":{},\"requestId\":\"check\"}"),
+        )
+        .await?;
+        if !check.ok() || check.connection_id.is_none() {
+            bail!("{}", check.describe("ServerCheckResponse"));
+        }
+
+        // The bi-stream; the setup request is its first message.
+        let (out_tx, out_rx) = mpsc::channel::<Payload>(16);
+        let setup = Bytes::from_static(
+            br#"{"clientVersion":"nacelle-bench","tenant":"","labels":{"source":"sdk","module":"config","AppName":"nacelle-bench"},"abilities":{},"headers":{}}"#,
+        );
+        out_tx
+            .send(payload("ConnectionSetupRequest", setup))
+            .await
+            .map_err(|_| anyhow!("stream closed before setup"))?;
+        let outbound =
+            futures::stream::unfold(
+                out_rx,
+                |mut rx| async move { rx.recv().await.map(|p| (p, rx)) },
+            );
+        let mut streams = BiRequestStreamClient::new(ch);
+        let mut inbound = tokio::time::timeout(STEP_TIMEOUT, streams.request_bi_stream(outbound))
+            .await
+            .context("opening the bi-stream timed out")??
+            .into_inner();
+        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            loop {
+                let msg = tokio::select! {
+                    _ = &mut stop_rx => break,
+                    m = inbound.message() => m,
+                };
+                let Ok(Some(p)) = msg else {
+                    counters.closed.fetch_add(1, Ordering::Relaxed);
+                    break;
+                };
+                let at = Instant::now();
+                let (type_name, body) = parts(&p);
+                let ack_type = match type_name {
+                    "ConfigChangeNotifyRequest" => {
+                        counters.pushes.fetch_add(1, Ordering::Relaxed);
+                        if let Some(tx) = &pushes {
+                            let _ = tx.send((index, at));
+                        }
+                        "ConfigChangeNotifyResponse"
+                    }
+                    "ClientDetectionRequest" => {
+                        counters.probes.fetch_add(1, Ordering::Relaxed);
+                        "ClientDetectionResponse"
+                    }
+                    "ConnectResetRequest" => {
+                        counters.resets.fetch_add(1, Ordering::Relaxed);
+                        "ConnectResetResponse"
+                    }
+                    t if t.ends_with("Response") => continue,
+                    _ => "ServerRequestResponse",
+                };
+                let id = serde_json::from_slice::<RequestIdOnly>(body)
+                    .ok()
+                    .and_then(|r| r.request_id)
+                    .unwrap_or_default();
+                let ack = format!(
+                    r#"{{"resultCode":200,"errorCode":0,"success":true,"requestId":{}}}"#,
+                    json_str(&id)
+                );
+                if out_tx
+                    .send(payload(ack_type, Bytes::from(ack)))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+
+        // Registration happens when the server has read the setup request.
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let (_, head) = call(
+                &mut unary,
+                "HealthCheckRequest",
+                Bytes::from_static(b"{\"headers\":{},\"requestId\":\"health\"}"),
+            )
+            .await?;
+            if head.ok() {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("not registered: {}", head.describe("HealthCheckResponse"));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(GrpcConn {
+            unary: Unary(unary),
+            _stop: stop_tx,
+        })
+    }
+}
+
+impl Unary {
+    /// A unary call; returns the response type and its head.
+    pub async fn call(&mut self, type_name: &str, body: Bytes) -> Result<(String, Head)> {
+        call(&mut self.0, type_name, body).await
+    }
+
+    /// A unary call that must succeed (`resultCode 200`).
+    pub async fn call_ok(&mut self, type_name: &str, body: Bytes) -> Result<Head> {
+        let (t, head) = self.call(type_name, body).await?;
+        if !head.ok() {
+            bail!("{}", head.describe(&t));
+        }
+        Ok(head)
+    }
+
+    /// Listens to one key; fails unless the server accepted it.
+    pub async fn listen(&mut self, data_id: &str, group: &str, md5: &str) -> Result<Head> {
+        self.call_ok("ConfigBatchListenRequest", listen_body(data_id, group, md5))
+            .await
+    }
+}
+
+async fn call(
+    unary: &mut RequestClient<Channel>,
+    type_name: &str,
+    body: Bytes,
+) -> Result<(String, Head)> {
+    let resp = tokio::time::timeout(STEP_TIMEOUT, unary.request(payload(type_name, body)))
+        .await
+        .with_context(|| format!("{type_name} timed out"))?
+        .map_err(|s| anyhow!("{type_name}: gRPC status {:?}: {}", s.code(), s.message()))?
+        .into_inner();
+    let (t, b) = parts(&resp);
+    let head: Head =
+        serde_json::from_slice(b).with_context(|| format!("body of {t} is not JSON"))?;
+    Ok((t.to_string(), head))
+}
+
+/// Raises the soft limit of open files to the hard limit; returns the limit now in force.
+pub fn raise_nofile() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("cannot raise the open-file limit: {e}");
+            rlimit::getrlimit(rlimit::Resource::NOFILE)
+                .map(|(soft, _)| soft)
+                .unwrap_or(0)
+        }
+    }
+}
