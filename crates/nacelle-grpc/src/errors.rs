@@ -17,6 +17,8 @@ pub(crate) mod code {
     /// No handler for the request type — `NO_HANDLER`.
     pub const NO_HANDLER: i32 = 302;
     pub const INVALID_PARAM: i32 = 400;
+    /// The caller may not make this call — `NO_RIGHT` (a cluster call without the secret).
+    pub const NO_RIGHT: i32 = 403;
     pub const CONFLICT: i32 = 409;
     pub const SERVER_ERROR: i32 = 500;
     pub const NOT_IMPLEMENTED: i32 = 501;
@@ -56,6 +58,13 @@ impl WireError {
         WireError {
             code: code::NO_HANDLER,
             message: "RequestHandler Not Found".into(),
+        }
+    }
+
+    pub fn not_member() -> Self {
+        WireError {
+            code: code::NO_RIGHT,
+            message: "not a cluster member: missing or wrong cluster secret".into(),
         }
     }
 

@@ -17,6 +17,9 @@
 //!   the Nacos error codes and the one mapping from [`nacelle_core::CoreError`].
 //! - [`options`], [`stats`], [`error`]: configuration, counters, the crate's error type.
 //! - [`proto`]: the code generated from `proto/nacos_grpc_service.proto`.
+//! - [`cluster`]: server-to-server gRPC on the cluster port (HTTP port + 1001):
+//!   [`ClusterGrpcServer`] answers `ConfigChangeClusterSyncRequest` from members holding the
+//!   cluster secret; [`ClusterSyncClient`] sends it.
 //!
 //! # Invariants
 //! - Only this crate knows the gRPC wire format; the service never sees a `Payload`.
@@ -27,6 +30,7 @@
 //!
 //! [`ConfigService`]: nacelle_service::ConfigService
 
+pub mod cluster;
 mod connection;
 pub mod error;
 mod errors;
@@ -53,6 +57,10 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/nacos_proto.rs"));
 }
 
+pub use cluster::{
+    ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncClient, ClusterSyncError, ClusterSyncStats,
+    SyncTimeouts,
+};
 pub use error::GrpcError;
 pub use options::GrpcOptions;
 pub use server::{serve, GrpcServer};

@@ -32,6 +32,8 @@ pub(crate) const CONFIG_REMOVE_RESPONSE: &str = "ConfigRemoveResponse";
 pub(crate) const CONFIG_BATCH_LISTEN_REQUEST: &str = "ConfigBatchListenRequest";
 pub(crate) const CONFIG_BATCH_LISTEN_RESPONSE: &str = "ConfigChangeBatchListenResponse";
 pub(crate) const CONFIG_CHANGE_NOTIFY_REQUEST: &str = "ConfigChangeNotifyRequest";
+pub(crate) const CONFIG_CHANGE_CLUSTER_SYNC_REQUEST: &str = "ConfigChangeClusterSyncRequest";
+pub(crate) const CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE: &str = "ConfigChangeClusterSyncResponse";
 
 /// Whether a type name on the bi-stream is a client's answer to a server request. Any
 /// response type counts as an ack (`ConfigChangeNotifyResponse` from Rust and Java,
@@ -217,6 +219,20 @@ pub(crate) struct ChangeNotifyFields<'a> {
     pub tenant: &'a str,
 }
 
+/// Fields of `ConfigChangeClusterSyncRequest` as a member sends it (Nacos 2.x's JSON:
+/// `lastModified` a number, `beta` a bool, `tag` only when there is one).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ClusterSyncFields<'a> {
+    pub data_id: &'a str,
+    pub group: &'a str,
+    pub tenant: &'a str,
+    pub last_modified: i64,
+    pub beta: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<&'a str>,
+}
+
 /// Serializes a server request body.
 pub(crate) fn server_request<T: Serialize>(
     request_id: &str,
@@ -303,6 +319,30 @@ pub(crate) struct ListenContext {
     pub md5: Option<String>,
 }
 
+/// `ConfigChangeClusterSyncRequest` (member → member, on the cluster port). `beta` is a bool
+/// in Nacos 2.x and `isBeta: "Y"` in later versions; both are read as any JSON value, since
+/// the receiver reloads the whole key from the database either way.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ClusterSyncRequest {
+    pub request_id: Option<String>,
+    pub data_id: Option<String>,
+    pub group: Option<String>,
+    pub tenant: Option<String>,
+    pub tag: Option<String>,
+    pub last_modified: Option<i64>,
+    pub beta: Option<serde_json::Value>,
+}
+
+/// The common head of a response, as a caller reads it back.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ResponseHead {
+    pub result_code: Option<i32>,
+    pub error_code: Option<i32>,
+    pub message: Option<String>,
+}
+
 /// `Some(s)` unless `s` is absent or blank: on the wire an empty string means "not given".
 pub(crate) fn non_blank(s: Option<&str>) -> Option<&str> {
     s.filter(|v| !v.trim().is_empty())
@@ -354,6 +394,39 @@ mod tests {
             &json[..],
             br#"{"requestId":"12","headers":{},"module":"config","dataId":"d","group":"G","tenant":""}"#
         );
+    }
+
+    #[test]
+    fn cluster_sync_shape_matches_nacos() {
+        let json = server_request(
+            "3",
+            "config",
+            ClusterSyncFields {
+                data_id: "d",
+                group: "G",
+                tenant: "",
+                last_modified: 5,
+                beta: false,
+                tag: None,
+            },
+        );
+        assert_eq!(
+            &json[..],
+            br#"{"requestId":"3","headers":{},"module":"config","dataId":"d","group":"G","tenant":"","lastModified":5,"beta":false}"#
+        );
+        // As Java Nacos 2.x writes it, and with the string form of later versions.
+        let r: ClusterSyncRequest = from_json(
+            br#"{"headers":{},"requestId":"r1","dataId":"d","group":"G","tenant":"t",
+                "tag":"","lastModified":0,"beta":true,"module":"config","isBatch":false}"#,
+        )
+        .expect("parses");
+        assert_eq!(r.request_id.as_deref(), Some("r1"));
+        assert_eq!(r.tenant.as_deref(), Some("t"));
+        assert_eq!(r.last_modified, Some(0));
+        let r: ClusterSyncRequest =
+            from_json(br#"{"dataId":"d","group":"G","beta":"Y","lastModified":null}"#)
+                .expect("parses");
+        assert_eq!(r.data_id.as_deref(), Some("d"));
     }
 
     #[test]

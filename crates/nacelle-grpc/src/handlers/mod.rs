@@ -70,7 +70,7 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
 }
 
 /// An `ErrorResponse` (protocol-level errors).
-fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
+pub(crate) fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
     wire::reply(
         wire::ERROR_RESPONSE,
         wire::Head::fail(e.code, e.message.clone(), request_id),
@@ -79,18 +79,18 @@ fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
 }
 
 /// The head of a failed config operation, mapped from the service error.
-fn fail_head(e: &CoreError, request_id: Option<String>) -> wire::Head {
+pub(crate) fn fail_head(e: &CoreError, request_id: Option<String>) -> wire::Head {
     let w = WireError::from(e);
     wire::Head::fail(w.code, w.message, request_id)
 }
 
 /// The answer to an unparsable body: 502 in an `ErrorResponse`.
-fn unparsable(e: &serde_json::Error) -> Payload {
+pub(crate) fn unparsable(e: &serde_json::Error) -> Payload {
     error_response(&WireError::bad_request(e), None)
 }
 
 /// Builds a key from the fields a client sent; the namespace is normalised here.
-fn key_of(
+pub(crate) fn key_of(
     tenant: Option<&str>,
     group: Option<&str>,
     data_id: Option<&str>,

@@ -1,0 +1,220 @@
+//! [`ClusterGrpcServer`]: `/Request/request` on the cluster port. The secret is checked
+//! first, on every request; then `ConfigChangeClusterSyncRequest` reloads its key and
+//! `HealthCheckRequest` is answered; anything else is `302`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use nacelle_service::ConfigService;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{secret_matches, ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
+use crate::error::GrpcError;
+use crate::errors::WireError;
+use crate::handlers::{error_response, fail_head, key_of, unparsable};
+use crate::proto::request_server::{Request, RequestServer};
+use crate::proto::Payload;
+use crate::stats::GrpcStats;
+use crate::transport::{self, ConnTag};
+use crate::wire;
+
+#[derive(Debug)]
+struct ClusterCtx {
+    service: ConfigService,
+    opts: ClusterGrpcOptions,
+    stats: ClusterSyncStats,
+}
+
+/// The cluster port's server over a [`ConfigService`]. Create it, keep its
+/// [`ClusterSyncStats`] if wanted, then [`ClusterGrpcServer::serve`] it.
+#[derive(Debug)]
+pub struct ClusterGrpcServer {
+    ctx: Arc<ClusterCtx>,
+}
+
+impl ClusterGrpcServer {
+    /// A server answering member calls over `service`.
+    pub fn new(service: ConfigService, opts: ClusterGrpcOptions) -> Self {
+        ClusterGrpcServer {
+            ctx: Arc::new(ClusterCtx {
+                service,
+                opts,
+                stats: ClusterSyncStats::default(),
+            }),
+        }
+    }
+
+    /// The counters of this server; the handle stays valid after the server stops.
+    pub fn stats(&self) -> ClusterSyncStats {
+        self.ctx.stats.clone()
+    }
+
+    /// Serves `/Request/request` on `listener` until `shutdown` completes; then stops
+    /// accepting, gives in-flight calls `shutdown_grace` and cuts what is left.
+    pub async fn serve<F>(self, listener: TcpListener, shutdown: F) -> Result<(), GrpcError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let ctx = self.ctx;
+        if ctx.opts.secret.is_empty() {
+            return Err(GrpcError::InvalidOptions(
+                "the cluster port needs a cluster secret".into(),
+            ));
+        }
+        if ctx.opts.max_inbound_message_bytes == 0 {
+            return Err(GrpcError::InvalidOptions(
+                "max_inbound_message_bytes must be > 0".into(),
+            ));
+        }
+        let local = listener.local_addr().map_err(GrpcError::Listener)?;
+        tracing::info!(addr = %local, "cluster gRPC server listening");
+        let kill = CancellationToken::new();
+        // The connection counters of the shared accept loop are not reported for this port.
+        let incoming = transport::incoming(listener, GrpcStats::new(), kill.clone());
+        let grace = ctx.opts.shutdown_grace;
+        let svc = RequestServer::new(ClusterSvc { ctx: ctx.clone() })
+            .max_decoding_message_size(ctx.opts.max_inbound_message_bytes);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let server = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stop_rx.await;
+            });
+        tokio::pin!(server);
+        tokio::select! {
+            res = &mut server => return res.map_err(GrpcError::from),
+            _ = shutdown => {}
+        }
+        let _ = stop_tx.send(());
+        let res = match tokio::time::timeout(grace, &mut server).await {
+            Ok(res) => res,
+            Err(_) => {
+                kill.cancel();
+                server.await
+            }
+        };
+        tracing::info!(addr = %local, "cluster gRPC server stopped");
+        res.map_err(GrpcError::from)
+    }
+}
+
+/// `/Request/request` on the cluster port.
+#[derive(Debug, Clone)]
+struct ClusterSvc {
+    ctx: Arc<ClusterCtx>,
+}
+
+#[tonic::async_trait]
+impl Request for ClusterSvc {
+    async fn request(
+        &self,
+        request: tonic::Request<Payload>,
+    ) -> Result<tonic::Response<Payload>, tonic::Status> {
+        let remote = request.extensions().get::<ConnTag>().map(|t| t.remote);
+        let reply = handle(&self.ctx, remote, request.into_inner()).await;
+        Ok(tonic::Response::new(reply))
+    }
+}
+
+/// Whether the payload carries the cluster secret in `metadata.headers` (the header name
+/// is matched without regard to case).
+fn carries_secret(p: &Payload, expected: &str) -> bool {
+    p.metadata.as_ref().is_some_and(|m| {
+        m.headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case(SECRET_HEADER) && secret_matches(v, expected))
+    })
+}
+
+/// Answers one call. Never fails: every error is a Nacos error response.
+async fn handle(ctx: &ClusterCtx, remote: Option<SocketAddr>, payload: Payload) -> Payload {
+    let (type_name, _, body) = wire::parts(&payload);
+    let is_sync = type_name == wire::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST;
+    if !carries_secret(&payload, &ctx.opts.secret) {
+        let n = ctx.stats.inner.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        // Logged at warn on the 1st, 2nd, 4th, 8th… refusal, so a scanner cannot flood the log.
+        if n.is_power_of_two() {
+            tracing::warn!(
+                remote = ?remote,
+                type_name,
+                refused = n,
+                "refused a cluster call without the cluster secret (is --cluster-secret the same on every member?)"
+            );
+        } else {
+            tracing::debug!(remote = ?remote, type_name, "refused a cluster call without the cluster secret");
+        }
+        let e = WireError::not_member();
+        let head = wire::Head::fail(e.code, e.message, wire::request_id_of(body));
+        // Nacos answers an unauthorised call with the handler's own response type.
+        let type_out = if is_sync {
+            wire::CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE
+        } else {
+            wire::ERROR_RESPONSE
+        };
+        return wire::reply(type_out, head, wire::NoFields {});
+    }
+    match type_name {
+        wire::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST => sync(ctx, remote, body).await,
+        wire::HEALTH_CHECK_REQUEST => wire::reply(
+            wire::HEALTH_CHECK_RESPONSE,
+            wire::Head::ok(wire::request_id_of(body)),
+            wire::NoFields {},
+        ),
+        _ => error_response(&WireError::no_handler(), wire::request_id_of(body)),
+    }
+}
+
+/// `ConfigChangeClusterSyncRequest` → reload the key → `ConfigChangeClusterSyncResponse`.
+async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payload {
+    let req: wire::ClusterSyncRequest = match wire::from_json(body) {
+        Ok(r) => r,
+        Err(e) => return unparsable(&e),
+    };
+    let key = match key_of(
+        req.tenant.as_deref(),
+        req.group.as_deref(),
+        req.data_id.as_deref(),
+    ) {
+        Ok(k) => k,
+        Err(e) => {
+            ClusterSyncStats::inc(&ctx.stats.inner.failed);
+            return sync_reply(fail_head(&e, req.request_id));
+        }
+    };
+    tracing::debug!(
+        %key,
+        remote = ?remote,
+        last_modified = ?req.last_modified,
+        beta = ?req.beta,
+        tag = ?req.tag,
+        "cluster sync request"
+    );
+    if ctx.opts.drop_notifications {
+        ClusterSyncStats::inc(&ctx.stats.inner.dropped);
+        tracing::warn!(%key, "fault injection: dropping a cluster notification (gRPC)");
+        return sync_reply(wire::Head::ok(req.request_id));
+    }
+    match ctx.service.reload(&key).await {
+        Ok(_) => {
+            ClusterSyncStats::inc(&ctx.stats.inner.reloaded);
+            sync_reply(wire::Head::ok(req.request_id))
+        }
+        Err(e) => {
+            ClusterSyncStats::inc(&ctx.stats.inner.failed);
+            tracing::debug!(%key, error = %e, "reloading a key for a member failed");
+            sync_reply(fail_head(&e, req.request_id))
+        }
+    }
+}
+
+fn sync_reply(head: wire::Head) -> Payload {
+    wire::reply(
+        wire::CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE,
+        head,
+        wire::NoFields {},
+    )
+}
