@@ -3,8 +3,10 @@
 //! # Layout
 //! - [`members`]: the member list (`--members` or `cluster.conf`, re-read when it changes),
 //!   recognising this node in it, periodic health checks.
-//! - [`notify`]: after a local commit, tell every other member which key changed, merging
-//!   repeated changes of a key and retrying failures with backoff (500 ms + n² s, n ≤ 6).
+//! - [`notify`]: after a local commit, tell every other member which key changed — over
+//!   gRPC on its cluster port (`ConfigChangeClusterSyncRequest`, HTTP port + 1001), else
+//!   over HTTP (`dataChange`) — merging repeated changes of a key and retrying failures
+//!   with backoff (500 ms + n² s, n ≤ 6).
 //!
 //! A member never trusts a notification's content: it reloads the key from the database.
 //! Notifications only make convergence fast; every node also follows the database's
@@ -19,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nacelle_service::ConfigService;
+use nacelle_service::{ConfigService, MemberInfo, MembershipView};
 use tokio_util::sync::CancellationToken;
 
 pub use members::{parse_member, Membership};
@@ -27,6 +29,14 @@ pub use notify::Notifier;
 
 /// The header that carries the cluster secret on calls between members.
 pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+
+/// A member's cluster gRPC port is its HTTP port + this (9849 next to 8848), as in Nacos.
+pub const CLUSTER_GRPC_PORT_OFFSET: u16 = 1001;
+
+/// The cluster gRPC port of a member whose HTTP port is `http_port` (`None` past 65535).
+pub fn cluster_grpc_port(http_port: u16) -> Option<u16> {
+    http_port.checked_add(CLUSTER_GRPC_PORT_OFFSET)
+}
 
 /// Options of the cluster module.
 #[derive(Debug, Clone)]
@@ -87,10 +97,44 @@ impl Cluster {
         membership.spawn_health_checks(opts.health_interval, notifier.clone(), shutdown);
         notifier.sync_members();
         service.set_commit_observer(notifier.clone());
-        service.set_membership(membership.clone());
+        service.set_membership(Arc::new(MembersWithCounts {
+            membership: membership.clone(),
+            notifier: notifier.clone(),
+        }));
         Ok(Cluster {
             membership,
             notifier,
         })
+    }
+}
+
+/// The member list as adapters show it: membership plus the notifications sent to each.
+#[derive(Debug)]
+struct MembersWithCounts {
+    membership: Arc<Membership>,
+    notifier: Arc<Notifier>,
+}
+
+impl MembershipView for MembersWithCounts {
+    fn members(&self) -> Vec<MemberInfo> {
+        let mut members = self.membership.members();
+        for m in members.iter_mut().filter(|m| !m.is_self) {
+            if let Some(c) = self.notifier.member_counts(&m.address()) {
+                m.notified = c;
+            }
+        }
+        members
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_port_is_http_port_plus_1001() {
+        assert_eq!(cluster_grpc_port(8848), Some(9849));
+        assert_eq!(cluster_grpc_port(64534), Some(65535));
+        assert_eq!(cluster_grpc_port(64535), None);
     }
 }

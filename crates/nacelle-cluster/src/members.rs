@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use nacelle_core::now_millis;
-use nacelle_service::{MemberInfo, MemberState, MembershipView};
+use nacelle_service::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -296,6 +296,7 @@ impl MembershipView for Membership {
                 last_refresh_ms: e.last_refresh_ms,
                 fail_count: e.fail_count,
                 is_self: e.is_self,
+                notified: NotifyCounts::default(),
             })
             .collect()
     }

@@ -1,21 +1,31 @@
 //! Telling the other members which key changed. One queue per member merges repeated
 //! changes of a key; a failed call is retried with delay 500 ms + n² s (n ≤ 6, Nacos's
 //! schedule) and a member that is down is retried later, never skipped.
+//!
+//! Each notification goes first as a `ConfigChangeClusterSyncRequest` to the member's
+//! cluster gRPC port (its HTTP port + 1001, over one channel per member, reused), and when
+//! that fails as the HTTP `dataChange` call. After a gRPC failure at the transport level
+//! the member is sent HTTP directly for [`GRPC_PAUSE`], so a member whose cluster port is
+//! unreachable costs one failed connection attempt per pause, not one per key.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use nacelle_core::ConfigKey;
-use nacelle_service::CommitObserver;
+use nacelle_core::{now_millis, ConfigKey};
+use nacelle_grpc::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
+use nacelle_service::{CommitObserver, NotifyCounts};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::members::Membership;
-use crate::SECRET_HEADER;
+use crate::members::{parse_member, Membership};
+use crate::{cluster_grpc_port, SECRET_HEADER};
+
+/// How long a member is notified over HTTP only after a gRPC call to it failed.
+pub const GRPC_PAUSE: Duration = Duration::from_secs(10);
 
 /// Delay before retry number `n` (1-based): 500 ms + n² × 1 s, n capped at 6.
 pub fn retry_delay(n: u32) -> Duration {
@@ -25,10 +35,34 @@ pub fn retry_delay(n: u32) -> Duration {
 
 struct MemberQueue {
     address: String,
+    /// The member's cluster port; `None` when it cannot have one (HTTP port + 1001 > 65535).
+    grpc: Option<ClusterSyncClient>,
+    /// After a gRPC transport failure, gRPC is skipped until this instant.
+    grpc_paused_until: Mutex<Option<Instant>>,
     /// Keys waiting to be sent, with the newest revision seen for each.
     pending: Mutex<HashMap<ConfigKey, i64>>,
     wake: Notify,
     cancel: CancellationToken,
+    via_grpc: AtomicU64,
+    via_http: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl MemberQueue {
+    fn counts(&self) -> NotifyCounts {
+        NotifyCounts {
+            via_grpc: self.via_grpc.load(Ordering::Relaxed),
+            via_http: self.via_http.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The path a notification was delivered by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivered {
+    Grpc,
+    Http,
 }
 
 /// Sends change notifications to the other members.
@@ -38,9 +72,12 @@ pub struct Notifier {
     membership: Arc<Membership>,
     shutdown: CancellationToken,
     queues: Mutex<HashMap<String, Arc<MemberQueue>>>,
-    /// Notifications delivered.
-    pub sent: AtomicU64,
-    /// Failed attempts (each is retried).
+    grpc_timeouts: SyncTimeouts,
+    /// Notifications delivered over gRPC (`ConfigChangeClusterSyncRequest`).
+    pub sent_grpc: AtomicU64,
+    /// Notifications delivered over HTTP (`dataChange`), after gRPC failed.
+    pub sent_http: AtomicU64,
+    /// Attempts that failed on both paths (each is retried).
     pub failed: AtomicU64,
 }
 
@@ -48,7 +85,8 @@ impl fmt::Debug for Notifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Notifier")
             .field("members", &self.queues.lock().len())
-            .field("sent", &self.sent.load(Ordering::Relaxed))
+            .field("sent_grpc", &self.sent_grpc.load(Ordering::Relaxed))
+            .field("sent_http", &self.sent_http.load(Ordering::Relaxed))
             .field("failed", &self.failed.load(Ordering::Relaxed))
             .finish()
     }
@@ -67,9 +105,44 @@ impl Notifier {
             membership,
             shutdown,
             queues: Mutex::new(HashMap::new()),
-            sent: AtomicU64::new(0),
+            grpc_timeouts: SyncTimeouts::default(),
+            sent_grpc: AtomicU64::new(0),
+            sent_http: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         })
+    }
+
+    /// Totals over every member.
+    pub fn counts(&self) -> NotifyCounts {
+        NotifyCounts {
+            via_grpc: self.sent_grpc.load(Ordering::Relaxed),
+            via_http: self.sent_http.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts of one member (`host:port` as in the member list).
+    pub fn member_counts(&self, address: &str) -> Option<NotifyCounts> {
+        self.queues.lock().get(address).map(|q| q.counts())
+    }
+
+    /// The gRPC client of a member's cluster port, if it can have one.
+    fn grpc_client(&self, address: &str) -> Option<ClusterSyncClient> {
+        let (host, port) = parse_member(address).ok()?;
+        let Some(port) = cluster_grpc_port(port) else {
+            tracing::warn!(
+                member = address,
+                "member's HTTP port + 1001 exceeds 65535; notifying it over HTTP only"
+            );
+            return None;
+        };
+        match ClusterSyncClient::new(&host, port, &self.secret, self.grpc_timeouts) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(member = address, error = %e, "notifying this member over HTTP only");
+                None
+            }
+        }
     }
 
     /// Starts a queue for every new peer and stops those of removed ones.
@@ -88,10 +161,15 @@ impl Notifier {
                 continue;
             }
             let q = Arc::new(MemberQueue {
+                grpc: self.grpc_client(&addr),
+                grpc_paused_until: Mutex::new(None),
                 address: addr.clone(),
                 pending: Mutex::new(HashMap::new()),
                 wake: Notify::new(),
                 cancel: self.shutdown.child_token(),
+                via_grpc: AtomicU64::new(0),
+                via_http: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
             });
             queues.insert(addr, q.clone());
             let me = self.clone();
@@ -111,12 +189,21 @@ impl Notifier {
             let batch: Vec<(ConfigKey, i64)> = q.pending.lock().drain().collect();
             let mut failed_from = None;
             for (i, (key, rev)) in batch.iter().enumerate() {
-                if self.send(&q.address, key, *rev).await {
-                    self.sent.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    self.failed.fetch_add(1, Ordering::Relaxed);
-                    failed_from = Some(i);
-                    break;
+                match self.send(&q, key, *rev).await {
+                    Some(Delivered::Grpc) => {
+                        self.sent_grpc.fetch_add(1, Ordering::Relaxed);
+                        q.via_grpc.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Some(Delivered::Http) => {
+                        self.sent_http.fetch_add(1, Ordering::Relaxed);
+                        q.via_http.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {
+                        self.failed.fetch_add(1, Ordering::Relaxed);
+                        q.failed.fetch_add(1, Ordering::Relaxed);
+                        failed_from = Some(i);
+                        break;
+                    }
                 }
             }
             match failed_from {
@@ -141,7 +228,36 @@ impl Notifier {
         }
     }
 
-    async fn send(&self, address: &str, key: &ConfigKey, revision: i64) -> bool {
+    /// One notification: gRPC first (unless paused), then HTTP. `None` when both failed.
+    async fn send(&self, q: &MemberQueue, key: &ConfigKey, revision: i64) -> Option<Delivered> {
+        if let Some(grpc) = &q.grpc {
+            let paused = q
+                .grpc_paused_until
+                .lock()
+                .is_some_and(|until| Instant::now() < until);
+            if !paused {
+                match grpc.sync(key, now_millis()).await {
+                    Ok(()) => return Some(Delivered::Grpc),
+                    Err(e) => {
+                        tracing::debug!(
+                            member = %q.address,
+                            cluster_port = grpc.target(),
+                            error = %e,
+                            "gRPC notification failed; falling back to HTTP"
+                        );
+                        if matches!(e, ClusterSyncError::Transport { .. }) {
+                            *q.grpc_paused_until.lock() = Some(Instant::now() + GRPC_PAUSE);
+                        }
+                    }
+                }
+            }
+        }
+        self.send_http(&q.address, key, revision)
+            .await
+            .then_some(Delivered::Http)
+    }
+
+    async fn send_http(&self, address: &str, key: &ConfigKey, revision: i64) -> bool {
         let url = format!("http://{address}/nacos/v1/cs/communication/dataChange");
         let mut query = vec![("dataId", key.data_id()), ("group", key.group())];
         if !key.tenant().is_empty() {

@@ -33,6 +33,19 @@ pub struct MemberInfo {
     pub fail_count: u32,
     /// Whether this member is the node answering.
     pub is_self: bool,
+    /// Change notifications this node sent to the member (zero for itself).
+    pub notified: NotifyCounts,
+}
+
+/// Change notifications sent to one member, by path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotifyCounts {
+    /// Delivered by `ConfigChangeClusterSyncRequest` on the member's cluster gRPC port.
+    pub via_grpc: u64,
+    /// Delivered by the HTTP `dataChange` call (gRPC failed or was unavailable).
+    pub via_http: u64,
+    /// Attempts that failed on both paths (each is retried with backoff).
+    pub failed: u64,
 }
 
 impl MemberInfo {

@@ -18,7 +18,7 @@ pub mod limits;
 pub mod request;
 pub mod service;
 
-pub use cluster::{MemberInfo, MemberState, MembershipView};
+pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;
 pub use hub::{ChangeEvent, Subscriber, Subscription, WatchHub};
 pub use limits::Limits;

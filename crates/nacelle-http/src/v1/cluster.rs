@@ -54,7 +54,7 @@ pub(crate) async fn data_change(
     require_member(&st, &p)?;
     let key = key_from_params(&p, "tenant")?;
     if st.options.drop_cluster_notifications {
-        tracing::warn!(%key, "fault injection: dropping a cluster notification");
+        tracing::warn!(%key, "fault injection: dropping a cluster notification (HTTP)");
         return Ok(ok_true());
     }
     st.service.reload(&key).await?;
@@ -66,6 +66,10 @@ pub(crate) async fn data_change(
 struct ExtendInfo {
     last_refresh_time: i64,
     version: &'static str,
+    /// Nacelle's own: change notifications this node sent to the member, by path.
+    notified_via_grpc: u64,
+    notified_via_http: u64,
+    notify_failures: u64,
 }
 
 #[derive(Serialize)]
@@ -93,6 +97,9 @@ pub(crate) async fn nodes(State(st): State<AppState>) -> Result<Response, ApiErr
                 extend_info: ExtendInfo {
                     last_refresh_time: m.last_refresh_ms,
                     version,
+                    notified_via_grpc: m.notified.via_grpc,
+                    notified_via_http: m.notified.via_http,
+                    notify_failures: m.notified.failed,
                 },
                 fail_access_cnt: m.fail_count,
             })
@@ -107,6 +114,9 @@ pub(crate) async fn nodes(State(st): State<AppState>) -> Result<Response, ApiErr
                 extend_info: ExtendInfo {
                     last_refresh_time: now_millis(),
                     version,
+                    notified_via_grpc: 0,
+                    notified_via_http: 0,
+                    notify_failures: 0,
                 },
                 address: a.to_string(),
                 fail_access_cnt: 0,
