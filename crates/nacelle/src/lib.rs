@@ -36,6 +36,8 @@ pub struct RunningServer {
     pub grpc_stats: nacelle_grpc::GrpcStats,
     /// The cluster module, when this node runs in a cluster.
     pub cluster: Option<nacelle_cluster::Cluster>,
+    /// The address of the cluster gRPC port (member-to-member calls), in a cluster.
+    pub cluster_grpc_addr: Option<SocketAddr>,
     service: ConfigService,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
@@ -106,6 +108,19 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let grpc_addr = grpc_listener.local_addr()?;
     tracing::info!("grpc listening on {grpc_addr}");
 
+    // Members call each other on the cluster port; it exists only in a cluster.
+    let (cluster_listener, cluster_grpc_addr) = if settings.clustered() {
+        let port = settings.effective_cluster_grpc_port(http_addr.port());
+        let listener = TcpListener::bind((settings.bind, port))
+            .await
+            .with_context(|| format!("binding cluster gRPC on {}:{port}", settings.bind))?;
+        let addr = listener.local_addr()?;
+        tracing::info!("cluster grpc listening on {addr}");
+        (Some(listener), Some(addr))
+    } else {
+        (None, None)
+    };
+
     let stop = CancellationToken::new();
     let mut tasks = Vec::new();
 
@@ -134,6 +149,19 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             "cluster members are configured but there is no cluster secret: set \
              --cluster-secret, NACELLE_CLUSTER_SECRET or cluster_secret_file",
         )?;
+        if let Some(listener) = cluster_listener {
+            let server = nacelle_grpc::ClusterGrpcServer::new(
+                service.clone(),
+                settings.cluster_grpc_options(&secret),
+            );
+            let cluster_stop = stop.clone();
+            tasks.push(tokio::spawn(async move {
+                server
+                    .serve(listener, async move { cluster_stop.cancelled().await })
+                    .await
+                    .context("cluster grpc server failed")
+            }));
+        }
         let opts = nacelle_cluster::ClusterOptions {
             members: settings.members.clone(),
             conf_file: settings.cluster_conf(),
@@ -158,6 +186,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         grpc_addr,
         grpc_stats,
         cluster,
+        cluster_grpc_addr,
         service,
         stop,
         tasks,

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// gRPC port. Default HTTP port + 1000.
     #[arg(long, env = "NACELLE_GRPC_PORT")]
     pub grpc_port: Option<u16>,
+    /// Cluster gRPC port (member-to-member calls; only in a cluster). Default HTTP port +
+    /// 1001, which is where the other members look for it; 0 picks a free one.
+    #[arg(long, env = "NACELLE_CLUSTER_GRPC_PORT")]
+    pub cluster_grpc_port: Option<u16>,
     /// Database URL: `sqlite://path`. Default: `nacelle.db` in the data directory.
     #[arg(long, env = "NACELLE_DB")]
     pub db: Option<String>,
@@ -99,6 +103,7 @@ pub struct FileSettings {
     pub bind: Option<IpAddr>,
     pub port: Option<u16>,
     pub grpc_port: Option<u16>,
+    pub cluster_grpc_port: Option<u16>,
     pub db: Option<String>,
     pub log_format: Option<LogFormat>,
     pub log: Option<String>,
@@ -141,6 +146,8 @@ pub struct Settings {
     pub port: u16,
     /// `None`: HTTP port + 1000.
     pub grpc_port: Option<u16>,
+    /// `None`: HTTP port + 1001 (0 when the HTTP port is 0).
+    pub cluster_grpc_port: Option<u16>,
     /// `None`: SQLite file in the data directory.
     pub db: Option<String>,
     pub log_format: LogFormat,
@@ -176,6 +183,7 @@ fn unreachable_defaults() -> Settings {
         bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         port: 8848,
         grpc_port: None,
+        cluster_grpc_port: None,
         db: None,
         log_format: LogFormat::Text,
         log: "info".into(),
@@ -316,6 +324,7 @@ impl Settings {
                 .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
             port: a.port.or(f.port).unwrap_or(8848),
             grpc_port: a.grpc_port.or(f.grpc_port),
+            cluster_grpc_port: a.cluster_grpc_port.or(f.cluster_grpc_port),
             db: a.db.or(f.db).filter(|s| !s.trim().is_empty()),
             log_format: a.log_format.or(f.log_format).unwrap_or_default(),
             log: a.log.or(f.log).unwrap_or_else(|| "info".into()),
@@ -377,6 +386,14 @@ impl Settings {
         }
     }
 
+    /// Options of the cluster gRPC port, given the cluster secret.
+    pub fn cluster_grpc_options(&self, secret: &str) -> nacelle_grpc::ClusterGrpcOptions {
+        nacelle_grpc::ClusterGrpcOptions {
+            drop_notifications: self.fault_drop_cluster_notifications,
+            ..nacelle_grpc::ClusterGrpcOptions::new(secret)
+        }
+    }
+
     /// `cluster.conf` in the data directory.
     pub fn cluster_conf(&self) -> PathBuf {
         self.data_dir.join("cluster.conf")
@@ -398,6 +415,16 @@ impl Settings {
             Some(p) => p,
             None if self.port == 0 => 0,
             None => http_port.saturating_add(1000),
+        }
+    }
+
+    /// The cluster gRPC port: explicit, else HTTP port + 1001 (where the other members
+    /// look for it), or 0 when the HTTP port is 0. Independent of the gRPC port.
+    pub fn effective_cluster_grpc_port(&self, http_port: u16) -> u16 {
+        match self.cluster_grpc_port {
+            Some(p) => p,
+            None if self.port == 0 => 0,
+            None => nacelle_cluster::cluster_grpc_port(http_port).unwrap_or(0),
         }
     }
 }
@@ -423,6 +450,28 @@ mod tests {
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.max_content_bytes, 10 * 1024 * 1024);
         assert_eq!(s.effective_grpc_port(7000), 8000);
+        assert_eq!(s.effective_cluster_grpc_port(7000), 8001);
+    }
+
+    #[test]
+    fn cluster_grpc_port_defaults() {
+        let explicit_grpc = ServeArgs {
+            port: Some(8848),
+            grpc_port: Some(7000),
+            ..Default::default()
+        };
+        let s = Settings::merge(explicit_grpc, FileSettings::default()).expect("valid");
+        assert_eq!(s.effective_cluster_grpc_port(8848), 9849);
+        let any_port = ServeArgs {
+            port: Some(0),
+            grpc_port: Some(7000),
+            ..Default::default()
+        };
+        let s = Settings::merge(any_port, FileSettings::default()).expect("valid");
+        assert_eq!(s.effective_cluster_grpc_port(41000), 0);
+        let file: FileSettings = toml::from_str("cluster_grpc_port = 9999").expect("valid toml");
+        let s = Settings::merge(ServeArgs::default(), file).expect("valid");
+        assert_eq!(s.effective_cluster_grpc_port(8848), 9999);
     }
 
     #[test]

@@ -1,21 +1,64 @@
 //! Nodes sharing one database (MariaDB and PostgreSQL on this machine, each test on a
-//! database of its own): change propagation between members, convergence without
-//! notifications, restarts, database outages, and the cluster secret.
+//! database of its own): change propagation between members (gRPC on the cluster port,
+//! HTTP as the fallback), convergence without notifications, restarts, database outages,
+//! and the cluster secret on both paths.
 
 mod common;
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
     free_port, listening_configs, md5, wait_ready, BinaryServer, CuttableProxy, DbKind,
     TestDatabase, TestResult,
 };
+use nacelle_grpc::proto::google::protobuf::Any;
+use nacelle_grpc::proto::request_client::RequestClient;
+use nacelle_grpc::proto::{Metadata, Payload};
+use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse, ConfigServiceBuilder};
+use nacos_sdk::api::props::ClientProps;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
 const SECRET: &str = "test-cluster-secret-0123456789";
+
+/// The ports of a node: HTTP (given to the other members), client gRPC, and the cluster
+/// gRPC port the other members derive as HTTP + 1001.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    http: u16,
+    grpc: u16,
+}
+
+impl Ports {
+    /// Free ports, with HTTP + 1001 free too (the node binds it unless told otherwise).
+    fn pick() -> TestResult<Self> {
+        for _ in 0..50 {
+            let http = free_port()?;
+            let Some(cluster) = http.checked_add(1001) else {
+                continue;
+            };
+            if std::net::TcpListener::bind(("127.0.0.1", cluster)).is_err() {
+                continue;
+            }
+            let grpc = free_port()?;
+            if grpc != http && grpc != cluster {
+                return Ok(Ports { http, grpc });
+            }
+        }
+        Err("no free port whose + 1001 is free too".into())
+    }
+
+    fn cluster(&self) -> u16 {
+        self.http + 1001
+    }
+}
 
 struct Node {
     server: BinaryServer,
     port: u16,
+    ports: Ports,
     _dir: tempfile::TempDir,
 }
 
@@ -27,15 +70,18 @@ impl Node {
 
 fn spawn_node(
     dir: tempfile::TempDir,
-    port: u16,
+    ports: Ports,
     db_url: &str,
     members: &str,
     extra: &[&str],
 ) -> TestResult<Node> {
-    let port_s = port.to_string();
+    let port_s = ports.http.to_string();
+    let grpc_s = ports.grpc.to_string();
     let mut args = vec![
         "--port",
         port_s.as_str(),
+        "--grpc-port",
+        grpc_s.as_str(),
         "--db",
         db_url,
         "--members",
@@ -51,7 +97,8 @@ fn spawn_node(
     let server = BinaryServer::spawn(dir.path(), &args)?;
     Ok(Node {
         server,
-        port,
+        port: ports.http,
+        ports,
         _dir: dir,
     })
 }
@@ -62,10 +109,10 @@ async fn start_cluster(
     n: usize,
     extra: impl Fn(usize) -> Vec<&'static str>,
 ) -> TestResult<(Vec<Node>, String)> {
-    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect::<Result<_, _>>()?;
+    let ports: Vec<Ports> = (0..n).map(|_| Ports::pick()).collect::<Result<_, _>>()?;
     let members = ports
         .iter()
-        .map(|p| format!("127.0.0.1:{p}"))
+        .map(|p| format!("127.0.0.1:{}", p.http))
         .collect::<Vec<_>>()
         .join(",");
     let mut nodes = Vec::new();
@@ -139,7 +186,107 @@ async fn until_served(
     }
 }
 
-async fn publish_on_one_node_reaches_a_long_poll_on_another(kind: DbKind) -> TestResult {
+/// A nacos-sdk listener that forwards each callback: when it arrived and the content.
+struct Forward(mpsc::UnboundedSender<(Instant, String)>);
+
+impl ConfigChangeListener for Forward {
+    fn notify(&self, resp: ConfigResponse) {
+        let _ = self.0.send((Instant::now(), resp.content().clone()));
+    }
+}
+
+/// The real Rust client (`nacos-sdk` 0.8, gRPC only) on `node`'s client gRPC port.
+async fn sdk_client(
+    node: &Node,
+    cache: &std::path::Path,
+) -> TestResult<nacos_sdk::api::config::ConfigService> {
+    let props = ClientProps::new()
+        .server_addr(format!("127.0.0.1:{}", node.ports.http))
+        .remote_grpc_port(node.ports.grpc)
+        .namespace("")
+        .app_name("nacelle-cluster-test")
+        .cache_dir(cache)
+        .env_first(false);
+    ConfigServiceBuilder::new(props)
+        .build()
+        .await
+        .map_err(|e| format!("nacos-sdk: {e}").into())
+}
+
+/// Waits until `node` lists at least one listener (of any protocol) of `data_id`.
+async fn wait_listener(http: &reqwest::Client, node: &Node, data_id: &str) -> TestResult {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v: Value = http
+            .get(node.url("/nacos/v1/cs/configs/listener"))
+            .query(&[("dataId", data_id), ("group", "CLUSTER")])
+            .send()
+            .await?
+            .json()
+            .await?;
+        if v["lisentersGroupkeyStatus"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty())
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no listener of {data_id} on node :{}: {v}", node.port).into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Notifications `from` sent to member `to`, from `from`'s `/v1/core/cluster/nodes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    grpc: u64,
+    http: u64,
+    failed: u64,
+}
+
+async fn notify_counts(http: &reqwest::Client, from: &Node, to: &Node) -> TestResult<Counts> {
+    let v: Value = http
+        .get(from.url("/nacos/v1/core/cluster/nodes"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let address = format!("127.0.0.1:{}", to.port);
+    let member = v["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|n| n["address"] == address.as_str()))
+        .ok_or_else(|| format!("{address} not a member of :{}: {v}", from.port))?;
+    let n = |f: &str| member["extendInfo"][f].as_u64().unwrap_or(0);
+    Ok(Counts {
+        grpc: n("notifiedViaGrpc"),
+        http: n("notifiedViaHttp"),
+        failed: n("notifyFailures"),
+    })
+}
+
+/// Waits until the counts of `from` → `to` satisfy `done` (the notifier counts a
+/// notification once the member answered, which may be after the member serves the value).
+async fn wait_counts(
+    http: &reqwest::Client,
+    from: &Node,
+    to: &Node,
+    done: impl Fn(Counts) -> bool,
+) -> TestResult<Counts> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let c = notify_counts(http, from, to).await?;
+        if done(c) {
+            return Ok(c);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(":{} → :{}: counts stay {c:?}", from.port, to.port).into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn publish_on_one_node_reaches_listeners_on_another(kind: DbKind) -> TestResult {
     let db = TestDatabase::create(kind)?;
     let http = reqwest::Client::new();
     let (nodes, _) = start_cluster(&http, &db.url(), 3, |_| vec![]).await?;
@@ -153,6 +300,20 @@ async fn publish_on_one_node_reaches_a_long_poll_on_another(kind: DbKind) -> Tes
     )
     .await?;
 
+    // A gRPC listener on node 3: the real Rust client.
+    let cache = tempfile::tempdir()?;
+    let sdk = sdk_client(&nodes[2], cache.path()).await?;
+    let (tx, mut notes) = mpsc::unbounded_channel();
+    sdk.add_listener(
+        "shared.yaml".to_string(),
+        "CLUSTER".to_string(),
+        Arc::new(Forward(tx)),
+    )
+    .await
+    .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
+    wait_listener(&http, &nodes[2], "shared.yaml").await?;
+
+    // And an HTTP long poll on node 3.
     let lc = listening_configs(&[("shared.yaml", "CLUSTER", &md5("v1"), None)]);
     let poll = {
         let http = http.clone();
@@ -172,14 +333,31 @@ async fn publish_on_one_node_reaches_a_long_poll_on_another(kind: DbKind) -> Tes
     assert_eq!(publish(&http, &nodes[0], "shared.yaml", "v2").await?, 200);
     let (body, woke) = tokio::time::timeout(Duration::from_secs(20), poll).await???;
     assert_eq!(body, "shared.yaml%02CLUSTER%01\n");
+    let pushed = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some((at, content)) = notes.recv().await {
+            if content == "v2" {
+                return Some(at);
+            }
+        }
+        None
+    })
+    .await?
+    .ok_or("the nacos-sdk listener went away")?;
     println!(
-        "[{kind:?}] publish on node 1 → long poll on node 3 released after {:?}",
-        woke.saturating_duration_since(sent)
+        "[{kind:?}] publish on node 1 → node 3: HTTP long poll released after {:?}, \
+         nacos-sdk gRPC listener called after {:?}",
+        woke.saturating_duration_since(sent),
+        pushed.saturating_duration_since(sent)
     );
     assert_eq!(
         get(&http, &nodes[2], "shared.yaml").await?.as_deref(),
         Some("v2")
     );
+    // Node 1 told the others over the cluster gRPC port, never over HTTP.
+    for member in &nodes[1..] {
+        let c = wait_counts(&http, &nodes[0], member, |c| c.grpc >= 1).await?;
+        assert_eq!((c.http, c.failed), (0, 0), "{c:?}");
+    }
 
     // Delete on node 2 reaches node 1 and node 3.
     let resp = http
@@ -230,50 +408,102 @@ async fn publish_on_one_node_reaches_a_long_poll_on_another(kind: DbKind) -> Tes
 }
 
 #[tokio::test]
-async fn mariadb_publish_on_one_node_reaches_a_long_poll_on_another() -> TestResult {
-    publish_on_one_node_reaches_a_long_poll_on_another(DbKind::MariaDb).await
+async fn mariadb_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
+) -> TestResult {
+    publish_on_one_node_reaches_listeners_on_another(DbKind::MariaDb).await
 }
 
 #[tokio::test]
-async fn postgres_publish_on_one_node_reaches_a_long_poll_on_another() -> TestResult {
-    publish_on_one_node_reaches_a_long_poll_on_another(DbKind::Postgres).await
+async fn postgres_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
+) -> TestResult {
+    publish_on_one_node_reaches_listeners_on_another(DbKind::Postgres).await
 }
 
 #[tokio::test]
-async fn a_dropped_notification_still_converges_within_2s() -> TestResult {
+async fn http_carries_notifications_when_a_members_cluster_port_is_unreachable() -> TestResult {
     let db = TestDatabase::create(DbKind::MariaDb)?;
     let http = reqwest::Client::new();
-    // Node 3 drops every notification it receives: only the change log can update it.
+    // Node 3 binds its cluster port elsewhere: the others look for it at HTTP + 1001.
     let (nodes, _) = start_cluster(&http, &db.url(), 3, |i| {
         if i == 2 {
-            vec!["--fault-drop-cluster-notifications"]
+            vec!["--cluster-grpc-port", "0"]
         } else {
             vec![]
         }
     })
     .await?;
+    let sent = Instant::now();
+    assert_eq!(publish(&http, &nodes[0], "fallback", "v1").await?, 200);
+    let c3 = wait_counts(&http, &nodes[0], &nodes[2], |c| c.http >= 1).await?;
+    let c2 = wait_counts(&http, &nodes[0], &nodes[1], |c| c.grpc >= 1).await?;
+    println!(
+        "notification to node 3 delivered over HTTP within {:?}",
+        sent.elapsed()
+    );
+    assert_eq!((c3.grpc, c3.failed), (0, 0), "node 3: {c3:?}");
+    assert_eq!((c2.http, c2.failed), (0, 0), "node 2: {c2:?}");
+    until_served(
+        &http,
+        &nodes[2],
+        "fallback",
+        Some("v1"),
+        Duration::from_secs(10),
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn dropped_notifications_over_grpc_and_http_still_converge_within_2s() -> TestResult {
+    let db = TestDatabase::create(DbKind::MariaDb)?;
+    let http = reqwest::Client::new();
+    // Nodes 2 and 3 drop every notification they receive: only the change log can update
+    // them. Node 2 is notified over gRPC; node 3, whose cluster port is not where the
+    // others look, over HTTP.
+    let (nodes, _) = start_cluster(&http, &db.url(), 3, |i| match i {
+        1 => vec!["--fault-drop-cluster-notifications"],
+        2 => vec![
+            "--fault-drop-cluster-notifications",
+            "--cluster-grpc-port",
+            "0",
+        ],
+        _ => vec![],
+    })
+    .await?;
     for round in 0..3 {
         let content = format!("value {round}");
         assert_eq!(publish(&http, &nodes[0], "lossy", &content).await?, 200);
-        let took = until_served(
-            &http,
-            &nodes[2],
-            "lossy",
-            Some(&content),
-            Duration::from_secs(2),
-        )
-        .await?;
-        println!(
-            "round {round}: node with dropped notifications served the new value after {took:?}"
-        );
+        let published = Instant::now();
+        for (i, node) in nodes.iter().enumerate().skip(1) {
+            let limit = Duration::from_secs(2).saturating_sub(published.elapsed());
+            until_served(&http, node, "lossy", Some(&content), limit).await?;
+            println!(
+                "round {round}: node {} (notifications dropped) served the new value {:?} after the publish",
+                i + 1,
+                published.elapsed()
+            );
+        }
     }
     let resp = http
         .delete(nodes[0].url("/nacos/v1/cs/configs?dataId=lossy&group=CLUSTER"))
         .send()
         .await?;
     assert_eq!(resp.text().await?, "true");
-    let took = until_served(&http, &nodes[2], "lossy", None, Duration::from_secs(2)).await?;
-    println!("delete converged after {took:?}");
+    let deleted = Instant::now();
+    for (i, node) in nodes.iter().enumerate().skip(1) {
+        let limit = Duration::from_secs(2).saturating_sub(deleted.elapsed());
+        until_served(&http, node, "lossy", None, limit).await?;
+        println!(
+            "delete converged on node {} {:?} after the delete",
+            i + 1,
+            deleted.elapsed()
+        );
+    }
+    // The notifications did arrive, each over its path, and were accepted (then dropped).
+    let c2 = wait_counts(&http, &nodes[0], &nodes[1], |c| c.grpc >= 1).await?;
+    assert_eq!((c2.http, c2.failed), (0, 0), "node 2: {c2:?}");
+    let c3 = wait_counts(&http, &nodes[0], &nodes[2], |c| c.http >= 1).await?;
+    assert_eq!((c3.grpc, c3.failed), (0, 0), "node 3: {c3:?}");
     Ok(())
 }
 
@@ -287,7 +517,7 @@ async fn a_restarted_node_converges() -> TestResult {
     until_served(&http, &nodes[1], "b", Some("1"), Duration::from_secs(10)).await?;
 
     let killed = nodes.remove(1);
-    let port = killed.port;
+    let ports = killed.ports;
     let Node {
         mut server,
         _dir: dir,
@@ -304,7 +534,7 @@ async fn a_restarted_node_converges() -> TestResult {
         .await?;
     assert_eq!(resp.text().await?, "true");
 
-    let restarted = spawn_node(dir, port, &db.url(), &members, &[])?;
+    let restarted = spawn_node(dir, ports, &db.url(), &members, &[])?;
     wait_ready(&http, restarted.server.addr).await?;
     assert_eq!(get(&http, &restarted, "a").await?.as_deref(), Some("2"));
     assert_eq!(get(&http, &restarted, "b").await?, None);
@@ -330,6 +560,10 @@ async fn database_outage(kind: DbKind) -> TestResult {
     wait_ready(&http, server.addr).await?;
     let node = Node {
         port: server.addr.port(),
+        ports: Ports {
+            http: server.addr.port(),
+            grpc: 0,
+        },
         server,
         _dir: dir,
     };
@@ -408,7 +642,156 @@ async fn only_callers_with_the_cluster_secret_count_as_members() -> TestResult {
         }
         assert_eq!(req.send().await?.status().as_u16(), status, "{header:?}");
     }
+
+    // The same over gRPC on the cluster port: only the secret in `metadata.headers` counts.
+    let cluster = nodes[0].ports.cluster();
+    let sync =
+        json!({"dataId": "x", "group": "CLUSTER", "tenant": "", "lastModified": 0, "beta": false});
+    let not_member = |(type_name, v): (String, Value)| {
+        assert_eq!(type_name, "ConfigChangeClusterSyncResponse", "{v}");
+        assert_eq!(
+            (v["resultCode"].as_i64(), v["errorCode"].as_i64()),
+            (Some(500), Some(403)),
+            "{v}"
+        );
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not a cluster member")),
+            "{v}"
+        );
+    };
+    not_member(raw_call(cluster, Call::sync(&sync)).await?);
+    not_member(
+        raw_call(
+            cluster,
+            Call::sync(&sync).header("Nacelle-Cluster-Secret", "wrong-secret-wrong-secret"),
+        )
+        .await?,
+    );
+    // Whatever else a client may send: Nacos's server user agent and source label, a client
+    // IP, the secret as an HTTP/2 header or inside the JSON body.
+    let mut in_body = sync.clone();
+    in_body["headers"] = json!({"Nacelle-Cluster-Secret": SECRET});
+    not_member(
+        raw_call(
+            cluster,
+            Call::sync(&in_body)
+                .header("User-Agent", "Nacos-Server:v2.4.3")
+                .header("source", "cluster")
+                .client_ip("127.0.0.1")
+                .h2_secret(),
+        )
+        .await?,
+    );
+    let (type_name, v) = raw_call(cluster, Call::new("HealthCheckRequest", &json!({}))).await?;
+    assert_eq!(
+        (type_name.as_str(), v["errorCode"].as_i64()),
+        ("ErrorResponse", Some(403)),
+        "{v}"
+    );
+    // With the secret: accepted, and other types are unknown here.
+    let (type_name, v) = raw_call(
+        cluster,
+        Call::sync(&sync).header("Nacelle-Cluster-Secret", SECRET),
+    )
+    .await?;
+    assert_eq!(type_name, "ConfigChangeClusterSyncResponse", "{v}");
+    assert_eq!(
+        (v["resultCode"].as_i64(), v["errorCode"].as_i64()),
+        (Some(200), Some(0)),
+        "{v}"
+    );
+    let (_, v) = raw_call(
+        cluster,
+        Call::new(
+            "ConfigQueryRequest",
+            &json!({"dataId": "x", "group": "CLUSTER"}),
+        )
+        .header("Nacelle-Cluster-Secret", SECRET),
+    )
+    .await?;
+    assert_eq!(v["errorCode"].as_i64(), Some(302), "{v}");
+    // The client-facing gRPC port never serves member calls, secret or not.
+    let (type_name, v) = raw_call(
+        nodes[0].ports.grpc,
+        Call::sync(&sync).header("Nacelle-Cluster-Secret", SECRET),
+    )
+    .await?;
+    assert_eq!(
+        (type_name.as_str(), v["errorCode"].as_i64()),
+        ("ErrorResponse", Some(302)),
+        "{v}"
+    );
     Ok(())
+}
+
+/// One unary call as a hand-made client would send it.
+struct Call {
+    type_name: &'static str,
+    body: Vec<u8>,
+    headers: HashMap<String, String>,
+    client_ip: String,
+    h2_secret: bool,
+}
+
+impl Call {
+    fn new(type_name: &'static str, body: &Value) -> Self {
+        Call {
+            type_name,
+            body: serde_json::to_vec(body).unwrap_or_default(),
+            headers: HashMap::new(),
+            client_ip: String::new(),
+            h2_secret: false,
+        }
+    }
+
+    fn sync(body: &Value) -> Self {
+        Self::new("ConfigChangeClusterSyncRequest", body)
+    }
+
+    fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.insert(name.to_string(), value.to_string());
+        self
+    }
+
+    fn client_ip(mut self, ip: &str) -> Self {
+        self.client_ip = ip.to_string();
+        self
+    }
+
+    /// Also sends the secret as an HTTP/2 header (not where members put it).
+    fn h2_secret(mut self) -> Self {
+        self.h2_secret = true;
+        self
+    }
+}
+
+/// Sends `call` to `/Request/request` on 127.0.0.1:`port`; returns the answer's type and
+/// JSON body.
+async fn raw_call(port: u16, call: Call) -> TestResult<(String, Value)> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))?
+        .connect()
+        .await?;
+    let mut req = tonic::Request::new(Payload {
+        metadata: Some(Metadata {
+            r#type: call.type_name.to_string(),
+            client_ip: call.client_ip,
+            headers: call.headers,
+        }),
+        body: Some(Any {
+            type_url: String::new(),
+            value: call.body.into(),
+        }),
+    });
+    if call.h2_secret {
+        req.metadata_mut()
+            .insert("nacelle-cluster-secret", SECRET.parse()?);
+    }
+    let reply = RequestClient::new(channel).request(req).await?.into_inner();
+    let type_name = reply.metadata.map(|m| m.r#type).unwrap_or_default();
+    let body = reply.body.map(|b| b.value).unwrap_or_default();
+    Ok((type_name, serde_json::from_slice(&body)?))
 }
 
 #[tokio::test]
