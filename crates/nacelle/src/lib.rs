@@ -113,7 +113,13 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         let port = settings.effective_cluster_grpc_port(http_addr.port());
         let listener = TcpListener::bind((settings.bind, port))
             .await
-            .with_context(|| format!("binding cluster gRPC on {}:{port}", settings.bind))?;
+            .with_context(|| {
+                format!(
+                    "binding cluster gRPC on {}:{port} (nodes on one host need HTTP ports at \
+                     least 2 apart: HTTP + 1001 must not be another node's HTTP + 1000)",
+                    settings.bind
+                )
+            })?;
         let addr = listener.local_addr()?;
         tracing::info!("cluster grpc listening on {addr}");
         (Some(listener), Some(addr))
