@@ -109,7 +109,19 @@ async fn start_cluster(
     n: usize,
     extra: impl Fn(usize) -> Vec<&'static str>,
 ) -> TestResult<(Vec<Node>, String)> {
-    let ports: Vec<Ports> = (0..n).map(|_| Ports::pick()).collect::<Result<_, _>>()?;
+    // Every node's three ports distinct from every other node's.
+    let mut ports: Vec<Ports> = Vec::new();
+    while ports.len() < n {
+        let p = Ports::pick()?;
+        let taken = |q: &Ports| [q.http, q.grpc, q.cluster()];
+        if ports
+            .iter()
+            .flat_map(taken)
+            .all(|used| !taken(&p).contains(&used))
+        {
+            ports.push(p);
+        }
+    }
     let members = ports
         .iter()
         .map(|p| format!("127.0.0.1:{}", p.http))
