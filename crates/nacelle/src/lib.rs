@@ -62,9 +62,16 @@ impl RunningServer {
 
     /// Waits until every task ends (they end only after [`RunningServer::shutdown`] or a
     /// fatal error).
+    ///
+    /// Cancel-safe: a task leaves the list only once it has ended, so dropping this future
+    /// (`select!` against a signal) keeps the others for [`RunningServer::shutdown`] to wait
+    /// for — otherwise shutdown would return at once and the process would exit before
+    /// in-flight requests (held long polls) were answered.
     pub async fn wait(&mut self) -> anyhow::Result<()> {
-        for t in self.tasks.drain(..) {
-            t.await.context("server task panicked")??;
+        while let Some(t) = self.tasks.first_mut() {
+            let ended = t.await;
+            self.tasks.remove(0);
+            ended.context("server task panicked")??;
         }
         Ok(())
     }
