@@ -18,6 +18,12 @@ pub enum StoreError {
     /// A row that must not exist already does (unique key).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The database refused a value it cannot hold (a data exception): a NUL character on
+    /// PostgreSQL, a 4-byte character in a MySQL `utf8` (3-byte) column, a value longer
+    /// than its column. Definite, not an outage: the request is at fault, retrying will
+    /// not help. The service reports it as [`CoreError::Invalid`].
+    #[error("{0}")]
+    Rejected(String),
 }
 
 /// An error of the config service, the one type adapters translate to wire errors.
@@ -46,7 +52,18 @@ pub enum CoreError {
     NotReady(String),
     /// The database failed; reads keep working from memory.
     #[error("{0}")]
-    Store(#[from] StoreError),
+    Store(#[source] StoreError),
+}
+
+/// A value the database refused is bad input ([`CoreError::Invalid`]); every other store
+/// error stays a [`CoreError::Store`].
+impl From<StoreError> for CoreError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Rejected(m) => CoreError::Invalid(m),
+            e => CoreError::Store(e),
+        }
+    }
 }
 
 impl CoreError {

@@ -75,6 +75,7 @@ impl From<CoreError> for ApiError {
             CoreError::Store(StoreError::CasMismatch) => ApiError::CasMismatch,
             CoreError::Store(StoreError::NotFound(m)) => ApiError::NotFound(m),
             CoreError::Store(StoreError::Conflict(m)) => ApiError::Conflict(m),
+            CoreError::Store(StoreError::Rejected(m)) => ApiError::Invalid(m),
             CoreError::Store(StoreError::Unavailable(m)) => {
                 tracing::warn!(error = %m, "database error");
                 ApiError::Unavailable(format!("database unavailable: {m}"))

@@ -357,6 +357,12 @@ impl ConfigService {
         check_len("use", &m.r#use, 32)?;
         check_len("effect", &m.effect, 32)?;
         check_len("schema", &m.schema, 32 * 1024)?;
+        // Nacos's `c_schema` is a MySQL `text`: at most 65 535 bytes, whatever the characters.
+        if m.schema.len() > 65_535 {
+            return Err(CoreError::invalid(
+                "invalid schema : too long, over 65535 bytes",
+            ));
+        }
         check_len("encryptedDataKey", &m.encrypted_data_key, 1024)?;
         check_len("src_user", &req.source.src_user, 128)?;
         let tags: Vec<&str> = m

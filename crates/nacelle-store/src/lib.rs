@@ -75,12 +75,32 @@ pub async fn open_with(
     }
 }
 
-/// Maps any sqlx error to a store error; unique violations become conflicts.
+/// Maps any sqlx error to a store error: unique violations become conflicts, values the
+/// database refuses to hold become [`StoreError::Rejected`], the rest `Unavailable`.
 pub(crate) fn map_err(e: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &e {
         if db.is_unique_violation() {
             return StoreError::Conflict(db.message().to_string());
         }
+        if is_data_exception(db.as_ref()) {
+            return StoreError::Rejected(format!(
+                "the database refused the value: {}",
+                db.message()
+            ));
+        }
     }
     StoreError::Unavailable(e.to_string())
+}
+
+/// A data exception of MySQL or PostgreSQL: SQLSTATE class 22 (PostgreSQL's 22021 for a
+/// NUL character, MySQL's 22001 "Data too long"), or MySQL 1366 "Incorrect string value",
+/// which MariaDB reports as 22007 but MySQL as HY000. (SQLite's codes are not SQLSTATEs.)
+fn is_data_exception(db: &dyn sqlx::error::DatabaseError) -> bool {
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return my.number() == 1366 || my.code().is_some_and(|c| c.starts_with("22"));
+    }
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return pg.code().starts_with("22");
+    }
+    false
 }

@@ -497,6 +497,42 @@ impl PgStore {
     }
 }
 
+/// PostgreSQL's text types cannot hold the NUL character (U+0000): a value with one is
+/// refused before it reaches the database, naming the field (the database's own error,
+/// `invalid byte sequence for encoding "UTF8": 0x00`, names none).
+fn nul_refused(field: &str) -> StoreError {
+    StoreError::Rejected(format!(
+        "invalid {field} : contains the NUL character (U+0000), which PostgreSQL cannot store"
+    ))
+}
+
+fn refuse_nul(fields: &[(&str, &str)]) -> Result<(), StoreError> {
+    match fields.iter().find(|(_, v)| v.contains('\0')) {
+        Some((field, _)) => Err(nul_refused(field)),
+        None => Ok(()),
+    }
+}
+
+fn refuse_nul_in_key(key: &ConfigKey) -> Result<(), StoreError> {
+    refuse_nul(&[
+        ("dataId", key.data_id()),
+        ("group", key.group()),
+        ("tenant", key.tenant()),
+    ])
+}
+
+fn refuse_nul_in_source(source: &OpSource) -> Result<(), StoreError> {
+    refuse_nul(&[("src_user", &source.src_user), ("src_ip", &source.src_ip)])
+}
+
+fn refuse_nul_in_namespace(ns: &Namespace) -> Result<(), StoreError> {
+    refuse_nul(&[
+        ("namespaceId", &ns.id),
+        ("namespaceName", &ns.name),
+        ("namespaceDesc", &ns.desc),
+    ])
+}
+
 #[async_trait]
 impl ConfigStore for PgStore {
     fn backend(&self) -> &'static str {
@@ -531,6 +567,21 @@ impl ConfigStore for PgStore {
     }
 
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
+        let m = &rec.meta;
+        if rec.content.contains(&0) {
+            return Err(nul_refused("content"));
+        }
+        refuse_nul(&[
+            ("appName", &m.app_name),
+            ("desc", &m.desc),
+            ("use", &m.r#use),
+            ("effect", &m.effect),
+            ("schema", &m.schema),
+            ("config_tags", &m.config_tags),
+            ("encryptedDataKey", &m.encrypted_data_key),
+        ])?;
+        refuse_nul_in_key(&rec.key)?;
+        refuse_nul_in_source(&rec.source)?;
         timed(self.op_timeout, with_retries(|| self.publish_once(rec))).await
     }
 
@@ -540,6 +591,8 @@ impl ConfigStore for PgStore {
         source: &OpSource,
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
+        refuse_nul_in_key(key)?;
+        refuse_nul_in_source(source)?;
         timed(
             self.op_timeout,
             with_retries(|| self.remove_once(key, source, now_ms)),
@@ -643,6 +696,7 @@ impl ConfigStore for PgStore {
     }
 
     async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        refuse_nul_in_namespace(ns)?;
         timed(self.op_timeout, async {
             sqlx::query(
                 "INSERT INTO tenant_info (kp, tenant_id, tenant_name, tenant_desc, create_source, \
@@ -661,6 +715,7 @@ impl ConfigStore for PgStore {
     }
 
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        refuse_nul_in_namespace(ns)?;
         timed(self.op_timeout, async {
             let done = sqlx::query(
                 "UPDATE tenant_info SET tenant_name = $1, tenant_desc = $2, gmt_modified = $3 \

@@ -73,6 +73,7 @@ conformance!(
     concurrent_publishes_of_one_key_lose_nothing,
     concurrent_compare_and_set_has_one_winner,
     content_round_trips,
+    nul_characters,
     tag_relations,
     history_paging_and_previous,
     namespaces,
@@ -387,6 +388,62 @@ async fn content_round_trips(store: Arc<dyn ConfigStore>, _b: Backend) -> TestRe
     assert_eq!(all.len(), 2);
     let big = all.iter().find(|c| c.key == k).context("big missing")?;
     assert_eq!(big.content.len(), contents[4].len());
+    Ok(())
+}
+
+/// A NUL character round-trips on SQLite and MySQL; PostgreSQL's text cannot hold one, so
+/// its backend refuses the value as bad input (`Rejected`, naming the field), never as an
+/// outage, and writes nothing.
+async fn nul_characters(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    let k = key("", "G", "nul");
+    let mut with_nul = record(&k, "a\0b", T0);
+    let in_desc = {
+        let mut r = record(&k, "v", T0);
+        r.meta.desc = "d\0".into();
+        r
+    };
+    let ns = Namespace {
+        id: "nul".into(),
+        name: "n\0".into(),
+        desc: String::new(),
+    };
+    if b == Backend::Postgres {
+        for (r, field) in [(&with_nul, "content"), (&in_desc, "desc")] {
+            match store.publish(r).await {
+                Err(StoreError::Rejected(m)) => ensure!(m.contains(field), "{m}"),
+                other => anyhow::bail!("{field} with NUL: {other:?}"),
+            }
+        }
+        let removed = store
+            .remove(
+                &k,
+                &OpSource {
+                    src_user: "\0".into(),
+                    src_ip: String::new(),
+                },
+                T0,
+            )
+            .await;
+        ensure!(
+            matches!(removed, Err(StoreError::Rejected(_))),
+            "{removed:?}"
+        );
+        let created = store.create_namespace(&ns, T0).await;
+        ensure!(
+            matches!(created, Err(StoreError::Rejected(_))),
+            "{created:?}"
+        );
+        ensure!(store.get(&k).await?.is_none());
+        ensure!(store.max_history_nid().await? == 0);
+        return Ok(());
+    }
+    with_nul.meta.desc = "d\0".into();
+    store.publish(&with_nul).await?;
+    let got = store.get(&k).await?.context("missing")?;
+    assert_eq!(&got.content[..], b"a\0b");
+    assert_eq!(got.meta.desc, "d\0");
+    store.create_namespace(&ns, T0).await?;
+    assert_eq!(store.list_namespaces().await?, vec![ns]);
     Ok(())
 }
 

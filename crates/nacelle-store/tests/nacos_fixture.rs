@@ -505,7 +505,8 @@ async fn writes_rows_like_java_nacos() -> TestResult {
     assert_eq!(ns.try_get::<i64, _>("gmt_create")?, now);
     assert_eq!(ns.try_get::<i64, _>("gmt_modified")?, now);
 
-    // Nacos's utf8 (3-byte) columns cannot hold emoji: a clear error, nothing written.
+    // Nacos's utf8 (3-byte) columns cannot hold emoji: refused as bad input (an HTTP 400,
+    // not an outage), nothing written.
     let emoji = "smile 😀";
     let refused = store
         .publish(&PublishRecord {
@@ -520,7 +521,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
         })
         .await;
     assert!(
-        matches!(&refused, Err(StoreError::Unavailable(m)) if m.contains("Incorrect string value")),
+        matches!(&refused, Err(StoreError::Rejected(m)) if m.contains("Incorrect string value")),
         "{refused:?}"
     );
     assert_eq!(store.get(&key("", "emoji.txt")).await?, None);
