@@ -1,9 +1,17 @@
-//! Round trips of every HTTP endpoint against a real server over real sockets.
+//! Round trips of every HTTP endpoint against a real server over real sockets, each test
+//! run on SQLite, MariaDB and PostgreSQL (`per_backend!`).
 
 mod common;
 
-use common::{md5, TestResult, TestServer};
+use common::{md5, per_backend, Backend, TestResult, TestServer};
 use serde_json::Value;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
 
 async fn json(resp: reqwest::Response) -> TestResult<Value> {
     let status = resp.status();
@@ -14,9 +22,9 @@ async fn json(resp: reqwest::Response) -> TestResult<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-#[tokio::test]
-async fn publish_and_get_round_trip_various_contents() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(publish_and_get_round_trip_various_contents);
+async fn publish_and_get_round_trip_various_contents(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     let big: String = "0123456789abcdef".repeat(64 * 1024); // 1 MiB
     let cases = [
         ("unicode.txt", "héllo wörld — 配置中心 🚀".to_string()),
@@ -44,9 +52,12 @@ async fn publish_and_get_round_trip_various_contents() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn content_type_follows_config_type_and_show_all_returns_the_record() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(content_type_follows_config_type_and_show_all_returns_the_record);
+async fn content_type_follows_config_type_and_show_all_returns_the_record(
+    backend: Backend,
+) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
+    let before_ms = now_ms();
     let resp = s
         .http
         .post(s.url("/nacos/v1/cs/configs"))
@@ -99,8 +110,12 @@ async fn content_type_follows_config_type_and_show_all_returns_the_record() -> T
     assert_eq!(all["configTags"], "t1,t2");
     assert_eq!(all["createUser"], "alice");
     assert_eq!(all["createIp"], "127.0.0.1");
-    assert!(all["createTime"].as_i64().unwrap_or(0) > 0);
-    assert!(all["modifyTime"].as_i64().unwrap_or(0) > 0);
+    // Times of the publish, as the backend keeps them (MySQL: whole seconds).
+    let window = backend.stored_ms(before_ms)..=now_ms();
+    for field in ["createTime", "modifyTime"] {
+        let t = all[field].as_i64().ok_or("no time")?;
+        assert!(window.contains(&t), "{field} {t} outside {window:?}");
+    }
 
     for (t, ct) in [
         ("xml", "application/xml;charset=UTF-8"),
@@ -134,10 +149,50 @@ async fn content_type_follows_config_type_and_show_all_returns_the_record() -> T
     Ok(())
 }
 
-#[tokio::test]
-async fn publish_in_the_query_string_with_an_empty_body() -> TestResult {
+per_backend!(schema_fits_nacos_mysql_text_column);
+/// Nacos's `c_schema` is a MySQL `text` (65 535 bytes): a schema up to that size round-trips
+/// on every backend, a longer one is a 400 on every backend (not a database error on one).
+async fn schema_fits_nacos_mysql_text_column(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
+    let fits = "配".repeat(21_845); // 65 535 bytes
+    let too_long = "😀".repeat(16_384); // 65 536 bytes, fewer characters than Nacos's 32 768
+    for (data_id, schema) in [("fits", &fits), ("too-long", &too_long)] {
+        let resp = s
+            .http
+            .post(s.url("/nacos/v1/cs/configs"))
+            .form(&[
+                ("dataId", data_id),
+                ("group", "G"),
+                ("content", "x"),
+                ("schema", schema.as_str()),
+            ])
+            .send()
+            .await?;
+        let status = resp.status();
+        let body = resp.text().await?;
+        if data_id == "fits" {
+            assert_eq!((status.as_u16(), body.as_str()), (200, "true"));
+        } else {
+            assert_eq!(status, 400);
+            assert_eq!(body, "caused: invalid schema : too long, over 65535 bytes;");
+        }
+    }
+    let all = json(
+        s.http
+            .get(s.url("/nacos/v1/cs/configs?dataId=fits&group=G&show=all"))
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(all["schema"].as_str(), Some(fits.as_str()));
+    assert_eq!(s.get("", "G", "too-long").await?, None);
+    Ok(())
+}
+
+per_backend!(publish_in_the_query_string_with_an_empty_body);
+async fn publish_in_the_query_string_with_an_empty_body(backend: Backend) -> TestResult {
     // nacos-sdk-python 1.0.0 sends every parameter in the URL.
-    let s = TestServer::start().await?;
+    let s = TestServer::start_on(backend).await?;
     let content = "k: v\nlist:\n  - a\n".repeat(200);
     let resp = s
         .http
@@ -158,9 +213,9 @@ async fn publish_in_the_query_string_with_an_empty_body() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn missing_config_is_404_with_nacos_body() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(missing_config_is_404_with_nacos_body);
+async fn missing_config_is_404_with_nacos_body(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     let resp = s
         .http
         .get(s.url("/nacos/v1/cs/configs?dataId=nope&group=G"))
@@ -171,9 +226,9 @@ async fn missing_config_is_404_with_nacos_body() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn namespaces_keep_the_same_data_id_apart() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(namespaces_keep_the_same_data_id_apart);
+async fn namespaces_keep_the_same_data_id_apart(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "G", "same", "default").await?;
     s.publish("dev", "G", "same", "dev").await?;
     s.publish("prod", "G", "same", "prod").await?;
@@ -200,9 +255,9 @@ async fn namespaces_keep_the_same_data_id_apart() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn delete_is_true_even_when_absent_and_by_ids() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(delete_is_true_even_when_absent_and_by_ids);
+async fn delete_is_true_even_when_absent_and_by_ids(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     let resp = s
         .http
         .delete(s.url("/nacos/v1/cs/configs?dataId=ghost&group=G"))
@@ -243,9 +298,9 @@ async fn delete_is_true_even_when_absent_and_by_ids() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn compare_and_set_publish() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(compare_and_set_publish);
+async fn compare_and_set_publish(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "G", "cas", "v1").await?;
     let post = |cas: String, content: &'static str| {
         s.http
@@ -267,9 +322,9 @@ async fn compare_and_set_publish() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn search_accurate_and_blur_with_pagination() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(search_accurate_and_blur_with_pagination);
+async fn search_accurate_and_blur_with_pagination(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     for i in 0..25 {
         s.publish(
             "",
@@ -317,9 +372,9 @@ async fn search_accurate_and_blur_with_pagination() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn history_after_insert_update_delete_and_previous() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(history_after_insert_update_delete_and_previous);
+async fn history_after_insert_update_delete_and_previous(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("dev", "G", "h", "v1").await?;
     s.publish("dev", "G", "h", "v2").await?;
     let all = json(
@@ -412,9 +467,9 @@ async fn history_after_insert_update_delete_and_previous() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn configs_of_a_namespace() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(configs_of_a_namespace);
+async fn configs_of_a_namespace(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("team", "G", "a", "1").await?;
     s.publish("team", "G2", "b", "2").await?;
     s.publish("", "G", "c", "3").await?;
@@ -435,9 +490,9 @@ async fn configs_of_a_namespace() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn namespace_crud_with_config_counts() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(namespace_crud_with_config_counts);
+async fn namespace_crud_with_config_counts(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     let ns_url = s.url("/nacos/v1/console/namespaces");
     let list = json(s.http.get(&ns_url).send().await?).await?;
     assert_eq!(list["code"], 200);
@@ -539,9 +594,9 @@ async fn namespace_crud_with_config_counts() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn v2_config_api_envelope() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(v2_config_api_envelope);
+async fn v2_config_api_envelope(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     let url = s.url("/nacos/v2/cs/config");
     let resp = s
         .http
@@ -593,9 +648,9 @@ async fn v2_config_api_envelope() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn health_endpoints() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(health_endpoints);
+async fn health_endpoints(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     for path in [
         "/nacos/v1/console/health/liveness",
         "/nacos/v1/console/health/readiness",
@@ -615,14 +670,16 @@ async fn health_endpoints() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn readiness_is_503_until_the_cache_is_loaded() -> TestResult {
+per_backend!(readiness_is_503_until_the_cache_is_loaded);
+async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let store = nacelle_store::SqliteStore::open_path(&dir.path().join("db.sqlite")).await?;
-    let service = nacelle_service::ConfigService::new(
-        std::sync::Arc::new(store),
-        nacelle_service::Limits::default(),
-    );
+    let db = backend.create_database()?;
+    let url = match &db {
+        Some(db) => db.url(),
+        None => format!("sqlite://{}", dir.path().join("db.sqlite").display()),
+    };
+    let store = nacelle_store::open(&url).await?;
+    let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
     let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;

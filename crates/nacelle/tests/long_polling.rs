@@ -1,11 +1,12 @@
 //! The 1.x long-polling listener over real HTTP: immediate answers, holds, wake-ups,
-//! timeouts, the no-hangup header, tenant echo, fan-out to 1000 held polls, shutdown.
+//! timeouts, the no-hangup header, tenant echo, fan-out to 1000 held polls, shutdown; each
+//! test run on SQLite, MariaDB and PostgreSQL (`per_backend!`).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{listening_configs, md5, TestResult, TestServer};
+use common::{listening_configs, md5, per_backend, Backend, TestResult, TestServer};
 
 const LISTENER: &str = "/nacos/v1/cs/configs/listener";
 
@@ -27,13 +28,16 @@ async fn poll(
 }
 
 /// A server whose shortest hold is 1 s, so timeout paths are quick to test.
-async fn quick_server() -> TestResult<TestServer> {
-    TestServer::start_with(|s| s.long_poll_min_hold = Duration::from_millis(1000)).await
+async fn quick_server(backend: Backend) -> TestResult<TestServer> {
+    TestServer::start_with_on(backend, |s| {
+        s.long_poll_min_hold = Duration::from_millis(1000)
+    })
+    .await
 }
 
-#[tokio::test]
-async fn stale_md5_is_answered_at_once() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(stale_md5_is_answered_at_once);
+async fn stale_md5_is_answered_at_once(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "DEFAULT_GROUP", "app", "v1").await?;
     let started = Instant::now();
     let lc = listening_configs(&[("app", "DEFAULT_GROUP", &md5("v0"), None)]);
@@ -57,9 +61,9 @@ async fn stale_md5_is_answered_at_once() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn held_poll_is_released_by_a_publish_to_its_key() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(held_poll_is_released_by_a_publish_to_its_key);
+async fn held_poll_is_released_by_a_publish_to_its_key(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("dev", "G", "watched", "v1").await?;
     let lc = listening_configs(&[("watched", "G", &md5("v1"), Some("dev"))]);
     let waiter = {
@@ -136,9 +140,9 @@ async fn held_count(s: &TestServer) -> TestResult<usize> {
     Ok(svc.hub().listener_count() as usize)
 }
 
-#[tokio::test]
-async fn a_poll_on_another_key_is_not_woken() -> TestResult {
-    let s = quick_server().await?;
+per_backend!(a_poll_on_another_key_is_not_woken);
+async fn a_poll_on_another_key_is_not_woken(backend: Backend) -> TestResult {
+    let s = quick_server(backend).await?;
     s.publish("", "G", "quiet", "q").await?;
     let lc = listening_configs(&[("quiet", "G", &md5("q"), None)]);
     let waiter = {
@@ -167,9 +171,9 @@ async fn a_poll_on_another_key_is_not_woken() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn timeout_answers_empty_200_and_no_hangup_answers_at_once() -> TestResult {
-    let s = quick_server().await?;
+per_backend!(timeout_answers_empty_200_and_no_hangup_answers_at_once);
+async fn timeout_answers_empty_200_and_no_hangup_answers_at_once(backend: Backend) -> TestResult {
+    let s = quick_server(backend).await?;
     s.publish("", "G", "t", "x").await?;
     let lc = listening_configs(&[("t", "G", &md5("x"), None)]);
     let started = Instant::now();
@@ -197,9 +201,9 @@ async fn timeout_answers_empty_200_and_no_hangup_answers_at_once() -> TestResult
     Ok(())
 }
 
-#[tokio::test]
-async fn tenant_is_echoed_as_the_client_sent_it() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(tenant_is_echoed_as_the_client_sent_it);
+async fn tenant_is_echoed_as_the_client_sent_it(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "G", "a", "1").await?;
     s.publish("ns", "G", "b", "1").await?;
     // Four fields with "public" (Python 1.0.0 style): echoed as "public", not dropped.
@@ -222,9 +226,9 @@ async fn tenant_is_echoed_as_the_client_sent_it() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn delete_wakes_the_listeners_of_the_key() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(delete_wakes_the_listeners_of_the_key);
+async fn delete_wakes_the_listeners_of_the_key(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "G", "doomed", "x").await?;
     let lc = listening_configs(&[("doomed", "G", &md5("x"), None)]);
     let waiter = {
@@ -252,9 +256,9 @@ async fn delete_wakes_the_listeners_of_the_key() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn one_publish_releases_1000_held_polls() -> TestResult {
-    let s = TestServer::start().await?;
+per_backend!(one_publish_releases_1000_held_polls);
+async fn one_publish_releases_1000_held_polls(backend: Backend) -> TestResult {
+    let s = TestServer::start_on(backend).await?;
     s.publish("", "G", "hot", "v1").await?;
     let lc = listening_configs(&[("hot", "G", &md5("v1"), None)]);
     const N: usize = 1000;
@@ -298,9 +302,9 @@ async fn one_publish_releases_1000_held_polls() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn shutdown_answers_held_polls() -> TestResult {
-    let mut s = TestServer::start().await?;
+per_backend!(shutdown_answers_held_polls);
+async fn shutdown_answers_held_polls(backend: Backend) -> TestResult {
+    let mut s = TestServer::start_on(backend).await?;
     s.publish("", "G", "k", "v").await?;
     let lc = listening_configs(&[("k", "G", &md5("v"), None)]);
     let waiter = {

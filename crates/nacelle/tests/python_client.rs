@@ -3,6 +3,10 @@
 //! namespace, in a custom namespace holding the same dataId, and with the namespace spelled
 //! `public` (which the server must echo back as sent). The client runs from a virtualenv that
 //! `scripts/python-venv.sh` creates once (it installs the package from PyPI).
+//!
+//! SQLite only, unlike the other single-node suites: this one tests the wire protocol as a
+//! real client speaks it, which the backend does not change; storage on MariaDB and
+//! PostgreSQL is covered by `http_api`, `long_polling`, `bad_input` and `durability`.
 
 mod common;
 

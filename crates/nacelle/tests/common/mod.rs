@@ -13,24 +13,108 @@ use nacelle::{RunningServer, Settings};
 /// Result type of tests.
 pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// A server started in-process on 127.0.0.1 with port 0 over a temporary data directory.
+/// The database a test server runs on. Suites written once run on each (see
+/// [`per_backend!`]); the server backends get a database of their own per test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A file in the server's data directory (the default).
+    Sqlite,
+    /// The machine's MariaDB (127.0.0.1:3306, root).
+    MariaDb,
+    /// The machine's PostgreSQL (127.0.0.1:5432, postgres).
+    Postgres,
+}
+
+impl Backend {
+    /// Creates a database of its own for one test on a server backend (`None` for SQLite,
+    /// whose file lives in the data directory).
+    pub fn create_database(self) -> TestResult<Option<TestDatabase>> {
+        match self {
+            Backend::Sqlite => Ok(None),
+            Backend::MariaDb => TestDatabase::create(DbKind::MariaDb).map(Some),
+            Backend::Postgres => TestDatabase::create(DbKind::Postgres).map(Some),
+        }
+    }
+
+    /// A time in ms as this backend keeps it: MySQL's `DATETIME` holds whole seconds
+    /// (Nacos's schema), the others keep milliseconds.
+    pub fn stored_ms(self, ms: i64) -> i64 {
+        match self {
+            Backend::MariaDb => ms.div_euclid(1000) * 1000,
+            _ => ms,
+        }
+    }
+}
+
+/// Runs an `async fn NAME(backend: Backend) -> TestResult` on every backend: expands to a
+/// module `NAME` with the tests `sqlite`, `mariadb` and `postgres` (shown by `cargo test`
+/// as `NAME::mariadb`…). Optional arguments go to `#[tokio::test(…)]`:
+/// `per_backend!(name, flavor = "multi_thread", worker_threads = 2);`.
+#[allow(unused_macros)]
+macro_rules! per_backend {
+    ($name:ident $(, $($arg:tt)+)?) => {
+        mod $name {
+            #[tokio::test$(($($arg)+))?]
+            async fn sqlite() -> $crate::common::TestResult {
+                super::$name($crate::common::Backend::Sqlite).await
+            }
+
+            #[tokio::test$(($($arg)+))?]
+            async fn mariadb() -> $crate::common::TestResult {
+                super::$name($crate::common::Backend::MariaDb).await
+            }
+
+            #[tokio::test$(($($arg)+))?]
+            async fn postgres() -> $crate::common::TestResult {
+                super::$name($crate::common::Backend::Postgres).await
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use per_backend;
+
+/// A server started in-process on 127.0.0.1 with port 0 over a temporary data directory,
+/// on SQLite (in the data directory) or on a database of its own on MariaDB or PostgreSQL.
 pub struct TestServer {
     pub server: Option<RunningServer>,
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
     pub http: reqwest::Client,
+    pub backend: Backend,
+    /// The server backend's database; declared last so it is dropped after the server.
+    pub db: Option<TestDatabase>,
 }
 
 impl TestServer {
-    /// Starts with default settings.
+    /// Starts with default settings on SQLite.
     pub async fn start() -> TestResult<Self> {
         Self::start_with(|_| {}).await
     }
 
-    /// Starts with settings adjusted by `tweak` (data dir, bind and port are set first).
+    /// Starts on SQLite with settings adjusted by `tweak` (data dir, bind and port are set
+    /// first).
     pub async fn start_with(tweak: impl FnOnce(&mut Settings)) -> TestResult<Self> {
+        Self::start_with_on(Backend::Sqlite, tweak).await
+    }
+
+    /// Starts with default settings on `backend`.
+    pub async fn start_on(backend: Backend) -> TestResult<Self> {
+        Self::start_with_on(backend, |_| {}).await
+    }
+
+    /// Starts on `backend` (a fresh database for MariaDB and PostgreSQL) with settings
+    /// adjusted by `tweak` (data dir, bind, port and db are set first).
+    pub async fn start_with_on(
+        backend: Backend,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> TestResult<Self> {
         let dir = tempfile::tempdir()?;
-        let settings = settings_for(dir.path(), tweak);
+        let db = backend.create_database()?;
+        let settings = settings_for(dir.path(), |s| {
+            s.db = db.as_ref().map(TestDatabase::url);
+            tweak(s);
+        });
         let server = nacelle::start(&settings).await?;
         let addr = server.http_addr;
         let http = reqwest::Client::builder()
@@ -41,6 +125,8 @@ impl TestServer {
             addr,
             dir,
             http,
+            backend,
+            db,
         };
         ts.wait_ready().await?;
         Ok(ts)
@@ -284,10 +370,14 @@ impl TestDatabase {
                 .unwrap_or(0)
         );
         let db = TestDatabase { name, kind };
-        db.sql(
-            &format!("CREATE DATABASE {}", db.name),
-            kind == DbKind::MariaDb,
-        )?;
+        let create = match kind {
+            DbKind::MariaDb => format!("CREATE DATABASE {} CHARACTER SET utf8mb4", db.name),
+            DbKind::Postgres => format!(
+                "CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE template0",
+                db.name
+            ),
+        };
+        db.sql(&create, kind == DbKind::MariaDb)?;
         Ok(db)
     }
 
