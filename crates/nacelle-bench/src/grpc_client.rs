@@ -183,6 +183,27 @@ pub struct Unary(RequestClient<Channel>);
 impl GrpcConn {
     /// Connects and performs the handshake. Change pushes are reported on `pushes` as
     /// `(index, arrival)`.
+    /// Connects and sends only `ServerCheckRequest`: no bi-stream, never registered (to
+    /// tell the cost of a bare HTTP/2 connection from that of a registered one).
+    pub async fn connect_unregistered(route: Route) -> Result<Self> {
+        let ch = channel(route).await?;
+        let mut unary = RequestClient::new(ch).max_decoding_message_size(64 << 20);
+        let (_, check) = call(
+            &mut unary,
+            "ServerCheckRequest",
+            Bytes::from_static(b"{\"headers\":{},\"requestId\":\"check\"}"),
+        )
+        .await?;
+        if !check.ok() {
+            bail!("{}", check.describe("ServerCheckResponse"));
+        }
+        let (stop, _) = oneshot::channel();
+        Ok(GrpcConn {
+            unary: Unary(unary),
+            _stop: stop,
+        })
+    }
+
     pub async fn connect(
         route: Route,
         index: usize,

@@ -64,6 +64,17 @@ async fn publish_grpc(conn: &mut Unary, data_id: &str, content: &str, rid: u64) 
     Ok(())
 }
 
+/// How far each connection of the `connections` scenario goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stage {
+    /// HTTP/2 connection and `ServerCheckRequest` only (not registered).
+    Check,
+    /// Full handshake (bi-stream, `ConnectionSetupRequest`), no listen.
+    Registered,
+    /// Full handshake and one listened key (what the target is about).
+    Listening,
+}
+
 /// The outcome of opening many connections.
 struct Opened {
     conns: Vec<GrpcConn>,
@@ -77,8 +88,7 @@ struct Opened {
 async fn open_listeners(
     (target, sources): (SocketAddr, Sources),
     n: usize,
-    key_of: impl Fn(usize) -> String,
-    md5: &str,
+    (key_of, md5, stage): (impl Fn(usize) -> String, &str, Stage),
     pushes: Option<mpsc::UnboundedSender<PushArrival>>,
     counters: Arc<StreamCounters>,
     max_failures: usize,
@@ -95,8 +105,13 @@ async fn open_listeners(
             let counters = counters.clone();
             let md5 = md5.clone();
             async move {
+                if stage == Stage::Check {
+                    return GrpcConn::connect_unregistered(route).await;
+                }
                 let mut conn = GrpcConn::connect(route, i, pushes, counters).await?;
-                conn.unary.listen(&key, GROUP, &md5).await?;
+                if stage == Stage::Listening {
+                    conn.unary.listen(&key, GROUP, &md5).await?;
+                }
                 Ok::<_, anyhow::Error>(conn)
             }
         })
@@ -303,8 +318,7 @@ pub async fn grpc_fanout(
     let opened = open_listeners(
         (addr, sources),
         n,
-        move |_| id.clone(),
-        &md5_hex(&content),
+        (move |_| id.clone(), &md5_hex(&content), Stage::Listening),
         Some(tx),
         counters.clone(),
         1,
@@ -400,7 +414,7 @@ pub async fn connections(
     n: usize,
     hold: Duration,
     sources: Sources,
-    server_pid: u32,
+    (server_pid, stage): (u32, Stage),
 ) -> Result<()> {
     let n = n.clamp(1, 1_000_000);
     let nofile = raise_nofile();
@@ -412,8 +426,7 @@ pub async fn connections(
     let opened = open_listeners(
         (addr, sources),
         n,
-        move |i| format!("bench-conn-{}", base + i),
-        "",
+        (move |i| format!("bench-conn-{}", base + i), "", stage),
         None,
         counters.clone(),
         20,
@@ -441,6 +454,7 @@ pub async fn connections(
     report(
         "connections",
         json!({
+            "stage": format!("{stage:?}").to_lowercase(),
             "requested": n,
             "reached": reached,
             "failed": opened.failed,

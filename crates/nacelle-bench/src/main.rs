@@ -144,6 +144,9 @@ enum Scenario {
         /// PID of the server process (its RSS is read from /proc/PID/status).
         #[arg(long)]
         server_pid: u32,
+        /// How far each connection goes (to break the per-connection cost down).
+        #[arg(long, value_enum, default_value = "listening")]
+        stage: grpc_scenarios::Stage,
     },
     /// Time from process start to readiness, and RSS, with N configs of S bytes.
     Startup {
@@ -247,6 +250,7 @@ fn main() -> Result<()> {
                 hold,
                 sources,
                 server_pid,
+                stage,
             } => {
                 check_loopback(&addr)?;
                 grpc_scenarios::connections(
@@ -254,7 +258,7 @@ fn main() -> Result<()> {
                     n,
                     Duration::from_secs(hold.min(3600)),
                     sources.sources(),
-                    server_pid,
+                    (server_pid, stage),
                 )
                 .await
             }
