@@ -345,4 +345,36 @@ mod tests {
         assert_eq!(m.peers(), vec!["127.0.0.1:18001".to_string()]);
         Ok(())
     }
+
+    #[tokio::test]
+    async fn cluster_conf_is_re_read_when_it_changes() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let conf = dir.path().join("cluster.conf");
+        std::fs::write(&conf, "# two nodes\n127.0.0.1:18101\n127.0.0.1:18102\n")?;
+        let opts = ClusterOptions {
+            members: vec![],
+            conf_file: conf.clone(),
+            self_addr: "127.0.0.1:18101".parse()?,
+            secret: "s".into(),
+            health_interval: Duration::from_secs(1),
+        };
+        let m = Membership::new(&opts, reqwest::Client::new())?;
+        assert!(m.conf_changed(), "first look records the file's time");
+        assert_eq!(m.peers(), vec!["127.0.0.1:18102".to_string()]);
+        assert!(!m.conf_changed());
+        // Rewrite with a third member and a newer mtime.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&conf, "127.0.0.1:18101\n127.0.0.1:18102\n127.0.0.1:18103\n")?;
+        let file = std::fs::File::options().write(true).open(&conf)?;
+        file.set_modified(SystemTime::now() + Duration::from_secs(1))?;
+        assert!(m.conf_changed());
+        assert!(m.reload()?, "the member set changed");
+        assert_eq!(m.peers().len(), 2);
+        assert_eq!(m.members().len(), 3);
+        // Removing a member is seen too.
+        std::fs::write(&conf, "127.0.0.1:18101\n")?;
+        assert!(m.reload()?);
+        assert!(m.peers().is_empty());
+        Ok(())
+    }
 }
