@@ -28,7 +28,7 @@ pub use members::{parse_member, Membership};
 pub use notify::Notifier;
 
 /// The header that carries the cluster secret on calls between members.
-pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+pub use nacelle_service::cluster::SECRET_HEADER;
 
 /// A member's cluster gRPC port is its HTTP port + this (9849 next to 8848), as in Nacos.
 pub const CLUSTER_GRPC_PORT_OFFSET: u16 = 1001;

@@ -60,3 +60,33 @@ pub trait MembershipView: Send + Sync + 'static {
     /// Every member, this node included.
     fn members(&self) -> Vec<MemberInfo>;
 }
+
+/// The header (HTTP) or `metadata.headers` key (gRPC) carrying the cluster secret on calls
+/// between members.
+pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+
+/// Compares a presented secret with the expected one without an early exit, so the time
+/// taken does not reveal how much of a guess matched.
+pub fn secret_matches(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_comparison() {
+        assert!(secret_matches("s3cret", "s3cret"));
+        assert!(!secret_matches("s3cre", "s3cret"));
+        assert!(!secret_matches("s3cretx", "s3cret"));
+        assert!(!secret_matches("", "s3cret"));
+    }
+}

@@ -26,7 +26,7 @@ pub use server::ClusterGrpcServer;
 
 /// The `metadata.headers` entry that carries the cluster secret (the same name as the HTTP
 /// header of the `dataChange` call).
-pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
+pub use nacelle_service::cluster::SECRET_HEADER;
 
 /// Options of the cluster port.
 #[derive(Clone)]
@@ -109,29 +109,9 @@ impl ClusterSyncStats {
     }
 }
 
-/// Compares without an early exit, so timing does not reveal how much of a guess matched.
-fn secret_matches(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secret_comparison() {
-        assert!(secret_matches("s3cret", "s3cret"));
-        assert!(!secret_matches("s3cre", "s3cret"));
-        assert!(!secret_matches("s3cretx", "s3cret"));
-        assert!(!secret_matches("", "s3cret"));
-    }
 
     #[test]
     fn options_never_show_the_secret() {

@@ -12,7 +12,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{secret_matches, ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
+use nacelle_service::cluster::secret_matches;
+
+use super::{ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
 use crate::error::GrpcError;
 use crate::errors::WireError;
 use crate::handlers::{error_response, fail_head, key_of, unparsable};

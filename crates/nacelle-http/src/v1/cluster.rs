@@ -14,21 +14,7 @@ use super::{json, key_from_params, ok_true, RestResult};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
-
-/// The header carrying the cluster secret.
-pub(crate) const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";
-
-/// Compares without an early exit, so timing does not reveal how much of a guess matched.
-fn secret_matches(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
+use nacelle_service::cluster::{secret_matches, SECRET_HEADER};
 
 /// Rejects callers that are not cluster members.
 fn require_member(st: &AppState, p: &Params) -> Result<(), ApiError> {
@@ -125,17 +111,4 @@ pub(crate) async fn nodes(State(st): State<AppState>) -> Result<Response, ApiErr
             .collect(),
     };
     Ok(json(&RestResult::ok(nodes)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secret_comparison() {
-        assert!(secret_matches("s3cret", "s3cret"));
-        assert!(!secret_matches("s3cre", "s3cret"));
-        assert!(!secret_matches("s3cretx", "s3cret"));
-        assert!(!secret_matches("", "s3cret"));
-    }
 }
