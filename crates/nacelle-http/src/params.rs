@@ -10,6 +10,9 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
 use percent_encoding::percent_decode;
 
+use nacelle_core::{ConfigKey, ConfigMeta, OpSource, Variant};
+use nacelle_service::PublishRequest;
+
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -157,6 +160,71 @@ fn body_error(e: &axum::Error, limit: usize) -> ApiError {
         source = err.source();
     }
     ApiError::Invalid(format!("could not read the request body: {e}"))
+}
+
+/// Parameter names that differ between the v1 and v2 publish APIs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PublishNames {
+    pub config_tags: &'static str,
+    pub src_user: &'static str,
+}
+
+impl PublishNames {
+    pub const V1: PublishNames = PublishNames {
+        config_tags: "config_tags",
+        src_user: "src_user",
+    };
+    pub const V2: PublishNames = PublishNames {
+        config_tags: "configTags",
+        src_user: "srcUser",
+    };
+}
+
+impl Params {
+    /// The publish request these parameters describe, for `key`: content (required),
+    /// optional fields, the `casMd5` header, and the variant (`betaIps` header → beta,
+    /// `tag` → tagged, else formal).
+    pub fn publish_request(
+        &self,
+        key: ConfigKey,
+        names: PublishNames,
+    ) -> Result<PublishRequest, ApiError> {
+        let content = self.required("content")?.to_string();
+        let variant = if let Some(ips) = self.header("betaIps").filter(|v| !v.trim().is_empty()) {
+            Variant::Beta {
+                ips: ips.split(',').map(|s| s.trim().to_string()).collect(),
+            }
+        } else if let Some(tag) = self.non_blank("tag") {
+            Variant::Tag(tag.to_string())
+        } else {
+            Variant::Formal
+        };
+        Ok(PublishRequest {
+            key,
+            content,
+            config_type: self.get("type").map(str::to_string),
+            meta: ConfigMeta {
+                app_name: self.or_empty("appName"),
+                desc: self.or_empty("desc"),
+                r#use: self.or_empty("use"),
+                effect: self.or_empty("effect"),
+                schema: self.or_empty("schema"),
+                config_tags: self.or_empty(names.config_tags),
+                encrypted_data_key: self.or_empty("encryptedDataKey"),
+            },
+            source: self.source(names),
+            cas_md5: self.header("casMd5").map(str::to_string),
+            variant,
+        })
+    }
+
+    /// Who makes the change: the `src_user`/`srcUser` parameter and the client IP.
+    pub fn source(&self, names: PublishNames) -> OpSource {
+        OpSource {
+            src_user: self.or_empty(names.src_user),
+            src_ip: self.client_ip.clone(),
+        }
+    }
 }
 
 /// Encodes like Java's `URLEncoder.encode(s, "UTF-8")`: letters, digits and `.-*_` stay,

@@ -7,13 +7,13 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use nacelle_core::key::{check_tag, normalize_tenant};
-use nacelle_core::{ConfigMeta, ConfigType, OpSource, PageRequest, StoredConfig, Variant};
-use nacelle_service::{PublishRequest, SearchMode, SearchQuery};
+use nacelle_core::{ConfigType, PageRequest, StoredConfig};
+use nacelle_service::{SearchMode, SearchQuery};
 use serde::Serialize;
 
 use super::{json, key_from_params, ok_true, RestResult};
 use crate::error::ApiError;
-use crate::params::Params;
+use crate::params::{Params, PublishNames};
 use crate::AppState;
 
 /// The body Nacos sends when a config does not exist.
@@ -246,36 +246,7 @@ pub(crate) async fn post_configs(
         ));
     }
     let key = key_from_params(&p, "tenant")?;
-    let content = p.required("content")?.to_string();
-    let variant = if let Some(ips) = p.header("betaIps").filter(|v| !v.trim().is_empty()) {
-        Variant::Beta {
-            ips: ips.split(',').map(|s| s.trim().to_string()).collect(),
-        }
-    } else if let Some(tag) = p.non_blank("tag") {
-        Variant::Tag(tag.to_string())
-    } else {
-        Variant::Formal
-    };
-    let req = PublishRequest {
-        key,
-        content,
-        config_type: p.get("type").map(str::to_string),
-        meta: ConfigMeta {
-            app_name: p.or_empty("appName"),
-            desc: p.or_empty("desc"),
-            r#use: p.or_empty("use"),
-            effect: p.or_empty("effect"),
-            schema: p.or_empty("schema"),
-            config_tags: p.or_empty("config_tags"),
-            encrypted_data_key: p.or_empty("encryptedDataKey"),
-        },
-        source: OpSource {
-            src_user: p.or_empty("src_user"),
-            src_ip: p.client_ip.clone(),
-        },
-        cas_md5: p.header("casMd5").map(str::to_string),
-        variant,
-    };
+    let req = p.publish_request(key, PublishNames::V1)?;
     st.service.publish(req).await?;
     Ok(ok_true())
 }
@@ -285,10 +256,7 @@ pub(crate) async fn delete_configs(
     State(st): State<AppState>,
     p: Params,
 ) -> Result<Response, ApiError> {
-    let source = OpSource {
-        src_user: p.or_empty("src_user"),
-        src_ip: p.client_ip.clone(),
-    };
+    let source = p.source(PublishNames::V1);
     if p.get("delType") == Some("ids") {
         let ids = parse_ids(p.required("ids")?)?;
         st.service.remove_by_ids(&ids, source).await?;

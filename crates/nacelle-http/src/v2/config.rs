@@ -3,12 +3,11 @@
 use axum::extract::State;
 use axum::response::Response;
 use nacelle_core::key::check_tag;
-use nacelle_core::{ConfigKey, ConfigMeta, OpSource, Variant};
-use nacelle_service::PublishRequest;
+use nacelle_core::ConfigKey;
 use serde::Serialize;
 
 use crate::error::{ApiError, V2Error};
-use crate::params::Params;
+use crate::params::{Params, PublishNames};
 use crate::v1::json;
 use crate::AppState;
 
@@ -57,36 +56,7 @@ pub(crate) async fn post_config(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    let content = p.required("content")?.to_string();
-    let variant = if let Some(ips) = p.header("betaIps").filter(|v| !v.trim().is_empty()) {
-        Variant::Beta {
-            ips: ips.split(',').map(|s| s.trim().to_string()).collect(),
-        }
-    } else if let Some(tag) = p.non_blank("tag") {
-        Variant::Tag(tag.to_string())
-    } else {
-        Variant::Formal
-    };
-    let req = PublishRequest {
-        key,
-        content,
-        config_type: p.get("type").map(str::to_string),
-        meta: ConfigMeta {
-            app_name: p.or_empty("appName"),
-            desc: p.or_empty("desc"),
-            r#use: p.or_empty("use"),
-            effect: p.or_empty("effect"),
-            schema: p.or_empty("schema"),
-            config_tags: p.or_empty("configTags"),
-            encrypted_data_key: p.or_empty("encryptedDataKey"),
-        },
-        source: OpSource {
-            src_user: p.or_empty("srcUser"),
-            src_ip: p.client_ip.clone(),
-        },
-        cas_md5: p.header("casMd5").map(str::to_string),
-        variant,
-    };
+    let req = p.publish_request(key, PublishNames::V2)?;
     st.service.publish(req).await?;
     Ok(success(true))
 }
@@ -98,10 +68,7 @@ pub(crate) async fn delete_config(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    let source = OpSource {
-        src_user: p.or_empty("srcUser"),
-        src_ip: p.client_ip.clone(),
-    };
+    let source = p.source(PublishNames::V2);
     st.service.remove(&key, p.get("tag"), source).await?;
     Ok(success(true))
 }
