@@ -17,6 +17,7 @@ pub mod mysql;
 mod options;
 pub mod postgres;
 pub mod sqlite;
+mod sqlite_writer;
 
 use std::sync::Arc;
 

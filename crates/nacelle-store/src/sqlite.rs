@@ -18,17 +18,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigMeta, ConfigStore, HistoryEntry, Namespace, OpSource, OpType,
-    Page, PageRequest, PublishRecord, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, Namespace, OpSource, Page, PageRequest,
+    PublishRecord, StoreError, StoredConfig,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::common::{change_from_row, config_from_row, history_from_row, split_tags, text};
+use crate::common::{change_from_row, config_from_row, history_from_row, text};
 use crate::map_err;
+use crate::sqlite_writer::{self, writer_gone, WriteOp};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -39,148 +39,6 @@ pub struct SqliteStore {
     reader: SqlitePool,
     /// Queue of the group-commit writer task.
     writes: mpsc::Sender<WriteOp>,
-}
-
-/// Most writes committed in one transaction.
-const MAX_GROUP: usize = 512;
-/// Writes that may wait in the queue before callers wait for room.
-const QUEUE: usize = 8192;
-
-/// A write for the group-commit task, with where to send its result.
-#[derive(Debug)]
-enum WriteOp {
-    Publish(
-        Box<PublishRecord>,
-        oneshot::Sender<Result<StoredConfig, StoreError>>,
-    ),
-    Remove(
-        ConfigKey,
-        OpSource,
-        i64,
-        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
-    ),
-}
-
-fn writer_gone() -> StoreError {
-    StoreError::Unavailable("the sqlite writer stopped".into())
-}
-
-/// The group-commit writer: takes every queued write, runs them in one transaction with a
-/// savepoint each, commits once, then answers each caller.
-async fn group_commit(pool: SqlitePool, mut queue: mpsc::Receiver<WriteOp>) {
-    let mut batch: Vec<WriteOp> = Vec::with_capacity(MAX_GROUP);
-    while queue.recv_many(&mut batch, MAX_GROUP).await > 0 {
-        run_group(&pool, std::mem::take(&mut batch)).await;
-    }
-}
-
-enum Done {
-    Publish(
-        Box<Result<StoredConfig, StoreError>>,
-        oneshot::Sender<Result<StoredConfig, StoreError>>,
-    ),
-    Remove(
-        Result<RemoveOutcome, StoreError>,
-        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
-    ),
-}
-
-async fn run_group(pool: &SqlitePool, batch: Vec<WriteOp>) {
-    let mut tx = match pool.begin().await {
-        Ok(tx) => tx,
-        Err(e) => {
-            let err = map_err(e);
-            for op in batch {
-                match op {
-                    WriteOp::Publish(_, reply) => {
-                        let _ = reply.send(Err(StoreError::Unavailable(err.to_string())));
-                    }
-                    WriteOp::Remove(_, _, _, reply) => {
-                        let _ = reply.send(Err(StoreError::Unavailable(err.to_string())));
-                    }
-                }
-            }
-            return;
-        }
-    };
-    let mut done = Vec::with_capacity(batch.len());
-    let mut ops = batch.into_iter();
-    while let Some(op) = ops.next() {
-        // A compare-and-set failure is decided before anything is written, so the group
-        // goes on; any other error may leave a write half done, so the group is undone.
-        let (aborts, finished) = match op {
-            WriteOp::Publish(rec, reply) => {
-                let r = SqliteStore::publish_in(&mut tx, &rec).await;
-                let aborts = matches!(&r, Err(e) if !matches!(e, StoreError::CasMismatch));
-                (aborts, Done::Publish(Box::new(r), reply))
-            }
-            WriteOp::Remove(key, source, now_ms, reply) => {
-                let r = SqliteStore::remove_in(&mut tx, &key, &source, now_ms).await;
-                (r.is_err(), Done::Remove(r, reply))
-            }
-        };
-        done.push(finished);
-        if aborts {
-            drop(tx);
-            for op in ops {
-                match op {
-                    WriteOp::Publish(rec, reply) => {
-                        done.push(Done::Publish(Box::new(Ok(stub_of(&rec))), reply))
-                    }
-                    WriteOp::Remove(_, _, _, reply) => {
-                        done.push(Done::Remove(Ok(RemoveOutcome::Absent), reply))
-                    }
-                }
-            }
-            fail_all(done, "another write of the same group failed");
-            return;
-        }
-    }
-    if let Err(e) = tx.commit().await {
-        fail_all(done, &format!("commit failed: {}", map_err(e)));
-        return;
-    }
-    for d in done {
-        match d {
-            Done::Publish(r, reply) => {
-                let _ = reply.send(*r);
-            }
-            Done::Remove(r, reply) => {
-                let _ = reply.send(r);
-            }
-        }
-    }
-}
-
-/// A placeholder outcome for a write that never ran; `fail_all` turns it into an error.
-fn stub_of(rec: &PublishRecord) -> StoredConfig {
-    StoredConfig {
-        id: 0,
-        key: rec.key.clone(),
-        content: rec.content.clone(),
-        md5: rec.md5.clone(),
-        config_type: rec.config_type,
-        meta: rec.meta.clone(),
-        source: rec.source.clone(),
-        created_ms: rec.now_ms,
-        modified_ms: rec.now_ms,
-        revision: 0,
-    }
-}
-
-/// Answers every write of a group whose transaction did not commit: none of them happened.
-fn fail_all(done: Vec<Done>, msg: &str) {
-    let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
-    for d in done {
-        match d {
-            Done::Publish(r, reply) => {
-                let _ = reply.send(r.and(Err(err())));
-            }
-            Done::Remove(r, reply) => {
-                let _ = reply.send(r.and(Err(err())));
-            }
-        }
-    }
 }
 
 const CONFIG_COLUMNS: &str = "c.id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
@@ -229,11 +87,10 @@ impl SqliteStore {
             .map_err(|e| StoreError::Unavailable(format!("migrating sqlite schema: {e}")))?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(opts.read_only(true))
+            .connect_with(opts.clone().read_only(true))
             .await
             .map_err(map_err)?;
-        let (writes, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(group_commit(writer.clone(), queue));
+        let writes = sqlite_writer::start(opts.get_filename())?;
         Ok(SqliteStore {
             writer,
             reader,
@@ -241,264 +98,8 @@ impl SqliteStore {
         })
     }
 
-    async fn current(
-        tx: &mut SqliteConnection,
-        key: &ConfigKey,
-    ) -> Result<Option<StoredConfig>, StoreError> {
-        let sql = format!(
-            "SELECT {CONFIG_COLUMNS} FROM config_info c \
-             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
-        );
-        let row = sqlx::query(&sql)
-            .bind(key.data_id())
-            .bind(key.group())
-            .bind(key.tenant())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| config_from_row(&r)).transpose()
-    }
-
-    /// Makes the tag relations of config `id` the tags of `new`, touching nothing when they
-    /// are already those of `old`.
-    async fn replace_tags(
-        tx: &mut SqliteConnection,
-        id: i64,
-        key: &ConfigKey,
-        old: &str,
-        new: &str,
-    ) -> Result<(), StoreError> {
-        if split_tags(old) == split_tags(new) {
-            return Ok(());
-        }
-        if !old.trim().is_empty() {
-            sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_err)?;
-        }
-        Self::insert_tags(tx, id, key, new).await
-    }
-
-    /// Inserts the tag relations of config `id`.
-    async fn insert_tags(
-        tx: &mut SqliteConnection,
-        id: i64,
-        key: &ConfigKey,
-        tags: &str,
-    ) -> Result<(), StoreError> {
-        for tag in split_tags(tags) {
-            sqlx::query(
-                "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, group_id, tenant_id) \
-                 VALUES (?, ?, NULL, ?, ?, ?)",
-            )
-            .bind(id)
-            .bind(tag)
-            .bind(key.data_id())
-            .bind(key.group())
-            .bind(key.tenant())
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        }
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn insert_history(
-        tx: &mut SqliteConnection,
-        config_id: i64,
-        key: &ConfigKey,
-        app_name: &str,
-        content: &[u8],
-        md5: &str,
-        encrypted_data_key: &str,
-        source: &OpSource,
-        op: OpType,
-        now_ms: i64,
-    ) -> Result<i64, StoreError> {
-        let row = sqlx::query(
-            "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, md5, \
-             gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING nid",
-        )
-        .bind(config_id)
-        .bind(key.data_id())
-        .bind(key.group())
-        .bind(key.tenant())
-        .bind(app_name)
-        .bind(String::from_utf8_lossy(content).as_ref())
-        .bind(md5)
-        .bind(now_ms)
-        .bind(now_ms)
-        .bind(&source.src_user)
-        .bind(&source.src_ip)
-        .bind(op.as_str())
-        .bind(encrypted_data_key)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(map_err)?;
-        row.try_get::<i64, _>(0).map_err(map_err)
-    }
-
     async fn submit(&self, op: WriteOp) -> Result<(), StoreError> {
         self.writes.send(op).await.map_err(|_| writer_gone())
-    }
-
-    /// One publish inside the writer's open transaction (no commit here).
-    async fn publish_in(
-        tx: &mut SqliteConnection,
-        rec: &PublishRecord,
-    ) -> Result<StoredConfig, StoreError> {
-        let old = Self::current(tx, &rec.key).await?;
-        if let Some(expected) = &rec.cas_md5 {
-            let actual = old.as_ref().map(|o| o.md5.as_str()).unwrap_or("");
-            if actual != expected {
-                return Err(StoreError::CasMismatch);
-            }
-        }
-        let content = String::from_utf8_lossy(&rec.content).into_owned();
-        let m = &rec.meta;
-        let (id, created_ms, revision) = match &old {
-            None => {
-                let row = sqlx::query(
-                    "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, gmt_create, \
-                     gmt_modified, src_user, src_ip, app_name, c_desc, c_use, effect, type, c_schema, \
-                     encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                     RETURNING id",
-                )
-                .bind(rec.key.data_id())
-                .bind(rec.key.group())
-                .bind(rec.key.tenant())
-                .bind(&content)
-                .bind(&rec.md5)
-                .bind(rec.now_ms)
-                .bind(rec.now_ms)
-                .bind(&rec.source.src_user)
-                .bind(&rec.source.src_ip)
-                .bind(&m.app_name)
-                .bind(&m.desc)
-                .bind(&m.r#use)
-                .bind(&m.effect)
-                .bind(rec.config_type.as_str())
-                .bind(&m.schema)
-                .bind(&m.encrypted_data_key)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(map_err)?;
-                let id: i64 = row.try_get(0).map_err(map_err)?;
-                Self::insert_tags(tx, id, &rec.key, &m.config_tags).await?;
-                // Nacos records inserts with config id 0 in history.
-                let nid = Self::insert_history(
-                    tx,
-                    0,
-                    &rec.key,
-                    &m.app_name,
-                    &rec.content,
-                    &rec.md5,
-                    &m.encrypted_data_key,
-                    &rec.source,
-                    OpType::Insert,
-                    rec.now_ms,
-                )
-                .await?;
-                (id, rec.now_ms, nid)
-            }
-            Some(old) => {
-                sqlx::query(
-                    "UPDATE config_info SET content = ?, md5 = ?, gmt_modified = ?, src_user = ?, \
-                     src_ip = ?, app_name = ?, c_desc = ?, c_use = ?, effect = ?, type = ?, \
-                     c_schema = ?, encrypted_data_key = ? WHERE id = ?",
-                )
-                .bind(&content)
-                .bind(&rec.md5)
-                .bind(rec.now_ms)
-                .bind(&rec.source.src_user)
-                .bind(&rec.source.src_ip)
-                .bind(&m.app_name)
-                .bind(&m.desc)
-                .bind(&m.r#use)
-                .bind(&m.effect)
-                .bind(rec.config_type.as_str())
-                .bind(&m.schema)
-                .bind(&m.encrypted_data_key)
-                .bind(old.id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_err)?;
-                Self::replace_tags(tx, old.id, &rec.key, &old.meta.config_tags, &m.config_tags)
-                    .await?;
-                // As Nacos does, an update's history row keeps the replaced version.
-                let nid = Self::insert_history(
-                    tx,
-                    old.id,
-                    &rec.key,
-                    &old.meta.app_name,
-                    &old.content,
-                    &old.md5,
-                    &old.meta.encrypted_data_key,
-                    &rec.source,
-                    OpType::Update,
-                    rec.now_ms,
-                )
-                .await?;
-                (old.id, old.created_ms, nid)
-            }
-        };
-        Ok(StoredConfig {
-            id,
-            key: rec.key.clone(),
-            content: rec.content.clone(),
-            md5: rec.md5.clone(),
-            config_type: rec.config_type,
-            meta: ConfigMeta {
-                config_tags: split_tags(&m.config_tags).join(","),
-                ..m.clone()
-            },
-            source: rec.source.clone(),
-            created_ms,
-            modified_ms: rec.now_ms,
-            revision,
-        })
-    }
-
-    /// One delete inside the writer's open transaction (no commit here).
-    async fn remove_in(
-        tx: &mut SqliteConnection,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        let Some(old) = Self::current(tx, key).await? else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        sqlx::query("DELETE FROM config_info WHERE id = ?")
-            .bind(old.id)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        if !old.meta.config_tags.is_empty() {
-            sqlx::query("DELETE FROM config_tags_relation WHERE id = ?")
-                .bind(old.id)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_err)?;
-        }
-        let nid = Self::insert_history(
-            tx,
-            old.id,
-            key,
-            &old.meta.app_name,
-            &old.content,
-            &old.md5,
-            &old.meta.encrypted_data_key,
-            source,
-            OpType::Delete,
-            now_ms,
-        )
-        .await?;
-        Ok(RemoveOutcome::Removed { revision: nid })
     }
 }
 
@@ -711,7 +312,7 @@ impl ConfigStore for SqliteStore {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use nacelle_core::ConfigType;
+    use nacelle_core::{ConfigMeta, ConfigType, OpType};
 
     fn record(key: &ConfigKey, content: &str) -> PublishRecord {
         PublishRecord {
