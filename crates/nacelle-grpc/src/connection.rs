@@ -18,7 +18,7 @@ use futures::Stream;
 use nacelle_core::{ConfigKey, CoreError};
 use nacelle_service::{ChangeEvent, Subscriber, Subscription, WatchHub};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
@@ -125,8 +125,6 @@ pub(crate) struct Connection {
     last_active_ms: AtomicU64,
     epoch: Instant,
     pending: Mutex<PushTable>,
-    /// Wakes the session task when a push was added to an empty table.
-    wake: Notify,
     listens: Mutex<HashMap<ConfigKey, Subscription>>,
     /// The outstanding idle probe: its request id and the instant it was sent.
     probe: Mutex<Option<(String, u64)>>,
@@ -173,7 +171,6 @@ impl Connection {
             last_active_ms: AtomicU64::new(now),
             epoch: deps.epoch,
             pending: Mutex::new(PushTable::default()),
-            wake: Notify::new(),
             listens: Mutex::new(HashMap::new()),
             probe: Mutex::new(None),
             hub: deps.hub,
@@ -305,22 +302,14 @@ impl Connection {
             encode()
         };
         let payload = wire::payload(wire::CONFIG_CHANGE_NOTIFY_REQUEST, body);
-        let was_empty = {
-            let mut pending = self.pending.lock();
-            let was_empty = pending.len() == 0;
-            pending.sent(
-                &event.key,
-                &request_id,
-                payload.clone(),
-                Instant::now() + self.policy.ack_timeout,
-            );
-            was_empty
-        };
+        self.pending.lock().sent(
+            &event.key,
+            &request_id,
+            payload.clone(),
+            Instant::now() + self.policy.ack_timeout,
+        );
         stats::inc(&self.stats.counters().pushes_sent);
         self.send(payload);
-        if was_empty {
-            self.wake.notify_one();
-        }
     }
 
     /// A response arrived on the stream: the ack of a push or of a probe.
@@ -334,20 +323,19 @@ impl Connection {
         }
     }
 
-    /// When the session task must next look at the pending table.
-    pub fn next_push_due(&self) -> Option<Instant> {
-        self.pending.lock().next_due()
-    }
-
-    /// Resolves when a push was added to an empty pending table.
-    pub async fn push_added(&self) {
-        self.wake.notified().await
-    }
-
-    /// Handles due pushes: resends retries; gives up on the connection after too many
-    /// failures.
-    pub fn fire_due_pushes(&self) {
-        let due = self.pending.lock().fire_due(Instant::now(), &self.policy);
+    /// Handles pushes due at `now`: resends retries; gives up on the connection after too
+    /// many failures. Called by the push sweeper on every tick.
+    pub fn fire_due_pushes(&self, now: Instant) {
+        if self.is_closed() {
+            return;
+        }
+        let due = {
+            let mut pending = self.pending.lock();
+            if pending.len() == 0 {
+                return;
+            }
+            pending.fire_due(now, &self.policy)
+        };
         if due.give_up {
             self.close(CloseReason::Unacked);
             return;

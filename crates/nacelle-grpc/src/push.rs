@@ -92,6 +92,7 @@ impl PushTable {
     }
 
     /// The earliest instant something is due, if anything is pending.
+    #[cfg(test)]
     pub fn next_due(&self) -> Option<Instant> {
         self.by_id.values().map(|p| p.due).min()
     }

@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
@@ -134,6 +135,7 @@ impl GrpcServer {
             });
         tokio::pin!(server);
         let prober = tokio::spawn(probe_idle(ctx.clone()));
+        let sweeper = tokio::spawn(sweep_pushes(ctx.clone()));
 
         let early = tokio::select! {
             res = &mut server => Some(res),
@@ -142,6 +144,7 @@ impl GrpcServer {
         if let Some(res) = early {
             ctx.hard_stop.cancel();
             prober.abort();
+            sweeper.abort();
             return res.map_err(GrpcError::from);
         }
 
@@ -152,6 +155,7 @@ impl GrpcServer {
         };
         ctx.hard_stop.cancel();
         prober.abort();
+        sweeper.abort();
         let res = match early {
             Some(res) => res,
             None => {
@@ -217,6 +221,31 @@ async fn probe_idle(ctx: Arc<Ctx>) {
         tick.tick().await;
         for conn in ctx.registry.all() {
             conn.probe_if_idle(idle_after, timeout, || ctx.server_request_id("detect"));
+        }
+    }
+}
+
+/// The period of the push sweeper for these options: a tenth of the shorter of the ack
+/// timeout and the retry unit, within 5 ms ..= 200 ms. A push is thus declared failed or
+/// resent at most one period after it is due (≤ 200 ms late with the Nacos timings of
+/// 3 s and 2 × tries s).
+pub(crate) fn sweep_period(opts: &GrpcOptions) -> Duration {
+    (opts.push_ack_timeout.min(opts.push_retry_base) / 10)
+        .clamp(Duration::from_millis(5), Duration::from_millis(200))
+}
+
+/// Times out and retries unacknowledged pushes of every connection, one pass per
+/// [`sweep_period`]. One server-wide timer instead of one per push keeps the push path free
+/// of timer registrations and session wake-ups; a connection with nothing pending costs a
+/// pass one uncontended lock.
+async fn sweep_pushes(ctx: Arc<Ctx>) {
+    let mut tick = tokio::time::interval(sweep_period(&ctx.opts));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        for conn in ctx.registry.all() {
+            conn.fire_due_pushes(now);
         }
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! The session task owns the inbound half: it registers the connection on setup (or
 //! answers `ConnectResetRequest` when a limit is reached), matches the client's responses
-//! to pushes and probes, times out and retries unacknowledged pushes, and unregisters the
-//! connection when the stream ends, fails, or the server closes it.
+//! to pushes and probes, and unregisters the connection when the stream ends, fails, or the
+//! server closes it. Timing out and retrying unacknowledged pushes is the push sweeper's
+//! job (see `server`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,18 +88,12 @@ pub(crate) async fn run(
         version = %conn.meta.client_version, tenant = %conn.meta.tenant,
         labels = ?conn.meta.labels, "gRPC connection registered");
 
+    // Unacknowledged pushes are timed out and retried by the server's push sweeper
+    // (`server::sweep_pushes`), so a push costs this task no wake-up or timer: it only wakes
+    // for what the client sends.
     loop {
-        let due = conn.next_push_due();
-        let push_due = async move {
-            match due {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = closed.cancelled() => break,
-            _ = conn.push_added() => {}
-            _ = push_due => conn.fire_due_pushes(),
             msg = inbound.message() => match msg {
                 Ok(Some(p)) => {
                     conn.touch();
