@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
 use nacelle_core::{ConfigKey, CoreError};
@@ -40,7 +40,11 @@ pub(crate) enum Frame {
 /// at once when the connection is closed.
 pub struct OutboundStream {
     rx: mpsc::Receiver<Frame>,
+    token: CancellationToken,
     closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker `closed` is registered with: it is polled again only when the task's
+    /// waker changes, not on every message.
+    closed_waker: Option<Waker>,
     done: bool,
 }
 
@@ -56,9 +60,27 @@ impl OutboundStream {
     pub(crate) fn new(rx: mpsc::Receiver<Frame>, closed: CancellationToken) -> Self {
         OutboundStream {
             rx,
-            closed: Box::pin(closed.cancelled_owned()),
+            closed: Box::pin(closed.clone().cancelled_owned()),
+            token: closed,
+            closed_waker: None,
             done: false,
         }
+    }
+
+    /// Whether the connection is closed; registers `cx` to be woken when it is.
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> bool {
+        if self
+            .closed_waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return self.token.is_cancelled();
+        }
+        if self.closed.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.closed_waker = Some(cx.waker().clone());
+        false
     }
 }
 
@@ -69,7 +91,7 @@ impl Stream for OutboundStream {
         if self.done {
             return Poll::Ready(None);
         }
-        if self.closed.as_mut().poll(cx).is_ready() {
+        if self.poll_closed(cx) {
             self.done = true;
             return Poll::Ready(None);
         }

@@ -119,7 +119,7 @@ impl GrpcServer {
         let local = listener.local_addr().map_err(GrpcError::Listener)?;
         tracing::info!(addr = %local, "gRPC server listening");
 
-        let kill = CancellationToken::new();
+        let kill = transport::KillSwitch::default();
         let incoming = transport::incoming(listener, ctx.stats.clone(), kill.clone());
         let max = ctx.opts.max_inbound_message_bytes;
         let unary =

@@ -91,9 +91,13 @@ pub(crate) async fn run(
     // Unacknowledged pushes are timed out and retried by the server's push sweeper
     // (`server::sweep_pushes`), so a push costs this task no wake-up or timer: it only wakes
     // for what the client sends.
+    // One cancellation future for the whole session: a fresh one per message would
+    // register with (and leave) the token's waiter list on every ack.
+    let cancelled = closed.cancelled();
+    tokio::pin!(cancelled);
     loop {
         tokio::select! {
-            _ = closed.cancelled() => break,
+            _ = &mut cancelled => break,
             msg = inbound.message() => match msg {
                 Ok(Some(p)) => {
                     conn.touch();

@@ -6,8 +6,9 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::Stream;
@@ -28,19 +29,69 @@ pub(crate) struct ConnTag {
     pub remote: SocketAddr,
 }
 
+/// The server's kill switch: cuts every TCP connection at once. Reads and writes check a
+/// flag (one atomic load); the cancellation future is only polled to register the waker
+/// when an I/O call would block, and only when the waker changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KillSwitch {
+    flag: Arc<AtomicBool>,
+    token: CancellationToken,
+}
+
+impl KillSwitch {
+    /// Cuts every connection: their reads and writes fail from now on.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::Release);
+        self.token.cancel();
+    }
+}
+
 /// A TCP stream that carries its [`ConnTag`], counts itself in the stats while open, and can
 /// be cut by the server's kill switch (the last step of a shutdown that clients ignore).
 pub(crate) struct TrackedIo {
     io: TcpStream,
     tag: ConnTag,
-    /// Completes when the server cuts every connection; reads and writes then fail.
+    /// Set when the server cuts every connection; reads and writes then fail.
+    killed: Arc<AtomicBool>,
+    /// Completes when the server cuts every connection; wakes blocked reads and writes.
     kill: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker `kill` is registered with.
+    kill_waker: Option<Waker>,
     stats: GrpcStats,
 }
 
 impl TrackedIo {
-    fn killed(&mut self, cx: &mut Context<'_>) -> bool {
-        self.kill.as_mut().poll(cx).is_ready()
+    fn killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// An I/O call is about to return `Pending`: makes sure the kill switch wakes this
+    /// task. Returns whether the switch has fired.
+    fn watch_kill(&mut self, cx: &mut Context<'_>) -> bool {
+        if self
+            .kill_waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return self.killed();
+        }
+        if self.kill.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.kill_waker = Some(cx.waker().clone());
+        false
+    }
+
+    /// `res` of an I/O call, or the kill error if it would block and the switch fired.
+    fn unless_killed<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        res: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if res.is_pending() && self.watch_kill(cx) {
+            return Poll::Ready(Err(aborted()));
+        }
+        res
     }
 }
 
@@ -60,7 +111,7 @@ impl AsyncRead for TrackedIo {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.killed(cx) {
+        if self.killed() {
             return Poll::Ready(Err(aborted()));
         }
         let before = buf.filled().len();
@@ -68,7 +119,7 @@ impl AsyncRead for TrackedIo {
         if matches!(res, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             quick_ack(&self.io);
         }
-        res
+        self.unless_killed(cx, res)
     }
 }
 
@@ -94,10 +145,11 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.killed(cx) {
+        if self.killed() {
             return Poll::Ready(Err(aborted()));
         }
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let res = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.unless_killed(cx, res)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -113,10 +165,11 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.killed(cx) {
+        if self.killed() {
             return Poll::Ready(Err(aborted()));
         }
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let res = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.unless_killed(cx, res)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -137,7 +190,7 @@ impl Connected for TrackedIo {
 pub(crate) fn incoming(
     listener: TcpListener,
     stats: GrpcStats,
-    kill: CancellationToken,
+    kill: KillSwitch,
 ) -> impl Stream<Item = Result<TrackedIo, io::Error>> {
     futures::stream::unfold(listener, move |listener| {
         let stats = stats.clone();
@@ -162,7 +215,9 @@ pub(crate) fn incoming(
                                 id: id.into(),
                                 remote,
                             },
-                            kill: Box::pin(kill.cancelled_owned()),
+                            killed: kill.flag.clone(),
+                            kill: Box::pin(kill.token.clone().cancelled_owned()),
+                            kill_waker: None,
                             stats,
                         };
                         return Some((Ok(tracked), listener));

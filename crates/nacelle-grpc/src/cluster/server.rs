@@ -10,7 +10,6 @@ use std::sync::Arc;
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
 use nacelle_service::cluster::secret_matches;
 
@@ -74,7 +73,7 @@ impl ClusterGrpcServer {
         }
         let local = listener.local_addr().map_err(GrpcError::Listener)?;
         tracing::info!(addr = %local, "cluster gRPC server listening");
-        let kill = CancellationToken::new();
+        let kill = transport::KillSwitch::default();
         // The connection counters of the shared accept loop are not reported for this port.
         let incoming = transport::incoming(listener, GrpcStats::new(), kill.clone());
         let grace = ctx.opts.shutdown_grace;
