@@ -1,5 +1,6 @@
 //! Compiles `proto/nacos_grpc_service.proto` with protox (no system `protoc`) and generates
-//! the prost messages and tonic stubs into `OUT_DIR`.
+//! the prost messages and the tonic client stubs into `OUT_DIR` (the server side is
+//! `src/rpc.rs`, on h2).
 
 use std::error::Error;
 
@@ -8,12 +9,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-changed={proto}");
     let fds = protox::compile([proto], ["proto"])?;
     tonic_prost_build::configure()
-        .build_server(true)
-        // The client stubs serve the raw-protocol tests and future tools.
+        .build_server(false)
+        // The client stubs serve member-to-member calls, the tests and the bench.
         .build_client(true)
         .build_transport(false)
-        // `google.protobuf.Any` is generated here so that its `value` can be `Bytes`: one
-        // serialized push body is then shared by every connection it goes to.
+        // `google.protobuf.Any` is generated here so that its `value` can be `Bytes`.
         .compile_well_known_types(true)
         .bytes(".")
         .include_file("nacos_proto.rs")

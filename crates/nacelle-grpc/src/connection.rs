@@ -1,110 +1,30 @@
-//! A registered connection: who the client is, its bounded outbound queue, the keys it
-//! listens to and its pending pushes.
+//! A registered connection: who the client is, its outbound stream, the keys it listens to
+//! and its pending pushes.
 //!
 //! The hub calls [`KeyListener::notify`] on the publishing task; that path only takes a
-//! short lock on the pending table and does a `try_send` on the queue, so a slow client
-//! never holds up a publish or another connection. Locks are `parking_lot` mutexes: they
+//! short lock on the pending table and queues the framed push on the stream (bounded by
+//! the unanswered-request limit), so a slow client never holds up a publish or another
+//! connection. Locks are `parking_lot` mutexes: they
 //! are held for a few map operations and never across an `.await`.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, Waker};
 
-use futures::Stream;
+use bytes::Bytes;
 use nacelle_core::{ConfigKey, CoreError};
 use nacelle_service::{ChangeEvent, Subscriber, Subscription, WatchHub};
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
+use crate::codec::{self, Status};
 use crate::proto::Payload;
 use crate::push::{PushPolicy, PushTable};
+use crate::rpc::{Outbound, Sent};
 use crate::stats::{self, GrpcStats};
 use crate::wire;
-
-/// An item of the outbound queue.
-#[derive(Debug)]
-pub(crate) enum Frame {
-    /// A payload to send to the client.
-    Msg(Payload),
-    /// End the stream once everything queued before it has been sent (graceful close).
-    End,
-}
-
-/// The response stream of a bi-stream call: the outbound queue, ended by [`Frame::End`] or
-/// at once when the connection is closed.
-pub struct OutboundStream {
-    rx: mpsc::Receiver<Frame>,
-    token: CancellationToken,
-    closed: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// The waker `closed` is registered with: it is polled again only when the task's
-    /// waker changes, not on every message.
-    closed_waker: Option<Waker>,
-    done: bool,
-}
-
-impl std::fmt::Debug for OutboundStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutboundStream")
-            .field("done", &self.done)
-            .finish()
-    }
-}
-
-impl OutboundStream {
-    pub(crate) fn new(rx: mpsc::Receiver<Frame>, closed: CancellationToken) -> Self {
-        OutboundStream {
-            rx,
-            closed: Box::pin(closed.clone().cancelled_owned()),
-            token: closed,
-            closed_waker: None,
-            done: false,
-        }
-    }
-
-    /// Whether the connection is closed; registers `cx` to be woken when it is.
-    fn poll_closed(&mut self, cx: &mut Context<'_>) -> bool {
-        if self
-            .closed_waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            return self.token.is_cancelled();
-        }
-        if self.closed.as_mut().poll(cx).is_ready() {
-            return true;
-        }
-        self.closed_waker = Some(cx.waker().clone());
-        false
-    }
-}
-
-impl Stream for OutboundStream {
-    type Item = Result<Payload, tonic::Status>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.done {
-            return Poll::Ready(None);
-        }
-        if self.poll_closed(cx) {
-            self.done = true;
-            return Poll::Ready(None);
-        }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(Frame::Msg(p))) => Poll::Ready(Some(Ok(p))),
-            Poll::Ready(Some(Frame::End)) | Poll::Ready(None) => {
-                self.done = true;
-                Poll::Ready(None)
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
 
 /// Who the client said it is in `ConnectionSetupRequest`.
 #[derive(Debug, Clone)]
@@ -123,14 +43,12 @@ pub(crate) struct ConnMeta {
 /// Why a connection was closed by the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CloseReason {
-    /// Its outbound queue was full.
+    /// It left `outbound_queue` server requests unanswered (it stopped reading).
     Slow,
     /// A push failed `push_max_tries` times.
     Unacked,
     /// It did not answer an idle probe.
     Idle,
-    /// The server is stopping.
-    Shutdown,
     /// The same TCP connection registered again.
     Replaced,
 }
@@ -140,7 +58,7 @@ pub(crate) enum CloseReason {
 pub(crate) struct Connection {
     pub id: Arc<str>,
     pub meta: ConnMeta,
-    out: mpsc::Sender<Frame>,
+    out: Arc<Outbound>,
     closed: CancellationToken,
     /// Milliseconds since `epoch` of the last message received on this connection (unary
     /// or stream); the idle prober reads it.
@@ -180,7 +98,7 @@ impl Connection {
     pub fn new(
         id: Arc<str>,
         meta: ConnMeta,
-        out: mpsc::Sender<Frame>,
+        out: Arc<Outbound>,
         closed: CancellationToken,
         deps: ConnDeps,
     ) -> Self {
@@ -226,29 +144,32 @@ impl Connection {
             CloseReason::Slow => stats::inc(&c.dropped_slow),
             CloseReason::Unacked => stats::inc(&c.dropped_unacked),
             CloseReason::Idle => stats::inc(&c.dropped_idle),
-            CloseReason::Shutdown | CloseReason::Replaced => {}
+            CloseReason::Replaced => {}
         }
         tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
         self.closed.cancel();
     }
 
-    /// Queues a payload; a full queue means the client cannot keep up: it is disconnected.
-    pub fn send(&self, p: Payload) {
-        match self.out.try_send(Frame::Msg(p)) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => self.close(CloseReason::Slow),
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
+    /// Sends a payload to the client.
+    pub fn send(&self, p: &Payload) {
+        self.send_framed(codec::encode(p));
+    }
+
+    /// Sends an already framed message; a client that leaves too many requests unanswered
+    /// cannot keep up: it is disconnected.
+    fn send_framed(&self, frame: Bytes) {
+        match self.out.send(frame) {
+            Sent::Queued | Sent::Closed => {}
+            Sent::Full => self.close(CloseReason::Slow),
         }
     }
 
-    /// Sends `ConnectResetRequest` then ends the stream once it is out, so the client
-    /// reconnects (elsewhere).
+    /// Sends `ConnectResetRequest` then ends the stream, so the client reconnects
+    /// (elsewhere).
     pub fn reset(&self, request_id: &str) {
         let body = wire::server_request(request_id, "internal", wire::NoFields {});
-        self.send(wire::payload(wire::CONNECT_RESET_REQUEST, body));
-        if self.out.try_send(Frame::End).is_err() {
-            self.close(CloseReason::Shutdown);
-        }
+        self.send(&wire::payload(wire::CONNECT_RESET_REQUEST, body));
+        self.out.finish(&Status::ok());
     }
 
     // ------------------------------------------------------------ listening
@@ -306,7 +227,7 @@ impl Connection {
         }
         let request_id = event.seq.to_string();
         let encode = || {
-            wire::server_request(
+            let body = wire::server_request(
                 &request_id,
                 "config",
                 wire::ChangeNotifyFields {
@@ -314,28 +235,29 @@ impl Connection {
                     group: event.key.group(),
                     tenant,
                 },
-            )
+            );
+            codec::encode(&wire::payload(wire::CONFIG_CHANGE_NOTIFY_REQUEST, body))
         };
         // The common case: the client names the namespace as we store it, and every such
-        // connection shares one serialized body.
-        let body = if tenant == event.key.tenant() {
+        // connection shares one framed message.
+        let frame = if tenant == event.key.tenant() {
             event.encoded.get_or_init(encode).clone()
         } else {
             encode()
         };
-        let payload = wire::payload(wire::CONFIG_CHANGE_NOTIFY_REQUEST, body);
         self.pending.lock().sent(
             &event.key,
             &request_id,
-            payload.clone(),
+            frame.clone(),
             Instant::now() + self.policy.ack_timeout,
         );
         stats::inc(&self.stats.counters().pushes_sent);
-        self.send(payload);
+        self.send_framed(frame);
     }
 
     /// A response arrived on the stream: the ack of a push or of a probe.
     pub fn on_ack(&self, request_id: &str) {
+        self.out.answered();
         if self.pending.lock().ack(request_id) {
             stats::inc(&self.stats.counters().push_acks);
         }
@@ -366,7 +288,7 @@ impl Connection {
         for p in due.resend {
             stats::inc(&c.push_retries);
             stats::inc(&c.pushes_sent);
-            self.send(p);
+            self.send_framed(p);
         }
     }
 
@@ -399,7 +321,7 @@ impl Connection {
             let body = wire::server_request(&id, "internal", wire::NoFields {});
             *probe = Some((id, now));
             drop(probe);
-            self.send(wire::payload(wire::CLIENT_DETECTION_REQUEST, body));
+            self.send(&wire::payload(wire::CLIENT_DETECTION_REQUEST, body));
         }
     }
 }

@@ -12,7 +12,4 @@ pub enum GrpcError {
     /// The listener's local address could not be read.
     #[error("cannot read the gRPC listener address: {0}")]
     Listener(#[source] std::io::Error),
-    /// The HTTP/2 transport failed.
-    #[error("gRPC transport failed: {0}")]
-    Transport(#[from] tonic::transport::Error),
 }

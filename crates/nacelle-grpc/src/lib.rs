@@ -2,10 +2,13 @@
 //! Java/Go/Python 3.x/Rust 2.x clients speak, served over the shared [`ConfigService`].
 //!
 //! # Layout
-//! - [`server`]: [`serve`] / [`GrpcServer`], the entry point: tonic services, the
-//!   notify-then-wait shutdown, the idle-connection prober.
-//! - `transport`: the accept loop; every TCP connection gets a connection id shared by its
-//!   unary calls and its bi-stream.
+//! - [`server`]: [`serve`] / [`GrpcServer`], the entry point: the accept loop, the
+//!   notify-then-wait shutdown, the idle-connection prober and the push sweeper.
+//! - `rpc`: gRPC over HTTP/2 on the `h2` crate: one task per connection, the unary method,
+//!   the bi-stream's inbound reader and shared outbound half; `codec`: message framing and
+//!   the gRPC status.
+//! - `transport`: an accepted TCP connection (its connection id, shared by its unary calls
+//!   and its bi-stream) and the switches that stop and cut connections.
 //! - `session`: one bi-stream: the `ConnectionSetupRequest` handshake, acks of server
 //!   pushes, unregistration when the stream ends.
 //! - `connection` / `registry`: a registered connection (its outbound queue, listened
@@ -23,14 +26,16 @@
 //!
 //! # Invariants
 //! - Only this crate knows the gRPC wire format; the service never sees a `Payload`.
-//! - A server push never blocks the publish path: the hub hands the event to a bounded
-//!   per-connection queue; a connection whose queue is full is disconnected.
-//! - One serialized notify body per change (`ChangeEvent::encoded`) is shared by every
+//! - A server push never blocks the publish path: the hub's callback queues the framed
+//!   message on the connection's HTTP/2 stream; a connection that leaves
+//!   `outbound_queue` server requests unanswered is disconnected.
+//! - One framed notify message per change (`ChangeEvent::encoded`) is shared by every
 //!   connection it goes to.
 //!
 //! [`ConfigService`]: nacelle_service::ConfigService
 
 pub mod cluster;
+mod codec;
 mod connection;
 pub mod error;
 mod errors;
@@ -38,6 +43,7 @@ mod handlers;
 pub mod options;
 mod push;
 mod registry;
+mod rpc;
 pub mod server;
 mod session;
 pub mod stats;

@@ -10,10 +10,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bytes::Bytes;
 use nacelle_core::ConfigKey;
 use tokio::time::Instant;
-
-use crate::proto::Payload;
 
 /// Retry policy of pushes.
 #[derive(Debug, Clone, Copy)]
@@ -34,7 +33,7 @@ enum State {
 #[derive(Debug)]
 struct Pending {
     key: ConfigKey,
-    payload: Payload,
+    frame: Bytes,
     failures: u32,
     state: State,
     due: Instant,
@@ -43,8 +42,8 @@ struct Pending {
 /// What [`PushTable::fire_due`] asks the connection to do.
 #[derive(Debug, Default)]
 pub(crate) struct Due {
-    /// Payloads to send again now.
-    pub resend: Vec<Payload>,
+    /// Framed messages to send again now.
+    pub resend: Vec<Bytes>,
     /// Some push failed `max_tries` times: unregister the connection.
     pub give_up: bool,
 }
@@ -59,7 +58,7 @@ pub(crate) struct PushTable {
 impl PushTable {
     /// Records a push just sent. Replaces the pending push of the same key, if any,
     /// inheriting its failure count.
-    pub fn sent(&mut self, key: &ConfigKey, request_id: &str, payload: Payload, due: Instant) {
+    pub fn sent(&mut self, key: &ConfigKey, request_id: &str, frame: Bytes, due: Instant) {
         let mut failures = 0;
         if let Some(old_id) = self.by_key.insert(key.clone(), request_id.to_string()) {
             if let Some(old) = self.by_id.remove(&old_id) {
@@ -70,7 +69,7 @@ impl PushTable {
             request_id.to_string(),
             Pending {
                 key: key.clone(),
-                payload,
+                frame,
                 failures,
                 state: State::AwaitingAck,
                 due,
@@ -120,7 +119,7 @@ impl PushTable {
                     p.due = now + policy.retry_base * p.failures;
                 }
                 State::WaitingRetry => {
-                    due.resend.push(p.payload.clone());
+                    due.resend.push(p.frame.clone());
                     p.state = State::AwaitingAck;
                     p.due = now + policy.ack_timeout;
                 }
@@ -153,7 +152,7 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Payload::default(), now);
+        t.sent(&k, "1", Bytes::new(), now);
         assert!(!t.ack("2"));
         assert!(t.ack("1"));
         assert_eq!(t.len(), 0);
@@ -166,7 +165,7 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let start = Instant::now();
-        t.sent(&k, "1", Payload::default(), start + p.ack_timeout);
+        t.sent(&k, "1", Bytes::new(), start + p.ack_timeout);
         let mut now;
         let mut resends = 0;
         let mut delays = Vec::new();
@@ -192,9 +191,9 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Payload::default(), now);
+        t.sent(&k, "1", Bytes::new(), now);
         let _ = t.fire_due(now, &p); // one failure
-        t.sent(&k, "2", Payload::default(), now);
+        t.sent(&k, "2", Bytes::new(), now);
         assert_eq!(t.len(), 1);
         assert!(!t.ack("1"));
         let due = t.fire_due(now, &p);

@@ -1,5 +1,6 @@
-//! The entry point: [`serve`] / [`GrpcServer`] run the tonic services on a bound listener
-//! until a shutdown future completes, then shut down gracefully.
+//! The entry point: [`serve`] / [`GrpcServer`] accept connections on a bound listener and
+//! serve the two Nacos methods on each (see `rpc`) until a shutdown future completes, then
+//! shut down gracefully.
 //!
 //! Shutdown is notify-then-wait: every registered client gets a `ConnectResetRequest` and
 //! its stream ends; clients get `shutdown_grace` to leave; then every remaining stream is
@@ -13,23 +14,21 @@ use std::time::Duration;
 
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::{ConnDeps, OutboundStream};
+use crate::connection::ConnDeps;
 use crate::error::GrpcError;
 use crate::handlers;
 use crate::options::GrpcOptions;
-use crate::proto::bi_request_stream_server::{BiRequestStream, BiRequestStreamServer};
-use crate::proto::request_server::{Request, RequestServer};
 use crate::proto::Payload;
 use crate::push::PushPolicy;
 use crate::registry::Registry;
+use crate::rpc::{Inbound, Methods, Outbound};
 use crate::session;
 use crate::stats::GrpcStats;
-use crate::transport::{self, ConnTag};
+use crate::transport::{Acceptor, ConnTag};
 
 /// State shared by the services, the sessions and the prober.
 #[derive(Debug)]
@@ -119,63 +118,23 @@ impl GrpcServer {
         let local = listener.local_addr().map_err(GrpcError::Listener)?;
         tracing::info!(addr = %local, "gRPC server listening");
 
-        let kill = transport::KillSwitch::default();
-        let incoming = transport::incoming(listener, ctx.stats.clone(), kill.clone());
-        let max = ctx.opts.max_inbound_message_bytes;
-        let unary =
-            RequestServer::new(UnarySvc { ctx: ctx.clone() }).max_decoding_message_size(max);
-        let stream = BiRequestStreamServer::new(StreamSvc { ctx: ctx.clone() })
-            .max_decoding_message_size(max);
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let server = tonic::transport::Server::builder()
-            .add_service(unary)
-            .add_service(stream)
-            .serve_with_incoming_shutdown(incoming, async {
-                let _ = stop_rx.await;
-            });
-        tokio::pin!(server);
+        let acceptor = Acceptor::start(listener, ctx.clone(), ctx.stats.clone());
         let prober = tokio::spawn(probe_idle(ctx.clone()));
         let sweeper = tokio::spawn(sweep_pushes(ctx.clone()));
 
-        let early = tokio::select! {
-            res = &mut server => Some(res),
-            _ = shutdown => None,
-        };
-        if let Some(res) = early {
-            ctx.hard_stop.cancel();
-            prober.abort();
-            sweeper.abort();
-            return res.map_err(GrpcError::from);
-        }
-
+        shutdown.await;
         tracing::info!(addr = %local, "gRPC server shutting down");
-        let early = tokio::select! {
-            res = &mut server => Some(res),
-            _ = reset_clients(&ctx) => None,
-        };
+        reset_clients(&ctx).await;
+        // Cut the streams of clients that ignored the reset, then stop accepting and let
+        // every connection finish its calls after a GOAWAY.
         ctx.hard_stop.cancel();
         prober.abort();
         sweeper.abort();
-        let res = match early {
-            Some(res) => res,
-            None => {
-                let _ = stop_tx.send(());
-                match tokio::time::timeout(ctx.opts.shutdown_grace, &mut server).await {
-                    Ok(res) => res,
-                    Err(_) => {
-                        tracing::warn!(
-                            "gRPC connections still open after the grace period; cutting them"
-                        );
-                        kill.cancel();
-                        server.await
-                    }
-                }
-            }
-        };
+        acceptor.shut_down(ctx.opts.shutdown_grace).await;
         ctx.sessions.close();
         ctx.sessions.wait().await;
         tracing::info!(addr = %local, "gRPC server stopped");
-        res.map_err(GrpcError::from)
+        Ok(())
     }
 }
 
@@ -250,51 +209,24 @@ async fn sweep_pushes(ctx: Arc<Ctx>) {
     }
 }
 
-/// `/Request/request`.
-#[derive(Debug, Clone)]
-struct UnarySvc {
-    ctx: Arc<Ctx>,
-}
-
-#[tonic::async_trait]
-impl Request for UnarySvc {
-    async fn request(
-        &self,
-        request: tonic::Request<Payload>,
-    ) -> Result<tonic::Response<Payload>, tonic::Status> {
-        let tag = request.extensions().get::<ConnTag>().cloned();
-        let reply = handlers::unary(&self.ctx, tag.as_ref(), request.into_inner()).await;
-        Ok(tonic::Response::new(reply))
+/// The client port serves both Nacos methods.
+impl Methods for Ctx {
+    fn max_message(&self) -> usize {
+        self.opts.max_inbound_message_bytes
     }
-}
 
-/// `/BiRequestStream/requestBiStream`.
-#[derive(Debug, Clone)]
-struct StreamSvc {
-    ctx: Arc<Ctx>,
-}
+    async fn unary(self: Arc<Self>, tag: ConnTag, request: Payload) -> Payload {
+        handlers::unary(&self, Some(&tag), request).await
+    }
 
-#[tonic::async_trait]
-impl BiRequestStream for StreamSvc {
-    type requestBiStreamStream = OutboundStream;
+    fn stream_limit(&self) -> Option<usize> {
+        Some(self.opts.outbound_queue)
+    }
 
-    async fn request_bi_stream(
-        &self,
-        request: tonic::Request<tonic::Streaming<Payload>>,
-    ) -> Result<tonic::Response<OutboundStream>, tonic::Status> {
-        let Some(tag) = request.extensions().get::<ConnTag>().cloned() else {
-            return Err(tonic::Status::internal("connection id missing"));
-        };
-        let (tx, rx) = mpsc::channel(self.ctx.opts.outbound_queue);
-        let closed = self.ctx.hard_stop.child_token();
-        let inbound = request.into_inner();
-        self.ctx.sessions.spawn(session::run(
-            self.ctx.clone(),
-            tag,
-            inbound,
-            tx,
-            closed.clone(),
-        ));
-        Ok(tonic::Response::new(OutboundStream::new(rx, closed)))
+    /// One session task per stream.
+    fn open_stream(self: Arc<Self>, tag: ConnTag, inbound: Inbound, out: Arc<Outbound>) {
+        let closed = self.hard_stop.child_token();
+        let sessions = self.sessions.clone();
+        sessions.spawn(session::run(self, tag, inbound, out, closed));
     }
 }

@@ -10,12 +10,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tonic::Streaming;
 
-use crate::connection::{ConnMeta, Connection, Frame};
+use crate::codec::Status;
+use crate::connection::{ConnMeta, Connection};
 use crate::proto::Payload;
+use crate::rpc::{Inbound, Outbound};
 use crate::server::Ctx;
 use crate::stats;
 use crate::transport::ConnTag;
@@ -24,34 +24,46 @@ use crate::wire;
 /// The label carrying the client's application name.
 const APP_NAME_LABEL: &str = "AppName";
 
-/// Runs one bi-stream until it ends. `closed` is the connection's close signal (a child of
-/// the server's hard-stop token).
+/// Runs one bi-stream until it ends, then ends the server's half with status OK. `closed`
+/// is the connection's close signal (a child of the server's hard-stop token).
 pub(crate) async fn run(
     ctx: Arc<Ctx>,
     tag: ConnTag,
-    mut inbound: Streaming<Payload>,
-    out: mpsc::Sender<Frame>,
+    inbound: Inbound,
+    out: Arc<Outbound>,
     closed: CancellationToken,
 ) {
+    let status = serve(ctx, tag, inbound, out.clone(), closed).await;
+    out.finish(&status.unwrap_or_else(Status::ok));
+}
+
+/// Returns the status to end the stream with when the client broke the protocol.
+async fn serve(
+    ctx: Arc<Ctx>,
+    tag: ConnTag,
+    mut inbound: Inbound,
+    out: Arc<Outbound>,
+    closed: CancellationToken,
+) -> Option<Status> {
     // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it. A
     // stream that stays silent as long as an idle connection may is ended.
     let setup_deadline = tokio::time::Instant::now() + ctx.opts.idle_probe_after;
     let meta = loop {
         let msg = tokio::select! {
-            _ = closed.cancelled() => return,
+            _ = closed.cancelled() => return None,
             _ = tokio::time::sleep_until(setup_deadline) => {
                 tracing::debug!(conn = %tag.id, "no ConnectionSetupRequest in time; ending the stream");
                 closed.cancel();
-                return;
+                return None;
             }
             m = inbound.message() => m,
         };
         let p = match msg {
             Ok(Some(p)) => p,
-            Ok(None) => return,
+            Ok(None) => return None,
             Err(status) => {
                 tracing::debug!(conn = %tag.id, %status, "bi-stream failed before setup");
-                return;
+                return Some(status);
             }
         };
         let (type_name, client_ip, body) = wire::parts(&p);
@@ -81,7 +93,7 @@ pub(crate) async fn run(
         conn.reset(&ctx.server_request_id("reset"));
         // Let the reset reach the client; it closes the stream (or we stop waiting).
         let _ = tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closed)).await;
-        return;
+        return None;
     }
     tracing::debug!(conn = %conn.id, client_ip = %conn.meta.client_ip,
         remote = %conn.meta.remote, app = %conn.meta.app_name,
@@ -95,6 +107,7 @@ pub(crate) async fn run(
     // register with (and leave) the token's waiter list on every ack.
     let cancelled = closed.cancelled();
     tokio::pin!(cancelled);
+    let mut failure = None;
     loop {
         tokio::select! {
             _ = &mut cancelled => break,
@@ -106,6 +119,7 @@ pub(crate) async fn run(
                 Ok(None) => break,
                 Err(status) => {
                     tracing::debug!(conn = %conn.id, %status, "bi-stream failed");
+                    failure = Some(status);
                     break;
                 }
             },
@@ -116,6 +130,7 @@ pub(crate) async fn run(
     // End our half too (the client may only have closed its side).
     closed.cancel();
     tracing::debug!(conn = %conn.id, "gRPC connection unregistered");
+    failure
 }
 
 /// A message on a registered stream: responses ack pushes and probes.
@@ -131,7 +146,7 @@ fn on_message(conn: &Connection, p: &Payload) {
 }
 
 /// Reads and discards the inbound stream until it ends or the connection is closed.
-async fn drain(inbound: &mut Streaming<Payload>, closed: &CancellationToken) {
+async fn drain(inbound: &mut Inbound, closed: &CancellationToken) {
     loop {
         tokio::select! {
             _ = closed.cancelled() => return,

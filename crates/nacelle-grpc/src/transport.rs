@@ -1,6 +1,6 @@
-//! The accept loop. Every accepted TCP connection gets a connection id (`{millis}_{ip}_{port}`,
-//! as Nacos names them) that tonic attaches to each request on that connection, so a unary
-//! call and the bi-stream of one client are known to be the same connection.
+//! Accepted TCP connections. Every one gets a connection id (`{millis}_{ip}_{port}`, as
+//! Nacos names them) shared by every call on it, so a unary call and the bi-stream of one
+//! client are known to be the same connection.
 
 use std::future::Future;
 use std::io;
@@ -11,16 +11,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use futures::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
-use tonic::transport::server::Connected;
+use tokio_util::task::TaskTracker;
 
+use crate::rpc::{self, Methods};
 use crate::stats::{self, GrpcStats};
 
-/// What every request on a TCP connection knows about it (tonic puts it in the request
-/// extensions).
+/// What every call on a TCP connection knows about it.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnTag {
     /// The connection id, shared by the unary calls and the bi-stream of the connection.
@@ -29,20 +29,61 @@ pub(crate) struct ConnTag {
     pub remote: SocketAddr,
 }
 
-/// The server's kill switch: cuts every TCP connection at once. Reads and writes check a
-/// flag (one atomic load); the cancellation future is only polled to register the waker
-/// when an I/O call would block, and only when the waker changed.
+/// A one-way switch shared by many tasks (the server's kill switch, its stop switch).
+/// Checking it is one atomic load; a task that must be woken when it is set registers its
+/// waker through a [`SwitchWatch`], again only when its waker changes.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct KillSwitch {
+pub(crate) struct Switch {
     flag: Arc<AtomicBool>,
     token: CancellationToken,
 }
 
-impl KillSwitch {
-    /// Cuts every connection: their reads and writes fail from now on.
-    pub fn cancel(&self) {
+impl Switch {
+    /// Sets the switch and wakes every watcher.
+    pub fn set(&self) {
         self.flag.store(true, Ordering::Release);
         self.token.cancel();
+    }
+
+    /// Completes once the switch is set.
+    pub async fn wait(&self) {
+        self.token.cancelled().await;
+    }
+
+    /// A watcher for one task.
+    pub fn watch(&self) -> SwitchWatch {
+        SwitchWatch {
+            flag: self.flag.clone(),
+            fut: Box::pin(self.token.clone().cancelled_owned()),
+            waker: None,
+        }
+    }
+}
+
+/// One task's view of a [`Switch`].
+pub(crate) struct SwitchWatch {
+    flag: Arc<AtomicBool>,
+    /// Completes when the switch is set; polled only to register a new waker.
+    fut: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker `fut` is registered with.
+    waker: Option<Waker>,
+}
+
+impl SwitchWatch {
+    /// Whether the switch is set; makes sure the task of `cx` is woken when it is.
+    pub fn poll_set(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            return self.flag.load(Ordering::Acquire);
+        }
+        if self.fut.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.waker = Some(cx.waker().clone());
+        false
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
     }
 }
 
@@ -51,35 +92,42 @@ impl KillSwitch {
 pub(crate) struct TrackedIo {
     io: TcpStream,
     tag: ConnTag,
-    /// Set when the server cuts every connection; reads and writes then fail.
-    killed: Arc<AtomicBool>,
-    /// Completes when the server cuts every connection; wakes blocked reads and writes.
-    kill: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// The waker `kill` is registered with.
-    kill_waker: Option<Waker>,
+    /// The kill switch: once set, reads and writes fail.
+    kill: SwitchWatch,
     stats: GrpcStats,
 }
 
 impl TrackedIo {
-    fn killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
+    /// Wraps an accepted connection: `TCP_NODELAY`, a connection id, counted in `stats`.
+    pub fn new(io: TcpStream, remote: SocketAddr, stats: &GrpcStats, kill: &Switch) -> Self {
+        if let Err(e) = io.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let id = format!(
+            "{}_{}_{}",
+            nacelle_core::now_millis(),
+            remote.ip(),
+            remote.port()
+        );
+        stats::inc(&stats.counters().tcp_connections);
+        TrackedIo {
+            io,
+            tag: ConnTag {
+                id: id.into(),
+                remote,
+            },
+            kill: kill.watch(),
+            stats: stats.clone(),
+        }
     }
 
-    /// An I/O call is about to return `Pending`: makes sure the kill switch wakes this
-    /// task. Returns whether the switch has fired.
-    fn watch_kill(&mut self, cx: &mut Context<'_>) -> bool {
-        if self
-            .kill_waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            return self.killed();
-        }
-        if self.kill.as_mut().poll(cx).is_ready() {
-            return true;
-        }
-        self.kill_waker = Some(cx.waker().clone());
-        false
+    /// Who this connection is.
+    pub fn tag(&self) -> &ConnTag {
+        &self.tag
+    }
+
+    fn killed(&self) -> bool {
+        self.kill.is_set()
     }
 
     /// `res` of an I/O call, or the kill error if it would block and the switch fired.
@@ -88,7 +136,7 @@ impl TrackedIo {
         cx: &mut Context<'_>,
         res: Poll<io::Result<T>>,
     ) -> Poll<io::Result<T>> {
-        if res.is_pending() && self.watch_kill(cx) {
+        if res.is_pending() && self.kill.poll_set(cx) {
             return Poll::Ready(Err(aborted()));
         }
         res
@@ -177,57 +225,81 @@ impl AsyncWrite for TrackedIo {
     }
 }
 
-impl Connected for TrackedIo {
-    type ConnectInfo = ConnTag;
+/// The accept loop of a port and the connections it serves.
+pub(crate) struct Acceptor {
+    task: JoinHandle<()>,
+    kill: Switch,
+    stop: Switch,
+    conns: TaskTracker,
+}
 
-    fn connect_info(&self) -> ConnTag {
-        self.tag.clone()
+impl Acceptor {
+    /// Starts accepting on `listener`; every connection is served by
+    /// [`rpc::serve_connection`] on its own task and counted in `stats`.
+    pub fn start<M: Methods>(listener: TcpListener, methods: Arc<M>, stats: GrpcStats) -> Self {
+        let kill = Switch::default();
+        let stop = Switch::default();
+        let conns = TaskTracker::new();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            methods,
+            stats,
+            kill.clone(),
+            stop.clone(),
+            conns.clone(),
+        ));
+        Acceptor {
+            task,
+            kill,
+            stop,
+            conns,
+        }
+    }
+
+    /// Stops accepting (the listener is closed), sends a GOAWAY on every connection and
+    /// gives their calls `grace` to finish; then cuts what is left. Returns once every
+    /// connection is closed.
+    pub async fn shut_down(self, grace: Duration) {
+        self.stop.set();
+        if let Err(e) = self.task.await {
+            tracing::warn!(error = %e, "the gRPC accept loop failed");
+        }
+        self.conns.close();
+        if tokio::time::timeout(grace, self.conns.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("gRPC connections still open after the grace period; cutting them");
+            self.kill.set();
+            self.conns.wait().await;
+        }
     }
 }
 
-/// The stream of accepted connections. Accept errors (e.g. out of file descriptors) are
-/// logged and retried after a short pause; they never end the stream.
-pub(crate) fn incoming(
+/// Accepts connections until `stop` is set. Accept errors (e.g. out of file descriptors)
+/// are logged and retried after a short pause.
+async fn accept_loop<M: Methods>(
     listener: TcpListener,
+    methods: Arc<M>,
     stats: GrpcStats,
-    kill: KillSwitch,
-) -> impl Stream<Item = Result<TrackedIo, io::Error>> {
-    futures::stream::unfold(listener, move |listener| {
-        let stats = stats.clone();
-        let kill = kill.clone();
-        async move {
-            loop {
-                match listener.accept().await {
-                    Ok((io, remote)) => {
-                        if let Err(e) = io.set_nodelay(true) {
-                            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                        }
-                        let id = format!(
-                            "{}_{}_{}",
-                            nacelle_core::now_millis(),
-                            remote.ip(),
-                            remote.port()
-                        );
-                        stats::inc(&stats.counters().tcp_connections);
-                        let tracked = TrackedIo {
-                            io,
-                            tag: ConnTag {
-                                id: id.into(),
-                                remote,
-                            },
-                            killed: kill.flag.clone(),
-                            kill: Box::pin(kill.token.clone().cancelled_owned()),
-                            kill_waker: None,
-                            stats,
-                        };
-                        return Some((Ok(tracked), listener));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "gRPC accept failed; retrying");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
+    kill: Switch,
+    stop: Switch,
+    conns: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.wait() => return,
+            r = listener.accept() => r,
+        };
+        match accepted {
+            Ok((io, remote)) => {
+                let io = TrackedIo::new(io, remote, &stats, &kill);
+                conns.spawn(rpc::serve_connection(methods.clone(), io, stop.clone()));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "gRPC accept failed; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-    })
+    }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 use nacelle_service::cluster::secret_matches;
 
@@ -17,10 +16,10 @@ use super::{ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
 use crate::error::GrpcError;
 use crate::errors::WireError;
 use crate::handlers::{error_response, fail_head, key_of, unparsable};
-use crate::proto::request_server::{Request, RequestServer};
 use crate::proto::Payload;
+use crate::rpc::Methods;
 use crate::stats::GrpcStats;
-use crate::transport::{self, ConnTag};
+use crate::transport::{Acceptor, ConnTag};
 use crate::wire;
 
 #[derive(Debug)]
@@ -73,51 +72,23 @@ impl ClusterGrpcServer {
         }
         let local = listener.local_addr().map_err(GrpcError::Listener)?;
         tracing::info!(addr = %local, "cluster gRPC server listening");
-        let kill = transport::KillSwitch::default();
-        // The connection counters of the shared accept loop are not reported for this port.
-        let incoming = transport::incoming(listener, GrpcStats::new(), kill.clone());
-        let grace = ctx.opts.shutdown_grace;
-        let svc = RequestServer::new(ClusterSvc { ctx: ctx.clone() })
-            .max_decoding_message_size(ctx.opts.max_inbound_message_bytes);
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let server = tonic::transport::Server::builder()
-            .add_service(svc)
-            .serve_with_incoming_shutdown(incoming, async {
-                let _ = stop_rx.await;
-            });
-        tokio::pin!(server);
-        tokio::select! {
-            res = &mut server => return res.map_err(GrpcError::from),
-            _ = shutdown => {}
-        }
-        let _ = stop_tx.send(());
-        let res = match tokio::time::timeout(grace, &mut server).await {
-            Ok(res) => res,
-            Err(_) => {
-                kill.cancel();
-                server.await
-            }
-        };
+        // The connection counters of the accept loop are not reported for this port.
+        let acceptor = Acceptor::start(listener, ctx.clone(), GrpcStats::new());
+        shutdown.await;
+        acceptor.shut_down(ctx.opts.shutdown_grace).await;
         tracing::info!(addr = %local, "cluster gRPC server stopped");
-        res.map_err(GrpcError::from)
+        Ok(())
     }
 }
 
-/// `/Request/request` on the cluster port.
-#[derive(Debug, Clone)]
-struct ClusterSvc {
-    ctx: Arc<ClusterCtx>,
-}
+/// The cluster port serves `/Request/request` only.
+impl Methods for ClusterCtx {
+    fn max_message(&self) -> usize {
+        self.opts.max_inbound_message_bytes
+    }
 
-#[tonic::async_trait]
-impl Request for ClusterSvc {
-    async fn request(
-        &self,
-        request: tonic::Request<Payload>,
-    ) -> Result<tonic::Response<Payload>, tonic::Status> {
-        let remote = request.extensions().get::<ConnTag>().map(|t| t.remote);
-        let reply = handle(&self.ctx, remote, request.into_inner()).await;
-        Ok(tonic::Response::new(reply))
+    async fn unary(self: Arc<Self>, tag: ConnTag, request: Payload) -> Payload {
+        handle(&self, Some(tag.remote), request).await
     }
 }
 
