@@ -8,16 +8,19 @@
 //! are held for a few map operations and never across an `.await`.
 
 use std::collections::HashMap;
+use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
+use futures::task::AtomicWaker;
 use nacelle_core::{ConfigKey, CoreError};
 use nacelle_service::{ChangeEvent, Subscriber, Subscription, WatchHub};
 use parking_lot::Mutex;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::codec::{self, Status};
 use crate::proto::Payload;
@@ -40,6 +43,79 @@ pub(crate) struct ConnMeta {
     pub labels: HashMap<String, String>,
 }
 
+/// A millisecond clock advanced by the push sweeper, so that the per-message paths
+/// (activity stamps, push deadlines) read one atomic instead of the system clock.
+#[derive(Debug)]
+pub(crate) struct CoarseClock {
+    epoch: Instant,
+    ms: AtomicU64,
+}
+
+impl CoarseClock {
+    pub fn new() -> Self {
+        CoarseClock {
+            epoch: Instant::now(),
+            ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Reads the system clock and advances the coarse one; returns the instant read.
+    pub fn tick(&self) -> Instant {
+        let now = Instant::now();
+        let ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
+        self.ms.fetch_max(ms, Ordering::Relaxed);
+        now
+    }
+
+    /// Milliseconds since the epoch, as of the last tick.
+    pub fn now_ms(&self) -> u64 {
+        self.ms.load(Ordering::Relaxed)
+    }
+
+    /// The instant of the last tick.
+    pub fn now(&self) -> Instant {
+        self.epoch + Duration::from_millis(self.now_ms())
+    }
+}
+
+/// The close signal of one bi-stream: set once, awaited by its session task only.
+/// Checking it is an atomic load and waiting registers the waker without a lock, so the
+/// session pays nothing for it on every message it reads.
+#[derive(Debug, Default)]
+pub(crate) struct Closer {
+    closed: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Closer {
+    /// Sets the signal; returns whether it was already set.
+    pub fn close(&self) -> bool {
+        let was = self.closed.swap(true, Ordering::AcqRel);
+        self.waker.wake();
+        was
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Completes once the signal is set. Meant for one waiting task at a time.
+    pub async fn wait(&self) {
+        poll_fn(|cx| {
+            if self.is_closed() {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            if self.is_closed() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
 /// Why a connection was closed by the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CloseReason {
@@ -51,6 +127,8 @@ pub(crate) enum CloseReason {
     Idle,
     /// The same TCP connection registered again.
     Replaced,
+    /// The server is stopping and the client ignored the reset.
+    Shutdown,
 }
 
 /// A registered connection. Shared by the registry, its session task and (weakly) its
@@ -59,11 +137,11 @@ pub(crate) struct Connection {
     pub id: Arc<str>,
     pub meta: ConnMeta,
     out: Arc<Outbound>,
-    closed: CancellationToken,
-    /// Milliseconds since `epoch` of the last message received on this connection (unary
-    /// or stream); the idle prober reads it.
+    closer: Arc<Closer>,
+    /// Milliseconds since the clock's epoch of the last message received on this
+    /// connection (unary or stream); the idle prober reads it.
     last_active_ms: AtomicU64,
-    epoch: Instant,
+    clock: Arc<CoarseClock>,
     pending: Mutex<PushTable>,
     listens: Mutex<HashMap<ConfigKey, Subscription>>,
     /// The outstanding idle probe: its request id and the instant it was sent.
@@ -79,7 +157,7 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("id", &self.id)
             .field("client_ip", &self.meta.client_ip)
-            .field("closed", &self.closed.is_cancelled())
+            .field("closed", &self.closer.is_closed())
             .finish()
     }
 }
@@ -91,7 +169,7 @@ pub(crate) struct ConnDeps {
     pub policy: PushPolicy,
     pub max_listens: usize,
     pub stats: GrpcStats,
-    pub epoch: Instant,
+    pub clock: Arc<CoarseClock>,
 }
 
 impl Connection {
@@ -99,17 +177,17 @@ impl Connection {
         id: Arc<str>,
         meta: ConnMeta,
         out: Arc<Outbound>,
-        closed: CancellationToken,
+        closer: Arc<Closer>,
         deps: ConnDeps,
     ) -> Self {
-        let now = deps.epoch.elapsed().as_millis() as u64;
+        let now = deps.clock.now_ms();
         Connection {
             id,
             meta,
             out,
-            closed,
+            closer,
             last_active_ms: AtomicU64::new(now),
-            epoch: deps.epoch,
+            clock: deps.clock,
             pending: Mutex::new(PushTable::default()),
             listens: Mutex::new(HashMap::new()),
             probe: Mutex::new(None),
@@ -121,7 +199,7 @@ impl Connection {
     }
 
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.clock.now_ms()
     }
 
     /// Records that the client just sent something.
@@ -131,23 +209,22 @@ impl Connection {
 
     /// Whether the server closed this connection.
     pub fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        self.closer.is_closed()
     }
 
     /// Closes the connection now: its stream ends, its session unregisters it.
     pub fn close(&self, reason: CloseReason) {
-        if self.closed.is_cancelled() {
-            return;
+        if self.closer.close() {
+            return; // already closed
         }
         let c = self.stats.counters();
         match reason {
             CloseReason::Slow => stats::inc(&c.dropped_slow),
             CloseReason::Unacked => stats::inc(&c.dropped_unacked),
             CloseReason::Idle => stats::inc(&c.dropped_idle),
-            CloseReason::Replaced => {}
+            CloseReason::Replaced | CloseReason::Shutdown => {}
         }
         tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
-        self.closed.cancel();
     }
 
     /// Sends a payload to the client.
@@ -249,7 +326,7 @@ impl Connection {
             &event.key,
             &request_id,
             frame.clone(),
-            Instant::now() + self.policy.ack_timeout,
+            self.clock.now() + self.policy.ack_timeout,
         );
         stats::inc(&self.stats.counters().pushes_sent);
         self.send_framed(frame);

@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::ConnDeps;
+use crate::connection::{CloseReason, CoarseClock, ConnDeps};
 use crate::error::GrpcError;
 use crate::handlers;
 use crate::options::GrpcOptions;
@@ -39,11 +38,12 @@ pub(crate) struct Ctx {
     pub registry: Registry,
     /// Tracks session tasks so that shutdown can wait for them.
     pub sessions: TaskTracker,
-    /// Cancelled to cut every stream at once (last step of shutdown); each connection's
-    /// close token is a child of it.
+    /// Cancelled to cut every stream at once (last step of shutdown): sessions still
+    /// waiting for their `ConnectionSetupRequest` watch it; registered connections are
+    /// closed one by one.
     pub hard_stop: CancellationToken,
-    /// The time base of connection activity.
-    pub epoch: Instant,
+    /// The time base of connection activity and push deadlines.
+    pub clock: Arc<CoarseClock>,
     next_request_id: AtomicU64,
 }
 
@@ -58,7 +58,7 @@ impl Ctx {
             },
             max_listens: self.service.limits().max_listen_keys,
             stats: self.stats.clone(),
-            epoch: self.epoch,
+            clock: self.clock.clone(),
         }
     }
 
@@ -95,7 +95,7 @@ impl GrpcServer {
                 registry,
                 sessions: TaskTracker::new(),
                 hard_stop: CancellationToken::new(),
-                epoch: Instant::now(),
+                clock: Arc::new(CoarseClock::new()),
                 next_request_id: AtomicU64::new(1),
             }),
         }
@@ -128,6 +128,9 @@ impl GrpcServer {
         // Cut the streams of clients that ignored the reset, then stop accepting and let
         // every connection finish its calls after a GOAWAY.
         ctx.hard_stop.cancel();
+        for conn in ctx.registry.all() {
+            conn.close(CloseReason::Shutdown);
+        }
         prober.abort();
         sweeper.abort();
         acceptor.shut_down(ctx.opts.shutdown_grace).await;
@@ -178,6 +181,7 @@ async fn probe_idle(ctx: Arc<Ctx>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        ctx.clock.tick();
         for conn in ctx.registry.all() {
             conn.probe_if_idle(idle_after, timeout, || ctx.server_request_id("detect"));
         }
@@ -202,7 +206,7 @@ async fn sweep_pushes(ctx: Arc<Ctx>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let now = Instant::now();
+        let now = ctx.clock.tick();
         for conn in ctx.registry.all() {
             conn.fire_due_pushes(now);
         }
@@ -225,8 +229,7 @@ impl Methods for Ctx {
 
     /// One session task per stream.
     fn open_stream(self: Arc<Self>, tag: ConnTag, inbound: Inbound, out: Arc<Outbound>) {
-        let closed = self.hard_stop.child_token();
         let sessions = self.sessions.clone();
-        sessions.spawn(session::run(self, tag, inbound, out, closed));
+        sessions.spawn(session::run(self, tag, inbound, out));
     }
 }

@@ -10,10 +10,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::codec::Status;
-use crate::connection::{ConnMeta, Connection};
+use crate::connection::{Closer, ConnMeta, Connection};
 use crate::proto::Payload;
 use crate::rpc::{Inbound, Outbound};
 use crate::server::Ctx;
@@ -24,16 +22,11 @@ use crate::wire;
 /// The label carrying the client's application name.
 const APP_NAME_LABEL: &str = "AppName";
 
-/// Runs one bi-stream until it ends, then ends the server's half with status OK. `closed`
-/// is the connection's close signal (a child of the server's hard-stop token).
-pub(crate) async fn run(
-    ctx: Arc<Ctx>,
-    tag: ConnTag,
-    inbound: Inbound,
-    out: Arc<Outbound>,
-    closed: CancellationToken,
-) {
-    let status = serve(ctx, tag, inbound, out.clone(), closed).await;
+/// Runs one bi-stream until it ends, then ends the server's half with status OK (or the
+/// status of the client's protocol error).
+pub(crate) async fn run(ctx: Arc<Ctx>, tag: ConnTag, inbound: Inbound, out: Arc<Outbound>) {
+    let closer = Arc::new(Closer::default());
+    let status = serve(ctx, tag, inbound, out.clone(), closer).await;
     out.finish(&status.unwrap_or_else(Status::ok));
 }
 
@@ -43,17 +36,16 @@ async fn serve(
     tag: ConnTag,
     mut inbound: Inbound,
     out: Arc<Outbound>,
-    closed: CancellationToken,
+    closer: Arc<Closer>,
 ) -> Option<Status> {
     // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it. A
     // stream that stays silent as long as an idle connection may is ended.
     let setup_deadline = tokio::time::Instant::now() + ctx.opts.idle_probe_after;
     let meta = loop {
         let msg = tokio::select! {
-            _ = closed.cancelled() => return None,
+            _ = ctx.hard_stop.cancelled() => return None,
             _ = tokio::time::sleep_until(setup_deadline) => {
                 tracing::debug!(conn = %tag.id, "no ConnectionSetupRequest in time; ending the stream");
-                closed.cancel();
                 return None;
             }
             m = inbound.message() => m,
@@ -83,7 +75,7 @@ async fn serve(
         tag.id.clone(),
         meta,
         out,
-        closed.clone(),
+        closer.clone(),
         ctx.conn_deps(),
     ));
     if let Err(refusal) = ctx.registry.register(conn.clone()) {
@@ -92,7 +84,7 @@ async fn serve(
             "gRPC connection refused; sending ConnectResetRequest");
         conn.reset(&ctx.server_request_id("reset"));
         // Let the reset reach the client; it closes the stream (or we stop waiting).
-        let _ = tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closed)).await;
+        let _ = tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closer)).await;
         return None;
     }
     tracing::debug!(conn = %conn.id, client_ip = %conn.meta.client_ip,
@@ -103,14 +95,11 @@ async fn serve(
     // Unacknowledged pushes are timed out and retried by the server's push sweeper
     // (`server::sweep_pushes`), so a push costs this task no wake-up or timer: it only wakes
     // for what the client sends.
-    // One cancellation future for the whole session: a fresh one per message would
-    // register with (and leave) the token's waiter list on every ack.
-    let cancelled = closed.cancelled();
-    tokio::pin!(cancelled);
     let mut failure = None;
     loop {
         tokio::select! {
-            _ = &mut cancelled => break,
+            biased;
+            _ = closer.wait() => break,
             msg = inbound.message() => match msg {
                 Ok(Some(p)) => {
                     conn.touch();
@@ -127,8 +116,6 @@ async fn serve(
     }
     ctx.registry.unregister(&conn);
     conn.release();
-    // End our half too (the client may only have closed its side).
-    closed.cancel();
     tracing::debug!(conn = %conn.id, "gRPC connection unregistered");
     failure
 }
@@ -146,10 +133,10 @@ fn on_message(conn: &Connection, p: &Payload) {
 }
 
 /// Reads and discards the inbound stream until it ends or the connection is closed.
-async fn drain(inbound: &mut Inbound, closed: &CancellationToken) {
+async fn drain(inbound: &mut Inbound, closer: &Closer) {
     loop {
         tokio::select! {
-            _ = closed.cancelled() => return,
+            _ = closer.wait() => return,
             m = inbound.message() => match m {
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => return,
