@@ -81,6 +81,9 @@ run longpoll-1000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 1000 --rounds 5
 run longpoll-10000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 10000 --rounds 5
 run grpc-fanout-1000 grpc-fanout --addr "127.0.0.1:$GPORT" --n 1000 --rounds 5 --server-pid "$SERVER_PID"
 run grpc-fanout-10000 grpc-fanout --addr "127.0.0.1:$GPORT" --n 10000 --rounds 5 --server-pid "$SERVER_PID"
+# The machine's fan-out floor at the same sizes (raw TCP, its own server process).
+run fanout-ceiling-1000 fanout-ceiling --n 1000 --rounds 5
+run fanout-ceiling-10000 fanout-ceiling --n 10000 --rounds 5
 stop_server
 
 # Connections on a fresh server: its RSS before is that of an idle server.

@@ -4,6 +4,7 @@
 
 mod ceiling;
 mod client;
+mod fanout_ceiling;
 mod grpc_client;
 mod grpc_scenarios;
 mod scenarios;
@@ -127,6 +128,28 @@ enum Scenario {
         #[arg(long)]
         server_pid: Option<u32>,
     },
+    /// The fan-out floor of this machine: a minimal raw-TCP push server (its own process)
+    /// writes one message to N connections and reads N acks; time from the trigger to each
+    /// arrival. Compare with grpc-fanout and longpoll-fanout at the same N.
+    FanoutCeiling {
+        /// Connections.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Rounds.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Message size in bytes (a framed ConfigChangeNotifyRequest is about 250).
+        #[arg(long, default_value_t = 256)]
+        size: usize,
+    },
+    /// Internal: the fan-out ceiling server process.
+    #[command(hide = true)]
+    FanoutCeilingServe {
+        #[arg(long)]
+        n: usize,
+        #[arg(long)]
+        size: usize,
+    },
     /// Opens N gRPC connections (handshake + one listened key each), holds them and reports
     /// the server's RSS before and after.
     Connections {
@@ -207,6 +230,10 @@ fn main() -> Result<()> {
             }
             Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
             Scenario::CeilingServe { size } => ceiling::serve(size).await,
+            Scenario::FanoutCeiling { n, rounds, size } => {
+                fanout_ceiling::run(n, rounds, size).await
+            }
+            Scenario::FanoutCeilingServe { n, size } => fanout_ceiling::serve(n, size).await,
             Scenario::GrpcQuery {
                 load,
                 keys,
