@@ -77,8 +77,8 @@ run publish-http-distinct publish --protocol http --addr "127.0.0.1:$PORT" --key
 run publish-http-hot publish --protocol http --addr "127.0.0.1:$PORT" --keys hot --duration 10
 run publish-grpc-distinct publish --protocol grpc --addr "127.0.0.1:$GPORT" --keys distinct --duration 10
 run publish-grpc-hot publish --protocol grpc --addr "127.0.0.1:$GPORT" --keys hot --duration 10
-run longpoll-1000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 1000 --rounds 5
-run longpoll-10000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 10000 --rounds 5
+run longpoll-1000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 1000 --rounds 5 --server-pid "$SERVER_PID"
+run longpoll-10000 longpoll-fanout --addr "127.0.0.1:$PORT" --n 10000 --rounds 5 --server-pid "$SERVER_PID"
 run grpc-fanout-1000 grpc-fanout --addr "127.0.0.1:$GPORT" --n 1000 --rounds 5 --server-pid "$SERVER_PID"
 run grpc-fanout-10000 grpc-fanout --addr "127.0.0.1:$GPORT" --n 10000 --rounds 5 --server-pid "$SERVER_PID"
 # The machine's fan-out floor at the same sizes (raw TCP, its own server process).

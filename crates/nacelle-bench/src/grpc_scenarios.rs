@@ -16,7 +16,7 @@ use crate::grpc_client::{
     publish_body, query_body, raise_nofile, source_for, GrpcConn, PushArrival, Route,
     StreamCounters, Unary,
 };
-use crate::scenarios::{content_of, rss_kib, GROUP, WARMUP};
+use crate::scenarios::{content_of, rss_kib, CpuMeter, GROUP, WARMUP};
 use crate::stats::{report, Latencies};
 use crate::{measured, Load};
 
@@ -347,6 +347,7 @@ pub async fn grpc_fanout(
         while rx.try_recv().is_ok() {}
         let mut seen = vec![false; n];
         content = format!("round-{round}-{}", std::process::id());
+        let meter = CpuMeter::start(server_pid)?;
         let sent = Instant::now();
         publish_grpc(&mut admin.unary, &data_id, &content, round as u64).await?;
         let acked = sent.elapsed();
@@ -372,6 +373,9 @@ pub async fn grpc_fanout(
             }
         }
         missing += n - got;
+        // Let the last acks be read before the CPU is taken.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let cpu = meter.per_item(n)?;
         all.merge(&lat);
         // The fan-out alone: each push's arrival after the first one of the round.
         if let Some(first) = arrivals.iter().min().copied() {
@@ -384,6 +388,7 @@ pub async fn grpc_fanout(
             "publish_ack_ms": acked.as_secs_f64() * 1000.0,
             "received": got,
             "latency": lat.summary(),
+            "cpu_per_push": cpu,
         }));
     }
     report(

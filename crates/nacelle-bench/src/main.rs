@@ -109,6 +109,9 @@ enum Scenario {
         /// Rounds.
         #[arg(long, default_value_t = 5)]
         rounds: usize,
+        /// PID of the server, to report its CPU per released poll.
+        #[arg(long)]
+        server_pid: Option<u32>,
     },
     /// N gRPC connections listening to one key, one publish per round, time from sending the
     /// publish to the arrival of each push; several rounds.
@@ -289,9 +292,14 @@ fn main() -> Result<()> {
                 )
                 .await
             }
-            Scenario::LongpollFanout { addr, n, rounds } => {
+            Scenario::LongpollFanout {
+                addr,
+                n,
+                rounds,
+                server_pid,
+            } => {
                 check_loopback(&addr)?;
-                scenarios::longpoll_fanout(addr, n, rounds.min(100)).await
+                scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid).await
             }
             Scenario::Startup {
                 bin,

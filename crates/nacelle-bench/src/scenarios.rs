@@ -178,7 +178,12 @@ pub async fn publish(load: &Load, hot: bool, size: usize) -> Result<()> {
 /// `longpoll-fanout`: `n` held polls on one key, one publish per round; latency from the
 /// moment the publish request is sent to each poll's answer (an upper bound of the latency
 /// from the acknowledgement, since Nacelle wakes listeners before it answers the publish).
-pub async fn longpoll_fanout(addr: SocketAddr, n: usize, rounds: usize) -> Result<()> {
+pub async fn longpoll_fanout(
+    addr: SocketAddr,
+    n: usize,
+    rounds: usize,
+    server_pid: Option<u32>,
+) -> Result<()> {
     let n = n.clamp(1, 20_000);
     let data_id = format!("bench-fanout-{}", std::process::id());
     let mut admin = Conn::connect(addr).await?;
@@ -217,6 +222,7 @@ pub async fn longpoll_fanout(addr: SocketAddr, n: usize, rounds: usize) -> Resul
         // Let every poll reach the server and be held.
         tokio::time::sleep(Duration::from_millis(500 + (n as u64) / 10)).await;
         content = format!("round-{round}-{}", std::process::id());
+        let meter = CpuMeter::start(server_pid)?;
         let sent = Instant::now();
         publish_one(&mut admin, &data_id, &content).await?;
         let acked = sent.elapsed();
@@ -234,8 +240,15 @@ pub async fn longpoll_fanout(addr: SocketAddr, n: usize, rounds: usize) -> Resul
             lat.record(d);
             conns.push(conn);
         }
+        // CPU of the release (publish, wake-ups, answers); not of the re-polls, sent later.
+        let cpu = meter.per_item(n)?;
         all.merge(&lat);
-        per_round.push(json!({"round": round, "publish_ack_ms": acked.as_secs_f64() * 1000.0, "latency": lat.summary()}));
+        per_round.push(json!({
+            "round": round,
+            "publish_ack_ms": acked.as_secs_f64() * 1000.0,
+            "latency": lat.summary(),
+            "cpu_per_poll": cpu,
+        }));
     }
     report(
         "longpoll-fanout",
@@ -248,6 +261,57 @@ pub async fn longpoll_fanout(addr: SocketAddr, n: usize, rounds: usize) -> Resul
         }),
     );
     Ok(())
+}
+
+/// CPU time a process's live threads have used so far, in seconds, from
+/// /proc/PID/task/*/schedstat (nanosecond resolution, where /proc/PID/stat counts 10 ms
+/// ticks).
+pub fn cpu_seconds(pid: u32) -> Result<f64> {
+    let mut ns: u64 = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path().join("schedstat");
+        // A thread may exit between the listing and the read.
+        let Ok(line) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        ns += line
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .with_context(|| format!("unexpected {}", path.display()))?;
+    }
+    Ok(ns as f64 / 1e9)
+}
+
+/// CPU used by the server (when its PID is known) and by this bench between two points.
+pub struct CpuMeter {
+    server_pid: Option<u32>,
+    server: Option<f64>,
+    me: f64,
+}
+
+impl CpuMeter {
+    pub fn start(server_pid: Option<u32>) -> Result<Self> {
+        Ok(CpuMeter {
+            server_pid,
+            server: server_pid.map(cpu_seconds).transpose()?,
+            me: cpu_seconds(std::process::id())?,
+        })
+    }
+
+    /// `{server_cpu_us_per_item, bench_cpu_us_per_item}` since `start`, over `items`.
+    pub fn per_item(&self, items: usize) -> Result<serde_json::Value> {
+        let items = items.max(1) as f64;
+        let server = match (self.server_pid, self.server) {
+            (Some(pid), Some(before)) => Some((cpu_seconds(pid)? - before) * 1e6 / items),
+            _ => None,
+        };
+        let me = (cpu_seconds(std::process::id())? - self.me) * 1e6 / items;
+        Ok(json!({
+            "server_cpu_us_per_item": server.map(|v| v.round()),
+            "bench_cpu_us_per_item": me.round(),
+        }))
+    }
 }
 
 /// VmRSS of a process in KiB.
