@@ -16,8 +16,10 @@ pub struct GrpcOptions {
     pub max_connections_per_ip: usize,
     /// Largest inbound gRPC message in bytes; larger ones are rejected (Nacos: 10 MB).
     pub max_inbound_message_bytes: usize,
-    /// Capacity of each connection's outbound queue (server pushes and probes). A client
-    /// that lets it fill is disconnected rather than buffered without limit.
+    /// Most server requests (pushes, probes) a connection may leave unanswered. A client
+    /// that reaches it has stopped reading: it is disconnected rather than buffered
+    /// without limit. Keep it above the service's `max_listen_keys`, so that a change of
+    /// every key a client listens to, arriving while it pauses, never trips it.
     pub outbound_queue: usize,
     /// How long a pushed `ConfigChangeNotifyRequest` waits for its ack before the try
     /// counts as failed.
@@ -45,7 +47,7 @@ impl Default for GrpcOptions {
             max_connections: 200_000,
             max_connections_per_ip: 10_000,
             max_inbound_message_bytes: 10 * 1024 * 1024,
-            outbound_queue: 1024,
+            outbound_queue: 16_384,
             push_ack_timeout: Duration::from_secs(3),
             push_retry_base: Duration::from_secs(2),
             push_max_tries: 50,

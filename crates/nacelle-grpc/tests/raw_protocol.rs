@@ -615,3 +615,46 @@ async fn graceful_shutdown_resets_every_client() -> anyhow::Result<()> {
     assert_eq!((s.connections, s.tcp_connections), (0, 0), "{s:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_change_of_every_listened_key_at_once_does_not_drop_a_healthy_client(
+) -> anyhow::Result<()> {
+    // Every listened key changes while the client is not reading (a pause, a GC): it then
+    // reads and acks them all. The unanswered-request bound must allow at least as many
+    // pushes as a connection may listen to keys.
+    const KEYS: usize = 3000;
+    let server = TestServer::start(GrpcOptions::default()).await?;
+    let mut c = server.raw().await?;
+    c.setup("10.0.0.9").await?;
+    let names: Vec<String> = (0..KEYS).map(|i| format!("burst-{i}")).collect();
+    let keys: Vec<(&str, &str, &str, &str)> =
+        names.iter().map(|n| (n.as_str(), "G", "", "")).collect();
+    let r = c.listen(&keys, true).await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+
+    let publishes = names
+        .iter()
+        .map(|n| server.publish("", "G", n, "changed"))
+        .collect::<Vec<_>>();
+    futures::future::try_join_all(publishes).await?;
+    let reading = async {
+        let mut seen = std::collections::HashSet::new();
+        while seen.len() < KEYS {
+            let push = c
+                .next(Duration::from_secs(20))
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("stream ended after {} pushes", seen.len()))?;
+            let rid = push.str("requestId").unwrap_or_default().to_string();
+            c.respond("ConfigChangeNotifyResponse", &rid).await?;
+            if let Some(d) = push.str("dataId") {
+                seen.insert(d.to_string());
+            }
+        }
+        anyhow::Ok(())
+    };
+    reading.await?;
+    let s = server.stats.snapshot();
+    assert_eq!(s.dropped_slow, 0, "{s:?}");
+    assert_eq!(s.connections, 1, "{s:?}");
+    Ok(())
+}
