@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use nacelle::{RunningServer, Settings};
 
+pub mod python;
+
 /// Result type of tests.
 pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 

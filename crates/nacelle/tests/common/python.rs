@@ -1,0 +1,215 @@
+//! Running the real Nacos Python clients: their virtualenvs (`scripts/python-venv.sh`) and
+//! one run of a client script under `tests/python/`, whose `REQUEST` lines the test serves.
+//!
+//! A script prints progress lines, `REQUEST {json}` when it needs the test to act (it then
+//! waits for `ok` on stdin), and ends with `PASS` or `FAIL reason`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+use super::{TestResult, TestServer};
+
+/// Longest a whole client run may take (a script waits at most 30 s for each callback).
+const RUN_TIMEOUT: Duration = Duration::from_secs(150);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `scripts/python-venv.sh "" VERSION` (idempotent) and returns the venv's python.
+pub fn venv(version: &str) -> TestResult<PathBuf> {
+    let root = repo_root();
+    let out = std::process::Command::new("bash")
+        .arg(root.join("scripts/python-venv.sh"))
+        .args(["", version])
+        .current_dir(&root)
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/python-venv.sh failed ({}); it needs python3 with venv and PyPI",
+            out.status
+        )
+        .into());
+    }
+    let stdout = String::from_utf8(out.stdout)?;
+    let python = stdout
+        .lines()
+        .last()
+        .map(PathBuf::from)
+        .ok_or("scripts/python-venv.sh printed no python path")?;
+    if !python.exists() {
+        return Err(format!("{} does not exist", python.display()).into());
+    }
+    Ok(python)
+}
+
+/// One run of a client script on one key.
+pub struct ClientRun<'a> {
+    pub python: &'a Path,
+    /// File name under `tests/python/`.
+    pub script: &'a str,
+    pub namespace: &'a str,
+    pub group: &'a str,
+    pub data_id: &'a str,
+    /// The client's own log, relative to its work directory, shown when the run fails.
+    pub client_log: Option<&'a str>,
+}
+
+impl ClientRun<'_> {
+    fn label(&self) -> &str {
+        if self.namespace.is_empty() {
+            "default"
+        } else {
+            self.namespace
+        }
+    }
+
+    /// Runs the script against `ts` (`--server --namespace --data-id --group --workdir`),
+    /// serving its `REQUEST` lines. Returns its stdout lines once it printed `PASS` and
+    /// exited 0.
+    pub async fn run(self, ts: &TestServer) -> TestResult<Vec<String>> {
+        let label = format!("{} {}", self.script, self.label());
+        let work = tempfile::tempdir()?;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(self.script);
+        let mut child = Command::new(self.python)
+            .arg(&script)
+            .args(["--server", &ts.addr.to_string()])
+            .args(["--namespace", self.namespace])
+            .args(["--data-id", self.data_id])
+            .args(["--group", self.group])
+            .arg("--workdir")
+            .arg(work.path())
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so that a hung run can be ended with what it forked.
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()?;
+        let pgid = child.id();
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut stderr = child.stderr.take().ok_or("no stderr")?;
+        let stderr_task = tokio::spawn(async move {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s).await;
+            s
+        });
+
+        let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut out = Vec::new();
+        let mut failure: Option<String> = None;
+        loop {
+            let line = match tokio::time::timeout_at(deadline, lines.next_line()).await {
+                Err(_) => {
+                    failure = Some(format!("no result within {RUN_TIMEOUT:?}"));
+                    break;
+                }
+                Ok(Err(e)) => {
+                    failure = Some(format!("reading its output: {e}"));
+                    break;
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(line))) => line,
+            };
+            println!("[{label}] {line}");
+            if let Some(request) = line.strip_prefix("REQUEST ") {
+                if let Err(e) = self.serve_request(ts, request).await {
+                    failure = Some(format!("{request}: {e}"));
+                    out.push(line);
+                    break;
+                }
+                stdin.write_all(b"ok\n").await?;
+                stdin.flush().await?;
+            }
+            let done = line == "PASS" || line.starts_with("FAIL ");
+            out.push(line);
+            if done {
+                break;
+            }
+        }
+        if failure.is_some() {
+            kill_group(pgid);
+        }
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+        let stderr = tokio::time::timeout(Duration::from_secs(5), stderr_task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let exit = match status {
+            Ok(Ok(s)) if s.success() => None,
+            Ok(Ok(s)) => Some(format!("exited with {s}")),
+            Ok(Err(e)) => Some(format!("wait failed: {e}")),
+            Err(_) => {
+                kill_group(pgid);
+                Some("did not exit".to_string())
+            }
+        };
+        let failure = failure
+            .or(exit)
+            .or_else(|| (out.last().map(String::as_str) != Some("PASS")).then(|| "no PASS".into()));
+        if let Some(failure) = failure {
+            let log = self
+                .client_log
+                .and_then(|l| std::fs::read_to_string(work.path().join(l)).ok())
+                .unwrap_or_default();
+            return Err(format!(
+                "python client ({label}): {failure}\n--- stdout\n{}\n--- stderr (tail)\n{}\n\
+                 --- client log (tail)\n{}",
+                out.join("\n"),
+                tail(&stderr, 40),
+                tail(&log, 40)
+            )
+            .into());
+        }
+        Ok(out)
+    }
+
+    /// Serves one `REQUEST`: `{"publish": CONTENT}` publishes the key, `{"expect": CONTENT |
+    /// null}` checks over HTTP what it holds.
+    async fn serve_request(&self, ts: &TestServer, request: &str) -> TestResult {
+        let request: serde_json::Value = serde_json::from_str(request)?;
+        if let Some(content) = request.get("publish") {
+            let content = content.as_str().ok_or("publish needs a string")?;
+            return ts
+                .publish(self.namespace, self.group, self.data_id, content)
+                .await;
+        }
+        if let Some(expected) = request.get("expect") {
+            let got = ts.get(self.namespace, self.group, self.data_id).await?;
+            let expected = expected.as_str();
+            if got.as_deref() != expected {
+                return Err(
+                    format!("over HTTP the key holds {got:?}, expected {expected:?}").into(),
+                );
+            }
+            return Ok(());
+        }
+        Err("unknown request".into())
+    }
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// SIGKILLs the process group a client run started (the script and what it forked).
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .status();
+    }
+}
