@@ -1,7 +1,8 @@
 //! [`ConfigService`]: reads from memory, writes through the store, then notifies.
 //!
 //! Write path: validate → take the key's write lock → store (one transaction) → update the
-//! cache if the revision is newer than what it holds → notify that key's subscribers.
+//! cache if the revision is newer than what it holds → release the lock → notify that key's
+//! subscribers (before the call returns).
 //! Read path: a map lookup returning a shared, immutable `Arc<StoredConfig>`.
 
 use std::collections::HashMap;
@@ -309,13 +310,21 @@ impl ConfigService {
     pub async fn publish(&self, req: PublishRequest) -> Result<Arc<StoredConfig>, CoreError> {
         self.ensure_ready()?;
         let record = self.validate_publish(req)?;
-        let _guard = self.write_lock(&record.key).lock().await;
-        let stored = match self.inner.store.publish(&record).await {
-            Ok(s) => Arc::new(s),
-            Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
-            Err(e) => return Err(e.into()),
+        let (stored, changed) = {
+            let _guard = self.write_lock(&record.key).lock().await;
+            let stored = match self.inner.store.publish(&record).await {
+                Ok(s) => Arc::new(s),
+                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
+                Err(e) => return Err(e.into()),
+            };
+            let changed = self.apply(stored.clone());
+            (stored, changed)
         };
-        if self.apply(stored.clone()) {
+        // Listeners are told outside the write lock: with tens of thousands of them the
+        // walk takes tens of milliseconds, which the next write of this key (or of another
+        // key of the stripe) must not wait for. A listener woken late reads the cache, which
+        // never goes back in revision.
+        if changed {
             self.inner
                 .hub
                 .publish(&stored.key, &stored.md5, stored.revision);
@@ -415,17 +424,17 @@ impl ConfigService {
                 "tagged configs are not supported yet".into(),
             ));
         }
-        let _guard = self.write_lock(key).lock().await;
-        match self.inner.store.remove(key, &source, now_millis()).await? {
-            RemoveOutcome::Removed { revision } => {
-                self.inner.cache.remove(key);
-                self.inner.hub.publish(key, "", revision);
-                self.committed(key, revision);
-            }
-            RemoveOutcome::Absent => {
-                // Keep memory true to the database even if it had drifted.
-                self.inner.cache.remove(key);
-            }
+        let outcome = {
+            let _guard = self.write_lock(key).lock().await;
+            let outcome = self.inner.store.remove(key, &source, now_millis()).await?;
+            // Keep memory true to the database even if it had drifted (`Absent`).
+            self.inner.cache.remove(key);
+            outcome
+        };
+        // Told outside the write lock, as in `publish`.
+        if let RemoveOutcome::Removed { revision } = outcome {
+            self.inner.hub.publish(key, "", revision);
+            self.committed(key, revision);
         }
         Ok(true)
     }
@@ -450,29 +459,34 @@ impl ConfigService {
     /// Re-reads `key` from the database and updates the cache (never trusting any content
     /// from elsewhere); notifies listeners when it changed.
     pub async fn reload(&self, key: &ConfigKey) -> Result<bool, CoreError> {
-        let _guard = self.write_lock(key).lock().await;
-        match self.inner.store.get(key).await? {
-            Some(cfg) => {
-                let cfg = Arc::new(cfg);
-                let changed = self
+        // What to tell listeners: (md5, revision) of the change, if the cache changed.
+        let event = {
+            let _guard = self.write_lock(key).lock().await;
+            match self.inner.store.get(key).await? {
+                Some(cfg) => {
+                    let cfg = Arc::new(cfg);
+                    let changed = self
+                        .inner
+                        .cache
+                        .get(key)
+                        .map(|c| c.md5 != cfg.md5 || c.revision < cfg.revision)
+                        .unwrap_or(true);
+                    (changed && self.apply(cfg.clone())).then(|| (cfg.md5.clone(), cfg.revision))
+                }
+                None => self
                     .inner
                     .cache
-                    .get(key)
-                    .map(|c| c.md5 != cfg.md5 || c.revision < cfg.revision)
-                    .unwrap_or(true);
-                if changed && self.apply(cfg.clone()) {
-                    self.inner.hub.publish(key, &cfg.md5, cfg.revision);
-                    return Ok(true);
-                }
-                Ok(false)
+                    .remove(key)
+                    .map(|(_, old)| (String::new(), old.revision)),
             }
-            None => {
-                if let Some((_, old)) = self.inner.cache.remove(key) {
-                    self.inner.hub.publish(key, "", old.revision);
-                    return Ok(true);
-                }
-                Ok(false)
+        };
+        // Told outside the write lock, as in `publish`.
+        match event {
+            Some((md5, revision)) => {
+                self.inner.hub.publish(key, &md5, revision);
+                Ok(true)
             }
+            None => Ok(false),
         }
     }
 
