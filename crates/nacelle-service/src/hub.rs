@@ -4,6 +4,12 @@
 //! of all subscribers. Subscribers are long polls (HTTP) and connections (gRPC); each
 //! implements [`Subscriber`], whose `notify` must not block (it hands the event to a
 //! waiter or a bounded queue). The event is one `Arc` shared by every subscriber.
+//!
+//! A key with up to [`INLINE_WALK_MAX`] subscribers is walked before [`WatchHub::publish`]
+//! returns; a larger walk (a config every client listens to) runs on a task of its own,
+//! yielding every [`WALK_CHUNK`] notifications, so that the publisher is answered without
+//! waiting for tens of thousands of notifications and no runtime thread is held for the
+//! whole walk.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,6 +19,12 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use dashmap::DashMap;
 use nacelle_core::ConfigKey;
+
+/// Most subscribers of a key that [`WatchHub::publish`] notifies itself before returning.
+pub const INLINE_WALK_MAX: usize = 1024;
+
+/// Notifications between two yields of a walk running on its own task.
+pub const WALK_CHUNK: usize = 256;
 
 /// A change of one key, shared by all subscribers it reaches.
 #[derive(Debug)]
@@ -145,8 +157,9 @@ impl WatchHub {
         });
     }
 
-    /// Builds the event for a change and hands it to every subscriber of its key.
-    /// Returns how many subscribers were notified.
+    /// Builds the event for a change and hands it to every subscriber of its key: before
+    /// returning when there are at most [`INLINE_WALK_MAX`], else on a task of its own
+    /// (see the module docs). Returns how many subscribers are notified.
     pub fn publish(&self, key: &ConfigKey, md5: &str, revision: i64) -> usize {
         let event = Arc::new(ChangeEvent {
             seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
@@ -160,10 +173,24 @@ impl WatchHub {
             Some(subs) => subs.values().map(|e| e.subscriber.clone()).collect(),
             None => return 0,
         };
+        let n = targets.len();
+        if n > INLINE_WALK_MAX {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    for chunk in targets.chunks(WALK_CHUNK) {
+                        for t in chunk {
+                            t.notify(&event);
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                });
+                return n;
+            }
+        }
         for t in &targets {
             t.notify(&event);
         }
-        targets.len()
+        n
     }
 
     /// Number of (subscriber, key) pairs registered.
@@ -248,5 +275,61 @@ mod tests {
         assert_eq!(hub.listener_count(), 1);
         assert_eq!(hub.publish(&a, "y", 2), 0);
         assert_eq!(hub.watched_keys(), 1);
+    }
+
+    /// Counts notifications; the first one blocks until released.
+    struct Gate {
+        count: std::sync::atomic::AtomicUsize,
+        release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+    impl Subscriber for Gate {
+        fn notify(&self, _event: &Arc<ChangeEvent>) {
+            if self.count.fetch_add(1, Ordering::SeqCst) == 0 {
+                if let Ok(rx) = self.release.lock() {
+                    let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+                }
+            }
+        }
+        fn client_ip(&self) -> &str {
+            "127.0.0.1"
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_walk_does_not_hold_up_the_publisher() {
+        let hub = Arc::new(WatchHub::new());
+        let key = ConfigKey::from_trusted("", "G", "everyone");
+        let (release, rx) = std::sync::mpsc::channel();
+        let gate = Arc::new(Gate {
+            count: std::sync::atomic::AtomicUsize::new(0),
+            release: std::sync::Mutex::new(rx),
+        });
+        let n = INLINE_WALK_MAX + 100;
+        let _subs: Vec<Subscription> = (0..n)
+            .map(|_| hub.subscribe(gate.clone(), [(key.clone(), String::new())]))
+            .collect();
+        // The walk blocks in its first notification, yet publish has returned.
+        assert_eq!(hub.publish(&key, "m", 1), n);
+        assert!(
+            gate.count.load(Ordering::SeqCst) < n,
+            "publish waited for the whole walk"
+        );
+        release.send(()).expect("the walk waits for the release");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while gate.count.load(Ordering::SeqCst) < n {
+            assert!(std::time::Instant::now() < deadline, "walk did not finish");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(gate.count.load(Ordering::SeqCst), n);
+
+        // A small walk is done before publish returns.
+        let small = ConfigKey::from_trusted("", "G", "few");
+        let rec = Arc::new(Rec {
+            ip: "3.3.3.3".into(),
+            got: Mutex::new(vec![]),
+        });
+        let _s = hub.subscribe(rec.clone(), [(small.clone(), String::new())]);
+        assert_eq!(hub.publish(&small, "m", 2), 1);
+        assert_eq!(rec.got.lock().len(), 1);
     }
 }

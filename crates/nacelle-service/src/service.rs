@@ -2,7 +2,8 @@
 //!
 //! Write path: validate → take the key's write lock → store (one transaction) → update the
 //! cache if the revision is newer than what it holds → release the lock → notify that key's
-//! subscribers (before the call returns).
+//! subscribers (before the call returns, or — for a key with more than
+//! [`crate::hub::INLINE_WALK_MAX`] subscribers — on a task of its own).
 //! Read path: a map lookup returning a shared, immutable `Arc<StoredConfig>`.
 
 use std::collections::HashMap;
@@ -306,7 +307,8 @@ impl ConfigService {
     }
 
     /// Validates and publishes a config; returns the stored version once committed and
-    /// visible to readers, after its listeners were notified.
+    /// visible to readers, after its listeners were notified (or their walk started, see
+    /// [`crate::hub`]).
     pub async fn publish(&self, req: PublishRequest) -> Result<Arc<StoredConfig>, CoreError> {
         self.ensure_ready()?;
         let record = self.validate_publish(req)?;
