@@ -36,6 +36,11 @@ pub struct GrpcOptions {
     pub probe_timeout: Duration,
     /// How often connections are checked for idleness.
     pub probe_interval: Duration,
+    /// A TCP connection with no call in flight (no bi-stream, no unary call) for this long
+    /// is closed with a GOAWAY. Nacos clients keep their bi-stream open, so this only
+    /// reaps connections that were opened and left (or whose client vanished before
+    /// opening its stream).
+    pub idle_connection_timeout: Duration,
     /// On graceful shutdown: how long clients get to act on the `ConnectResetRequest`
     /// before their streams are cut, and again how long in-flight calls get to finish.
     pub shutdown_grace: Duration,
@@ -54,6 +59,7 @@ impl Default for GrpcOptions {
             idle_probe_after: Duration::from_secs(20),
             probe_timeout: Duration::from_secs(3),
             probe_interval: Duration::from_secs(3),
+            idle_connection_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(3),
         }
     }
@@ -86,6 +92,9 @@ impl GrpcOptions {
         }
         if self.probe_timeout.is_zero() {
             return zero("probe_timeout");
+        }
+        if self.idle_connection_timeout.is_zero() {
+            return zero("idle_connection_timeout");
         }
         Ok(())
     }

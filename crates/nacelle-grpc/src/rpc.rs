@@ -16,10 +16,12 @@
 //! with `UNIMPLEMENTED`: Nacos clients do not compress.
 
 use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::task::AtomicWaker;
 use h2::server::{self, SendResponse};
 use h2::{RecvStream, SendStream};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
@@ -53,6 +55,12 @@ pub(crate) trait Methods: Send + Sync + 'static {
         tag: ConnTag,
         request: Payload,
     ) -> impl Future<Output = Payload> + Send;
+
+    /// How long a connection may stay without any call in flight before it is closed with
+    /// a GOAWAY; `None`: never.
+    fn idle_connection_timeout(&self) -> Option<Duration> {
+        None
+    }
 
     /// Most server requests a client may leave unanswered on the bi-stream, or `None`
     /// when this port does not serve the bi-stream (the call is answered `UNIMPLEMENTED`).
@@ -92,19 +100,33 @@ pub(crate) async fn serve_connection<M: Methods>(methods: Arc<M>, io: TrackedIo,
     };
     let mut stop = stop.watch();
     let mut stopping = false;
+    let calls = Arc::new(Calls::default());
+    let mut idle = methods.idle_connection_timeout().map(|limit| IdleTimer {
+        limit,
+        sleep: Box::pin(tokio::time::sleep(limit)),
+        armed: false,
+    });
     loop {
         // The stop switch is checked with one atomic load per wake-up; its waker is only
-        // registered again when this task's waker changes.
+        // registered again when this task's waker changes. The idle timer is only polled
+        // while no call is in flight.
         let next = poll_fn(|cx| {
             if !stopping && stop.poll_set(cx) {
                 stopping = true;
                 conn.graceful_shutdown();
             }
+            if let Some(idle) = idle.as_mut().filter(|_| !stopping) {
+                if idle.expired(&calls, cx) {
+                    tracing::debug!(conn = %tag.id, "no call for {:?}; closing", idle.limit);
+                    stopping = true;
+                    conn.graceful_shutdown();
+                }
+            }
             conn.poll_accept(cx)
         })
         .await;
         match next {
-            Some(Ok((req, respond))) => dispatch(&methods, &tag, req, respond),
+            Some(Ok((req, respond))) => dispatch(&methods, &tag, &calls, req, respond),
             Some(Err(e)) => {
                 tracing::debug!(conn = %tag.id, error = %e, "HTTP/2 connection failed");
                 break;
@@ -114,10 +136,65 @@ pub(crate) async fn serve_connection<M: Methods>(methods: Arc<M>, io: TrackedIo,
     }
 }
 
+/// The calls in flight on one connection, and the connection task to wake when the last
+/// one ends (so that it arms its idle timer).
+#[derive(Debug, Default)]
+struct Calls {
+    active: AtomicUsize,
+    conn_task: AtomicWaker,
+}
+
+/// Counts one call in flight while it lives.
+#[derive(Debug)]
+pub(crate) struct CallGuard(Arc<Calls>);
+
+impl CallGuard {
+    fn new(calls: &Arc<Calls>) -> Self {
+        calls.active.fetch_add(1, Ordering::AcqRel);
+        CallGuard(calls.clone())
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.0.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.conn_task.wake();
+        }
+    }
+}
+
+/// Closes a connection that has had no call in flight for `limit`.
+struct IdleTimer {
+    limit: Duration,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Whether `sleep` runs from the moment the connection last became idle.
+    armed: bool,
+}
+
+impl IdleTimer {
+    /// Whether the connection has been idle for `limit`; makes sure the task of `cx` is
+    /// woken when the last call ends or the limit passes.
+    fn expired(&mut self, calls: &Calls, cx: &mut std::task::Context<'_>) -> bool {
+        calls.conn_task.register(cx.waker());
+        if calls.active.load(Ordering::Acquire) > 0 {
+            self.armed = false;
+            return false;
+        }
+        if !self.armed {
+            self.sleep
+                .as_mut()
+                .reset(tokio::time::Instant::now() + self.limit);
+            self.armed = true;
+        }
+        self.sleep.as_mut().poll(cx).is_ready()
+    }
+}
+
 /// Routes one call.
 fn dispatch<M: Methods>(
     methods: &Arc<M>,
     tag: &ConnTag,
+    calls: &Arc<Calls>,
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
 ) {
@@ -131,15 +208,18 @@ fn dispatch<M: Methods>(
     }
     match req.uri().path() {
         UNARY_PATH => {
+            let guard = CallGuard::new(calls);
             tokio::spawn(unary(
                 methods.clone(),
                 tag.clone(),
                 req.into_body(),
                 respond,
+                guard,
             ));
         }
         STREAM_PATH if methods.stream_limit().is_some() => {
-            open_stream(methods.clone(), tag, req.into_body(), respond);
+            let guard = CallGuard::new(calls);
+            open_stream(methods.clone(), tag, req.into_body(), respond, guard);
         }
         path => trailers_only(
             &mut respond,
@@ -190,6 +270,7 @@ async fn unary<M: Methods>(
     tag: ConnTag,
     mut body: RecvStream,
     mut respond: SendResponse<Bytes>,
+    _call: CallGuard,
 ) {
     let request = match read_single(&mut body, methods.max_message()).await {
         Ok(p) => p,
@@ -248,6 +329,7 @@ fn open_stream<M: Methods>(
     tag: &ConnTag,
     body: RecvStream,
     mut respond: SendResponse<Bytes>,
+    call: CallGuard,
 ) {
     let send = match respond.send_response(grpc_head(), false) {
         Ok(send) => send,
@@ -257,7 +339,7 @@ fn open_stream<M: Methods>(
         }
     };
     let limit = methods.stream_limit().unwrap_or(0);
-    let inbound = Inbound::new(body, methods.max_message());
+    let inbound = Inbound::new(body, methods.max_message(), call);
     methods.open_stream(tag.clone(), inbound, Arc::new(Outbound::new(send, limit)));
 }
 
@@ -267,14 +349,17 @@ pub(crate) struct Inbound {
     body: RecvStream,
     dec: Decoder,
     ended: bool,
+    /// Counts the bi-stream as a call in flight for as long as its session reads it.
+    _call: CallGuard,
 }
 
 impl Inbound {
-    fn new(body: RecvStream, max_message: usize) -> Self {
+    fn new(body: RecvStream, max_message: usize, call: CallGuard) -> Self {
         Inbound {
             body,
             dec: Decoder::new(max_message),
             ended: false,
+            _call: call,
         }
     }
 

@@ -223,6 +223,10 @@ impl Methods for Ctx {
         handlers::unary(&self, Some(&tag), request).await
     }
 
+    fn idle_connection_timeout(&self) -> Option<Duration> {
+        Some(self.opts.idle_connection_timeout)
+    }
+
     fn stream_limit(&self) -> Option<usize> {
         Some(self.opts.outbound_queue)
     }

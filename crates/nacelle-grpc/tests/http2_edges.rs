@@ -656,3 +656,63 @@ async fn a_client_without_the_http2_preface_is_disconnected() -> anyhow::Result<
     c.assert_serves().await?;
     Ok(())
 }
+
+/// How long a connection may stay without a call in the idle tests.
+const IDLE: Duration = Duration::from_millis(300);
+
+fn idle_opts() -> GrpcOptions {
+    GrpcOptions {
+        idle_connection_timeout: IDLE,
+        ..opts()
+    }
+}
+
+#[tokio::test]
+async fn a_connection_left_without_calls_is_closed() -> anyhow::Result<()> {
+    let server = TestServer::start(idle_opts()).await?;
+    let c = H2Conn::connect(server.port).await?;
+    c.assert_serves().await?;
+    // After its last call the connection idles out: the server sends a GOAWAY and closes
+    // it, which ends the client's connection task.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !c.task.is_finished() {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "an idle connection was kept open"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The server still takes new connections.
+    H2Conn::connect(server.port).await?.assert_serves().await
+}
+
+#[tokio::test]
+async fn a_connection_with_an_open_bi_stream_is_not_idle() -> anyhow::Result<()> {
+    let server = TestServer::start(idle_opts()).await?;
+    let c = H2Conn::connect(server.port).await?;
+    let (resp, mut out) = c
+        .start(Method::POST, STREAM, "application/grpc", false)
+        .await?;
+    out.send_data(frame(&setup_request()?), false)?;
+    let _resp = tokio::time::timeout(WAIT, resp)
+        .await
+        .context("no bi-stream headers")??;
+    c.wait_registered().await?;
+    // Several idle limits without any call but the open stream: still connected.
+    tokio::time::sleep(IDLE * 4).await;
+    ensure!(!c.task.is_finished(), "the connection was closed");
+    assert_eq!(server.stats.snapshot().connections, 1);
+    c.assert_serves().await?;
+
+    // Once the stream ends the connection idles out.
+    out.send_data(Bytes::new(), true)?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !c.task.is_finished() {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the connection was kept open after its stream ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
