@@ -25,7 +25,7 @@ use axum::routing::get;
 use axum::Router;
 use nacelle_service::ConfigService;
 
-pub use server::serve;
+pub use server::{serve, serve_with, ServeOptions, DEFAULT_IDLE_TIMEOUT};
 
 /// Options of the HTTP adapter.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! The HTTP accept loop: hyper HTTP/1.1 with keep-alive, each request tagged with its peer
-//! address, and graceful shutdown (stop accepting, let in-flight requests finish).
+//! address, an idle timeout, and graceful shutdown (stop accepting, let in-flight requests
+//! finish).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,7 +10,7 @@ use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -18,15 +19,41 @@ use tower::ServiceExt;
 /// Smallest buffer hyper accepts.
 const MIN_BUF: usize = 8 * 1024;
 
-/// Serves `router` on `listener` until `shutdown` completes, then waits for in-flight
-/// requests (held long polls are released by the service's shutdown token) and returns.
-///
-/// `max_request_bytes` bounds the request head (long query strings, as the Python 1.x
-/// client sends whole configs in the URL) as well as the body.
+/// Default of [`ServeOptions::idle_timeout`] (Tomcat's keep-alive timeout under Nacos).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Connection limits of the HTTP server.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// Bounds the request head (long query strings, as the Python 1.x client sends whole
+    /// configs in the URL) as well as the body.
+    pub max_request_bytes: usize,
+    /// A connection waiting this long for (the rest of) a request head is closed: an idle
+    /// keep-alive connection, a client that vanished, or one sending its head too slowly.
+    /// A held long poll is not affected (its request was read).
+    pub idle_timeout: Duration,
+}
+
+/// [`serve_with`] with the default idle timeout.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     max_request_bytes: usize,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let opts = ServeOptions {
+        max_request_bytes,
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+    };
+    serve_with(listener, router, opts, shutdown).await
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then waits for in-flight
+/// requests (held long polls are released by the service's shutdown token) and returns.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
@@ -53,8 +80,10 @@ pub async fn serve(
                         req
                     });
                 let conn = http1::Builder::new()
-                    .max_buf_size(max_request_bytes.max(MIN_BUF))
+                    .max_buf_size(opts.max_request_bytes.max(MIN_BUF))
                     .keep_alive(true)
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(opts.idle_timeout)
                     .serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {

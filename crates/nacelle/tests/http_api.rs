@@ -720,3 +720,71 @@ async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestRes
     task.await??;
     Ok(())
 }
+
+/// Connections waiting for a request head are closed after the idle timeout (here 300 ms):
+/// one that never sends, one idle after a keep-alive answer. A long poll held far longer
+/// than that is not cut: its request was read.
+#[tokio::test]
+async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
+    let store = nacelle_store::open(&url).await?;
+    let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
+    service.load().await?;
+    let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    let opts = nacelle_http::ServeOptions {
+        max_request_bytes: 1 << 20,
+        idle_timeout: std::time::Duration::from_millis(300),
+    };
+    let task = tokio::spawn(nacelle_http::serve_with(
+        listener,
+        router,
+        opts,
+        async move { stopped.cancelled().await },
+    ));
+    let wait = std::time::Duration::from_secs(5);
+
+    // Reads until the server closes the connection; what it sent.
+    async fn until_closed(c: &mut tokio::net::TcpStream) -> TestResult<String> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            match c.read(&mut buf).await {
+                Ok(0) | Err(_) => return Ok(String::from_utf8_lossy(&got).into_owned()),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    let mut silent = tokio::net::TcpStream::connect(addr).await?;
+    let sent = tokio::time::timeout(wait, until_closed(&mut silent)).await??;
+    assert!(sent.is_empty(), "{sent}");
+
+    let mut idle = tokio::net::TcpStream::connect(addr).await?;
+    idle.write_all(b"GET /nacos/v1/console/health/liveness HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await?;
+    let sent = tokio::time::timeout(wait, until_closed(&mut idle)).await??;
+    assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
+
+    // Held for the server's minimum (about 10 s, as Nacos), 30 idle timeouts.
+    let held = std::time::Instant::now();
+    let resp = reqwest::Client::new()
+        .post(format!("http://{addr}/nacos/v1/cs/configs/listener"))
+        .header("Long-Pulling-Timeout", "1500")
+        .form(&[("Listening-Configs", "idle-test\u{2}G\u{2}\u{1}")])
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await?, "", "nothing changed during the hold");
+    println!("long poll answered after {:?}", held.elapsed());
+
+    stop.cancel();
+    task.await??;
+    Ok(())
+}
