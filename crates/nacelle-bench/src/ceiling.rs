@@ -13,6 +13,7 @@ use hyper::Response;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
+use tokio::process::Child;
 
 use crate::scenarios::get_load;
 use crate::stats::report;
@@ -39,18 +40,28 @@ pub async fn serve(size: usize) -> Result<()> {
     }
 }
 
-/// Spawns the ceiling server process and loads it like `http-get`.
-pub async fn run(load: &Load, size: usize) -> Result<()> {
+/// Runs this binary with `args` as a server process of its own, which prints its port on
+/// the first line of stdout; the child is killed when dropped.
+pub async fn spawn_server(args: &[&str]) -> Result<(Child, u16)> {
     let exe = std::env::current_exe()?;
     let mut child = tokio::process::Command::new(exe)
-        .args(["ceiling-serve", "--size", &size.to_string()])
+        .args(args)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
     let stdout = child.stdout.take().context("no stdout")?;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).await?;
-    let port: u16 = line.trim().parse().context("ceiling server port")?;
+    let port: u16 = line
+        .trim()
+        .parse()
+        .with_context(|| format!("port of the {} process", args.join(" ")))?;
+    Ok((child, port))
+}
+
+/// Spawns the ceiling server process and loads it like `http-get`.
+pub async fn run(load: &Load, size: usize) -> Result<()> {
+    let (mut child, port) = spawn_server(&["ceiling-serve", "--size", &size.to_string()]).await?;
     let target = Load {
         addr: ([127, 0, 0, 1], port).into(),
         ..load.clone()

@@ -10,16 +10,16 @@
 //! the floor for `grpc-fanout` and `longpoll-fanout`: the wake-ups and the four system
 //! calls per connection (write, read, write ack, read ack) on cores shared by both sides.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
+use crate::ceiling::spawn_server;
 use crate::grpc_client::raise_nofile;
 use crate::stats::{report, Latencies};
 
@@ -66,22 +66,14 @@ pub async fn run(n: usize, rounds: usize, size: usize) -> Result<()> {
     let n = n.clamp(1, 200_000);
     let rounds = rounds.clamp(1, 100);
     let size = size.clamp(1, 65_536);
-    let exe = std::env::current_exe()?;
-    let mut child = tokio::process::Command::new(exe)
-        .args([
-            "fanout-ceiling-serve",
-            "--n",
-            &n.to_string(),
-            "--size",
-            &size.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdout = child.stdout.take().context("no stdout")?;
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).await?;
-    let port: u16 = line.trim().parse().context("fan-out ceiling server port")?;
+    let (mut child, port) = spawn_server(&[
+        "fanout-ceiling-serve",
+        "--n",
+        &n.to_string(),
+        "--size",
+        &size.to_string(),
+    ])
+    .await?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
 
     let mut control = TcpStream::connect(addr).await?;

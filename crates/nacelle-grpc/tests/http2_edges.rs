@@ -232,6 +232,34 @@ impl H2Conn {
         }
     }
 
+    /// Opens the bi-stream, sends `ConnectionSetupRequest` and waits until the connection
+    /// is registered; returns the response (headers received) and the request half.
+    async fn open_registered_stream(
+        &self,
+    ) -> anyhow::Result<(http::Response<h2::RecvStream>, SendStream<Bytes>)> {
+        let (resp, mut out) = self
+            .start(Method::POST, STREAM, "application/grpc", false)
+            .await?;
+        out.send_data(frame(&setup_request()?), false)?;
+        let resp = tokio::time::timeout(WAIT, resp)
+            .await
+            .context("no bi-stream headers")??;
+        ensure!(resp.status() == StatusCode::OK, "bi-stream: {resp:?}");
+        self.wait_registered().await?;
+        Ok((resp, out))
+    }
+
+    /// Waits until the server has closed the connection (the client's connection task
+    /// ended).
+    async fn wait_closed(&self, what: &str) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !self.task.is_finished() {
+            ensure!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
     /// Checks that the connection still answers a normal unary call.
     async fn assert_serves(&self) -> anyhow::Result<()> {
         let r = self.unary(&server_check()?).await?;
@@ -556,15 +584,7 @@ async fn oversized_message_ends_the_bi_stream() -> anyhow::Result<()> {
     let server = TestServer::start(opts()).await?;
     let c = H2Conn::connect(server.port).await?;
 
-    let (resp, mut out) = c
-        .start(Method::POST, STREAM, "application/grpc", false)
-        .await?;
-    out.send_data(frame(&setup_request()?), false)?;
-    let resp = tokio::time::timeout(WAIT, resp)
-        .await
-        .context("no bi-stream headers")??;
-    assert_eq!(resp.status(), StatusCode::OK);
-    c.wait_registered().await?;
+    let (resp, mut out) = c.open_registered_stream().await?;
 
     // Announce 64 KiB, send a little of it, keep the stream open.
     let mut head = BytesMut::new();
@@ -674,14 +694,7 @@ async fn a_connection_left_without_calls_is_closed() -> anyhow::Result<()> {
     c.assert_serves().await?;
     // After its last call the connection idles out: the server sends a GOAWAY and closes
     // it, which ends the client's connection task.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !c.task.is_finished() {
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "an idle connection was kept open"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    c.wait_closed("an idle connection was kept open").await?;
     // The server still takes new connections.
     H2Conn::connect(server.port).await?.assert_serves().await
 }
@@ -690,14 +703,7 @@ async fn a_connection_left_without_calls_is_closed() -> anyhow::Result<()> {
 async fn a_connection_with_an_open_bi_stream_is_not_idle() -> anyhow::Result<()> {
     let server = TestServer::start(idle_opts()).await?;
     let c = H2Conn::connect(server.port).await?;
-    let (resp, mut out) = c
-        .start(Method::POST, STREAM, "application/grpc", false)
-        .await?;
-    out.send_data(frame(&setup_request()?), false)?;
-    let _resp = tokio::time::timeout(WAIT, resp)
-        .await
-        .context("no bi-stream headers")??;
-    c.wait_registered().await?;
+    let (_resp, mut out) = c.open_registered_stream().await?;
     // Several idle limits without any call but the open stream: still connected.
     tokio::time::sleep(IDLE * 4).await;
     ensure!(!c.task.is_finished(), "the connection was closed");
@@ -706,13 +712,6 @@ async fn a_connection_with_an_open_bi_stream_is_not_idle() -> anyhow::Result<()>
 
     // Once the stream ends the connection idles out.
     out.send_data(Bytes::new(), true)?;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !c.task.is_finished() {
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the connection was kept open after its stream ended"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
+    c.wait_closed("the connection was kept open after its stream ended")
+        .await
 }

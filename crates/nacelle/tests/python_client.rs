@@ -32,32 +32,20 @@ async fn python_client_1_0_0_round_trip_with_long_polling() -> TestResult {
     let python = tokio::task::spawn_blocking(|| python::venv("1.0.0")).await??;
     let ts = TestServer::start().await?;
 
-    let resp = ts
-        .http
-        .post(ts.url("/nacos/v1/console/namespaces"))
-        .form(&[
-            ("customNamespaceId", "py-dev"),
-            ("namespaceName", "python"),
-            ("namespaceDesc", "namespace of the Python client test"),
-        ])
-        .send()
-        .await?;
-    assert_eq!(resp.status(), 200, "creating the namespace");
-    assert_eq!(resp.text().await?, "true");
+    python::create_namespace(&ts, "py-dev", "python").await?;
 
     // Three clients at once, each with its own long poll: the same dataId in the default
     // namespace and in `py-dev` must stay apart; `public` is the default namespace spelled
     // out, which the listener must echo back as sent for the client to match its callback.
-    let (default_ns, custom_ns, public_ns) = tokio::join!(
-        client(&python, "", "py-roundtrip.yaml").run(&ts),
-        client(&python, "py-dev", "py-roundtrip.yaml").run(&ts),
-        client(&python, "public", "py-public.yaml").run(&ts),
-    );
-    let failures: Vec<String> = [default_ns, custom_ns, public_ns]
-        .into_iter()
-        .filter_map(|r| r.err().map(|e| e.to_string()))
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    python::run_together(
+        &ts,
+        vec![
+            client(&python, "", "py-roundtrip.yaml"),
+            client(&python, "py-dev", "py-roundtrip.yaml"),
+            client(&python, "public", "py-public.yaml"),
+        ],
+    )
+    .await?;
 
     // Every client removed its config at the end.
     for (tenant, data_id) in [

@@ -79,32 +79,20 @@ async fn python_client_2_0_9_round_trip_over_grpc() -> TestResult {
         ts.server.as_ref().ok_or("no server")?.grpc_addr
     );
 
-    let resp = ts
-        .http
-        .post(ts.url("/nacos/v1/console/namespaces"))
-        .form(&[
-            ("customNamespaceId", "py2-dev"),
-            ("namespaceName", "python2"),
-            ("namespaceDesc", "namespace of the Python 2.x client test"),
-        ])
-        .send()
-        .await?;
-    assert_eq!(resp.status(), 200, "creating the namespace");
-    assert_eq!(resp.text().await?, "true");
+    python::create_namespace(&ts, "py2-dev", "python2").await?;
 
     // Three clients at once, each on its own gRPC connection: the same dataId in the default
     // namespace and in `py2-dev` must stay apart; `public` is the default namespace spelled
     // out, which pushes must echo as sent.
-    let (default_ns, custom_ns, public_ns) = tokio::join!(
-        client(&python, "", "py2-roundtrip.yaml").run(&ts),
-        client(&python, "py2-dev", "py2-roundtrip.yaml").run(&ts),
-        client(&python, "public", "py2-public.yaml").run(&ts),
-    );
-    let failures: Vec<String> = [default_ns, custom_ns, public_ns]
-        .into_iter()
-        .filter_map(|r| r.err().map(|e| e.to_string()))
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    python::run_together(
+        &ts,
+        vec![
+            client(&python, "", "py2-roundtrip.yaml"),
+            client(&python, "py2-dev", "py2-roundtrip.yaml"),
+            client(&python, "public", "py2-public.yaml"),
+        ],
+    )
+    .await?;
 
     // Every client removed its configs at the end.
     for (tenant, data_id) in [

@@ -199,6 +199,42 @@ impl ClientRun<'_> {
     }
 }
 
+/// Creates the namespace `id` (over HTTP, as the console does) for a client test.
+pub async fn create_namespace(ts: &TestServer, id: &str, name: &str) -> TestResult {
+    let resp = ts
+        .http
+        .post(ts.url("/nacos/v1/console/namespaces"))
+        .form(&[
+            ("customNamespaceId", id),
+            ("namespaceName", name),
+            ("namespaceDesc", "namespace of a Python client test"),
+        ])
+        .send()
+        .await?;
+    if resp.status() != 200 {
+        return Err(format!("creating namespace {id}: HTTP {}", resp.status()).into());
+    }
+    let body = resp.text().await?;
+    if body != "true" {
+        return Err(format!("creating namespace {id}: {body}").into());
+    }
+    Ok(())
+}
+
+/// Runs the clients at once; fails with the report of every client that failed.
+pub async fn run_together(ts: &TestServer, runs: Vec<ClientRun<'_>>) -> TestResult {
+    let results = futures::future::join_all(runs.into_iter().map(|r| r.run(ts))).await;
+    let failures: Vec<String> = results
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n\n").into())
+    }
+}
+
 /// The last `n` lines of `text`.
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
