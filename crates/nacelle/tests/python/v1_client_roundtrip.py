@@ -10,22 +10,15 @@ and answers `ok` on stdin. Exits non-zero with a `FAIL` line on any failure; the
 of a success is `PASS`.
 """
 
-import argparse
-import json
 import logging
 import os
 import queue
-import sys
 import time
-import traceback
 
 import nacos
+from harness import arg_parser, at_exit, check, fail, request, run_main, step
 
 CALLBACK_TIMEOUT_S = 30.0
-
-
-def step(msg):
-    print("STEP " + msg, flush=True)
 
 
 CLIENT = None
@@ -36,31 +29,14 @@ def shutdown_client():
     outlive this one (holding our stdout open)."""
     mgr = getattr(CLIENT, "process_mgr", None)
     if mgr is not None:
-        try:
-            mgr.shutdown()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            traceback.print_exc()
+        mgr.shutdown()
 
 
-def fail(msg):
-    print("FAIL " + msg, flush=True)
-    shutdown_client()
-    os._exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+at_exit(shutdown_client)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--server", required=True)
-    ap.add_argument("--namespace", default="")
-    ap.add_argument("--data-id", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = arg_parser().parse_args()
 
     # The client writes snapshots under the working directory and logs under logDir.
     os.makedirs(args.workdir, exist_ok=True)
@@ -138,9 +114,7 @@ def main():
     # A change published by the driving test.
     v3 = "greeting: changed by the test\n"
     t0 = time.monotonic()
-    print("REQUEST " + json.dumps({"publish": v3}), flush=True)
-    answer = sys.stdin.readline().strip()
-    check(answer == "ok", "the driving test answered %r" % (answer,))
+    request({"publish": v3})
     await_content(v3, "a publish by the test", t0)
     check(client.get_config(d, g, no_snapshot=True) == v3, "get_config after the test's publish")
 
@@ -152,19 +126,9 @@ def main():
     step("remove: ok")
 
     client.remove_config_watcher(d, g, on_change)
-    shutdown_client()
     print("PASS", flush=True)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SystemExit:
-        raise
-    except BaseException:
-        traceback.print_exc()
-        fail("exception")
     # The client's pulling thread may be inside a held long poll: leave without joining it.
-    shutdown_client()
-    sys.stdout.flush()
-    os._exit(0)
+    run_main(main)

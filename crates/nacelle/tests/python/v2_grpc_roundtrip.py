@@ -21,16 +21,13 @@ something, which it answers with `ok` on stdin:
 Exits non-zero with a `FAIL` line on any failure; the last line of a success is `PASS`.
 """
 
-import argparse
 import asyncio
 import hashlib
-import json
 import logging
 import os
-import sys
 import time
-import traceback
 
+from harness import arg_parser, check, fail, request, run_main, step
 from v2.nacos import (ClientConfigBuilder, ConfigParam, GRPCConfig, NacosConfigService,
                       NacosException)
 from v2.nacos.common.constants import Constants
@@ -40,20 +37,6 @@ CALLBACK_TIMEOUT_S = 30.0
 HEALTH_CHECK_TIMEOUT_S = 30.0
 # The client re-sends a batch listen every 5 s only for keys it has not yet synced; once a
 # key is in sync it learns of changes only from a server push (or its 5-minute full sync).
-
-
-def step(msg):
-    print("STEP " + msg, flush=True)
-
-
-def fail(msg):
-    print("FAIL " + msg, flush=True)
-    os._exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def md5(s):
@@ -71,10 +54,8 @@ def allow_loopback_only_hosts():
         NetUtils.get_local_ip = staticmethod(lambda: "127.0.0.1")
 
 
-async def ask(request):
-    print("REQUEST " + json.dumps(request), flush=True)
-    answer = (await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)).strip()
-    check(answer == "ok", "the driving test answered %r to %r" % (answer, request))
+async def ask(obj):
+    await asyncio.get_running_loop().run_in_executor(None, request, obj)
 
 
 async def run(args):
@@ -253,12 +234,7 @@ async def run(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--server", required=True)
-    ap.add_argument("--namespace", default="")
-    ap.add_argument("--data-id", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arg_parser()
     ap.add_argument("--keepalive-ms", type=int, default=2000)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -267,13 +243,5 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SystemExit:
-        raise
-    except BaseException:
-        traceback.print_exc()
-        fail("exception")
     # grpcio's threads must not keep the process alive.
-    sys.stdout.flush()
-    os._exit(0)
+    run_main(main)
