@@ -4,8 +4,8 @@
 //! The hub calls [`KeyListener::notify`] on the publishing task; that path only takes a
 //! short lock on the pending table and queues the framed push on the stream (bounded by
 //! the unanswered-request limit), so a slow client never holds up a publish or another
-//! connection. Locks are `parking_lot` mutexes: they
-//! are held for a few map operations and never across an `.await`.
+//! connection. Locks are `parking_lot` mutexes: they are held for a few map operations and
+//! never across an `.await`.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
