@@ -5,15 +5,18 @@
 //!   Nacos name rules. This is the only place where `public`/blank becomes `""`.
 //! - [`model`]: config records, publish requests, history entries, namespaces, pages.
 //! - [`store`]: the storage trait every database backend implements.
+//! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
 //! This crate knows nothing of HTTP, gRPC or SQL.
 
+pub mod caller;
 pub mod error;
 pub mod key;
 pub mod model;
 pub mod store;
 
+pub use caller::{Caller, Protocol, TrustedProxies};
 pub use error::{CoreError, StoreError};
 pub use key::{ConfigKey, ConfigType, DEFAULT_GROUP};
 pub use model::*;
