@@ -59,7 +59,45 @@ pub struct Caller {
     pub app_name: Option<Arc<str>>,
     /// Labels the client sent (gRPC `ConnectionSetupRequest.labels`), shared by every
     /// request of a connection.
-    pub labels: Arc<BTreeMap<String, String>>,
+    pub labels: Labels,
+}
+
+/// Labels a client sent about itself; shared, and free to build when there are none (an
+/// HTTP request builds a [`Caller`] per request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Labels(Option<Arc<BTreeMap<String, String>>>);
+
+impl Labels {
+    /// No labels.
+    pub fn none() -> Self {
+        Labels(None)
+    }
+
+    /// Labels from a map; an empty map is [`Labels::none`].
+    pub fn new(map: BTreeMap<String, String>) -> Self {
+        if map.is_empty() {
+            Labels(None)
+        } else {
+            Labels(Some(Arc::new(map)))
+        }
+    }
+
+    /// The value of label `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.as_ref()?.get(name).map(String::as_str)
+    }
+
+    /// Every label, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0
+            .iter()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Whether there are no labels.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
 }
 
 impl Caller {
@@ -70,7 +108,7 @@ impl Caller {
             ip,
             protocol,
             app_name: None,
-            labels: Arc::default(),
+            labels: Labels::none(),
         }
     }
 

@@ -4,6 +4,7 @@
 //! - [`key`]: the config key (namespace, group, dataId), namespace normalisation and the
 //!   Nacos name rules. This is the only place where `public`/blank becomes `""`.
 //! - [`model`]: config records, publish requests, history entries, namespaces, pages.
+//! - [`rules`]: length and shape rules of metadata, content type and namespace names.
 //! - [`store`]: the storage trait every database backend implements.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
@@ -14,11 +15,12 @@ pub mod caller;
 pub mod error;
 pub mod key;
 pub mod model;
+pub mod rules;
 pub mod store;
 
-pub use caller::{Caller, Protocol, TrustedProxies};
+pub use caller::{Caller, Labels, Protocol, TrustedProxies};
 pub use error::{CoreError, StoreError};
-pub use key::{ConfigKey, ConfigType, DEFAULT_GROUP};
+pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
 pub use store::ConfigStore;
 

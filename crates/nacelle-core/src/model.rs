@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 
-use crate::key::{ConfigKey, ConfigType};
+use crate::error::CoreError;
+use crate::key::{tag_of, ConfigKey, ConfigType};
 
 /// Optional descriptive fields of a config, stored beside its content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +34,29 @@ pub enum Variant {
     Formal,
     Beta { ips: Vec<String> },
     Tag(String),
+}
+
+impl Variant {
+    /// The variant a write names on the wire, with one "blank means absent" rule for both
+    /// fields: a `betaIps` list with at least one non-blank entry is a beta (entries
+    /// trimmed, blanks dropped; it wins over a tag, as in Nacos), else a non-blank tag
+    /// (checked by [`crate::key::check_tag`]), else the formal config.
+    pub fn from_wire(beta_ips: Option<&str>, tag: Option<&str>) -> Result<Variant, CoreError> {
+        let ips: Vec<String> = beta_ips
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|ip| !ip.is_empty())
+            .map(str::to_string)
+            .collect();
+        if !ips.is_empty() {
+            return Ok(Variant::Beta { ips });
+        }
+        Ok(match tag_of(tag)? {
+            Some(t) => Variant::Tag(t.to_string()),
+            None => Variant::Formal,
+        })
+    }
 }
 
 /// One config as stored: the formal variant of a key.
@@ -180,5 +204,27 @@ impl PageRequest {
     /// Row offset of this page.
     pub fn offset(&self) -> u64 {
         (self.page_no.saturating_sub(1)).saturating_mul(self.page_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_from_wire() {
+        assert_eq!(Variant::from_wire(None, None).ok(), Some(Variant::Formal));
+        assert_eq!(Variant::from_wire(Some(" , "), Some(" ")).ok(), Some(Variant::Formal));
+        assert_eq!(
+            Variant::from_wire(Some(" 1.1.1.1, ,2.2.2.2 "), Some("t")).ok(),
+            Some(Variant::Beta {
+                ips: vec!["1.1.1.1".into(), "2.2.2.2".into()]
+            })
+        );
+        assert_eq!(
+            Variant::from_wire(Some(""), Some(" t1 ")).ok(),
+            Some(Variant::Tag("t1".into()))
+        );
+        assert!(Variant::from_wire(None, Some("a b")).is_err());
     }
 }
