@@ -171,8 +171,7 @@ impl ConfigKey {
     /// Nacos's group key: `dataId+group[+tenant]`, with `+` and `%` escaped inside parts.
     pub fn group_key(&self) -> String {
         let tenant = self.tenant.as_str();
-        let mut s =
-            String::with_capacity(self.data_id.len() + self.group.len() + tenant.len() + 2);
+        let mut s = String::with_capacity(self.data_id.len() + self.group.len() + tenant.len() + 2);
         escape_part(&self.data_id, &mut s);
         s.push('+');
         escape_part(&self.group, &mut s);
@@ -304,10 +303,16 @@ mod tests {
     #[test]
     fn tenant_normalisation() {
         for t in [None, Some(""), Some("  "), Some("public"), Some("null")] {
-            assert_eq!(normalize_tenant(t).ok().as_ref().map(NamespaceId::as_str), Some(""));
+            assert_eq!(
+                normalize_tenant(t).ok().as_ref().map(NamespaceId::as_str),
+                Some("")
+            );
         }
         assert_eq!(
-            normalize_tenant(Some("dev")).ok().as_ref().map(NamespaceId::as_str),
+            normalize_tenant(Some("dev"))
+                .ok()
+                .as_ref()
+                .map(NamespaceId::as_str),
             Some("dev")
         );
         assert!(normalize_tenant(Some("a b")).is_err());

@@ -214,7 +214,10 @@ mod tests {
     #[test]
     fn variants_from_wire() {
         assert_eq!(Variant::from_wire(None, None).ok(), Some(Variant::Formal));
-        assert_eq!(Variant::from_wire(Some(" , "), Some(" ")).ok(), Some(Variant::Formal));
+        assert_eq!(
+            Variant::from_wire(Some(" , "), Some(" ")).ok(),
+            Some(Variant::Formal)
+        );
         assert_eq!(
             Variant::from_wire(Some(" 1.1.1.1, ,2.2.2.2 "), Some("t")).ok(),
             Some(Variant::Beta {

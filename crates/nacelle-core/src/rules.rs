@@ -144,7 +144,10 @@ mod tests {
             config_tags: " a, ,b ".into(),
             ..ConfigMeta::default()
         };
-        assert_eq!(check_meta(ok, "u").map(|m| m.config_tags).ok().as_deref(), Some("a,b"));
+        assert_eq!(
+            check_meta(ok, "u").map(|m| m.config_tags).ok().as_deref(),
+            Some("a,b")
+        );
         let too_many = ConfigMeta {
             config_tags: "1,2,3,4,5,6".into(),
             ..ConfigMeta::default()
@@ -161,11 +164,20 @@ mod tests {
     #[test]
     fn content_and_type() {
         assert!(check_content(" ", 10).is_err());
-        assert!(matches!(check_content("12345678901", 10), Err(CoreError::TooLarge(_))));
+        assert!(matches!(
+            check_content("12345678901", 10),
+            Err(CoreError::TooLarge(_))
+        ));
         assert!(check_content("x", 10).is_ok());
         assert_eq!(parse_config_type(None).ok(), Some(ConfigType::Text));
-        assert_eq!(parse_config_type(Some(" yaml ")).ok(), Some(ConfigType::Yaml));
-        assert_eq!(parse_config_type(Some("bogus")).ok(), Some(ConfigType::Text));
+        assert_eq!(
+            parse_config_type(Some(" yaml ")).ok(),
+            Some(ConfigType::Yaml)
+        );
+        assert_eq!(
+            parse_config_type(Some("bogus")).ok(),
+            Some(ConfigType::Text)
+        );
         assert!(parse_config_type(Some("a b")).is_err());
     }
 

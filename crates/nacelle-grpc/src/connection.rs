@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::task::AtomicWaker;
-use nacelle_core::{ConfigKey, CoreError};
-use nacelle_service::{ChangeEvent, Subscriber, Subscription, WatchHub};
+use nacelle_core::{Caller, ConfigKey, CoreError};
+use nacelle_service::{ChangeEvent, Subscriber, Watch, WatchItem};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -29,12 +29,15 @@ use crate::rpc::{Outbound, Sent};
 use crate::stats::{self, GrpcStats};
 use crate::wire;
 
-/// Who the client said it is in `ConnectionSetupRequest`.
+/// Who the client is: what it said in `ConnectionSetupRequest`, and the [`Caller`] every
+/// request of the connection acts as.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnMeta {
-    /// `metadata.clientIp` of the setup request, else the socket's IP. Used for the
-    /// per-IP limit, listener queries and `src_ip` of writes.
+    /// The caller's IP as text: the socket's IP, or the reported `metadata.clientIp`
+    /// where the trusted-proxy rule allows it. Used for the per-IP limit and logs.
     pub client_ip: Arc<str>,
+    /// The caller of every request on this connection (IP, app name, labels).
+    pub caller: Caller,
     pub remote: SocketAddr,
     /// The `AppName` label, `-` when absent (as Nacos records it).
     pub app_name: String,
@@ -132,7 +135,7 @@ pub(crate) enum CloseReason {
 }
 
 /// A registered connection. Shared by the registry, its session task and (weakly) its
-/// key listeners in the hub.
+/// key listeners in the service's watch.
 pub(crate) struct Connection {
     pub id: Arc<str>,
     pub meta: ConnMeta,
@@ -143,12 +146,11 @@ pub(crate) struct Connection {
     last_active_ms: AtomicU64,
     clock: Arc<CoarseClock>,
     pending: Mutex<PushTable>,
-    listens: Mutex<HashMap<ConfigKey, Subscription>>,
+    /// The keys this connection listens to: one service watch, which owns the key limit.
+    watch: Watch,
     /// The outstanding idle probe: its request id and the instant it was sent.
     probe: Mutex<Option<(String, u64)>>,
-    hub: Arc<WatchHub>,
     policy: PushPolicy,
-    max_listens: usize,
     stats: GrpcStats,
 }
 
@@ -163,11 +165,11 @@ impl std::fmt::Debug for Connection {
 }
 
 /// Everything a connection needs from the server besides its own state.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ConnDeps {
-    pub hub: Arc<WatchHub>,
+    /// The connection's watch, opened for its caller.
+    pub watch: Watch,
     pub policy: PushPolicy,
-    pub max_listens: usize,
     pub stats: GrpcStats,
     pub clock: Arc<CoarseClock>,
 }
@@ -189,11 +191,9 @@ impl Connection {
             last_active_ms: AtomicU64::new(now),
             clock: deps.clock,
             pending: Mutex::new(PushTable::default()),
-            listens: Mutex::new(HashMap::new()),
+            watch: deps.watch,
             probe: Mutex::new(None),
-            hub: deps.hub,
             policy: deps.policy,
-            max_listens: deps.max_listens,
             stats: deps.stats,
         }
     }
@@ -251,47 +251,40 @@ impl Connection {
 
     // ------------------------------------------------------------ listening
 
-    /// Listens to `key`, remembering the tenant as the client spelled it (pushes echo it).
-    /// Listening again to a key updates its md5.
+    /// Listens to each `(key, tenant as the client spelled it, md5)` (pushes echo the
+    /// tenant); listening again to a key updates its md5. Returns the keys whose md5
+    /// already differs. All or nothing: over the key limit, nothing changes.
     pub fn listen(
         self: &Arc<Self>,
-        key: ConfigKey,
-        tenant_as_sent: &str,
-        md5: String,
-    ) -> Result<(), CoreError> {
-        let mut listens = self.listens.lock();
-        let is_new = !listens.contains_key(&key);
-        if is_new && listens.len() >= self.max_listens {
-            return Err(CoreError::invalid(format!(
-                "too many listened configs on one connection, over {}",
-                self.max_listens
-            )));
-        }
-        let listener = Arc::new(KeyListener {
-            conn: Arc::downgrade(self),
-            tenant: tenant_as_sent.into(),
-            client_ip: self.meta.client_ip.clone(),
-        });
-        let sub = self.hub.subscribe(listener, [(key.clone(), md5)]);
-        listens.insert(key, sub);
-        if is_new {
-            stats::inc(&self.stats.counters().listened_keys);
-        }
-        Ok(())
+        items: Vec<(ConfigKey, &str, String)>,
+    ) -> Result<Vec<ConfigKey>, CoreError> {
+        let items = items
+            .into_iter()
+            .map(|(key, tenant_as_sent, md5)| WatchItem {
+                key,
+                md5,
+                subscriber: Arc::new(KeyListener {
+                    conn: Arc::downgrade(self),
+                    tenant: tenant_as_sent.into(),
+                }),
+            })
+            .collect();
+        let added = self.watch.add(items)?;
+        stats::add(&self.stats.counters().listened_keys, added.new_keys as u64);
+        Ok(added.changed)
     }
 
     /// Stops listening to `key`.
     pub fn unlisten(&self, key: &ConfigKey) {
-        if self.listens.lock().remove(key).is_some() {
+        if self.watch.remove(key) {
             stats::sub(&self.stats.counters().listened_keys, 1);
         }
     }
 
     /// Drops every listen and pending push (the connection is gone).
     pub fn release(&self) {
-        let dropped: Vec<Subscription> = self.listens.lock().drain().map(|(_, s)| s).collect();
-        stats::sub(&self.stats.counters().listened_keys, dropped.len() as u64);
-        drop(dropped);
+        let dropped = self.watch.clear();
+        stats::sub(&self.stats.counters().listened_keys, dropped as u64);
         self.pending.lock().clear();
     }
 
@@ -403,12 +396,12 @@ impl Connection {
     }
 }
 
-/// The hub's subscriber for one (connection, key): holds the tenant as the client spelled
-/// it, and only a weak reference to the connection so the hub never keeps one alive.
+/// The watch's subscriber for one (connection, key): holds the tenant as the client
+/// spelled it, and only a weak reference to the connection so the service never keeps one
+/// alive.
 struct KeyListener {
     conn: Weak<Connection>,
     tenant: Arc<str>,
-    client_ip: Arc<str>,
 }
 
 impl Subscriber for KeyListener {
@@ -416,9 +409,5 @@ impl Subscriber for KeyListener {
         if let Some(conn) = self.conn.upgrade() {
             conn.push_change(event, &self.tenant);
         }
-    }
-
-    fn client_ip(&self) -> &str {
-        &self.client_ip
     }
 }

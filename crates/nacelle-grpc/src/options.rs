@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use nacelle_core::TrustedProxies;
+
 use crate::error::GrpcError;
 
 /// Limits and timings of the gRPC adapter. Every field can be changed; tests shorten the
@@ -11,8 +13,9 @@ pub struct GrpcOptions {
     /// Most registered connections at once. A connection over it is answered with a
     /// `ConnectResetRequest` and closed, so the client tries another server.
     pub max_connections: usize,
-    /// Most registered connections from one client IP (`metadata.clientIp`, else the socket
-    /// address), so one misbehaving host cannot take every slot.
+    /// Most registered connections from one client IP (the caller's IP: the socket
+    /// address, or the reported `clientIp` where [`GrpcOptions::trusted_proxies`] allows
+    /// it), so one misbehaving host cannot take every slot.
     pub max_connections_per_ip: usize,
     /// Largest inbound gRPC message in bytes; larger ones are rejected (Nacos: 10 MB).
     pub max_inbound_message_bytes: usize,
@@ -44,6 +47,10 @@ pub struct GrpcOptions {
     /// On graceful shutdown: how long clients get to act on the `ConnectResetRequest`
     /// before their streams are cut, and again how long in-flight calls get to finish.
     pub shutdown_grace: Duration,
+    /// Connections from these addresses may report another client IP
+    /// (`ConnectionSetupRequest`'s `metadata.clientIp`) and have it believed; from anyone
+    /// else a reported IP is believed only when it equals the socket address.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for GrpcOptions {
@@ -61,6 +68,7 @@ impl Default for GrpcOptions {
             probe_interval: Duration::from_secs(3),
             idle_connection_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(3),
+            trusted_proxies: TrustedProxies::none(),
         }
     }
 }

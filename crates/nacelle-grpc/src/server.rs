@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nacelle_core::{Caller, CoreError};
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -48,18 +49,19 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub fn conn_deps(&self) -> ConnDeps {
-        ConnDeps {
-            hub: self.service.hub().clone(),
+    /// What a new connection of `caller` needs; fails when the service is not serving
+    /// (loading or shutting down).
+    pub fn conn_deps(&self, caller: &Caller) -> Result<ConnDeps, CoreError> {
+        Ok(ConnDeps {
+            watch: self.service.watch(caller)?,
             policy: PushPolicy {
                 ack_timeout: self.opts.push_ack_timeout,
                 retry_base: self.opts.push_retry_base,
                 max_tries: self.opts.push_max_tries,
             },
-            max_listens: self.service.limits().max_listen_keys,
             stats: self.stats.clone(),
             clock: self.clock.clone(),
-        }
+        })
     }
 
     /// A request id for a server request other than a change push (pushes use the change

@@ -10,6 +10,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
+
 use crate::codec::Status;
 use crate::connection::{Closer, ConnMeta, Connection};
 use crate::proto::Payload;
@@ -64,19 +66,27 @@ async fn serve(
             continue;
         }
         match wire::from_json::<wire::SetupRequest>(body) {
-            Ok(setup) => break meta_of(&tag, client_ip, setup),
+            Ok(setup) => break meta_of(&tag, client_ip, setup, &ctx.opts.trusted_proxies),
             Err(e) => {
                 tracing::warn!(conn = %tag.id, error = %e, "unparsable ConnectionSetupRequest");
             }
         }
     };
 
+    let deps = match ctx.conn_deps(&meta.caller) {
+        Ok(deps) => deps,
+        Err(e) => {
+            // The service stopped serving between the handshake and now (shutdown).
+            tracing::debug!(conn = %tag.id, error = %e, "not registering the connection");
+            return None;
+        }
+    };
     let conn = Arc::new(Connection::new(
         tag.id.clone(),
         meta,
         out,
         closer.clone(),
-        ctx.conn_deps(),
+        deps,
     ));
     if let Err(refusal) = ctx.registry.register(conn.clone()) {
         stats::inc(&ctx.stats.counters().rejected_connections);
@@ -145,25 +155,34 @@ async fn drain(inbound: &mut Inbound, closer: &Closer) {
     }
 }
 
-fn meta_of(tag: &ConnTag, reported_ip: &str, setup: wire::SetupRequest) -> ConnMeta {
+/// Who the client of a new stream is. Its IP follows the trusted-proxy rule: the reported
+/// `metadata.clientIp` only when it equals the socket address or the socket peer is a
+/// trusted proxy (Nacos believes it from anyone).
+fn meta_of(
+    tag: &ConnTag,
+    reported_ip: &str,
+    setup: wire::SetupRequest,
+    trusted: &TrustedProxies,
+) -> ConnMeta {
     let labels: HashMap<String, String> = setup
         .labels
         .unwrap_or_default()
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, v)))
         .collect();
-    let client_ip = match reported_ip.trim() {
-        "" => tag.remote.ip().to_string(),
-        ip => ip.to_string(),
-    };
+    let ip = trusted.resolve_reported(tag.remote.ip(), Some(reported_ip));
+    let app = labels
+        .get(APP_NAME_LABEL)
+        .map(|a| a.trim())
+        .filter(|a| !a.is_empty());
+    let mut caller = Caller::anonymous(Protocol::Grpc, Some(ip));
+    caller.app_name = app.map(Into::into);
+    caller.labels = Labels::new(labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
     ConnMeta {
-        client_ip: client_ip.into(),
+        client_ip: ip.to_string().into(),
+        app_name: app.unwrap_or("-").to_string(),
+        caller,
         remote: tag.remote,
-        app_name: labels
-            .get(APP_NAME_LABEL)
-            .filter(|a| !a.is_empty())
-            .cloned()
-            .unwrap_or_else(|| "-".to_string()),
         client_version: setup.client_version.unwrap_or_default(),
         tenant: setup.tenant.unwrap_or_default(),
         labels,

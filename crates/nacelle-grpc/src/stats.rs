@@ -84,9 +84,15 @@ pub(crate) fn inc(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
+/// `gauge += n`.
+pub(crate) fn add(gauge: &AtomicU64, n: u64) {
+    gauge.fetch_add(n, Ordering::Relaxed);
+}
+
 /// `gauge -= n`, never below zero.
 pub(crate) fn sub(gauge: &AtomicU64, n: u64) {
-    let _ = gauge.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+    // The closure always returns `Some`, so the update cannot fail.
+    let _always_ok = gauge.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
         Some(v.saturating_sub(n))
     });
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
-use nacelle_core::{ConfigKey, ConfigMeta, OpSource, Variant};
+use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
 use nacelle_grpc::{
     ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncClient, ClusterSyncError, ClusterSyncStats,
     GrpcError, SyncTimeouts,
@@ -66,23 +66,26 @@ impl ClusterPort {
 
 async fn publish(service: &ConfigService, key: &ConfigKey, content: &str) -> anyhow::Result<()> {
     service
-        .publish(PublishRequest {
-            key: key.clone(),
-            content: content.to_string(),
-            config_type: Some("text".into()),
-            meta: ConfigMeta::default(),
-            source: OpSource::default(),
-            cas_md5: None,
-            variant: Variant::Formal,
-        })
+        .publish(
+            &Caller::internal(),
+            PublishRequest {
+                key: key.clone(),
+                content: content.to_string(),
+                config_type: Some("text".into()),
+                meta: ConfigMeta::default(),
+                src_user: String::new(),
+                cas_md5: None,
+                variant: Variant::Formal,
+            },
+        )
         .await?;
     Ok(())
 }
 
 fn content(service: &ConfigService, key: &ConfigKey) -> anyhow::Result<Option<String>> {
     Ok(service
-        .get(key)?
-        .map(|c| String::from_utf8_lossy(&c.content).into_owned()))
+        .get(&Caller::internal(), key, None)?
+        .map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
 }
 
 #[tokio::test]

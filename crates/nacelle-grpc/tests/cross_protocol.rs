@@ -122,7 +122,12 @@ async fn wait_held(
 ) -> anyhow::Result<()> {
     let key = nacelle_core::ConfigKey::parse(None, group, data_id)?;
     let deadline = Instant::now() + SOON;
-    while server.service.hub().listeners_of(&key).len() < n {
+    while server
+        .service
+        .listeners_of(&nacelle_core::Caller::internal(), &key)?
+        .len()
+        < n
+    {
         anyhow::ensure!(Instant::now() < deadline, "long poll not held");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -9,9 +9,14 @@ use common::{RawClient, TestServer, SOON};
 use nacelle_grpc::GrpcOptions;
 use serde_json::json;
 
+/// Short grace periods, and loopback — where the test clients connect from — as a trusted
+/// proxy, so that the `clientIp` each client reports (10.x addresses standing for separate
+/// hosts) is believed.
 fn fast_opts() -> GrpcOptions {
     GrpcOptions {
         shutdown_grace: Duration::from_secs(2),
+        trusted_proxies: nacelle_core::TrustedProxies::parse_list("127.0.0.1")
+            .expect("a valid address"),
         ..GrpcOptions::default()
     }
 }
@@ -147,8 +152,9 @@ async fn config_messages_have_the_nacos_shape() -> anyhow::Result<()> {
     let key = nacelle_core::ConfigKey::parse(None, "G", "shape")?;
     let stored = server
         .service
-        .get(&key)?
-        .ok_or_else(|| anyhow::anyhow!("not stored"))?;
+        .get(&nacelle_core::Caller::internal(), &key, None)?
+        .ok_or_else(|| anyhow::anyhow!("not stored"))?
+        .config;
     assert_eq!(stored.meta.app_name, "app");
     assert_eq!(stored.meta.config_tags, "t1,t2");
     assert_eq!(stored.meta.r#use, "u");
@@ -237,7 +243,10 @@ async fn config_messages_have_the_nacos_shape() -> anyhow::Result<()> {
         assert_eq!(r.type_name, "ConfigRemoveResponse");
         assert_eq!(r.int("resultCode"), Some(200));
     }
-    assert!(server.service.get(&key)?.is_none());
+    assert!(server
+        .service
+        .get(&nacelle_core::Caller::internal(), &key, None)?
+        .is_none());
     Ok(())
 }
 

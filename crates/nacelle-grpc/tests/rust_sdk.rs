@@ -172,8 +172,9 @@ async fn non_default_namespace_is_isolated_and_echoed() -> anyhow::Result<()> {
     assert_eq!(
         &server
             .service
-            .get(&key)?
+            .get(&nacelle_core::Caller::internal(), &key, None)?
             .ok_or_else(|| anyhow::anyhow!("missing"))?
+            .config
             .content[..],
         b"dev"
     );
@@ -300,8 +301,13 @@ async fn a_client_keeps_receiving_changes_after_a_server_restart() -> anyhow::Re
     assert_eq!(
         &server
             .service
-            .get(&nacelle_core::ConfigKey::parse(None, &g, &d)?)?
+            .get(
+                &nacelle_core::Caller::internal(),
+                &nacelle_core::ConfigKey::parse(None, &g, &d)?,
+                None
+            )?
             .ok_or_else(|| anyhow::anyhow!("lost"))?
+            .config
             .content[..],
         b"before 2",
         "the data survived"

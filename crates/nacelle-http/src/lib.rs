@@ -23,6 +23,7 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
+use nacelle_core::TrustedProxies;
 use nacelle_service::ConfigService;
 
 pub use server::{serve, serve_with, ServeOptions, DEFAULT_IDLE_TIMEOUT};
@@ -41,6 +42,9 @@ pub struct HttpOptions {
     /// Test-only fault: accept change notifications from members but drop them, as a
     /// network would lose them.
     pub drop_cluster_notifications: bool,
+    /// Proxies whose `X-Real-IP` / `X-Forwarded-For` are believed; from anyone else the
+    /// caller's IP is the socket address.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for HttpOptions {
@@ -51,6 +55,7 @@ impl Default for HttpOptions {
             cluster_secret: None,
             self_address: None,
             drop_cluster_notifications: false,
+            trusted_proxies: TrustedProxies::none(),
         }
     }
 }

@@ -10,19 +10,20 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
 use percent_encoding::percent_decode;
 
-use nacelle_core::{ConfigKey, ConfigMeta, OpSource, Variant};
+use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, TrustedProxies, Variant};
 use nacelle_service::PublishRequest;
 
 use crate::error::ApiError;
 use crate::AppState;
 
 /// Merged query and form parameters, plus what a handler needs from the request itself.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Params {
     values: HashMap<String, String>,
     pub headers: HeaderMap,
-    /// The client's IP as Nacos determines it (X-Real-IP, X-Forwarded-For, socket).
-    pub client_ip: String,
+    /// Who is asking: the client IP under the trusted-proxy policy, the protocol (v1 or
+    /// v2 by path), the app name the client reported.
+    pub caller: Caller,
 }
 
 impl Params {
@@ -107,17 +108,43 @@ fn decode_component(raw: &[u8]) -> Result<String, ApiError> {
         .map_err(|_| ApiError::Invalid("request parameters are not valid UTF-8".into()))
 }
 
-/// The client IP: `X-Real-IP`, else the first `X-Forwarded-For` entry, else the socket.
-pub(crate) fn client_ip(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
-    let header_ip = |name: &str| -> Option<String> {
+/// The address a proxy header names: `X-Real-IP`, else the first `X-Forwarded-For`
+/// entry (as Nacos reads them).
+fn forwarded_ip(headers: &HeaderMap) -> Option<IpAddr> {
+    let header_ip = |name: &str| -> Option<IpAddr> {
         let v = headers.get(name)?.to_str().ok()?;
-        let first = v.split(',').next()?.trim();
-        first.parse::<IpAddr>().ok().map(|ip| ip.to_string())
+        v.split(',').next()?.trim().parse::<IpAddr>().ok()
     };
-    header_ip("x-real-ip")
-        .or_else(|| header_ip("x-forwarded-for"))
-        .or_else(|| peer.map(|p| p.ip().to_canonical().to_string()))
-        .unwrap_or_default()
+    header_ip("x-real-ip").or_else(|| header_ip("x-forwarded-for"))
+}
+
+/// The client IP: the socket address, or the address a proxy header names when the socket
+/// peer is a trusted proxy. Nacos believes the headers from anyone; Nacelle does not, so
+/// an IP-based decision (beta by IP, listener queries, history) cannot be forged.
+pub(crate) fn client_ip(
+    headers: &HeaderMap,
+    peer: Option<SocketAddr>,
+    trusted: &TrustedProxies,
+) -> Option<IpAddr> {
+    let peer = peer?.ip();
+    Some(trusted.resolve(peer, forwarded_ip(headers)))
+}
+
+/// The caller of an HTTP request.
+fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
+    let protocol = if path.starts_with("/nacos/v2/") {
+        Protocol::HttpV2
+    } else {
+        Protocol::HttpV1
+    };
+    let mut caller = Caller::anonymous(protocol, ip);
+    caller.app_name = headers
+        .get("client-appname")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(Into::into);
+    caller
 }
 
 impl FromRequest<AppState> for Params {
@@ -141,11 +168,12 @@ impl FromRequest<AppState> for Params {
                 decode_form_into(&bytes, &mut values)?;
             }
         }
-        let client_ip = client_ip(&parts.headers, peer);
+        let ip = client_ip(&parts.headers, peer, &st.options.trusted_proxies);
+        let caller = caller_of(parts.uri.path(), &parts.headers, ip);
         Ok(Params {
             values,
             headers: parts.headers,
-            client_ip,
+            caller,
         })
     }
 }
@@ -182,23 +210,15 @@ impl PublishNames {
 
 impl Params {
     /// The publish request these parameters describe, for `key`: content (required),
-    /// optional fields, the `casMd5` header, and the variant (`betaIps` header → beta,
-    /// `tag` → tagged, else formal).
+    /// optional fields, the `casMd5` header, and the variant from the `betaIps` header and
+    /// the `tag` parameter ([`Variant::from_wire`]).
     pub fn publish_request(
         &self,
         key: ConfigKey,
         names: PublishNames,
     ) -> Result<PublishRequest, ApiError> {
         let content = self.required("content")?.to_string();
-        let variant = if let Some(ips) = self.header("betaIps").filter(|v| !v.trim().is_empty()) {
-            Variant::Beta {
-                ips: ips.split(',').map(|s| s.trim().to_string()).collect(),
-            }
-        } else if let Some(tag) = self.non_blank("tag") {
-            Variant::Tag(tag.to_string())
-        } else {
-            Variant::Formal
-        };
+        let variant = Variant::from_wire(self.header("betaIps"), self.get("tag"))?;
         Ok(PublishRequest {
             key,
             content,
@@ -212,18 +232,15 @@ impl Params {
                 config_tags: self.or_empty(names.config_tags),
                 encrypted_data_key: self.or_empty("encryptedDataKey"),
             },
-            source: self.source(names),
+            src_user: self.src_user(names),
             cas_md5: self.header("casMd5").map(str::to_string),
             variant,
         })
     }
 
-    /// Who makes the change: the `src_user`/`srcUser` parameter and the client IP.
-    pub fn source(&self, names: PublishNames) -> OpSource {
-        OpSource {
-            src_user: self.or_empty(names.src_user),
-            src_ip: self.client_ip.clone(),
-        }
+    /// The `src_user`/`srcUser` parameter: who the client says makes the change.
+    pub fn src_user(&self, names: PublishNames) -> String {
+        self.or_empty(names.src_user)
     }
 }
 
@@ -269,14 +286,36 @@ mod tests {
         assert_eq!(s, "app%02DEFAULT_GROUP%01a+b*%E4%B8%AD");
     }
 
+    fn ip(s: &str) -> Option<IpAddr> {
+        s.parse().ok()
+    }
+
     #[test]
-    fn client_ip_prefers_headers() {
+    fn forwarded_headers_only_from_trusted_proxies() {
         let mut h = HeaderMap::new();
         let peer: SocketAddr = "[::ffff:10.0.0.1]:80".parse().expect("addr");
-        assert_eq!(client_ip(&h, Some(peer)), "10.0.0.1");
+        let none = TrustedProxies::none();
+        let trusted = TrustedProxies::parse_list("10.0.0.0/8").expect("cidr");
+        assert_eq!(client_ip(&h, Some(peer), &none), ip("10.0.0.1"));
         h.insert("x-forwarded-for", "1.2.3.4, 5.6.7.8".parse().expect("hv"));
-        assert_eq!(client_ip(&h, Some(peer)), "1.2.3.4");
+        assert_eq!(client_ip(&h, Some(peer), &none), ip("10.0.0.1"));
+        assert_eq!(client_ip(&h, Some(peer), &trusted), ip("1.2.3.4"));
         h.insert("x-real-ip", "9.9.9.9".parse().expect("hv"));
-        assert_eq!(client_ip(&h, Some(peer)), "9.9.9.9");
+        assert_eq!(client_ip(&h, Some(peer), &trusted), ip("9.9.9.9"));
+        assert_eq!(client_ip(&h, Some(peer), &none), ip("10.0.0.1"));
+        h.insert("x-real-ip", "garbage".parse().expect("hv"));
+        assert_eq!(client_ip(&h, Some(peer), &trusted), ip("1.2.3.4"));
+    }
+
+    #[test]
+    fn caller_protocol_and_app() {
+        let mut h = HeaderMap::new();
+        h.insert("Client-AppName", " shop ".parse().expect("hv"));
+        let c = caller_of("/nacos/v2/cs/config", &h, ip("1.1.1.1"));
+        assert_eq!(c.protocol, Protocol::HttpV2);
+        assert_eq!(c.app_name.as_deref(), Some("shop"));
+        let c = caller_of("/nacos/v1/cs/configs", &HeaderMap::new(), None);
+        assert_eq!(c.protocol, Protocol::HttpV1);
+        assert_eq!(c.app_name, None);
     }
 }

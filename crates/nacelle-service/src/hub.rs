@@ -41,22 +41,23 @@ pub struct ChangeEvent {
     pub encoded: OnceLock<Bytes>,
 }
 
-/// Something that wants to hear about changes of the keys it subscribed to.
+/// Something that wants to hear about changes of the keys it watches.
 pub trait Subscriber: Send + Sync + 'static {
-    /// Called once per change of a subscribed key. Must return quickly and never block.
+    /// Called once per change of a watched key. Must return quickly and never block.
     fn notify(&self, event: &Arc<ChangeEvent>);
-    /// The client's IP, for listener queries.
-    fn client_ip(&self) -> &str;
 }
 
 struct Entry {
     subscriber: Arc<dyn Subscriber>,
     /// The md5 the client reported when it subscribed.
     md5: String,
+    /// The watcher's client IP, for listener queries.
+    ip: Arc<str>,
 }
 
-/// Key → subscribers index.
-pub struct WatchHub {
+/// Key → subscribers index. Only the service uses it: adapters watch through
+/// [`crate::Watch`].
+pub(crate) struct WatchHub {
     index: DashMap<ConfigKey, HashMap<u64, Entry>>,
     next_id: AtomicU64,
     next_seq: AtomicU64,
@@ -72,43 +73,6 @@ impl fmt::Debug for WatchHub {
     }
 }
 
-impl Default for WatchHub {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// A registration of one subscriber on a set of keys; dropping it unsubscribes.
-pub struct Subscription {
-    hub: Arc<WatchHub>,
-    id: u64,
-    keys: Vec<ConfigKey>,
-}
-
-impl fmt::Debug for Subscription {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subscription")
-            .field("id", &self.id)
-            .field("keys", &self.keys.len())
-            .finish()
-    }
-}
-
-impl Subscription {
-    /// The keys this subscription covers.
-    pub fn keys(&self) -> &[ConfigKey] {
-        &self.keys
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        for key in &self.keys {
-            self.hub.remove_one(key, self.id);
-        }
-    }
-}
-
 impl WatchHub {
     /// An empty hub.
     pub fn new() -> Self {
@@ -120,41 +84,46 @@ impl WatchHub {
         }
     }
 
-    /// Subscribes `subscriber` to each `(key, md5)` pair. The returned handle unsubscribes
-    /// from all of them when dropped.
-    pub fn subscribe(
-        self: &Arc<Self>,
-        subscriber: Arc<dyn Subscriber>,
-        keys: impl IntoIterator<Item = (ConfigKey, String)>,
-    ) -> Subscription {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut registered = Vec::new();
-        for (key, md5) in keys {
-            let mut slot = self.index.entry(key.clone()).or_default();
-            let entry = Entry {
-                subscriber: subscriber.clone(),
-                md5,
-            };
-            if slot.insert(id, entry).is_none() {
-                self.listeners.fetch_add(1, Ordering::Relaxed);
-                registered.push(key);
-            }
-        }
-        Subscription {
-            hub: self.clone(),
-            id,
-            keys: registered,
-        }
+    /// A new watcher id: one per watch, shared by all its keys.
+    pub fn next_watcher_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn remove_one(&self, key: &ConfigKey, id: u64) {
-        // Drops the key's entry once its last subscriber leaves.
+    /// Registers watcher `id` on `key` (or updates its md5 and subscriber). Returns whether
+    /// the key is new to this watcher.
+    pub fn subscribe(
+        &self,
+        id: u64,
+        key: &ConfigKey,
+        md5: String,
+        ip: Arc<str>,
+        subscriber: Arc<dyn Subscriber>,
+    ) -> bool {
+        let mut slot = self.index.entry(key.clone()).or_default();
+        let entry = Entry {
+            subscriber,
+            md5,
+            ip,
+        };
+        let new = slot.insert(id, entry).is_none();
+        if new {
+            self.listeners.fetch_add(1, Ordering::Relaxed);
+        }
+        new
+    }
+
+    /// Removes watcher `id` from `key`; drops the key's entry once its last subscriber
+    /// leaves. Returns whether it was registered.
+    pub fn unsubscribe(&self, key: &ConfigKey, id: u64) -> bool {
+        let mut removed = false;
         self.index.remove_if_mut(key, |_, subs| {
             if subs.remove(&id).is_some() {
                 self.listeners.fetch_sub(1, Ordering::Relaxed);
+                removed = true;
             }
             subs.is_empty()
         });
+        removed
     }
 
     /// Builds the event for a change and hands it to every subscriber of its key: before
@@ -209,7 +178,7 @@ impl WatchHub {
             .get(key)
             .map(|subs| {
                 subs.values()
-                    .map(|e| (e.subscriber.client_ip().to_string(), e.md5.clone()))
+                    .map(|e| (e.ip.to_string(), e.md5.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -220,7 +189,7 @@ impl WatchHub {
         let mut out = Vec::new();
         for item in self.index.iter() {
             for e in item.value().values() {
-                if e.subscriber.client_ip() == ip {
+                if &*e.ip == ip {
                     out.push((item.key().clone(), e.md5.clone()));
                 }
             }
@@ -234,34 +203,27 @@ mod tests {
     use super::*;
     use parking_lot::Mutex;
 
+    #[derive(Default)]
     struct Rec {
-        ip: String,
         got: Mutex<Vec<ConfigKey>>,
     }
     impl Subscriber for Rec {
         fn notify(&self, event: &Arc<ChangeEvent>) {
             self.got.lock().push(event.key.clone());
         }
-        fn client_ip(&self) -> &str {
-            &self.ip
-        }
     }
 
     #[test]
     fn only_listeners_of_the_key_are_notified() {
-        let hub = Arc::new(WatchHub::new());
+        let hub = WatchHub::new();
         let a = ConfigKey::from_trusted("", "G", "a");
         let b = ConfigKey::from_trusted("", "G", "b");
-        let ra = Arc::new(Rec {
-            ip: "1.1.1.1".into(),
-            got: Mutex::new(vec![]),
-        });
-        let rb = Arc::new(Rec {
-            ip: "2.2.2.2".into(),
-            got: Mutex::new(vec![]),
-        });
-        let sa = hub.subscribe(ra.clone(), [(a.clone(), "m".to_string())]);
-        let _sb = hub.subscribe(rb.clone(), [(b.clone(), String::new())]);
+        let ra = Arc::new(Rec::default());
+        let rb = Arc::new(Rec::default());
+        let (ia, ib) = (hub.next_watcher_id(), hub.next_watcher_id());
+        assert!(hub.subscribe(ia, &a, "m".into(), "1.1.1.1".into(), ra.clone()));
+        assert!(hub.subscribe(ib, &b, String::new(), "2.2.2.2".into(), rb.clone()));
+        assert!(!hub.subscribe(ia, &a, "m".into(), "1.1.1.1".into(), ra.clone()));
         assert_eq!(hub.listener_count(), 2);
         assert_eq!(hub.publish(&a, "x", 1), 1);
         assert_eq!(ra.got.lock().len(), 1);
@@ -271,7 +233,8 @@ mod tests {
             vec![("1.1.1.1".to_string(), "m".to_string())]
         );
         assert_eq!(hub.keys_of_ip("2.2.2.2").len(), 1);
-        drop(sa);
+        assert!(hub.unsubscribe(&a, ia));
+        assert!(!hub.unsubscribe(&a, ia));
         assert_eq!(hub.listener_count(), 1);
         assert_eq!(hub.publish(&a, "y", 2), 0);
         assert_eq!(hub.watched_keys(), 1);
@@ -286,18 +249,16 @@ mod tests {
         fn notify(&self, _event: &Arc<ChangeEvent>) {
             if self.count.fetch_add(1, Ordering::SeqCst) == 0 {
                 if let Ok(rx) = self.release.lock() {
-                    let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+                    // A timeout only ends the test's wait early; the count is what is checked.
+                    let _released = rx.recv_timeout(std::time::Duration::from_secs(10));
                 }
             }
-        }
-        fn client_ip(&self) -> &str {
-            "127.0.0.1"
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_large_walk_does_not_hold_up_the_publisher() {
-        let hub = Arc::new(WatchHub::new());
+        let hub = WatchHub::new();
         let key = ConfigKey::from_trusted("", "G", "everyone");
         let (release, rx) = std::sync::mpsc::channel();
         let gate = Arc::new(Gate {
@@ -305,9 +266,10 @@ mod tests {
             release: std::sync::Mutex::new(rx),
         });
         let n = INLINE_WALK_MAX + 100;
-        let _subs: Vec<Subscription> = (0..n)
-            .map(|_| hub.subscribe(gate.clone(), [(key.clone(), String::new())]))
-            .collect();
+        for _ in 0..n {
+            let id = hub.next_watcher_id();
+            hub.subscribe(id, &key, String::new(), "127.0.0.1".into(), gate.clone());
+        }
         // The walk blocks in its first notification, yet publish has returned.
         assert_eq!(hub.publish(&key, "m", 1), n);
         assert!(
@@ -324,11 +286,9 @@ mod tests {
 
         // A small walk is done before publish returns.
         let small = ConfigKey::from_trusted("", "G", "few");
-        let rec = Arc::new(Rec {
-            ip: "3.3.3.3".into(),
-            got: Mutex::new(vec![]),
-        });
-        let _s = hub.subscribe(rec.clone(), [(small.clone(), String::new())]);
+        let rec = Arc::new(Rec::default());
+        let id = hub.next_watcher_id();
+        hub.subscribe(id, &small, String::new(), "3.3.3.3".into(), rec.clone());
         assert_eq!(hub.publish(&small, "m", 2), 1);
         assert_eq!(rec.got.lock().len(), 1);
     }

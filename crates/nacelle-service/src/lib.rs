@@ -1,26 +1,40 @@
 //! The config service: the one place that owns validation, the publish pipeline, the
-//! in-memory cache and change notification. HTTP and gRPC adapters call it; it knows no
-//! wire format and no database driver (it talks to [`nacelle_core::ConfigStore`]).
+//! in-memory cache, change notification and every decision about what a caller sees.
+//! HTTP and gRPC adapters call it with a [`nacelle_core::Caller`]; it knows no wire format
+//! and no database driver (it talks to [`nacelle_core::ConfigStore`]).
 //!
 //! # Layout
-//! - [`service`]: [`ConfigService`], reads from memory, writes through the store.
+//! - [`service`]: [`ConfigService`] — shared state, loading, the readiness guard, wiring.
+//! - `read`: get (variant-aware), search, the configs of a namespace — from memory.
+//! - `write`: publish, remove, reload — through the store, then the cache and listeners.
+//! - `history`, `namespaces`: history entries; namespaces and their rules.
+//! - [`watch`]: listening as an operation ([`Watch`]): key limit, readiness,
+//!   subscribe-then-compare.
+//! - `hub` (private): who listens to which key; a change touches only that key's
+//!   subscribers.
 //! - [`cluster`]: the read-only view of cluster members adapters show.
 //! - [`follow`]: following the database's change log so no node stays stale.
-//! - [`hub`]: [`WatchHub`], who listens to which key; a change touches only that key's
-//!   subscribers.
 //! - [`limits`]: the explicit limits (content size, listened keys, held polls).
 //! - [`request`]: inputs of the service operations, built by adapters.
 
 pub mod cluster;
 pub mod follow;
-pub mod hub;
+mod history;
+mod hub;
 pub mod limits;
+mod namespaces;
+mod read;
 pub mod request;
 pub mod service;
+pub mod watch;
+mod write;
 
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;
-pub use hub::{ChangeEvent, Subscriber, Subscription, WatchHub};
+pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};
 pub use limits::Limits;
+pub use namespaces::NamespaceInfo;
+pub use read::{Beta, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};
-pub use service::{CommitObserver, ConfigService, NamespaceInfo};
+pub use service::{CommitObserver, ConfigService};
+pub use watch::{Added, ChangeEvent, Subscriber, Watch, WatchItem};

@@ -1,7 +1,7 @@
 //! Inputs of service operations. Adapters fill these from their wire formats; the service
 //! validates them.
 
-use nacelle_core::{ConfigKey, ConfigMeta, OpSource, PageRequest, Variant};
+use nacelle_core::{ConfigKey, ConfigMeta, NamespaceId, PageRequest, Variant};
 
 /// A publish as a client asked for it.
 #[derive(Debug, Clone)]
@@ -11,7 +11,9 @@ pub struct PublishRequest {
     /// The `type` parameter as sent; blank or unknown names become `text`.
     pub config_type: Option<String>,
     pub meta: ConfigMeta,
-    pub source: OpSource,
+    /// `src_user` as the client sent it (recorded in history; the IP comes from the
+    /// caller).
+    pub src_user: String,
     /// Compare-and-set on the current md5 (`casMd5`), when given.
     pub cas_md5: Option<String>,
     pub variant: Variant,
@@ -31,8 +33,7 @@ pub enum SearchMode {
 #[derive(Debug, Clone)]
 pub struct SearchQuery {
     pub mode: SearchMode,
-    /// Normalised namespace id.
-    pub tenant: String,
+    pub namespace: NamespaceId,
     pub data_id: String,
     pub group: String,
     pub app_name: String,

@@ -383,6 +383,7 @@ impl Settings {
             cluster_secret: self.cluster_secret.clone(),
             self_address: Some(self_address),
             drop_cluster_notifications: self.fault_drop_cluster_notifications,
+            trusted_proxies: self.grpc.trusted_proxies.clone(),
         }
     }
 

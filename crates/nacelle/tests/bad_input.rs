@@ -681,13 +681,31 @@ fn table(backend: Backend) -> Vec<Row> {
             Expect::V2(10000, "'group'"),
         ),
         // ---- namespaces
+        // Namespace ids follow the tenant rules (letters, digits, `_-.:`), so `dev.ns` is a
+        // valid id; `/` is valid in neither.
         with_form(
             "namespace with an illegal id",
             Method::POST,
             NAMESPACES,
-            &[("customNamespaceId", "dev.ns"), ("namespaceName", "dev")],
+            &[("customNamespaceId", "dev/ns"), ("namespaceName", "dev")],
             400,
             Expect::V1("illegal namespace id"),
+        ),
+        with_form(
+            "namespace id `null` (a client's word for the default namespace)",
+            Method::POST,
+            NAMESPACES,
+            &[("customNamespaceId", "null"), ("namespaceName", "n")],
+            400,
+            Expect::V1("reserved"),
+        ),
+        with_form(
+            "namespace id `public`",
+            Method::POST,
+            NAMESPACES,
+            &[("customNamespaceId", "public"), ("namespaceName", "n")],
+            400,
+            Expect::V1("reserved"),
         ),
         with_form(
             "namespace with a blank name",

@@ -4,6 +4,7 @@
 //! the HTTP long polls use) and answers the keys whose md5 already differs; `listen: false`
 //! unsubscribes. Keys are echoed with the tenant exactly as the client sent it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use nacelle_core::{ConfigKey, CoreError};
@@ -11,16 +12,15 @@ use nacelle_core::{ConfigKey, CoreError};
 use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
 use crate::proto::Payload;
-use crate::server::Ctx;
 use crate::wire::{self, BatchListenFields, BatchListenRequest, ConfigContext};
 
-pub(super) fn handle(ctx: &Ctx, conn: &Arc<Connection>, body: &[u8]) -> Payload {
+pub(super) fn handle(conn: &Arc<Connection>, body: &[u8]) -> Payload {
     let req: BatchListenRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
     let request_id = req.request_id.clone();
-    match apply(ctx, conn, req) {
+    match apply(conn, req) {
         Ok(changed_configs) => wire::reply(
             wire::CONFIG_BATCH_LISTEN_RESPONSE,
             wire::Head::ok(request_id),
@@ -36,20 +36,10 @@ pub(super) fn handle(ctx: &Ctx, conn: &Arc<Connection>, body: &[u8]) -> Payload 
     }
 }
 
-fn apply(
-    ctx: &Ctx,
-    conn: &Arc<Connection>,
-    req: BatchListenRequest,
-) -> Result<Vec<ConfigContext>, CoreError> {
+fn apply(conn: &Arc<Connection>, req: BatchListenRequest) -> Result<Vec<ConfigContext>, CoreError> {
     let listen = req.listen.unwrap_or(true);
     let contexts = req.config_listen_contexts.unwrap_or_default();
-    let max = ctx.service.limits().max_listen_keys;
-    if contexts.len() > max {
-        return Err(CoreError::invalid(format!(
-            "too many configs in one listen request, over {max}"
-        )));
-    }
-    // Validate everything before changing anything.
+    // Validate every key before changing anything; the key limit is the service's.
     let mut items: Vec<(ConfigKey, ConfigContext, String)> = Vec::with_capacity(contexts.len());
     for c in contexts {
         let key = key_of(
@@ -64,17 +54,24 @@ fn apply(
         };
         items.push((key, as_sent, c.md5.unwrap_or_default()));
     }
-    let mut changed = Vec::new();
-    for (key, as_sent, md5) in items {
-        if listen {
-            // Subscribe first, then compare: a change landing in between is pushed.
-            conn.listen(key.clone(), &as_sent.tenant, md5.clone())?;
-            if ctx.service.md5_of(&key) != md5 {
-                changed.push(as_sent);
-            }
-        } else {
-            conn.unlisten(&key);
+    if !listen {
+        for (key, _, _) in &items {
+            conn.unlisten(key);
         }
+        return Ok(Vec::new());
     }
-    Ok(changed)
+    let changed: HashSet<ConfigKey> = conn
+        .listen(
+            items
+                .iter()
+                .map(|(key, as_sent, md5)| (key.clone(), as_sent.tenant.as_str(), md5.clone()))
+                .collect(),
+        )?
+        .into_iter()
+        .collect();
+    Ok(items
+        .into_iter()
+        .filter(|(key, _, _)| changed.contains(key))
+        .map(|(_, as_sent, _)| as_sent)
+        .collect())
 }

@@ -62,10 +62,10 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
     conn.touch();
     match kind {
         Kind::HealthCheck => health::health_check(body),
-        Kind::Query => query::handle(ctx, body),
+        Kind::Query => query::handle(ctx, &conn, body),
         Kind::Publish => publish::handle(ctx, &conn, body).await,
         Kind::Remove => remove::handle(ctx, &conn, body).await,
-        Kind::BatchListen => listen::handle(ctx, &conn, body),
+        Kind::BatchListen => listen::handle(&conn, body),
     }
 }
 

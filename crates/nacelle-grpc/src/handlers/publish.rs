@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use nacelle_core::{ConfigMeta, CoreError, OpSource, Variant};
+use nacelle_core::{ConfigMeta, CoreError, Variant};
 use nacelle_service::PublishRequest;
 
 use super::{fail_head, key_of, unparsable};
@@ -18,8 +18,8 @@ pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload
         Err(e) => return unparsable(&e),
     };
     let request_id = req.request_id.clone();
-    let result = match to_service_request(req, &conn.meta.client_ip) {
-        Ok(r) => ctx.service.publish(r).await.map(|_| ()),
+    let result = match to_service_request(req) {
+        Ok(r) => ctx.service.publish(&conn.meta.caller, r).await.map(|_| ()),
         Err(e) => Err(e),
     };
     let head = match result {
@@ -29,10 +29,7 @@ pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload
     wire::reply(wire::CONFIG_PUBLISH_RESPONSE, head, wire::NoFields {})
 }
 
-fn to_service_request(
-    req: wire::PublishRequest,
-    client_ip: &str,
-) -> Result<PublishRequest, CoreError> {
+fn to_service_request(req: wire::PublishRequest) -> Result<PublishRequest, CoreError> {
     let key = key_of(
         req.tenant.as_deref(),
         req.group.as_deref(),
@@ -41,20 +38,7 @@ fn to_service_request(
     let add: HashMap<String, Option<String>> = req.addition_map.unwrap_or_default();
     let get = |name: &str| -> Option<&str> { non_blank(add.get(name).and_then(|v| v.as_deref())) };
     let owned = |name: &str| get(name).unwrap_or("").to_string();
-    let variant = if let Some(ips) = get("betaIps") {
-        Variant::Beta {
-            ips: ips
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
-        }
-    } else if let Some(tag) = get("tag") {
-        Variant::Tag(tag.to_string())
-    } else {
-        Variant::Formal
-    };
+    let variant = Variant::from_wire(get("betaIps"), get("tag"))?;
     Ok(PublishRequest {
         key,
         content: req.content.unwrap_or_default(),
@@ -68,10 +52,7 @@ fn to_service_request(
             config_tags: owned("config_tags"),
             encrypted_data_key: owned("encryptedDataKey"),
         },
-        source: OpSource {
-            src_user: owned("src_user"),
-            src_ip: client_ip.to_string(),
-        },
+        src_user: owned("src_user"),
         cas_md5: non_blank(req.cas_md5.as_deref()).map(str::to_string),
         variant,
     })
@@ -90,7 +71,7 @@ mod tests {
                 "encryptedDataKey":"","betaIps":"","tag":""}}"#,
         )
         .expect("parses");
-        let r = to_service_request(req, "10.0.0.1").expect("valid");
+        let r = to_service_request(req).expect("valid");
         assert_eq!(r.variant, Variant::Formal);
         assert_eq!(r.cas_md5, None);
         assert_eq!(r.config_type.as_deref(), Some("yaml"));
@@ -98,15 +79,14 @@ mod tests {
         assert_eq!(r.meta.desc, "");
         assert_eq!(r.meta.config_tags, "a,b");
         assert_eq!(r.meta.r#use, "u1");
-        assert_eq!(r.source.src_user, "u");
-        assert_eq!(r.source.src_ip, "10.0.0.1");
+        assert_eq!(r.src_user, "u");
 
         let req: wire::PublishRequest = wire::from_json(
             br#"{"dataId":"d","group":"G","content":"x","casMd5":"abc",
                 "additionMap":{"betaIps":"1.1.1.1, 2.2.2.2"}}"#,
         )
         .expect("parses");
-        let r = to_service_request(req, "ip").expect("valid");
+        let r = to_service_request(req).expect("valid");
         assert_eq!(r.cas_md5.as_deref(), Some("abc"));
         assert_eq!(
             r.variant,

@@ -1,22 +1,24 @@
 //! `ConfigQueryRequest` → `ConfigQueryResponse`, served from memory.
 
-use std::sync::Arc;
-
-use nacelle_core::{CoreError, StoredConfig};
+use nacelle_core::CoreError;
+use nacelle_service::Served;
 
 use super::{fail_head, key_of, unparsable};
+use crate::connection::Connection;
 use crate::errors::CONFIG_NOT_EXIST;
 use crate::proto::Payload;
 use crate::server::Ctx;
 use crate::wire::{self, QueryFields, QueryRequest};
 
-pub(super) fn handle(ctx: &Ctx, body: &[u8]) -> Payload {
+pub(super) fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
     let req: QueryRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
-    match lookup(ctx, &req) {
-        Ok(cfg) => wire::reply(
+    match lookup(ctx, conn, &req) {
+        Ok(Served {
+            config: cfg, beta, ..
+        }) => wire::reply(
             wire::CONFIG_QUERY_RESPONSE,
             wire::Head::ok(req.request_id),
             QueryFields {
@@ -25,7 +27,7 @@ pub(super) fn handle(ctx: &Ctx, body: &[u8]) -> Payload {
                 content_type: Some(cfg.config_type.as_str().to_string()),
                 md5: Some(cfg.md5.clone()),
                 last_modified: cfg.modified_ms,
-                beta: false,
+                beta,
             },
         ),
         Err(e) => wire::reply(
@@ -43,18 +45,13 @@ pub(super) fn handle(ctx: &Ctx, body: &[u8]) -> Payload {
     }
 }
 
-fn lookup(ctx: &Ctx, req: &QueryRequest) -> Result<Arc<StoredConfig>, CoreError> {
+fn lookup(ctx: &Ctx, conn: &Connection, req: &QueryRequest) -> Result<Served, CoreError> {
     let key = key_of(
         req.tenant.as_deref(),
         req.group.as_deref(),
         req.data_id.as_deref(),
     )?;
-    // Tagged variants are never stored (publishing one is refused), so a tagged query
-    // finds nothing.
-    if wire::non_blank(req.tag.as_deref()).is_some() {
-        return Err(CoreError::NotFound(CONFIG_NOT_EXIST.into()));
-    }
     ctx.service
-        .get(&key)?
+        .get(&conn.meta.caller, &key, req.tag.as_deref())?
         .ok_or_else(|| CoreError::NotFound(CONFIG_NOT_EXIST.into()))
 }

@@ -1,21 +1,15 @@
 //! `ConfigRemoveRequest` → `ConfigRemoveResponse` (success also when nothing was stored).
 
-use nacelle_core::OpSource;
-
 use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
 use crate::proto::Payload;
 use crate::server::Ctx;
-use crate::wire::{self, non_blank, RemoveRequest};
+use crate::wire::{self, RemoveRequest};
 
 pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
     let req: RemoveRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
-    };
-    let source = OpSource {
-        src_user: String::new(),
-        src_ip: conn.meta.client_ip.to_string(),
     };
     let result = match key_of(
         req.tenant.as_deref(),
@@ -24,7 +18,7 @@ pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload
     ) {
         Ok(key) => {
             ctx.service
-                .remove(&key, non_blank(req.tag.as_deref()), source)
+                .remove(&conn.meta.caller, &key, req.tag.as_deref(), "")
                 .await
         }
         Err(e) => Err(e),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use nacelle_core::{ConfigKey, ConfigMeta, OpSource, Variant};
+use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
 use nacelle_grpc::proto::bi_request_stream_client::BiRequestStreamClient;
 use nacelle_grpc::proto::google::protobuf::Any;
 use nacelle_grpc::proto::request_client::RequestClient;
@@ -133,15 +133,18 @@ impl TestServer {
         content: &str,
     ) -> anyhow::Result<()> {
         self.service
-            .publish(PublishRequest {
-                key: ConfigKey::parse(Some(tenant), group, data_id)?,
-                content: content.to_string(),
-                config_type: Some("text".into()),
-                meta: ConfigMeta::default(),
-                source: OpSource::default(),
-                cas_md5: None,
-                variant: Variant::Formal,
-            })
+            .publish(
+                &Caller::internal(),
+                PublishRequest {
+                    key: ConfigKey::parse(Some(tenant), group, data_id)?,
+                    content: content.to_string(),
+                    config_type: Some("text".into()),
+                    meta: ConfigMeta::default(),
+                    src_user: String::new(),
+                    cas_md5: None,
+                    variant: Variant::Formal,
+                },
+            )
             .await?;
         Ok(())
     }

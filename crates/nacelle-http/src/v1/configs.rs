@@ -6,8 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use nacelle_core::key::{check_tag, normalize_tenant};
-use nacelle_core::{ConfigType, PageRequest, StoredConfig};
+use nacelle_core::{ConfigType, NamespaceId, PageRequest, StoredConfig};
 use nacelle_service::{SearchMode, SearchQuery};
 use serde::Serialize;
 
@@ -163,22 +162,17 @@ pub(crate) async fn get_configs(
     }
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
-        // No beta variants are stored yet, so there is never a beta to show.
+        let beta = st.service.beta_of(&p.caller, &key)?;
         return Ok(json(&RestResult {
             code: 200,
             message: Some("query beta ok".into()),
-            data: Option::<()>::None,
+            data: beta.as_ref().map(|b| ConfigDetail::of(&b.config)),
         }));
     }
-    if let Some(tag) = p.non_blank("tag") {
-        check_tag(tag)?;
-        return Err(ApiError::Unsupported(
-            "tagged configs are not supported yet".into(),
-        ));
-    }
-    let Some(cfg) = st.service.get(&key)? else {
+    let Some(served) = st.service.get(&p.caller, &key, p.get("tag"))? else {
         return Ok(not_found_response());
     };
+    let cfg = served.config;
     if p.get("show") == Some("all") {
         return Ok(json(&ConfigDetail::of(&cfg)));
     }
@@ -206,14 +200,14 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
     };
     let q = SearchQuery {
         mode,
-        tenant: normalize_tenant(p.get("tenant"))?,
+        namespace: NamespaceId::parse(p.get("tenant"))?,
         data_id: p.or_empty("dataId"),
         group: p.or_empty("group"),
         app_name: p.or_empty("appName"),
         config_tags: p.or_empty("config_tags"),
         page,
     };
-    let result = st.service.search(&q)?;
+    let result = st.service.search(&p.caller, &q)?;
     let items: Vec<Arc<StoredConfig>> = result.items;
     Ok(json(&PageJson {
         total_count: result.total_count,
@@ -247,7 +241,7 @@ pub(crate) async fn post_configs(
     }
     let key = key_from_params(&p, "tenant")?;
     let req = p.publish_request(key, PublishNames::V1)?;
-    st.service.publish(req).await?;
+    st.service.publish(&p.caller, req).await?;
     Ok(ok_true())
 }
 
@@ -256,22 +250,24 @@ pub(crate) async fn delete_configs(
     State(st): State<AppState>,
     p: Params,
 ) -> Result<Response, ApiError> {
-    let source = p.source(PublishNames::V1);
+    let src_user = p.src_user(PublishNames::V1);
     if p.get("delType") == Some("ids") {
         let ids = parse_ids(p.required("ids")?)?;
-        st.service.remove_by_ids(&ids, source).await?;
+        st.service.remove_by_ids(&p.caller, &ids, &src_user).await?;
         return Ok(json(&serde_json::json!({"code": 200, "data": true})));
     }
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
-        // Nothing to stop: beta variants are not stored yet.
+        st.service.stop_beta(&p.caller, &key).await?;
         return Ok(json(&RestResult {
             code: 200,
             message: Some("stop beta ok".into()),
             data: true,
         }));
     }
-    st.service.remove(&key, p.get("tag"), source).await?;
+    st.service
+        .remove(&p.caller, &key, p.get("tag"), &src_user)
+        .await?;
     Ok(ok_true())
 }
 

@@ -3,7 +3,6 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::key::normalize_tenant;
 use nacelle_core::{HistoryEntry, PageRequest};
 use serde::Serialize;
 
@@ -66,7 +65,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
     let key = key_from_params(&p, "tenant")?;
     if p.get("nid").is_some() {
         let nid = parse_id(&p, "nid")?;
-        let entry = st.service.history_entry(&key, nid).await?;
+        let entry = st.service.history_entry(&p.caller, &key, nid).await?;
         return Ok(json(&HistoryJson::of(&entry, true)));
     }
     if let Some(mode) = p.non_blank("search") {
@@ -83,7 +82,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
             .page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?
             .min(PageRequest::MAX_PAGE_SIZE),
     };
-    let result = st.service.history(&key, page).await?;
+    let result = st.service.history(&p.caller, &key, page).await?;
     Ok(json(&PageJson {
         total_count: result.total_count,
         page_number: result.page_number,
@@ -100,7 +99,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
 pub(crate) async fn previous(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
     let key = key_from_params(&p, "tenant")?;
     let id = parse_id(&p, "id")?;
-    let entry = st.service.history_previous(&key, id).await?;
+    let entry = st.service.history_previous(&p.caller, &key, id).await?;
     Ok(json(&HistoryJson::of(&entry, true)))
 }
 
@@ -122,8 +121,8 @@ pub(crate) async fn configs_of_namespace(
     State(st): State<AppState>,
     p: Params,
 ) -> Result<Response, ApiError> {
-    let tenant = normalize_tenant(Some(p.required("tenant")?))?;
-    let configs = st.service.configs_of_namespace(&tenant)?;
+    let namespace = nacelle_core::NamespaceId::parse(Some(p.required("tenant")?))?;
+    let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let out: Vec<NamespaceConfigJson> = configs
         .iter()
         .map(|c| NamespaceConfigJson {

@@ -1,8 +1,9 @@
 //! `/nacos/v1/cs/configs/listener`: the 1.x long-polling listener, and the listener
 //! queries (`GET /v1/cs/configs/listener`, `GET /v1/cs/listener?ip=`).
 //!
-//! A held poll subscribes a waiter to each of its keys in the shared change hub; a change of
-//! any of them wakes it. Only the waiters of the changed key are touched.
+//! A held poll is one service [`Watch`] over its keys with one waiter; a change of any of
+//! them wakes it. Only the waiters of the changed key are touched. The key limit, the
+//! readiness check and subscribe-then-compare are the service's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -13,7 +14,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use nacelle_core::ConfigKey;
-use nacelle_service::{ChangeEvent, Subscriber};
+use nacelle_service::{ChangeEvent, Subscriber, WatchItem};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -42,11 +43,11 @@ pub(crate) struct ListenItem {
 }
 
 /// Parses `Listening-Configs`: records `dataId^Bgroup^Bmd5[^Btenant]^A`. Records of three
-/// fields take `tenant_param` (the Node client sends the namespace separately).
+/// fields take `tenant_param` (the Node client sends the namespace separately). A key sent
+/// twice keeps its last record. (How many keys one poll may carry is the service's rule.)
 pub(crate) fn parse_listening_configs(
     raw: &str,
     tenant_param: Option<&str>,
-    max_keys: usize,
 ) -> Result<Vec<ListenItem>, ApiError> {
     let mut items: Vec<ListenItem> = Vec::new();
     let mut seen: HashMap<ConfigKey, usize> = HashMap::new();
@@ -85,11 +86,6 @@ pub(crate) fn parse_listening_configs(
         match seen.get(&key) {
             Some(&i) => items[i] = item,
             None => {
-                if items.len() >= max_keys {
-                    return Err(ApiError::Invalid(format!(
-                        "too many listening configs, over {max_keys}"
-                    )));
-                }
                 seen.insert(key, items.len());
                 items.push(item);
             }
@@ -143,9 +139,8 @@ fn poll_response(body: String) -> Response {
     resp
 }
 
-/// A held long poll, woken by the hub.
+/// A held long poll, woken by the service when a watched key changes.
 struct PollWaiter {
-    ip: String,
     wake: Notify,
     changed: Mutex<Vec<ConfigKey>>,
 }
@@ -158,10 +153,6 @@ impl Subscriber for PollWaiter {
         }
         drop(changed);
         self.wake.notify_one();
-    }
-
-    fn client_ip(&self) -> &str {
-        &self.ip
     }
 }
 
@@ -177,14 +168,12 @@ impl Drop for HeldGuard {
 /// `POST /nacos/v1/cs/configs/listener`.
 pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
     let raw = p.required("Listening-Configs")?;
-    let items = parse_listening_configs(raw, p.get("tenant"), st.service.limits().max_listen_keys)?;
-    if !st.service.is_ready() {
-        return Err(ApiError::Unavailable(
-            "server is not ready: config cache is loading".into(),
-        ));
-    }
-    let pairs = || items.iter().map(|i| (&i.key, i.md5.as_str()));
-    let changed = st.service.changed_keys(pairs());
+    let items = parse_listening_configs(raw, p.get("tenant"))?;
+    let pairs: Vec<(ConfigKey, &str)> = items
+        .iter()
+        .map(|i| (i.key.clone(), i.md5.as_str()))
+        .collect();
+    let changed = st.service.changed(&p.caller, &pairs)?;
     let timeout = match p.header("Long-Pulling-Timeout") {
         None => return Ok(poll_response(changed_body(&items, &changed))),
         Some(v) => v
@@ -210,18 +199,24 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
     }
     let _held = HeldGuard(st.held_polls.clone());
     let waiter = Arc::new(PollWaiter {
-        ip: p.client_ip.clone(),
         wake: Notify::new(),
         changed: Mutex::new(Vec::new()),
     });
-    let _subscription = st.service.hub().subscribe(
-        waiter.clone(),
-        items.iter().map(|i| (i.key.clone(), i.md5.clone())),
-    );
+    let watch = st.service.watch(&p.caller)?;
+    let subscriber: Arc<dyn Subscriber> = waiter.clone();
+    let added = watch.add(
+        items
+            .iter()
+            .map(|i| WatchItem {
+                key: i.key.clone(),
+                md5: i.md5.clone(),
+                subscriber: subscriber.clone(),
+            })
+            .collect(),
+    )?;
     // A change may have landed between the first check and the subscription.
-    let changed = st.service.changed_keys(pairs());
-    if !changed.is_empty() {
-        return Ok(poll_response(changed_body(&items, &changed)));
+    if !added.changed.is_empty() {
+        return Ok(poll_response(changed_body(&items, &added.changed)));
     }
     let shutdown = st.service.shutdown_token().clone();
     tokio::select! {
@@ -250,7 +245,11 @@ pub(crate) async fn listeners_of_key(
     let key = key_from_params(&p, "tenant")?;
     let status = ListenerStatus {
         collect_status: 200,
-        lisenters_groupkey_status: st.service.hub().listeners_of(&key).into_iter().collect(),
+        lisenters_groupkey_status: st
+            .service
+            .listeners_of(&p.caller, &key)?
+            .into_iter()
+            .collect(),
     };
     Ok(json(&status))
 }
@@ -265,8 +264,7 @@ pub(crate) async fn keys_of_ip(
         collect_status: 200,
         lisenters_groupkey_status: st
             .service
-            .hub()
-            .keys_of_ip(ip.trim())
+            .keys_of_ip(&p.caller, ip.trim())?
             .into_iter()
             .map(|(k, md5)| (k.group_key(), md5))
             .collect(),
@@ -281,12 +279,12 @@ mod tests {
     #[test]
     fn parses_three_and_four_field_records() {
         let raw = "a\u{2}G\u{2}abc\u{1}b\u{2}G\u{2}\u{2}dev\u{1}c\u{2}G\u{2}\u{2}\u{1}";
-        let items = parse_listening_configs(raw, None, 10).expect("valid");
+        let items = parse_listening_configs(raw, None).expect("valid");
         assert_eq!(items.len(), 3);
         assert_eq!(items[0].key.tenant(), "");
         assert_eq!(items[1].key.tenant(), "dev");
         assert_eq!(items[2].tenant, "");
-        let items = parse_listening_configs("a\u{2}G\u{2}\u{1}", Some("ns"), 10).expect("valid");
+        let items = parse_listening_configs("a\u{2}G\u{2}\u{1}", Some("ns")).expect("valid");
         assert_eq!(items[0].key.tenant(), "ns");
     }
 
@@ -299,16 +297,18 @@ mod tests {
             "a\u{2}G\u{2}m\u{2}t\u{2}x\u{1}",
             "a b\u{2}G\u{2}\u{1}",
         ] {
-            assert!(parse_listening_configs(raw, None, 10).is_err(), "{raw:?}");
+            assert!(parse_listening_configs(raw, None).is_err(), "{raw:?}");
         }
-        let many: String = (0..3).map(|i| format!("d{i}\u{2}G\u{2}\u{1}")).collect();
-        assert!(parse_listening_configs(&many, None, 2).is_err());
+        let twice = "d\u{2}G\u{2}\u{1}d\u{2}G\u{2}abc\u{1}";
+        let items = parse_listening_configs(twice, None).expect("valid");
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].md5, "abc");
     }
 
     #[test]
     fn answer_echoes_tenant_as_sent() {
         let raw = "a\u{2}G\u{2}\u{2}public\u{1}b\u{2}G\u{2}\u{1}";
-        let items = parse_listening_configs(raw, None, 10).expect("valid");
+        let items = parse_listening_configs(raw, None).expect("valid");
         let changed = vec![items[0].key.clone(), items[1].key.clone()];
         assert_eq!(
             changed_body(&items, &changed),

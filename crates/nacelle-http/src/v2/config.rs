@@ -2,7 +2,6 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::key::check_tag;
 use nacelle_core::ConfigKey;
 use serde::Serialize;
 
@@ -39,12 +38,8 @@ pub(crate) async fn get_config(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    if let Some(tag) = p.non_blank("tag") {
-        check_tag(tag)?;
-        return Err(ApiError::Unsupported("tagged configs are not supported yet".into()).into());
-    }
-    match st.service.get(&key)? {
-        Some(cfg) => Ok(success(String::from_utf8_lossy(&cfg.content))),
+    match st.service.get(&p.caller, &key, p.get("tag"))? {
+        Some(served) => Ok(success(String::from_utf8_lossy(&served.config.content))),
         None => Err(ApiError::NotFound("config data not exist".into()).into()),
     }
 }
@@ -57,7 +52,7 @@ pub(crate) async fn post_config(
     let p = p?;
     let key = key_of(&p)?;
     let req = p.publish_request(key, PublishNames::V2)?;
-    st.service.publish(req).await?;
+    st.service.publish(&p.caller, req).await?;
     Ok(success(true))
 }
 
@@ -68,7 +63,9 @@ pub(crate) async fn delete_config(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    let source = p.source(PublishNames::V2);
-    st.service.remove(&key, p.get("tag"), source).await?;
+    let src_user = p.src_user(PublishNames::V2);
+    st.service
+        .remove(&p.caller, &key, p.get("tag"), &src_user)
+        .await?;
     Ok(success(true))
 }

@@ -1,0 +1,50 @@
+//! History: a key's versions, one version, the version before the current one.
+
+use nacelle_core::{Caller, ConfigKey, CoreError, HistoryEntry, Page, PageRequest};
+
+use crate::service::ConfigService;
+
+impl ConfigService {
+    /// History of a key, newest first.
+    pub async fn history(
+        &self,
+        _caller: &Caller,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<HistoryEntry>, CoreError> {
+        self.guard()?;
+        Ok(self.inner.store.history_page(key, page).await?)
+    }
+
+    /// One history entry, which must belong to `key`.
+    pub async fn history_entry(
+        &self,
+        _caller: &Caller,
+        key: &ConfigKey,
+        nid: i64,
+    ) -> Result<HistoryEntry, CoreError> {
+        self.guard()?;
+        match self.inner.store.history_entry(nid).await? {
+            Some(h) if &h.key == key => Ok(h),
+            _ => Err(CoreError::NotFound(format!(
+                "history entry {nid} of {key} does not exist"
+            ))),
+        }
+    }
+
+    /// The history entry before the current version of config row `config_id`.
+    pub async fn history_previous(
+        &self,
+        _caller: &Caller,
+        key: &ConfigKey,
+        config_id: i64,
+    ) -> Result<HistoryEntry, CoreError> {
+        self.guard()?;
+        match self.inner.store.history_previous(config_id).await? {
+            Some(h) if &h.key == key => Ok(h),
+            _ => Err(CoreError::NotFound(format!(
+                "no previous version of config {config_id} ({key})"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Writes: publish, remove, remove by ids, and reloading a key changed elsewhere.
+//!
+//! validate → the key's write lock → store (one transaction) → cache (only if the revision
+//! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use nacelle_core::key::tag_of;
+use nacelle_core::rules::{check_content, check_meta, parse_config_type};
+use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{
+    md5_hex, now_millis, Caller, ConfigKey, CoreError, OpSource, PublishRecord, StoreError,
+    StoredConfig, Variant,
+};
+
+use crate::request::PublishRequest;
+use crate::service::ConfigService;
+
+impl ConfigService {
+    /// Validates and publishes a config for `caller`; returns the stored version once
+    /// committed and visible to readers, after its listeners were notified (or their walk
+    /// started, see [`crate::hub`]). History records the caller's IP.
+    pub async fn publish(
+        &self,
+        caller: &Caller,
+        req: PublishRequest,
+    ) -> Result<Arc<StoredConfig>, CoreError> {
+        self.guard()?;
+        let record = self.validate_publish(caller, req)?;
+        let (stored, changed) = {
+            let _guard = self.write_lock(&record.key).lock().await;
+            let stored = match self.inner.store.publish(&record).await {
+                Ok(s) => Arc::new(s),
+                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
+                Err(e) => return Err(e.into()),
+            };
+            let changed = self.apply(stored.clone());
+            (stored, changed)
+        };
+        // Listeners are told outside the write lock: with tens of thousands of them the
+        // walk takes tens of milliseconds, which the next write of this key (or of another
+        // key of the stripe) must not wait for. A listener woken late reads the cache, which
+        // never goes back in revision.
+        if changed {
+            self.inner
+                .hub
+                .publish(&stored.key, &stored.md5, stored.revision);
+        }
+        self.committed(&stored.key, stored.revision);
+        Ok(stored)
+    }
+
+    fn validate_publish(
+        &self,
+        caller: &Caller,
+        req: PublishRequest,
+    ) -> Result<PublishRecord, CoreError> {
+        match &req.variant {
+            Variant::Formal => {}
+            Variant::Beta { .. } => {
+                return Err(CoreError::Unsupported(
+                    "beta (gray) publish is not supported yet".into(),
+                ))
+            }
+            Variant::Tag(_) => {
+                return Err(CoreError::Unsupported(
+                    "tagged configs are not supported yet".into(),
+                ));
+            }
+        }
+        check_content(&req.content, self.inner.limits.max_content_bytes)?;
+        let meta = check_meta(req.meta, &req.src_user)?;
+        let config_type = parse_config_type(req.config_type.as_deref())?;
+        let md5 = md5_hex(req.content.as_bytes());
+        Ok(PublishRecord {
+            key: req.key,
+            content: Bytes::from(req.content),
+            md5,
+            config_type,
+            meta,
+            source: OpSource {
+                src_user: req.src_user,
+                src_ip: caller.ip_string(),
+            },
+            cas_md5: req.cas_md5,
+            now_ms: now_millis(),
+        })
+    }
+
+    /// Removes the config of `key` (the variant named by `tag`; blank means the formal
+    /// config); `Ok(true)` also when nothing was stored, as Nacos answers. Listeners are
+    /// told the key changed.
+    pub async fn remove(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        tag: Option<&str>,
+        src_user: &str,
+    ) -> Result<bool, CoreError> {
+        self.guard()?;
+        if tag_of(tag)?.is_some() {
+            return Err(CoreError::Unsupported(
+                "tagged configs are not supported yet".into(),
+            ));
+        }
+        let source = OpSource {
+            src_user: src_user.to_string(),
+            src_ip: caller.ip_string(),
+        };
+        let outcome = {
+            let _guard = self.write_lock(key).lock().await;
+            let outcome = self.inner.store.remove(key, &source, now_millis()).await?;
+            // Keep memory true to the database even if it had drifted (`Absent`).
+            self.inner.cache.remove(key);
+            outcome
+        };
+        // Told outside the write lock, as in `publish`.
+        if let RemoveOutcome::Removed { revision } = outcome {
+            self.inner.hub.publish(key, "", revision);
+            self.committed(key, revision);
+        }
+        Ok(true)
+    }
+
+    /// Stops the beta (gray) release of `key`. No beta is ever stored yet, so there is
+    /// nothing to stop; the answer is success, as Nacos answers for a key without a beta.
+    pub async fn stop_beta(&self, _caller: &Caller, _key: &ConfigKey) -> Result<(), CoreError> {
+        self.guard()?;
+        Ok(())
+    }
+
+    /// Removes the configs whose row ids are in `ids` (`delType=ids`); unknown ids are
+    /// ignored. Returns how many were removed.
+    pub async fn remove_by_ids(
+        &self,
+        caller: &Caller,
+        ids: &[i64],
+        src_user: &str,
+    ) -> Result<usize, CoreError> {
+        self.guard()?;
+        let keys: Vec<ConfigKey> = self
+            .inner
+            .cache
+            .iter()
+            .filter(|e| ids.contains(&e.id))
+            .map(|e| e.key().clone())
+            .collect();
+        for key in &keys {
+            self.remove(caller, key, None, src_user).await?;
+        }
+        Ok(keys.len())
+    }
+
+    /// Re-reads `key` from the database and updates the cache (never trusting any content
+    /// from elsewhere); notifies listeners when it changed. Used by cluster sync and the
+    /// change-log follower, on behalf of no client: it has no caller and no readiness
+    /// guard, because a change must reach the cache also while it is loading.
+    pub async fn reload(&self, key: &ConfigKey) -> Result<bool, CoreError> {
+        // What to tell listeners: (md5, revision) of the change, if the cache changed.
+        let event = {
+            let _guard = self.write_lock(key).lock().await;
+            match self.inner.store.get(key).await? {
+                Some(cfg) => {
+                    let cfg = Arc::new(cfg);
+                    let changed = self
+                        .inner
+                        .cache
+                        .get(key)
+                        .map(|c| c.md5 != cfg.md5 || c.revision < cfg.revision)
+                        .unwrap_or(true);
+                    (changed && self.apply(cfg.clone())).then(|| (cfg.md5.clone(), cfg.revision))
+                }
+                None => self
+                    .inner
+                    .cache
+                    .remove(key)
+                    .map(|(_, old)| (String::new(), old.revision)),
+            }
+        };
+        // Told outside the write lock, as in `publish`.
+        match event {
+            Some((md5, revision)) => {
+                self.inner.hub.publish(key, &md5, revision);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
