@@ -1,11 +1,21 @@
 //! Database backends of Nacelle.
 //!
 //! # Layout
-//! - [`sqlite`]: the embedded default, a file in the data directory (WAL, durable commits).
+//! - [`sqlite`]: the embedded default, a file in the data directory (WAL, durable commits);
+//!   `sqlite_writer`: its group-commit writer thread (rusqlite).
 //! - [`mysql`]: MySQL/MariaDB on Nacos 2.4's own tables, so an existing Nacos database works.
 //! - [`postgres`]: PostgreSQL with the same tables and columns.
+//! - `server`: the one store implementation both use (`SqlStore` over a `Server` dialect);
+//!   `mysql.rs` and `postgres.rs` hold only what differs (connecting, schema locks,
+//!   generated ids, encodings, refused values).
+//! - `plan`: *what* a publish or remove writes (CAS, row insert/update/delete, tag
+//!   relations, the history row with Nacos's rules), computed once for every backend.
+//! - `queries`: every statement, written once and spelled per `Dialect`; the statement list
+//!   that executes a plan.
+//! - `sql`: the sqlx code all three share: reads, namespaces, the change log, the plan
+//!   executor.
 //! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
-//! - `common`: what the SQL backends share (tag lists, retry rules, schema checks).
+//! - `common`: row decoding, tag lists, retry rules, schema checks.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
 //! Every backend implements [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
@@ -15,7 +25,11 @@
 mod common;
 pub mod mysql;
 mod options;
+mod plan;
 pub mod postgres;
+mod queries;
+mod server;
+mod sql;
 pub mod sqlite;
 mod sqlite_writer;
 

@@ -1,15 +1,16 @@
 //! SQLite backend: one database file, WAL journal, `synchronous=FULL` so an acknowledged
 //! write survives a crash.
 //!
-//! Writes go through a pool of exactly one connection: SQLite has one writer at a time, and
-//! a single writer connection avoids `SQLITE_BUSY` on lock upgrades. Reads use a separate
-//! pool.
+//! Publishes and deletes go to the writer thread (`sqlite_writer.rs`): one OS thread with
+//! its own connection that runs every write waiting in its queue in one transaction and
+//! commits once (group commit: one fsync for the whole group), executing the same write
+//! plans as the other backends. Each caller is answered only after that commit, so an
+//! acknowledged write is durable exactly as with one transaction per write.
 //!
-//! Group commit: publishes and deletes are queued to one writer task, which runs every
-//! write waiting in the queue inside one transaction (each in its own savepoint, so a
-//! compare-and-set failure or an error of one write does not affect the others) and then
-//! commits once: one fsync for the whole group. Each caller is answered only after that
-//! commit, so an acknowledged write is durable exactly as with one transaction per write.
+//! Reads go through a sqlx pool and the same read code as MySQL and PostgreSQL
+//! (`sql.rs`); namespace writes through a second sqlx pool of exactly one connection (SQLite
+//! has one writer at a time; they wait for the writer thread's transaction through the
+//! busy timeout).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -22,12 +23,15 @@ use nacelle_core::{
     PublishRecord, StoreError, StoredConfig,
 };
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
+    SqliteSynchronous,
 };
+use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::common::{change_from_row, config_from_row, history_from_row, text};
 use crate::map_err;
+use crate::queries::{Dialect, Queries};
+use crate::sql;
 use crate::sqlite_writer::{self, writer_gone, WriteOp};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -37,20 +41,31 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
-    /// Queue of the group-commit writer task.
+    queries: Queries,
+    /// Queue of the group-commit writer thread.
     writes: mpsc::Sender<WriteOp>,
 }
 
-const CONFIG_COLUMNS: &str = "c.id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
-    c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, c.src_user, \
-    c.src_ip, c.gmt_create, c.gmt_modified, \
-    (SELECT group_concat(r.tag_name, ',' ORDER BY r.nid) FROM config_tags_relation r \
-      WHERE r.id = c.id) AS config_tags, \
-    COALESCE((SELECT max(h.nid) FROM his_config_info h WHERE h.data_id = c.data_id \
-      AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id), 0) AS revision";
+/// Times are stored as ms in `INTEGER` columns; ids are `INTEGER`; `RETURNING` since 3.35.
+impl Dialect for Sqlite {
+    const NUMBERED_PLACEHOLDERS: bool = false;
+    const TIME_PARAM: &'static str = "?";
+    /// One writer at a time: the writer thread's `BEGIN IMMEDIATE` already holds the lock.
+    const FOR_UPDATE: &'static str = "";
+    const INSERT_CONFIG_TAIL: &'static str = " RETURNING id";
+    const INSERT_HISTORY_TAIL: &'static str = " RETURNING nid";
+    const UPDATE_COUNTS_MATCHED_ROWS: bool = true;
 
-const HISTORY_COLUMNS: &str = "id, nid, data_id, group_id, tenant_id, app_name, content, md5, \
-    src_user, src_ip, op_type, gmt_create, gmt_modified, encrypted_data_key";
+    fn ms(col: &str) -> String {
+        col.to_string()
+    }
+    fn tag_list() -> &'static str {
+        "group_concat(r.tag_name, ',' ORDER BY r.nid)"
+    }
+    fn rows_affected(done: &SqliteQueryResult) -> u64 {
+        done.rows_affected()
+    }
+}
 
 impl SqliteStore {
     /// Opens (creating when absent) the database file at `path` and applies migrations.
@@ -58,7 +73,7 @@ impl SqliteStore {
         let opts = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true);
-        Self::open_with(opts).await
+        Self::open_with(opts, sqlite_writer::start).await
     }
 
     /// Opens a `sqlite://path` URL.
@@ -66,10 +81,14 @@ impl SqliteStore {
         let opts = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError::Unavailable(format!("invalid sqlite URL `{url}`: {e}")))?
             .create_if_missing(true);
-        Self::open_with(opts).await
+        Self::open_with(opts, sqlite_writer::start).await
     }
 
-    async fn open_with(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
+    /// Opens the pools and starts the writer thread with `start_writer`.
+    pub(crate) async fn open_with(
+        opts: SqliteConnectOptions,
+        start_writer: impl FnOnce(&Path, Queries) -> Result<mpsc::Sender<WriteOp>, StoreError>,
+    ) -> Result<Self, StoreError> {
         let opts = opts
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
@@ -90,10 +109,12 @@ impl SqliteStore {
             .connect_with(opts.clone().read_only(true))
             .await
             .map_err(map_err)?;
-        let writes = sqlite_writer::start(opts.get_filename())?;
+        let queries = Queries::new::<Sqlite>();
+        let writes = start_writer(opts.get_filename(), queries.clone())?;
         Ok(SqliteStore {
             writer,
             reader,
+            queries,
             writes,
         })
     }
@@ -110,27 +131,11 @@ impl ConfigStore for SqliteStore {
     }
 
     async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
-        let sql = format!("SELECT {CONFIG_COLUMNS} FROM config_info c ORDER BY c.id");
-        let rows = sqlx::query(&sql)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_err)?;
-        rows.iter().map(config_from_row).collect()
+        sql::load_all(&self.reader, &self.queries).await
     }
 
     async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        let sql = format!(
-            "SELECT {CONFIG_COLUMNS} FROM config_info c \
-             WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
-        );
-        let row = sqlx::query(&sql)
-            .bind(key.data_id())
-            .bind(key.group())
-            .bind(key.tenant())
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| config_from_row(&r)).transpose()
+        sql::get(&self.reader, &self.queries, key).await
     }
 
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
@@ -157,122 +162,31 @@ impl ConfigStore for SqliteStore {
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, StoreError> {
-        let total: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM his_config_info WHERE data_id = ? AND group_id = ? AND tenant_id = ?",
-        )
-        .bind(key.data_id())
-        .bind(key.group())
-        .bind(key.tenant())
-        .fetch_one(&self.reader)
-        .await
-        .map_err(map_err)?;
-        let sql = format!(
-            "SELECT {HISTORY_COLUMNS} FROM his_config_info \
-             WHERE data_id = ? AND group_id = ? AND tenant_id = ? ORDER BY nid DESC LIMIT ? OFFSET ?"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(key.data_id())
-            .bind(key.group())
-            .bind(key.tenant())
-            .bind(page.page_size as i64)
-            .bind(page.offset() as i64)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(map_err)?;
-        let items = rows
-            .iter()
-            .map(history_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page::new(
-            total.max(0) as u64,
-            page.page_no,
-            page.page_size,
-            items,
-        ))
+        sql::history_page(&self.reader, &self.queries, key, page).await
     }
 
     async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        let sql = format!("SELECT {HISTORY_COLUMNS} FROM his_config_info WHERE nid = ?");
-        let row = sqlx::query(&sql)
-            .bind(nid)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| history_from_row(&r)).transpose()
+        sql::history_entry(&self.reader, &self.queries, nid).await
     }
 
     async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        let sql = format!(
-            "SELECT {HISTORY_COLUMNS} FROM his_config_info WHERE nid = \
-             (SELECT max(nid) FROM his_config_info WHERE id = ?)"
-        );
-        let row = sqlx::query(&sql)
-            .bind(config_id)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| history_from_row(&r)).transpose()
+        sql::history_previous(&self.reader, &self.queries, config_id).await
     }
 
     async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info WHERE kp = '1' ORDER BY id",
-        )
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(Namespace {
-                    id: text(r, "tenant_id")?,
-                    name: text(r, "tenant_name")?,
-                    desc: text(r, "tenant_desc")?,
-                })
-            })
-            .collect()
+        sql::list_namespaces(&self.reader, &self.queries).await
     }
 
     async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO tenant_info (kp, tenant_id, tenant_name, tenant_desc, create_source, \
-             gmt_create, gmt_modified) VALUES ('1', ?, ?, ?, 'nacos', ?, ?)",
-        )
-        .bind(&ns.id)
-        .bind(&ns.name)
-        .bind(&ns.desc)
-        .bind(now_ms)
-        .bind(now_ms)
-        .execute(&self.writer)
-        .await
-        .map_err(map_err)?;
-        Ok(())
+        sql::create_namespace(&self.writer, &self.queries, ns, now_ms).await
     }
 
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE tenant_info SET tenant_name = ?, tenant_desc = ?, gmt_modified = ? \
-             WHERE kp = '1' AND tenant_id = ?",
-        )
-        .bind(&ns.name)
-        .bind(&ns.desc)
-        .bind(now_ms)
-        .bind(&ns.id)
-        .execute(&self.writer)
-        .await
-        .map_err(map_err)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("namespace `{}`", ns.id)));
-        }
-        Ok(())
+        sql::update_namespace(&self.writer, &self.queries, ns, now_ms).await
     }
 
     async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM tenant_info WHERE kp = '1' AND tenant_id = ?")
-            .bind(id)
-            .execute(&self.writer)
-            .await
-            .map_err(map_err)?;
-        Ok(done.rows_affected() > 0)
+        sql::delete_namespace(&self.writer, &self.queries, id).await
     }
 
     async fn changes_since(
@@ -280,31 +194,15 @@ impl ConfigStore for SqliteStore {
         after_nid: i64,
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT nid, data_id, group_id, tenant_id, op_type, gmt_modified FROM his_config_info \
-             WHERE nid > ? ORDER BY nid LIMIT ?",
-        )
-        .bind(after_nid)
-        .bind(limit)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(map_err)?;
-        rows.iter().map(change_from_row).collect()
+        sql::changes_since(&self.reader, &self.queries, after_nid, limit).await
     }
 
     async fn max_history_nid(&self) -> Result<i64, StoreError> {
-        sqlx::query_scalar("SELECT COALESCE(MAX(nid), 0) FROM his_config_info")
-            .fetch_one(&self.reader)
-            .await
-            .map_err(map_err)
+        sql::max_history_nid(&self.reader, &self.queries).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.reader)
-            .await
-            .map_err(map_err)?;
-        Ok(())
+        sql::ping(&self.reader).await
     }
 }
 

@@ -3,26 +3,30 @@
 //! Every publish and delete is queued here. The thread takes every write waiting in the
 //! queue (up to [`MAX_GROUP`]), runs them in one `BEGIN IMMEDIATE … COMMIT` transaction —
 //! one fsync for the whole group — and answers each caller only after that commit, so an
-//! acknowledged write is as durable as with one transaction per write. The statements run
-//! on this thread with cached prepared statements, with no hand-off between threads per
-//! statement (the cost that dominated the publish profile when writes went through sqlx).
+//! acknowledged write is as durable as with one transaction per write. Each write executes
+//! the same plan as on the other backends (`plan.rs`, statements from `queries.rs`), here
+//! with rusqlite's cached prepared statements on this thread, with no hand-off between
+//! threads per statement (the cost that dominated the publish profile when writes went
+//! through sqlx).
 //!
 //! A compare-and-set failure is decided before anything is written, so the group goes on;
 //! any other error may leave a write half done, so the whole group is rolled back and every
-//! write of it fails (none of them happened).
+//! write of it fails (none of them happened). A `ROLLBACK` that fails would leave this
+//! thread's only connection inside the transaction and fail every later write: it is
+//! logged, and the connection is reopened (closing it rolls the transaction back).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
-use nacelle_core::{
-    ConfigKey, ConfigMeta, OpSource, OpType, PublishRecord, StoreError, StoredConfig,
-};
-use rusqlite::{params, Connection, OptionalExtension};
+use nacelle_core::{ConfigKey, OpSource, PublishRecord, StoreError, StoredConfig};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{params_from_iter, Connection, OptionalExtension};
+use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::common::split_tags;
+use crate::plan::{plan_publish, plan_remove, Current, Plan};
+use crate::queries::{self, key_args, Arg, Queries, Returns, Written};
 
 /// Most writes committed in one transaction.
 pub(crate) const MAX_GROUP: usize = 512;
@@ -55,7 +59,21 @@ fn db_err(e: rusqlite::Error) -> StoreError {
 
 /// Opens the writer's connection and starts its thread. The queue closes (and the thread
 /// ends) when every sender is dropped.
-pub(crate) fn start(path: &Path) -> Result<mpsc::Sender<WriteOp>, StoreError> {
+pub(crate) fn start(path: &Path, queries: Queries) -> Result<mpsc::Sender<WriteOp>, StoreError> {
+    spawn(Writer::open(path, queries)?)
+}
+
+fn spawn(writer: Writer) -> Result<mpsc::Sender<WriteOp>, StoreError> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    std::thread::Builder::new()
+        .name("nacelle-sqlite-writer".into())
+        .spawn(move || writer.run(rx))
+        .map_err(|e| StoreError::Unavailable(format!("starting the sqlite writer: {e}")))?;
+    Ok(tx)
+}
+
+/// Opens a connection as the writer uses it.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(db_err)?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(db_err)?;
     conn.pragma_update(None, "journal_mode", "WAL")
@@ -63,25 +81,221 @@ pub(crate) fn start(path: &Path) -> Result<mpsc::Sender<WriteOp>, StoreError> {
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(db_err)?;
     conn.set_prepared_statement_cache_capacity(32);
-    let (tx, rx) = mpsc::channel(QUEUE);
-    std::thread::Builder::new()
-        .name("nacelle-sqlite-writer".into())
-        .spawn(move || run(conn, rx))
-        .map_err(|e| StoreError::Unavailable(format!("starting the sqlite writer: {e}")))?;
-    Ok(tx)
+    Ok(conn)
 }
 
-fn run(mut conn: Connection, mut queue: mpsc::Receiver<WriteOp>) {
-    while let Some(first) = queue.blocking_recv() {
-        let mut batch = Vec::with_capacity(64);
-        batch.push(first);
-        while batch.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
+/// Sends a write's answer. The caller may have stopped waiting (its request was cancelled
+/// or timed out); the write's outcome stands either way, so there is nobody to tell.
+fn answer<T>(reply: oneshot::Sender<T>, result: T) {
+    if reply.send(result).is_err() {
+        tracing::debug!("a sqlite write finished after its caller stopped waiting");
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    path: PathBuf,
+    conn: Connection,
+    queries: Queries,
+    /// Faults a test injects (see `tests::a_failed_rollback_reopens_the_connection`).
+    #[cfg(test)]
+    faults: std::sync::Arc<tests::Faults>,
+}
+
+impl Writer {
+    fn open(path: &Path, queries: Queries) -> Result<Self, StoreError> {
+        Ok(Writer {
+            path: path.to_path_buf(),
+            conn: connect(path)?,
+            queries,
+            #[cfg(test)]
+            faults: Default::default(),
+        })
+    }
+
+    fn run(mut self, mut queue: mpsc::Receiver<WriteOp>) {
+        while let Some(first) = queue.blocking_recv() {
+            let mut batch = Vec::with_capacity(64);
+            batch.push(first);
+            while batch.len() < MAX_GROUP {
+                match queue.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            self.run_group(batch);
+        }
+    }
+
+    fn run_group(&mut self, batch: Vec<WriteOp>) {
+        if !self.conn.is_autocommit() {
+            // A transaction is still open (an earlier reopen failed): repair first.
+            self.rollback();
+        }
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            let msg = db_err(e).to_string();
+            fail_all(batch.into_iter().map(Done::Skipped).collect(), &msg);
+            return;
+        }
+        let mut done = Vec::with_capacity(batch.len());
+        let mut abort: Option<String> = None;
+        for op in batch {
+            if abort.is_some() {
+                done.push(Done::Skipped(op));
+                continue;
+            }
+            match op {
+                WriteOp::Publish(rec, reply) => {
+                    let r = self.publish(&rec);
+                    if let Err(e) = &r {
+                        if !matches!(e, StoreError::CasMismatch) {
+                            abort = Some(e.to_string());
+                        }
+                    }
+                    done.push(Done::Publish(Box::new(r), reply));
+                }
+                WriteOp::Remove(key, source, now_ms, reply) => {
+                    let r = self.remove(&key, &source, now_ms);
+                    if let Err(e) = &r {
+                        abort = Some(e.to_string());
+                    }
+                    done.push(Done::Remove(r, reply));
+                }
             }
         }
-        run_group(&mut conn, batch);
+        if let Some(msg) = abort {
+            self.rollback();
+            fail_all(
+                done,
+                &format!("another write of the same group failed: {msg}"),
+            );
+            return;
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            self.rollback();
+            fail_all(done, &format!("commit failed: {}", db_err(e)));
+            return;
+        }
+        for d in done {
+            match d {
+                Done::Publish(r, reply) => answer(reply, *r),
+                Done::Remove(r, reply) => answer(reply, r),
+                Done::Skipped(op) => fail_op(op, "skipped"),
+            }
+        }
+    }
+
+    /// Ends the open transaction without committing. When `ROLLBACK` fails and the
+    /// connection is still inside the transaction, every later `BEGIN` would fail: the
+    /// cause is logged and the connection replaced by a new one (closing the old one rolls
+    /// its transaction back). Should reopening fail too, the next group tries again.
+    fn rollback(&mut self) {
+        let Err(e) = self.try_rollback() else {
+            return;
+        };
+        if self.conn.is_autocommit() {
+            // No transaction is left open (SQLite may already have rolled it back).
+            tracing::warn!("sqlite writer: ROLLBACK failed ({e}), but no transaction is open");
+            return;
+        }
+        tracing::error!("sqlite writer: ROLLBACK failed ({e}); reopening the connection");
+        match connect(&self.path) {
+            Ok(fresh) => {
+                let old = std::mem::replace(&mut self.conn, fresh);
+                if let Err((_, e)) = old.close() {
+                    tracing::error!("sqlite writer: closing the old connection failed: {e}");
+                }
+                tracing::info!("sqlite writer: connection reopened");
+            }
+            Err(e) => tracing::error!(
+                "sqlite writer: reopening the connection failed ({e}); retrying before the \
+                 next group"
+            ),
+        }
+    }
+
+    fn try_rollback(&self) -> Result<(), rusqlite::Error> {
+        #[cfg(test)]
+        if self.faults.take_rollback_failure() {
+            return Err(rusqlite::Error::ExecuteReturnedResults);
+        }
+        self.conn.execute_batch("ROLLBACK")
+    }
+
+    /// Reads the current row of `key` (the group's `BEGIN IMMEDIATE` holds the write lock).
+    fn current(&self, key: &ConfigKey) -> Result<Option<Current>, StoreError> {
+        let text = |r: &rusqlite::Row<'_>, i: usize| {
+            r.get::<_, Option<String>>(i).map(Option::unwrap_or_default)
+        };
+        self.conn
+            .prepare_cached(&self.queries.lock_current)
+            .map_err(db_err)?
+            .query_row(params_from_iter(key_args(key)), |r| {
+                Ok(Current::new(
+                    r.get(0)?,
+                    text(r, 1)?,
+                    text(r, 2)?,
+                    text(r, 3)?,
+                    text(r, 4)?,
+                    r.get(5)?,
+                ))
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    /// Runs the statements of `plan`: the config row's id and the new revision.
+    fn execute(&self, plan: &Plan<'_>) -> Result<(i64, i64), StoreError> {
+        let mut written = Written::new(plan);
+        for st in queries::statements::<Sqlite>(&self.queries, plan) {
+            let args = written.args(&st)?;
+            let mut stmt = self.conn.prepare_cached(st.sql).map_err(db_err)?;
+            let value = if st.returns == Returns::Nothing {
+                stmt.execute(params_from_iter(args)).map(|_| None)
+            } else {
+                stmt.query_row(params_from_iter(args), |r| r.get(0))
+                    .optional()
+            };
+            #[cfg(test)]
+            self.faults.fail_write()?;
+            if !written.record(&st, value.map_err(db_err)?) {
+                return Err(StoreError::Unavailable(
+                    "a new config's key was taken inside the writer's own transaction".into(),
+                ));
+            }
+        }
+        written.finish()
+    }
+
+    fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
+        let current = self.current(&rec.key)?;
+        let plan = plan_publish(rec, current.as_ref(), rec.now_ms)?;
+        let (id, revision) = self.execute(&plan)?;
+        plan.stored(id, revision)
+            .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))
+    }
+
+    fn remove(
+        &self,
+        key: &ConfigKey,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        let current = self.current(key)?;
+        let Some(plan) = plan_remove(key, source, current.as_ref(), now_ms) else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        let (_, revision) = self.execute(&plan)?;
+        Ok(RemoveOutcome::Removed { revision })
+    }
+}
+
+impl rusqlite::ToSql for Arg<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match *self {
+            Arg::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Arg::Int(i) => ToSqlOutput::Owned(Value::Integer(i)),
+        })
     }
 }
 
@@ -99,73 +313,11 @@ enum Done {
     Skipped(WriteOp),
 }
 
-fn run_group(conn: &mut Connection, batch: Vec<WriteOp>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let msg = db_err(e).to_string();
-        fail_all(batch.into_iter().map(Done::Skipped).collect(), &msg);
-        return;
-    }
-    let mut done = Vec::with_capacity(batch.len());
-    let mut abort: Option<String> = None;
-    for op in batch {
-        if abort.is_some() {
-            done.push(Done::Skipped(op));
-            continue;
-        }
-        match op {
-            WriteOp::Publish(rec, reply) => {
-                let r = publish(conn, &rec);
-                if let Err(e) = &r {
-                    if !matches!(e, StoreError::CasMismatch) {
-                        abort = Some(e.to_string());
-                    }
-                }
-                done.push(Done::Publish(Box::new(r), reply));
-            }
-            WriteOp::Remove(key, source, now_ms, reply) => {
-                let r = remove(conn, &key, &source, now_ms);
-                if let Err(e) = &r {
-                    abort = Some(e.to_string());
-                }
-                done.push(Done::Remove(r, reply));
-            }
-        }
-    }
-    if let Some(msg) = abort {
-        let _ = conn.execute_batch("ROLLBACK");
-        fail_all(
-            done,
-            &format!("another write of the same group failed: {msg}"),
-        );
-        return;
-    }
-    if let Err(e) = conn.execute_batch("COMMIT") {
-        let _ = conn.execute_batch("ROLLBACK");
-        fail_all(done, &format!("commit failed: {}", db_err(e)));
-        return;
-    }
-    for d in done {
-        match d {
-            Done::Publish(r, reply) => {
-                let _ = reply.send(*r);
-            }
-            Done::Remove(r, reply) => {
-                let _ = reply.send(r);
-            }
-            Done::Skipped(op) => fail_op(op, "skipped"),
-        }
-    }
-}
-
 fn fail_op(op: WriteOp, msg: &str) {
     let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
     match op {
-        WriteOp::Publish(_, reply) => {
-            let _ = reply.send(Err(err()));
-        }
-        WriteOp::Remove(_, _, _, reply) => {
-            let _ = reply.send(Err(err()));
-        }
+        WriteOp::Publish(_, reply) => answer(reply, Err(err())),
+        WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
     }
 }
 
@@ -175,277 +327,124 @@ fn fail_all(done: Vec<Done>, msg: &str) {
     let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
     for d in done {
         match d {
-            Done::Publish(r, reply) => {
-                let _ = reply.send(r.and(Err(err())));
-            }
-            Done::Remove(r, reply) => {
-                let _ = reply.send(r.and(Err(err())));
-            }
+            Done::Publish(r, reply) => answer(reply, r.and(Err(err()))),
+            Done::Remove(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Skipped(op) => fail_op(op, msg),
         }
     }
 }
 
-/// What a write needs to know of the version it replaces.
-struct Current {
-    id: i64,
-    content: String,
-    md5: String,
-    app_name: String,
-    encrypted_data_key: String,
-    config_tags: String,
-    created_ms: i64,
-}
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
-fn current(conn: &Connection, key: &ConfigKey) -> Result<Option<Current>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT c.id, c.content, COALESCE(c.md5, ''), COALESCE(c.app_name, ''), \
-             COALESCE(c.encrypted_data_key, ''), c.gmt_create, \
-             COALESCE((SELECT group_concat(r.tag_name, ',' ORDER BY r.nid) \
-               FROM config_tags_relation r WHERE r.id = c.id), '') \
-             FROM config_info c WHERE c.data_id = ?1 AND c.group_id = ?2 AND c.tenant_id = ?3",
-        )
-        .map_err(db_err)?;
-    stmt.query_row(params![key.data_id(), key.group(), key.tenant()], |r| {
-        let content: String = r.get(1)?;
-        let md5: String = r.get(2)?;
-        Ok(Current {
-            id: r.get(0)?,
-            md5: if md5.is_empty() {
-                nacelle_core::md5_hex(content.as_bytes())
-            } else {
-                md5
-            },
-            content,
-            app_name: r.get(3)?,
-            encrypted_data_key: r.get(4)?,
-            created_ms: r.get(5)?,
-            config_tags: r.get(6)?,
-        })
-    })
-    .optional()
-    .map_err(db_err)
-}
+    use bytes::Bytes;
+    use nacelle_core::{ConfigMeta, ConfigStore, ConfigType, PageRequest};
+    use sqlx::sqlite::SqliteConnectOptions;
 
-fn insert_tags(conn: &Connection, id: i64, key: &ConfigKey, tags: &str) -> Result<(), StoreError> {
-    if split_tags(tags).is_empty() {
-        return Ok(());
+    use super::*;
+    use crate::SqliteStore;
+
+    /// One-shot faults a test arms on a writer.
+    #[derive(Debug, Default)]
+    pub(crate) struct Faults {
+        /// The next `ROLLBACK` fails without running, leaving the transaction open, as a
+        /// real failed `ROLLBACK` would.
+        rollback: AtomicBool,
+        /// The next statement of a write fails after it ran (a write left half done).
+        write: AtomicBool,
     }
-    let mut stmt = conn
-        .prepare_cached(
-            "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, group_id, tenant_id) \
-             VALUES (?1, ?2, NULL, ?3, ?4, ?5)",
-        )
-        .map_err(db_err)?;
-    for tag in split_tags(tags) {
-        stmt.execute(params![id, tag, key.data_id(), key.group(), key.tenant()])
-            .map_err(db_err)?;
-    }
-    Ok(())
-}
 
-fn delete_tags(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM config_tags_relation WHERE id = ?1")
-        .and_then(|mut s| s.execute(params![id]))
-        .map_err(db_err)?;
-    Ok(())
-}
-
-struct HistoryRow<'a> {
-    config_id: i64,
-    key: &'a ConfigKey,
-    app_name: &'a str,
-    content: &'a str,
-    md5: &'a str,
-    encrypted_data_key: &'a str,
-    source: &'a OpSource,
-    op: OpType,
-    now_ms: i64,
-}
-
-fn insert_history(conn: &Connection, h: HistoryRow<'_>) -> Result<i64, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, md5, \
-             gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12) RETURNING nid",
-        )
-        .map_err(db_err)?;
-    stmt.query_row(
-        params![
-            h.config_id,
-            h.key.data_id(),
-            h.key.group(),
-            h.key.tenant(),
-            h.app_name,
-            h.content,
-            h.md5,
-            h.now_ms,
-            h.source.src_user,
-            h.source.src_ip,
-            h.op.as_str(),
-            h.encrypted_data_key,
-        ],
-        |r| r.get(0),
-    )
-    .map_err(db_err)
-}
-
-fn publish(conn: &Connection, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-    let old = current(conn, &rec.key)?;
-    if let Some(expected) = &rec.cas_md5 {
-        let actual = old.as_ref().map(|o| o.md5.as_str()).unwrap_or("");
-        if actual != expected {
-            return Err(StoreError::CasMismatch);
+    impl Faults {
+        pub(crate) fn take_rollback_failure(&self) -> bool {
+            self.rollback.swap(false, Ordering::SeqCst)
         }
-    }
-    let content = String::from_utf8_lossy(&rec.content);
-    let m = &rec.meta;
-    let (id, created_ms, revision) = match &old {
-        None => {
-            let id: i64 = conn
-                .prepare_cached(
-                    "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, gmt_create, \
-                     gmt_modified, src_user, src_ip, app_name, c_desc, c_use, effect, type, \
-                     c_schema, encrypted_data_key) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
-                     RETURNING id",
-                )
-                .and_then(|mut s| {
-                    s.query_row(
-                        params![
-                            rec.key.data_id(),
-                            rec.key.group(),
-                            rec.key.tenant(),
-                            content.as_ref(),
-                            rec.md5,
-                            rec.now_ms,
-                            rec.source.src_user,
-                            rec.source.src_ip,
-                            m.app_name,
-                            m.desc,
-                            m.r#use,
-                            m.effect,
-                            rec.config_type.as_str(),
-                            m.schema,
-                            m.encrypted_data_key,
-                        ],
-                        |r| r.get(0),
-                    )
-                })
-                .map_err(db_err)?;
-            insert_tags(conn, id, &rec.key, &m.config_tags)?;
-            // Nacos records inserts with config id 0 in history.
-            let nid = insert_history(
-                conn,
-                HistoryRow {
-                    config_id: 0,
-                    key: &rec.key,
-                    app_name: &m.app_name,
-                    content: &content,
-                    md5: &rec.md5,
-                    encrypted_data_key: &m.encrypted_data_key,
-                    source: &rec.source,
-                    op: OpType::Insert,
-                    now_ms: rec.now_ms,
-                },
-            )?;
-            (id, rec.now_ms, nid)
-        }
-        Some(old) => {
-            conn.prepare_cached(
-                "UPDATE config_info SET content = ?1, md5 = ?2, gmt_modified = ?3, src_user = ?4, \
-                 src_ip = ?5, app_name = ?6, c_desc = ?7, c_use = ?8, effect = ?9, type = ?10, \
-                 c_schema = ?11, encrypted_data_key = ?12 WHERE id = ?13",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    content.as_ref(),
-                    rec.md5,
-                    rec.now_ms,
-                    rec.source.src_user,
-                    rec.source.src_ip,
-                    m.app_name,
-                    m.desc,
-                    m.r#use,
-                    m.effect,
-                    rec.config_type.as_str(),
-                    m.schema,
-                    m.encrypted_data_key,
-                    old.id,
-                ])
-            })
-            .map_err(db_err)?;
-            if split_tags(&old.config_tags) != split_tags(&m.config_tags) {
-                if !old.config_tags.is_empty() {
-                    delete_tags(conn, old.id)?;
-                }
-                insert_tags(conn, old.id, &rec.key, &m.config_tags)?;
+
+        pub(crate) fn fail_write(&self) -> Result<(), StoreError> {
+            if self.write.swap(false, Ordering::SeqCst) {
+                return Err(StoreError::Unavailable("injected write failure".into()));
             }
-            // As Nacos does, an update's history row keeps the replaced version.
-            let nid = insert_history(
-                conn,
-                HistoryRow {
-                    config_id: old.id,
-                    key: &rec.key,
-                    app_name: &old.app_name,
-                    content: &old.content,
-                    md5: &old.md5,
-                    encrypted_data_key: &old.encrypted_data_key,
-                    source: &rec.source,
-                    op: OpType::Update,
-                    now_ms: rec.now_ms,
-                },
-            )?;
-            (old.id, old.created_ms, nid)
+            Ok(())
         }
-    };
-    Ok(StoredConfig {
-        id,
-        key: rec.key.clone(),
-        content: Bytes::clone(&rec.content),
-        md5: rec.md5.clone(),
-        config_type: rec.config_type,
-        meta: ConfigMeta {
-            config_tags: split_tags(&m.config_tags).join(","),
-            ..m.clone()
-        },
-        source: rec.source.clone(),
-        created_ms,
-        modified_ms: rec.now_ms,
-        revision,
-    })
-}
-
-fn remove(
-    conn: &Connection,
-    key: &ConfigKey,
-    source: &OpSource,
-    now_ms: i64,
-) -> Result<RemoveOutcome, StoreError> {
-    let Some(old) = current(conn, key)? else {
-        return Ok(RemoveOutcome::Absent);
-    };
-    conn.prepare_cached("DELETE FROM config_info WHERE id = ?1")
-        .and_then(|mut s| s.execute(params![old.id]))
-        .map_err(db_err)?;
-    if !old.config_tags.is_empty() {
-        delete_tags(conn, old.id)?;
     }
-    let nid = insert_history(
-        conn,
-        HistoryRow {
-            config_id: old.id,
-            key,
-            app_name: &old.app_name,
-            content: &old.content,
-            md5: &old.md5,
-            encrypted_data_key: &old.encrypted_data_key,
-            source,
-            op: OpType::Delete,
+
+    fn record(data_id: &str, content: &str, now_ms: i64) -> PublishRecord {
+        PublishRecord {
+            key: ConfigKey::from_trusted("", "G", data_id),
+            content: Bytes::from(content.to_string()),
+            md5: nacelle_core::md5_hex(content.as_bytes()),
+            config_type: ConfigType::Text,
+            meta: ConfigMeta::default(),
+            source: OpSource::default(),
+            cas_md5: None,
             now_ms,
-        },
-    )?;
-    Ok(RemoveOutcome::Removed { revision: nid })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_rollback_reopens_the_connection() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("db.sqlite");
+        let faults = Arc::new(Faults::default());
+        let armed = faults.clone();
+        let opts = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let store = SqliteStore::open_with(opts, move |p, q| {
+            let mut writer = Writer::open(p, q)?;
+            writer.faults = armed;
+            spawn(writer)
+        })
+        .await?;
+
+        let a1 = store.publish(&record("a", "a1", 1_000)).await?;
+
+        // A write fails half done, and the ROLLBACK of its group fails too.
+        faults.write.store(true, Ordering::SeqCst);
+        faults.rollback.store(true, Ordering::SeqCst);
+        let failed = store.publish(&record("b", "b1", 2_000)).await;
+        assert!(
+            matches!(&failed, Err(StoreError::Unavailable(m)) if m.contains("injected")),
+            "{failed:?}"
+        );
+        assert!(!faults.take_rollback_failure(), "the ROLLBACK fault fired");
+
+        // The writer is usable again: later writes (insert, update, delete) succeed.
+        let c1 = store.publish(&record("c", "c1", 3_000)).await?;
+        let a2 = store.publish(&record("a", "a2", 4_000)).await?;
+        assert_eq!(a2.id, a1.id);
+        assert!(a2.revision > c1.revision && c1.revision > a1.revision);
+        let d = record("d", "d1", 5_000);
+        store.publish(&d).await?;
+        assert!(matches!(
+            store.remove(&d.key, &d.source, 6_000).await?,
+            RemoveOutcome::Removed { .. }
+        ));
+        drop(store);
+
+        // Reopened from the file: everything acknowledged is there, the half-done write not.
+        let store = SqliteStore::open_path(&path).await?;
+        let content = |data_id: &str| {
+            let store = store.clone();
+            let key = ConfigKey::from_trusted("", "G", data_id);
+            async move { Ok::<_, StoreError>(store.get(&key).await?.map(|c| c.content)) }
+        };
+        assert_eq!(content("a").await?, Some(Bytes::from("a2")));
+        assert_eq!(content("c").await?, Some(Bytes::from("c1")));
+        assert_eq!(content("b").await?, None);
+        assert_eq!(content("d").await?, None);
+        let b_history = store
+            .history_page(
+                &ConfigKey::from_trusted("", "G", "b"),
+                PageRequest {
+                    page_no: 1,
+                    page_size: 10,
+                },
+            )
+            .await?;
+        assert_eq!(b_history.total_count, 0);
+        assert_eq!(store.changes_since(0, 100).await?.len(), 5);
+        Ok(())
+    }
 }

@@ -232,6 +232,7 @@ impl Proxy {
                         tokio::spawn(async move {
                             // Hold the socket until the mode changes, then close it.
                             let _held = client;
+                            // Err: the proxy is gone; closing the socket is right either way.
                             let _ = rx.changed().await;
                         });
                     }
@@ -259,7 +260,7 @@ impl Proxy {
                                 }
                             }
                             // Blackhole: stop forwarding, hold both sockets until the next
-                            // change, then close them.
+                            // change (or until the proxy is gone: Err), then close them.
                             let _ = rx.changed().await;
                         });
                     }

@@ -1,0 +1,485 @@
+//! Every statement the backends run, written once with `?` placeholders and spelled per
+//! [`Dialect`], and the argument lists of the write statements in their column order.
+//!
+//! [`statements`] turns a write [`Plan`] into the statements that execute it, with their
+//! arguments in column order; every backend runs that list as it is.
+//!
+//! The three backends select the same column names with times as ms, so one row decoder
+//! serves them all (`common.rs`); a dialect says only how its SQL differs: placeholders,
+//! time conversion, integer casts, the tag aggregate, row locks, generated ids.
+
+use nacelle_core::ConfigKey;
+
+use nacelle_core::StoreError;
+
+use crate::plan::{NewRow, Plan, RowWrite, Target};
+
+/// How a database spells what differs in our SQL. Implemented by sqlx's database types
+/// (`sqlx::Sqlite`, `sqlx::MySql`, `sqlx::Postgres`).
+pub trait Dialect: sqlx::Database {
+    /// Placeholders are `$1, $2…` (PostgreSQL) rather than `?`.
+    const NUMBERED_PLACEHOLDERS: bool;
+    /// A bound time value (see [`Dialect::time_value`]) as the column's SQL type.
+    const TIME_PARAM: &'static str;
+    /// What follows `FROM config_info … WHERE …` to lock the row until the transaction ends.
+    const FOR_UPDATE: &'static str;
+    /// Ends the config insert: the generated id comes back as column `id`, or no row
+    /// when the unique key is taken (where the dialect can say so).
+    const INSERT_CONFIG_TAIL: &'static str;
+    /// Ends the history insert: the generated `nid` comes back as column `nid`.
+    const INSERT_HISTORY_TAIL: &'static str;
+    /// `UPDATE` reports the rows it matched (not only those it changed, as MySQL does).
+    const UPDATE_COUNTS_MATCHED_ROWS: bool;
+    /// A time column as ms since the epoch.
+    fn ms(col: &str) -> String;
+    /// An integer expression as a signed 64-bit value (MySQL's ids are unsigned); the
+    /// expression itself where integers are signed already.
+    fn signed(expr: &str) -> String {
+        expr.to_string()
+    }
+    /// The tag names of config row `c`, comma-separated in relation order.
+    fn tag_list() -> &'static str;
+    /// The value bound for a time of `ms` milliseconds: `ms` itself unless the dialect
+    /// keeps another unit.
+    fn time_value(ms: i64) -> i64 {
+        ms
+    }
+    /// `ms` as the backend keeps it (MySQL's `DATETIME`: whole seconds); exact by default.
+    fn stored_ms(ms: i64) -> i64 {
+        ms
+    }
+    /// Rows an `UPDATE`/`DELETE` reported.
+    fn rows_affected(done: &Self::QueryResult) -> u64;
+}
+
+/// One bound value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// The statements of one dialect, built once when a store opens.
+#[derive(Debug, Clone)]
+pub(crate) struct Queries {
+    pub load_all: String,
+    pub get: String,
+    pub history_count: String,
+    pub history_page: String,
+    pub history_entry: String,
+    pub history_previous: String,
+    pub changes_since: String,
+    pub max_nid: String,
+    pub list_namespaces: String,
+    pub namespace_exists: String,
+    pub create_namespace: String,
+    pub update_namespace: String,
+    pub delete_namespace: String,
+    pub lock_current: String,
+    pub insert_config: String,
+    pub update_config: String,
+    pub delete_config: String,
+    pub delete_tags: String,
+    pub insert_tag: String,
+    pub insert_history: String,
+}
+
+const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
+
+impl Queries {
+    /// The statements as `D` spells them.
+    pub fn new<D: Dialect>() -> Self {
+        let time = D::TIME_PARAM;
+        let config_columns = format!(
+            "{} AS id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
+             c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, \
+             c.src_user, c.src_ip, {} AS gmt_create, {} AS gmt_modified, \
+             (SELECT {} FROM config_tags_relation r WHERE r.id = c.id) AS config_tags, \
+             {} AS revision",
+            D::signed("c.id"),
+            D::ms("c.gmt_create"),
+            D::ms("c.gmt_modified"),
+            D::tag_list(),
+            D::signed(
+                "COALESCE((SELECT MAX(h.nid) FROM his_config_info h WHERE h.data_id = c.data_id \
+                 AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id), 0)"
+            ),
+        );
+        let history_columns = format!(
+            "{} AS id, {} AS nid, data_id, group_id, tenant_id, app_name, content, md5, \
+             src_user, src_ip, op_type, encrypted_data_key, {} AS gmt_create, \
+             {} AS gmt_modified",
+            D::signed("id"),
+            D::signed("nid"),
+            D::ms("gmt_create"),
+            D::ms("gmt_modified"),
+        );
+        let q = |sql: String| spell::<D>(&sql);
+        Queries {
+            load_all: q(format!(
+                "SELECT {config_columns} FROM config_info c ORDER BY c.id"
+            )),
+            get: q(format!(
+                "SELECT {config_columns} FROM config_info c \
+                 WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
+            )),
+            history_count: q(format!(
+                "SELECT {} AS n FROM his_config_info WHERE {KEY_MATCH}",
+                D::signed("COUNT(*)")
+            )),
+            history_page: q(format!(
+                "SELECT {history_columns} FROM his_config_info WHERE {KEY_MATCH} \
+                 ORDER BY nid DESC LIMIT ? OFFSET ?"
+            )),
+            history_entry: q(format!(
+                "SELECT {history_columns} FROM his_config_info WHERE nid = ?"
+            )),
+            history_previous: q(format!(
+                "SELECT {history_columns} FROM his_config_info WHERE id = ? \
+                 ORDER BY nid DESC LIMIT 1"
+            )),
+            changes_since: q(format!(
+                "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \
+                 FROM his_config_info WHERE nid > ? ORDER BY nid LIMIT ?",
+                D::signed("nid"),
+                D::ms("gmt_modified")
+            )),
+            max_nid: q(format!(
+                "SELECT {} AS n FROM his_config_info",
+                D::signed("COALESCE(MAX(nid), 0)")
+            )),
+            list_namespaces: q(
+                "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info \
+                 WHERE kp = '1' ORDER BY id"
+                    .into(),
+            ),
+            namespace_exists: q(format!(
+                "SELECT {} AS n FROM tenant_info WHERE kp = '1' AND tenant_id = ?",
+                D::signed("COUNT(*)")
+            )),
+            create_namespace: q("INSERT INTO tenant_info (kp, tenant_id, tenant_name, \
+                 tenant_desc, create_source, gmt_create, gmt_modified) \
+                 VALUES ('1', ?, ?, ?, 'nacos', ?, ?)"
+                .into()),
+            update_namespace: q("UPDATE tenant_info SET tenant_name = ?, tenant_desc = ?, \
+                 gmt_modified = ? WHERE kp = '1' AND tenant_id = ?"
+                .into()),
+            delete_namespace: q("DELETE FROM tenant_info WHERE kp = '1' AND tenant_id = ?".into()),
+            lock_current: q(format!(
+                "SELECT {} AS id, content, md5, app_name, encrypted_data_key, \
+                 {} AS gmt_create FROM config_info WHERE {KEY_MATCH}{}",
+                D::signed("id"),
+                D::ms("gmt_create"),
+                D::FOR_UPDATE
+            )),
+            insert_config: q(format!(
+                "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, \
+                 gmt_create, gmt_modified, src_user, src_ip, app_name, c_desc, c_use, effect, \
+                 type, c_schema, encrypted_data_key) VALUES (?, ?, ?, ?, ?, {time}, {time}, ?, \
+                 ?, ?, ?, ?, ?, ?, ?, ?){}",
+                D::INSERT_CONFIG_TAIL
+            )),
+            update_config: q(format!(
+                "UPDATE config_info SET content = ?, md5 = ?, gmt_modified = {time}, \
+                 src_user = ?, src_ip = ?, app_name = ?, c_desc = ?, c_use = ?, effect = ?, \
+                 type = ?, c_schema = ?, encrypted_data_key = ? WHERE id = ?"
+            )),
+            delete_config: q("DELETE FROM config_info WHERE id = ?".into()),
+            delete_tags: q("DELETE FROM config_tags_relation WHERE id = ?".into()),
+            insert_tag: q(
+                "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, \
+                 group_id, tenant_id) VALUES (?, ?, NULL, ?, ?, ?)"
+                    .into(),
+            ),
+            insert_history: q(format!(
+                "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, \
+                 content, md5, gmt_create, gmt_modified, src_user, src_ip, op_type, \
+                 encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, {time}, {time}, ?, ?, ?, ?){}",
+                D::INSERT_HISTORY_TAIL
+            )),
+        }
+    }
+}
+
+/// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our
+/// statements hold no `?` inside strings or comments.
+fn spell<D: Dialect>(sql: &str) -> String {
+    if !D::NUMBERED_PLACEHOLDERS {
+        return sql.to_string();
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for ch in sql.chars() {
+        if ch == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// The key's three columns, in [`KEY_MATCH`] order.
+pub(crate) fn key_args(key: &ConfigKey) -> [Arg<'_>; 3] {
+    [
+        Arg::Text(key.data_id()),
+        Arg::Text(key.group()),
+        Arg::Text(key.tenant()),
+    ]
+}
+
+/// A value of a planned statement: bound as it is, or the config row's id, which an
+/// insert learns only from the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Param<'a> {
+    Value(Arg<'a>),
+    RowId,
+}
+
+/// What a statement gives back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Returns {
+    Nothing,
+    /// The generated id of the config row (column `id`); none when the key was taken.
+    RowId,
+    /// The generated `nid` of the history row (column `nid`): the new revision.
+    Revision,
+}
+
+impl Returns {
+    /// The column a `RETURNING` clause names.
+    pub fn column(self) -> &'static str {
+        match self {
+            Returns::Revision => "nid",
+            _ => "id",
+        }
+    }
+}
+
+/// One statement of a write, in execution order.
+#[derive(Debug, Clone)]
+pub(crate) struct Statement<'a> {
+    pub sql: &'a str,
+    pub params: Vec<Param<'a>>,
+    pub returns: Returns,
+}
+
+/// The statements that execute `plan`, spelled by `D`.
+pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> Vec<Statement<'a>> {
+    let Target::Formal = plan.target;
+    let text = |s: &'a str| Param::Value(Arg::Text(s));
+    let int = |i: i64| Param::Value(Arg::Int(i));
+    let key = key_args(plan.key).map(Param::Value);
+    let mut out = Vec::with_capacity(3 + plan.tags.insert.len());
+    let fields = |row: &'a NewRow<'_>| {
+        let (rec, m) = (row.rec, &row.rec.meta);
+        [
+            text(&rec.source.src_user),
+            text(&rec.source.src_ip),
+            text(&m.app_name),
+            text(&m.desc),
+            text(&m.r#use),
+            text(&m.effect),
+            text(rec.config_type.as_str()),
+            text(&m.schema),
+            text(&m.encrypted_data_key),
+        ]
+    };
+    match &plan.row {
+        RowWrite::Insert(row) => {
+            let mut params = key.to_vec();
+            params.extend([
+                text(&row.content),
+                text(&row.rec.md5),
+                int(D::time_value(row.created_ms)),
+                int(D::time_value(row.modified_ms)),
+            ]);
+            params.extend(fields(row));
+            out.push(Statement {
+                sql: &q.insert_config,
+                params,
+                returns: Returns::RowId,
+            });
+        }
+        RowWrite::Update { id, row } => {
+            let mut params = vec![
+                text(&row.content),
+                text(&row.rec.md5),
+                int(D::time_value(row.modified_ms)),
+            ];
+            params.extend(fields(row));
+            params.push(int(*id));
+            out.push(Statement {
+                sql: &q.update_config,
+                params,
+                returns: Returns::Nothing,
+            });
+        }
+        RowWrite::Delete { id } => out.push(Statement {
+            sql: &q.delete_config,
+            params: vec![int(*id)],
+            returns: Returns::Nothing,
+        }),
+    }
+    if plan.tags.clear {
+        out.push(Statement {
+            sql: &q.delete_tags,
+            params: vec![Param::RowId],
+            returns: Returns::Nothing,
+        });
+    }
+    for tag in &plan.tags.insert {
+        let mut params = vec![Param::RowId, text(tag)];
+        params.extend(key);
+        out.push(Statement {
+            sql: &q.insert_tag,
+            params,
+            returns: Returns::Nothing,
+        });
+    }
+    let h = &plan.history;
+    let now = int(D::time_value(h.now_ms));
+    let mut params = vec![int(h.config_id)];
+    params.extend(key);
+    params.extend([
+        text(h.app_name),
+        text(&h.content),
+        text(&h.md5),
+        now,
+        now,
+        text(&h.source.src_user),
+        text(&h.source.src_ip),
+        text(h.op.as_str()),
+        text(h.encrypted_data_key),
+    ]);
+    out.push(Statement {
+        sql: &q.insert_history,
+        params,
+        returns: Returns::Revision,
+    });
+    out
+}
+
+/// What the statements of a plan have returned so far: the config row's id (known from
+/// the start for an update or delete) and the new revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Written {
+    pub row_id: Option<i64>,
+    pub revision: Option<i64>,
+}
+
+impl Written {
+    /// Nothing run yet.
+    pub fn new(plan: &Plan<'_>) -> Self {
+        let row_id = match plan.row {
+            RowWrite::Insert(_) => None,
+            RowWrite::Update { id, .. } | RowWrite::Delete { id } => Some(id),
+        };
+        Written {
+            row_id,
+            revision: None,
+        }
+    }
+
+    /// The values to bind for `st`.
+    pub fn args<'a>(&self, st: &Statement<'a>) -> Result<Vec<Arg<'a>>, StoreError> {
+        st.params
+            .iter()
+            .map(|p| match *p {
+                Param::Value(a) => Ok(a),
+                Param::RowId => self.row_id.map(Arg::Int).ok_or_else(|| {
+                    StoreError::Unavailable("a statement needs a row id not yet known".into())
+                }),
+            })
+            .collect()
+    }
+
+    /// Records what `st` returned. `false`: the config insert found its key taken by a
+    /// concurrent insert (the write should retry, and will become an update).
+    pub fn record(&mut self, st: &Statement<'_>, value: Option<i64>) -> bool {
+        match st.returns {
+            Returns::Nothing => true,
+            Returns::RowId => {
+                self.row_id = value;
+                value.is_some()
+            }
+            Returns::Revision => {
+                self.revision = value;
+                true
+            }
+        }
+    }
+
+    /// The config row's id and the revision, once every statement ran.
+    pub fn finish(self) -> Result<(i64, i64), StoreError> {
+        match (self.row_id, self.revision) {
+            (Some(id), Some(revision)) => Ok((id, revision)),
+            _ => Err(StoreError::Unavailable(
+                "the database returned no generated id".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_for_postgres() {
+        assert_eq!(
+            spell::<sqlx::Postgres>("a = ? AND b = ? LIMIT ?"),
+            "a = $1 AND b = $2 LIMIT $3"
+        );
+        assert_eq!(spell::<sqlx::MySql>("a = ?"), "a = ?");
+    }
+
+    #[test]
+    fn every_planned_statement_binds_one_value_per_placeholder() -> Result<(), StoreError> {
+        use crate::plan::{plan_publish, plan_remove, Current};
+        use bytes::Bytes;
+        use nacelle_core::{ConfigMeta, ConfigType, OpSource, PublishRecord};
+
+        let rec = PublishRecord {
+            key: ConfigKey::from_trusted("", "G", "d"),
+            content: Bytes::from_static(b"v"),
+            md5: nacelle_core::md5_hex(b"v"),
+            config_type: ConfigType::Text,
+            meta: ConfigMeta {
+                config_tags: "a,b".into(),
+                ..Default::default()
+            },
+            source: OpSource::default(),
+            cas_md5: None,
+            now_ms: 1,
+        };
+        let old = Current::new(
+            3,
+            "old".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            0,
+        );
+        let q = Queries::new::<sqlx::Sqlite>();
+        let plans = [
+            plan_publish(&rec, None, 1)?,
+            plan_publish(&rec, Some(&old), 1)?,
+            plan_remove(&rec.key, &rec.source, Some(&old), 1)
+                .ok_or(StoreError::NotFound("plan".into()))?,
+        ];
+        for plan in &plans {
+            let sts = statements::<sqlx::Sqlite>(&q, plan);
+            for st in &sts {
+                assert_eq!(st.sql.matches('?').count(), st.params.len(), "{}", st.sql);
+            }
+            assert_eq!(sts.last().map(|s| s.returns), Some(Returns::Revision));
+        }
+        // Insert: row, two tags, history. Update: row, clear tags, two tags, history.
+        let count = |i: usize| statements::<sqlx::Sqlite>(&q, &plans[i]).len();
+        assert_eq!((count(0), count(1), count(2)), (4, 5, 3));
+        Ok(())
+    }
+}

@@ -1,0 +1,388 @@
+//! The sqlx code every backend shares: [`Exec`] (the one place sqlx's generic bounds are
+//! written), the reads (configs, history, the change log, namespaces), and the executor of
+//! a write [`Plan`]. SQLite reads through it as MySQL and PostgreSQL do; SQLite's writes run
+//! the same plans on the writer thread (`sqlite_writer.rs`).
+
+use async_trait::async_trait;
+use nacelle_core::{
+    ChangeRecord, ConfigKey, HistoryEntry, Namespace, Page, PageRequest, StoreError, StoredConfig,
+};
+use sqlx::query::Query;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use crate::common::{self, TxError};
+use crate::map_err;
+use crate::plan::{Current, Plan};
+use crate::queries::{self, key_args, Arg, Dialect, Queries, Returns, Written};
+
+/// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
+/// Implemented once, for every sqlx database that our [`Dialect`] spells.
+#[async_trait]
+pub trait Exec: Dialect + Sized {
+    /// Binds `args` in order.
+    fn bind<'q>(
+        q: Query<'q, Self, <Self as Database>::Arguments<'q>>,
+        args: &[Arg<'q>],
+    ) -> Query<'q, Self, <Self as Database>::Arguments<'q>>;
+    /// Runs a statement; returns what it reported.
+    async fn run(
+        conn: &mut Self::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Self::QueryResult, sqlx::Error>;
+    /// Runs a statement and returns its rows.
+    async fn rows(
+        conn: &mut Self::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<Self::Row>, sqlx::Error>;
+    /// Runs a statement and returns its first row, if any.
+    async fn row(
+        conn: &mut Self::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<Self::Row>, sqlx::Error>;
+    /// Runs SQL without parameters as a simple query (schema scripts, session settings).
+    async fn script(conn: &mut Self::Connection, sql: &str) -> Result<(), sqlx::Error>;
+    /// A text column; NULL reads as "". Decoded without sqlx's type check because MySQL
+    /// marks columns with a `_bin` collation (all of Nacos's) as binary, although they
+    /// hold text.
+    fn text(row: &Self::Row, col: &str) -> Result<String, StoreError>;
+    /// An integer column (ids, nids, times in ms); NULL reads as 0.
+    fn int(row: &Self::Row, col: &str) -> Result<i64, StoreError>;
+}
+
+#[async_trait]
+impl<DB> Exec for DB
+where
+    DB: Dialect,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'r> Option<String>: Decode<'r, DB>,
+    for<'r> Option<i64>: Decode<'r, DB> + Type<DB>,
+    for<'c> &'c str: ColumnIndex<DB::Row>,
+{
+    fn bind<'q>(
+        mut q: Query<'q, DB, <DB as Database>::Arguments<'q>>,
+        args: &[Arg<'q>],
+    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>> {
+        for arg in args {
+            q = match *arg {
+                Arg::Text(s) => q.bind(s),
+                Arg::Int(i) => q.bind(i),
+            };
+        }
+        q
+    }
+
+    async fn run(
+        conn: &mut DB::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<DB::QueryResult, sqlx::Error> {
+        Self::bind(sqlx::query(sql), args).execute(conn).await
+    }
+
+    async fn rows(
+        conn: &mut DB::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<DB::Row>, sqlx::Error> {
+        Self::bind(sqlx::query(sql), args).fetch_all(conn).await
+    }
+
+    async fn row(
+        conn: &mut DB::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<DB::Row>, sqlx::Error> {
+        Self::bind(sqlx::query(sql), args)
+            .fetch_optional(conn)
+            .await
+    }
+
+    async fn script(conn: &mut DB::Connection, sql: &str) -> Result<(), sqlx::Error> {
+        conn.execute(sql).await.map(|_| ())
+    }
+
+    fn text(row: &DB::Row, col: &str) -> Result<String, StoreError> {
+        row.try_get_unchecked::<Option<String>, _>(col)
+            .map(Option::unwrap_or_default)
+            .map_err(map_err)
+    }
+
+    fn int(row: &DB::Row, col: &str) -> Result<i64, StoreError> {
+        row.try_get::<Option<i64>, _>(col)
+            .map(Option::unwrap_or_default)
+            .map_err(map_err)
+    }
+}
+
+/// A connection of `pool`, as an error a read reports.
+async fn conn<DB: Exec>(pool: &Pool<DB>) -> Result<sqlx::pool::PoolConnection<DB>, StoreError> {
+    pool.acquire().await.map_err(map_err)
+}
+
+/// Every formal config.
+pub(crate) async fn load_all<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+) -> Result<Vec<StoredConfig>, StoreError> {
+    let rows = DB::rows(&mut *conn(pool).await?, &q.load_all, &[])
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(common::config_from_row::<DB>).collect()
+}
+
+/// One formal config.
+pub(crate) async fn get<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    key: &ConfigKey,
+) -> Result<Option<StoredConfig>, StoreError> {
+    let row = DB::row(&mut *conn(pool).await?, &q.get, &key_args(key))
+        .await
+        .map_err(map_err)?;
+    row.map(|r| common::config_from_row::<DB>(&r)).transpose()
+}
+
+/// History of one key, newest first.
+pub(crate) async fn history_page<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    key: &ConfigKey,
+    page: PageRequest,
+) -> Result<Page<HistoryEntry>, StoreError> {
+    let mut c = conn(pool).await?;
+    let count = DB::row(&mut *c, &q.history_count, &key_args(key))
+        .await
+        .map_err(map_err)?;
+    let total = match count {
+        Some(r) => DB::int(&r, "n")?,
+        None => 0,
+    };
+    let [d, g, t] = key_args(key);
+    let size = Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX));
+    let offset = Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX));
+    let rows = DB::rows(&mut *c, &q.history_page, &[d, g, t, size, offset])
+        .await
+        .map_err(map_err)?;
+    let items = rows
+        .iter()
+        .map(common::history_from_row::<DB>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::new(
+        u64::try_from(total).unwrap_or(0),
+        page.page_no,
+        page.page_size,
+        items,
+    ))
+}
+
+/// One history row by the statement `sql` with one integer argument.
+async fn history_by<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: &str,
+    arg: i64,
+) -> Result<Option<HistoryEntry>, StoreError> {
+    let row = DB::row(&mut *conn(pool).await?, sql, &[Arg::Int(arg)])
+        .await
+        .map_err(map_err)?;
+    row.map(|r| common::history_from_row::<DB>(&r)).transpose()
+}
+
+/// One history entry by `nid`.
+pub(crate) async fn history_entry<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    nid: i64,
+) -> Result<Option<HistoryEntry>, StoreError> {
+    history_by(pool, &q.history_entry, nid).await
+}
+
+/// The newest history entry of config row `config_id`.
+pub(crate) async fn history_previous<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    config_id: i64,
+) -> Result<Option<HistoryEntry>, StoreError> {
+    history_by(pool, &q.history_previous, config_id).await
+}
+
+/// The change log after `after_nid`.
+pub(crate) async fn changes_since<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    after_nid: i64,
+    limit: u32,
+) -> Result<Vec<ChangeRecord>, StoreError> {
+    let args = [Arg::Int(after_nid), Arg::Int(i64::from(limit))];
+    let rows = DB::rows(&mut *conn(pool).await?, &q.changes_since, &args)
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(common::change_from_row::<DB>).collect()
+}
+
+/// The largest `nid`, 0 when there is none.
+pub(crate) async fn max_history_nid<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+) -> Result<i64, StoreError> {
+    count(pool, &q.max_nid, &[]).await
+}
+
+/// The integer column `n` of the first row of `sql`, 0 without a row.
+async fn count<DB: Exec>(pool: &Pool<DB>, sql: &str, args: &[Arg<'_>]) -> Result<i64, StoreError> {
+    match DB::row(&mut *conn(pool).await?, sql, args)
+        .await
+        .map_err(map_err)?
+    {
+        Some(r) => DB::int(&r, "n"),
+        None => Ok(0),
+    }
+}
+
+/// Custom namespaces, oldest first.
+pub(crate) async fn list_namespaces<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+) -> Result<Vec<Namespace>, StoreError> {
+    let rows = DB::rows(&mut *conn(pool).await?, &q.list_namespaces, &[])
+        .await
+        .map_err(map_err)?;
+    rows.iter()
+        .map(|r| {
+            Ok(Namespace {
+                id: DB::text(r, "tenant_id")?,
+                name: DB::text(r, "tenant_name")?,
+                desc: DB::text(r, "tenant_desc")?,
+            })
+        })
+        .collect()
+}
+
+/// Creates a namespace; a taken id is a [`StoreError::Conflict`].
+pub(crate) async fn create_namespace<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    ns: &Namespace,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let args = [
+        Arg::Text(&ns.id),
+        Arg::Text(&ns.name),
+        Arg::Text(&ns.desc),
+        Arg::Int(now_ms),
+        Arg::Int(now_ms),
+    ];
+    DB::run(&mut *conn(pool).await?, &q.create_namespace, &args)
+        .await
+        .map_err(map_err)?;
+    Ok(())
+}
+
+/// Updates a namespace's name and description; [`StoreError::NotFound`] when absent.
+pub(crate) async fn update_namespace<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    ns: &Namespace,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let absent = || StoreError::NotFound(format!("namespace `{}`", ns.id));
+    if !DB::UPDATE_COUNTS_MATCHED_ROWS
+        && count(pool, &q.namespace_exists, &[Arg::Text(&ns.id)]).await? == 0
+    {
+        return Err(absent());
+    }
+    let args = [
+        Arg::Text(&ns.name),
+        Arg::Text(&ns.desc),
+        Arg::Int(now_ms),
+        Arg::Text(&ns.id),
+    ];
+    let done = DB::run(&mut *conn(pool).await?, &q.update_namespace, &args)
+        .await
+        .map_err(map_err)?;
+    if DB::UPDATE_COUNTS_MATCHED_ROWS && DB::rows_affected(&done) == 0 {
+        return Err(absent());
+    }
+    Ok(())
+}
+
+/// Deletes a namespace; whether it existed.
+pub(crate) async fn delete_namespace<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    id: &str,
+) -> Result<bool, StoreError> {
+    let done = DB::run(
+        &mut *conn(pool).await?,
+        &q.delete_namespace,
+        &[Arg::Text(id)],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(DB::rows_affected(&done) > 0)
+}
+
+/// Checks that the database answers.
+pub(crate) async fn ping<DB: Exec>(pool: &Pool<DB>) -> Result<(), StoreError> {
+    DB::script(&mut *conn(pool).await?, "SELECT 1")
+        .await
+        .map_err(map_err)
+}
+
+/// A database that generates ids as the write executor needs them.
+#[async_trait]
+pub trait GeneratedIds: Exec {
+    /// Runs an insert ending in the dialect's tail and returns the generated id (column
+    /// `col` where the dialect returns it); `None` when the unique key was taken.
+    async fn insert_id(
+        conn: &mut Self::Connection,
+        sql: &str,
+        args: &[Arg<'_>],
+        col: &str,
+    ) -> Result<Option<i64>, sqlx::Error>;
+}
+
+/// Reads the current row of `key` under the dialect's row lock.
+pub(crate) async fn lock_current<DB: Exec>(
+    conn: &mut DB::Connection,
+    q: &Queries,
+    key: &ConfigKey,
+) -> Result<Option<Current>, TxError> {
+    let Some(r) = DB::row(conn, &q.lock_current, &key_args(key)).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Current::new(
+        DB::int(&r, "id")?,
+        DB::text(&r, "content")?,
+        DB::text(&r, "md5")?,
+        DB::text(&r, "app_name")?,
+        DB::text(&r, "encrypted_data_key")?,
+        DB::int(&r, "gmt_create")?,
+    )))
+}
+
+/// Executes `plan` on `conn` (inside the transaction that read its current row): returns
+/// the config row's id (generated for an insert) and the history row's `nid`.
+pub(crate) async fn execute<DB: GeneratedIds>(
+    conn: &mut DB::Connection,
+    q: &Queries,
+    plan: &Plan<'_>,
+) -> Result<(i64, i64), TxError> {
+    let mut written = Written::new(plan);
+    for st in queries::statements::<DB>(q, plan) {
+        let args = written.args(&st)?;
+        let value = match st.returns {
+            Returns::Nothing => DB::run(&mut *conn, st.sql, &args).await.map(|_| None)?,
+            returns => DB::insert_id(&mut *conn, st.sql, &args, returns.column()).await?,
+        };
+        if !written.record(&st, value) {
+            return Err(TxError::Raced);
+        }
+    }
+    Ok(written.finish()?)
+}
