@@ -8,22 +8,6 @@ use std::time::{Duration, Instant};
 use common::{recorder, TestServer, SOON};
 use nacelle_grpc::GrpcOptions;
 
-/// Starts the HTTP adapter over the test server's service; returns its base URL.
-async fn start_http(
-    server: &TestServer,
-) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let opts = nacelle_http::HttpOptions::default();
-    let max = opts.max_request_bytes;
-    let router = nacelle_http::router(server.service.clone(), opts);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(nacelle_http::serve(listener, router, max, async {
-        let _ = rx.await;
-    }));
-    Ok((format!("http://{addr}"), tx))
-}
-
 /// Starts a held long poll on `(data_id, group)` with the client's md5; resolves to the
 /// response body and the instant it arrived.
 fn long_poll(
@@ -51,7 +35,9 @@ fn long_poll(
 #[tokio::test]
 async fn http_and_grpc_publishes_reach_both_long_polls_and_grpc_listeners() -> anyhow::Result<()> {
     let server = TestServer::start(GrpcOptions::default()).await?;
-    let (base, _stop_http) = start_http(&server).await?;
+    let (base, _stop_http) = server
+        .start_http(nacelle_http::HttpOptions::default())
+        .await?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()?;

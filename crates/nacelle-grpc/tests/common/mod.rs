@@ -43,8 +43,13 @@ pub struct TestServer {
 impl TestServer {
     /// Starts on a fresh data dir and a free port, with the service loaded.
     pub async fn start(opts: GrpcOptions) -> anyhow::Result<Self> {
+        Self::start_with_limits(opts, Limits::default()).await
+    }
+
+    /// Starts like [`TestServer::start`] with the service's limits set.
+    pub async fn start_with_limits(opts: GrpcOptions, limits: Limits) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let service = open_service(&db_path(dir.path()), true).await?;
+        let service = open_service(&db_path(dir.path()), true, limits).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let mut s = TestServer {
@@ -63,7 +68,7 @@ impl TestServer {
     /// Starts over a service that was never loaded (the server is "starting").
     pub async fn start_unloaded(opts: GrpcOptions) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let service = open_service(&db_path(dir.path()), false).await?;
+        let service = open_service(&db_path(dir.path()), false, Limits::default()).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let mut s = TestServer {
@@ -107,7 +112,12 @@ impl TestServer {
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.stop().await?;
         self.service.begin_shutdown();
-        let service = open_service(&db_path(self.dir.path()), true).await?;
+        let service = open_service(
+            &db_path(self.dir.path()),
+            true,
+            self.service.limits().clone(),
+        )
+        .await?;
         let deadline = Instant::now() + SOON;
         let listener = loop {
             match tokio::net::TcpListener::bind(("127.0.0.1", self.port)).await {
@@ -183,6 +193,24 @@ impl TestServer {
         })
     }
 
+    /// Starts the HTTP adapter over this server's service on a free port; returns its
+    /// base URL and the sender that stops it.
+    pub async fn start_http(
+        &self,
+        opts: nacelle_http::HttpOptions,
+    ) -> anyhow::Result<(String, oneshot::Sender<()>)> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let max = opts.max_request_bytes;
+        let router = nacelle_http::router(self.service.clone(), opts);
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(nacelle_http::serve(listener, router, max, async {
+            // A dropped sender stops the server as a sent one does.
+            let _stopped = rx.await;
+        }));
+        Ok((format!("http://{addr}"), tx))
+    }
+
     /// A raw protocol client on this server's gRPC port (not yet set up).
     pub async fn raw(&self) -> anyhow::Result<RawClient> {
         RawClient::connect(self.port).await
@@ -201,9 +229,9 @@ fn db_path(dir: &Path) -> PathBuf {
     dir.join("nacelle.db")
 }
 
-async fn open_service(db: &Path, load: bool) -> anyhow::Result<ConfigService> {
+async fn open_service(db: &Path, load: bool, limits: Limits) -> anyhow::Result<ConfigService> {
     let store = SqliteStore::open_path(db).await?;
-    let service = ConfigService::new(Arc::new(store), Limits::default());
+    let service = ConfigService::new(Arc::new(store), limits);
     if load {
         service.load().await?;
     }

@@ -1,0 +1,766 @@
+//! One rule, every protocol: requests whose answers used to depend on the protocol (a
+//! tagged read, a blank tag on delete, `betaIps` parsing, the listen-key limit, readiness
+//! while loading and during shutdown, namespace ids) get the same answer over HTTP v1,
+//! HTTP v2 and gRPC, because the service decides and the adapters only translate. And the
+//! caller's IP cannot be forged: forwarded headers and a reported gRPC `clientIp` count only
+//! from a trusted proxy.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Msg, RawClient, TestServer, SOON};
+use nacelle_core::{Caller, ConfigKey, PageRequest, TrustedProxies};
+use nacelle_grpc::GrpcOptions;
+use nacelle_http::HttpOptions;
+use nacelle_service::Limits;
+use serde_json::{json, Value};
+
+/// A gRPC server and an HTTP adapter over one service, a set-up raw gRPC client, and an
+/// HTTP client.
+struct Both {
+    server: TestServer,
+    base: String,
+    _stop_http: tokio::sync::oneshot::Sender<()>,
+    http: reqwest::Client,
+    grpc: RawClient,
+}
+
+async fn both_with(
+    limits: Limits,
+    http_opts: HttpOptions,
+    grpc: GrpcOptions,
+) -> anyhow::Result<Both> {
+    let server = TestServer::start_with_limits(grpc, limits).await?;
+    let (base, stop) = server.start_http(http_opts).await?;
+    let mut raw = server.raw().await?;
+    raw.setup("127.0.0.1").await?;
+    Ok(Both {
+        server,
+        base,
+        _stop_http: stop,
+        http: reqwest::Client::builder().timeout(SOON).build()?,
+        grpc: raw,
+    })
+}
+
+async fn both() -> anyhow::Result<Both> {
+    both_with(
+        Limits::default(),
+        HttpOptions::default(),
+        GrpcOptions::default(),
+    )
+    .await
+}
+
+impl Both {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str, query: &[(&str, &str)]) -> anyhow::Result<(u16, String)> {
+        let r = self.http.get(self.url(path)).query(query).send().await?;
+        Ok((r.status().as_u16(), r.text().await?))
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<(u16, String)> {
+        let mut req = self.http.request(method.clone(), self.url(path));
+        req = if method == reqwest::Method::POST || method == reqwest::Method::PUT {
+            req.form(form)
+        } else {
+            req.query(form)
+        };
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let r = req.send().await?;
+        Ok((r.status().as_u16(), r.text().await?))
+    }
+
+    async fn query(&mut self, data_id: &str, tag: Option<&str>) -> anyhow::Result<Msg> {
+        let mut body = json!({"dataId": data_id, "group": "G", "tenant": ""});
+        if let Some(t) = tag {
+            body["tag"] = json!(t);
+        }
+        self.grpc.call("ConfigQueryRequest", body).await
+    }
+
+    fn content(&self, data_id: &str) -> anyhow::Result<Option<String>> {
+        let key = ConfigKey::parse(None, "G", data_id)?;
+        Ok(self
+            .server
+            .service
+            .get(&Caller::internal(), &key, None)?
+            .map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
+    }
+}
+
+fn codes(m: &Msg) -> (Option<i64>, Option<i64>) {
+    (m.int("resultCode"), m.int("errorCode"))
+}
+
+const V1: &str = "/nacos/v1/cs/configs";
+const V2: &str = "/nacos/v2/cs/config";
+
+#[tokio::test]
+async fn a_tagged_read_is_not_found_on_every_protocol() -> anyhow::Result<()> {
+    let mut b = both().await?;
+    b.server.publish("", "G", "tagged", "formal").await?;
+
+    // A tag no variant has: not found, everywhere.
+    let (status, body) = b
+        .get(V1, &[("dataId", "tagged"), ("group", "G"), ("tag", "t1")])
+        .await?;
+    assert_eq!((status, body.as_str()), (404, "config data not exist\n"));
+    let (status, body) = b
+        .get(V2, &[("dataId", "tagged"), ("group", "G"), ("tag", "t1")])
+        .await?;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body)?["code"], json!(20004));
+    let r = b.query("tagged", Some("t1")).await?;
+    assert_eq!(codes(&r), (Some(500), Some(300)), "{:?}", r.body);
+
+    // A blank tag means no tag: the formal config, everywhere.
+    for blank in ["", "  "] {
+        let (status, body) = b
+            .get(V1, &[("dataId", "tagged"), ("group", "G"), ("tag", blank)])
+            .await?;
+        assert_eq!((status, body.as_str()), (200, "formal"), "v1 tag {blank:?}");
+        let (status, body) = b
+            .get(V2, &[("dataId", "tagged"), ("group", "G"), ("tag", blank)])
+            .await?;
+        assert_eq!(status, 200, "v2 tag {blank:?}: {body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body)?["data"],
+            json!("formal")
+        );
+        let r = b.query("tagged", Some(blank)).await?;
+        assert_eq!(r.str("content"), Some("formal"), "grpc tag {blank:?}");
+    }
+
+    // An invalid tag is bad input, everywhere.
+    let (status, _) = b
+        .get(V1, &[("dataId", "tagged"), ("group", "G"), ("tag", "a b")])
+        .await?;
+    assert_eq!(status, 400);
+    let (status, _) = b
+        .get(V2, &[("dataId", "tagged"), ("group", "G"), ("tag", "a b")])
+        .await?;
+    assert_eq!(status, 400);
+    let r = b.query("tagged", Some("a b")).await?;
+    assert_eq!(codes(&r), (Some(500), Some(400)), "{:?}", r.body);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_blank_tag_on_delete_removes_the_formal_config_on_every_protocol() -> anyhow::Result<()> {
+    let mut b = both().await?;
+    for (i, blank) in ["", " "].iter().enumerate() {
+        let d1 = format!("del-v1-{i}");
+        let d2 = format!("del-v2-{i}");
+        let dg = format!("del-grpc-{i}");
+        for d in [&d1, &d2, &dg] {
+            b.server.publish("", "G", d, "x").await?;
+        }
+        let (s, _) = b
+            .send(
+                reqwest::Method::DELETE,
+                V1,
+                &[("dataId", &d1), ("group", "G"), ("tag", blank)],
+                &[],
+            )
+            .await?;
+        assert_eq!(s, 200);
+        let (s, _) = b
+            .send(
+                reqwest::Method::DELETE,
+                V2,
+                &[("dataId", &d2), ("group", "G"), ("tag", blank)],
+                &[],
+            )
+            .await?;
+        assert_eq!(s, 200);
+        let r = b
+            .grpc
+            .call(
+                "ConfigRemoveRequest",
+                json!({"dataId": dg, "group": "G", "tenant": "", "tag": blank}),
+            )
+            .await?;
+        assert_eq!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+        for d in [&d1, &d2, &dg] {
+            assert_eq!(
+                b.content(d)?,
+                None,
+                "{d} with tag {blank:?} was not removed"
+            );
+        }
+    }
+    // A real tag names a variant that cannot exist yet: refused alike (501), nothing removed.
+    b.server.publish("", "G", "kept", "x").await?;
+    let (s, _) = b
+        .send(
+            reqwest::Method::DELETE,
+            V1,
+            &[("dataId", "kept"), ("group", "G"), ("tag", "t")],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 501);
+    let (s, _) = b
+        .send(
+            reqwest::Method::DELETE,
+            V2,
+            &[("dataId", "kept"), ("group", "G"), ("tag", "t")],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 501);
+    let r = b
+        .grpc
+        .call(
+            "ConfigRemoveRequest",
+            json!({"dataId": "kept", "group": "G", "tag": "t"}),
+        )
+        .await?;
+    assert_eq!(codes(&r), (Some(500), Some(501)), "{:?}", r.body);
+    assert_eq!(b.content("kept")?.as_deref(), Some("x"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn beta_ips_are_parsed_alike() -> anyhow::Result<()> {
+    let mut b = both().await?;
+    // A list with no address in it is no beta: a formal publish, over both protocols.
+    let (s, body) = b
+        .send(
+            reqwest::Method::POST,
+            V1,
+            &[("dataId", "b-http"), ("group", "G"), ("content", "c")],
+            &[("betaIps", " , ")],
+        )
+        .await?;
+    assert_eq!(s, 200, "{body}");
+    let r = b
+        .grpc
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "b-grpc", "group": "G", "content": "c",
+                   "additionMap": {"betaIps": " , "}}),
+        )
+        .await?;
+    assert_eq!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+    assert_eq!(b.content("b-http")?.as_deref(), Some("c"));
+    assert_eq!(b.content("b-grpc")?.as_deref(), Some("c"));
+
+    // A real list is a beta publish: refused alike until gray release exists.
+    let (s, _) = b
+        .send(
+            reqwest::Method::POST,
+            V1,
+            &[("dataId", "b2"), ("group", "G"), ("content", "c")],
+            &[("betaIps", "1.1.1.1, ,2.2.2.2")],
+        )
+        .await?;
+    assert_eq!(s, 501);
+    let r = b
+        .grpc
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "b2", "group": "G", "content": "c",
+                   "additionMap": {"betaIps": "1.1.1.1, ,2.2.2.2"}}),
+        )
+        .await?;
+    assert_eq!(codes(&r), (Some(500), Some(501)), "{:?}", r.body);
+    assert_eq!(b.content("b2")?, None);
+    Ok(())
+}
+
+fn records(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("{k}\u{2}G\u{2}\u{1}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_listen_key_limit_means_the_same_on_both_protocols() -> anyhow::Result<()> {
+    let limits = Limits {
+        max_listen_keys: 3,
+        ..Limits::default()
+    };
+    let mut b = both_with(limits, HttpOptions::default(), GrpcOptions::default()).await?;
+    let poll = |b: &Both, raw: String| {
+        let req = b
+            .http
+            .post(b.url("/nacos/v1/cs/configs/listener"))
+            .form(&[("Listening-Configs", raw)]);
+        async move {
+            let r = req.send().await?;
+            anyhow::Ok((r.status().as_u16(), r.text().await?))
+        }
+    };
+    const OVER: &str = "too many listening configs, over 3";
+
+    // HTTP: a poll is one listener; its distinct keys count (a repeated key once).
+    let (s, body) = poll(&b, records(&["a", "b", "c", "d"])).await?;
+    assert_eq!(s, 400);
+    assert!(body.contains(OVER), "{body}");
+    let (s, body) = poll(&b, records(&["a", "b", "c", "a"])).await?;
+    assert_eq!(s, 200, "{body}");
+
+    // gRPC: a connection is one listener, over all its listen requests.
+    let ctx = |d: &str| (d.to_string(), "G", "", "");
+    let four: Vec<_> = ["a", "b", "c", "d"].iter().map(|d| ctx(d)).collect();
+    let four: Vec<(&str, &str, &str, &str)> = four
+        .iter()
+        .map(|(d, g, t, m)| (d.as_str(), *g, *t, *m))
+        .collect();
+    let r = b.grpc.listen(&four, true).await?;
+    assert_eq!(codes(&r), (Some(500), Some(400)), "{:?}", r.body);
+    assert!(
+        r.str("message").is_some_and(|m| m.contains(OVER)),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(b.server.stats.snapshot().listened_keys, 0, "all or nothing");
+
+    let r = b.grpc.listen(&four[..2], true).await?;
+    assert_eq!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+    let r = b.grpc.listen(&four[2..], true).await?;
+    assert_eq!(codes(&r), (Some(500), Some(400)), "{:?}", r.body);
+    assert!(
+        r.str("message").is_some_and(|m| m.contains(OVER)),
+        "{:?}",
+        r.body
+    );
+    // Listening again to keys already held is not over the limit.
+    let r = b.grpc.listen(&[four[0], four[1], four[2]], true).await?;
+    assert_eq!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+    assert_eq!(b.server.stats.snapshot().listened_keys, 3);
+    Ok(())
+}
+
+/// An HTTP request case: name, method, path, parameters.
+type Case<'a> = (&'a str, reqwest::Method, &'a str, Vec<(&'a str, &'a str)>);
+
+/// Every kind of operation over HTTP v1, v2 and gRPC answers "not ready" (503 / 300).
+async fn assert_not_ready_everywhere(b: &mut Both, when: &str) -> anyhow::Result<()> {
+    use reqwest::Method;
+    let key = [("dataId", "r"), ("group", "G")];
+    let cases: Vec<Case> = vec![
+        ("v1 get", Method::GET, V1, key.to_vec()),
+        (
+            "v1 beta query",
+            Method::GET,
+            V1,
+            [&key[..], &[("beta", "true")]].concat(),
+        ),
+        (
+            "v1 search",
+            Method::GET,
+            V1,
+            vec![("search", "blur"), ("dataId", "*")],
+        ),
+        (
+            "v1 publish",
+            Method::POST,
+            V1,
+            [&key[..], &[("content", "c")]].concat(),
+        ),
+        ("v1 delete", Method::DELETE, V1, key.to_vec()),
+        (
+            "v1 delete ids",
+            Method::DELETE,
+            V1,
+            vec![("delType", "ids"), ("ids", "1")],
+        ),
+        (
+            "v1 stop beta",
+            Method::DELETE,
+            V1,
+            [&key[..], &[("beta", "true")]].concat(),
+        ),
+        ("v2 get", Method::GET, V2, key.to_vec()),
+        (
+            "v2 publish",
+            Method::POST,
+            V2,
+            [&key[..], &[("content", "c")]].concat(),
+        ),
+        ("v2 delete", Method::DELETE, V2, key.to_vec()),
+        (
+            "long poll",
+            Method::POST,
+            "/nacos/v1/cs/configs/listener",
+            vec![("Listening-Configs", "r\u{2}G\u{2}\u{1}")],
+        ),
+        (
+            "listeners of a key",
+            Method::GET,
+            "/nacos/v1/cs/configs/listener",
+            key.to_vec(),
+        ),
+        (
+            "keys of an ip",
+            Method::GET,
+            "/nacos/v1/cs/listener",
+            vec![("ip", "127.0.0.1")],
+        ),
+        ("history", Method::GET, "/nacos/v1/cs/history", key.to_vec()),
+        (
+            "history entry",
+            Method::GET,
+            "/nacos/v1/cs/history",
+            [&key[..], &[("nid", "1")]].concat(),
+        ),
+        (
+            "history previous",
+            Method::GET,
+            "/nacos/v1/cs/history/previous",
+            [&key[..], &[("id", "1")]].concat(),
+        ),
+        (
+            "namespace configs",
+            Method::GET,
+            "/nacos/v1/cs/history/configs",
+            vec![("tenant", "")],
+        ),
+        (
+            "namespaces",
+            Method::GET,
+            "/nacos/v1/console/namespaces",
+            vec![],
+        ),
+        (
+            "namespace",
+            Method::GET,
+            "/nacos/v1/console/namespaces",
+            vec![("show", "all"), ("namespaceId", "dev")],
+        ),
+        (
+            "namespace exists",
+            Method::GET,
+            "/nacos/v1/console/namespaces",
+            vec![
+                ("checkNamespaceIdExist", "true"),
+                ("customNamespaceId", "dev"),
+            ],
+        ),
+        (
+            "create namespace",
+            Method::POST,
+            "/nacos/v1/console/namespaces",
+            vec![("customNamespaceId", "n1"), ("namespaceName", "n")],
+        ),
+        (
+            "update namespace",
+            Method::PUT,
+            "/nacos/v1/console/namespaces",
+            vec![("namespace", "n1"), ("namespaceShowName", "m")],
+        ),
+        (
+            "delete namespace",
+            Method::DELETE,
+            "/nacos/v1/console/namespaces",
+            vec![("namespaceId", "n1")],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (name, method, path, form) in cases {
+        let (status, body) = b.send(method, path, &form, &[]).await?;
+        if status != 503 {
+            wrong.push(format!("{when}: {name}: {status} {body}"));
+        }
+    }
+    for (name, type_name, body) in [
+        (
+            "grpc query",
+            "ConfigQueryRequest",
+            json!({"dataId": "r", "group": "G"}),
+        ),
+        (
+            "grpc publish",
+            "ConfigPublishRequest",
+            json!({"dataId": "r", "group": "G", "content": "c"}),
+        ),
+        (
+            "grpc remove",
+            "ConfigRemoveRequest",
+            json!({"dataId": "r", "group": "G"}),
+        ),
+        (
+            "grpc listen",
+            "ConfigBatchListenRequest",
+            json!({"listen": true, "configListenContexts": [{"dataId": "r", "group": "G", "md5": ""}]}),
+        ),
+    ] {
+        let r = b.grpc.call(type_name, body).await?;
+        if r.int("errorCode") != Some(300) {
+            wrong.push(format!("{when}: {name}: {:?}", r.body));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "answered although not ready:\n{}",
+        wrong.join("\n")
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_operation_kind_waits_for_the_cache_and_stops_at_shutdown() -> anyhow::Result<()> {
+    // While loading (the service was never loaded). The gRPC client cannot register yet,
+    // so it is set up on a loaded twin and pointed at nothing here: only HTTP is checked
+    // while loading, and both protocols during shutdown.
+    let loading = TestServer::start_unloaded(GrpcOptions::default()).await?;
+    let (base, _stop) = loading.start_http(HttpOptions::default()).await?;
+    let http = reqwest::Client::builder().timeout(SOON).build()?;
+    for (path, query) in [
+        (
+            "/nacos/v1/cs/history",
+            vec![("dataId", "r"), ("group", "G")],
+        ),
+        ("/nacos/v1/console/namespaces", vec![]),
+        (
+            "/nacos/v1/cs/configs",
+            vec![("dataId", "r"), ("group", "G")],
+        ),
+    ] {
+        let r = http
+            .get(format!("{base}{path}"))
+            .query(&query)
+            .send()
+            .await?;
+        assert_eq!(r.status().as_u16(), 503, "{path} while loading");
+    }
+
+    let mut b = both().await?;
+    b.server.publish("", "G", "r", "v").await?;
+    // Ready: the same requests are served.
+    let (s, _) = b.get("/nacos/v1/console/namespaces", &[]).await?;
+    assert_eq!(s, 200);
+    b.server.service.begin_shutdown();
+    assert_not_ready_everywhere(&mut b, "during shutdown").await?;
+
+    // The service refuses its operations directly, too (what the console will call).
+    let svc = &b.server.service;
+    let caller = Caller::internal();
+    let key = ConfigKey::parse(None, "G", "r")?;
+    let page = PageRequest {
+        page_no: 1,
+        page_size: 10,
+    };
+    assert!(svc.history(&caller, &key, page).await.is_err());
+    assert!(svc.namespaces(&caller).await.is_err());
+    assert!(svc
+        .create_namespace(&caller, Some("x"), "x", "")
+        .await
+        .is_err());
+    assert!(svc.watch(&caller).is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn forwarded_headers_count_only_from_a_trusted_proxy() -> anyhow::Result<()> {
+    let spoof = [
+        ("X-Real-IP", "7.7.7.7"),
+        ("X-Forwarded-For", "6.6.6.6, 5.5.5.5"),
+    ];
+    let publish_and_ip = |b: &Both, d: &'static str| {
+        let b_url = b.url(V1);
+        let http = b.http.clone();
+        async move {
+            let mut req =
+                http.post(&b_url)
+                    .form(&[("dataId", d), ("group", "G"), ("content", "c")]);
+            for (k, v) in spoof {
+                req = req.header(k, v);
+            }
+            anyhow::ensure!(req.send().await?.status().is_success());
+            let r = http
+                .get(&b_url)
+                .query(&[("dataId", d), ("group", "G"), ("show", "all")])
+                .send()
+                .await?;
+            let v: Value = r.json().await?;
+            anyhow::Ok(v["createIp"].as_str().unwrap_or_default().to_string())
+        }
+    };
+
+    // Not trusted (the default): the socket address, whatever the headers say.
+    let b = both().await?;
+    assert_eq!(publish_and_ip(&b, "untrusted").await?, "127.0.0.1");
+    // A held poll from the same client is listed under its socket address only.
+    let poll = {
+        let mut req = b
+            .http
+            .post(b.url("/nacos/v1/cs/configs/listener"))
+            .header("Long-Pulling-Timeout", "30000")
+            .form(&[("Listening-Configs", records(&["held"]))]);
+        for (k, v) in spoof {
+            req = req.header(k, v);
+        }
+        tokio::spawn(req.send())
+    };
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let (_, body) = b
+            .get("/nacos/v1/cs/listener", &[("ip", "127.0.0.1")])
+            .await?;
+        if body.contains("held+G") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the poll never showed: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, body) = b.get("/nacos/v1/cs/listener", &[("ip", "7.7.7.7")]).await?;
+    assert!(!body.contains("held"), "a forged IP was believed: {body}");
+    poll.abort();
+
+    // Trusted: the proxy's header names the client.
+    let trusted = HttpOptions {
+        trusted_proxies: TrustedProxies::parse_list("127.0.0.0/8")?,
+        ..HttpOptions::default()
+    };
+    let b = both_with(Limits::default(), trusted, GrpcOptions::default()).await?;
+    assert_eq!(publish_and_ip(&b, "trusted").await?, "7.7.7.7");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_reported_grpc_client_ip_counts_only_when_it_is_true_or_trusted() -> anyhow::Result<()> {
+    async fn src_ip_of(server: &TestServer, reported: &str, d: &str) -> anyhow::Result<String> {
+        let mut c = server.raw().await?;
+        c.setup(reported).await?;
+        let r = c
+            .call(
+                "ConfigPublishRequest",
+                json!({"dataId": d, "group": "G", "content": "c"}),
+            )
+            .await?;
+        anyhow::ensure!(codes(&r) == (Some(200), Some(0)), "{:?}", r.body);
+        let key = ConfigKey::parse(None, "G", d)?;
+        let stored = server
+            .service
+            .get(&Caller::internal(), &key, None)?
+            .ok_or_else(|| anyhow::anyhow!("not stored"))?;
+        Ok(stored.config.source.src_ip.clone())
+    }
+    let plain = TestServer::start(GrpcOptions::default()).await?;
+    assert_eq!(src_ip_of(&plain, "10.1.1.1", "forged").await?, "127.0.0.1");
+    assert_eq!(src_ip_of(&plain, "127.0.0.1", "true").await?, "127.0.0.1");
+    assert_eq!(src_ip_of(&plain, "", "none").await?, "127.0.0.1");
+
+    let behind_proxy = TestServer::start(GrpcOptions {
+        trusted_proxies: TrustedProxies::parse_list("127.0.0.1")?,
+        ..GrpcOptions::default()
+    })
+    .await?;
+    assert_eq!(
+        src_ip_of(&behind_proxy, "10.1.1.1", "relayed").await?,
+        "10.1.1.1"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn namespace_ids_follow_the_tenant_rules() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let mut b = both().await?;
+    const NS: &str = "/nacos/v1/console/namespaces";
+    // An id a client may publish into can be created, and its configs are counted.
+    let (s, body) = b
+        .send(
+            Method::POST,
+            NS,
+            &[("customNamespaceId", "team.a:1"), ("namespaceName", "A")],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 200, "{body}");
+    let r = b
+        .grpc
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "d", "group": "G", "tenant": "team.a:1", "content": "c"}),
+        )
+        .await?;
+    assert_eq!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+    let (s, body) = b
+        .get(NS, &[("show", "all"), ("namespaceId", "team.a:1")])
+        .await?;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body)?["configCount"],
+        json!(1)
+    );
+
+    // Words that mean the default namespace cannot name a custom one.
+    for reserved in ["null", "public"] {
+        let (s, body) = b
+            .send(
+                Method::POST,
+                NS,
+                &[("customNamespaceId", reserved), ("namespaceName", "x")],
+                &[],
+            )
+            .await?;
+        assert_eq!(s, 400, "{reserved}: {body}");
+    }
+    // What no tenant may be, no namespace id may be — on every protocol.
+    let (s, _) = b
+        .send(
+            Method::POST,
+            NS,
+            &[("customNamespaceId", "a b"), ("namespaceName", "x")],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 400);
+    let (s, _) = b
+        .send(
+            Method::POST,
+            V1,
+            &[
+                ("dataId", "d"),
+                ("group", "G"),
+                ("tenant", "a b"),
+                ("content", "c"),
+            ],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 400);
+    let (s, _) = b
+        .send(
+            Method::POST,
+            V2,
+            &[
+                ("dataId", "d"),
+                ("group", "G"),
+                ("namespaceId", "a b"),
+                ("content", "c"),
+            ],
+            &[],
+        )
+        .await?;
+    assert_eq!(s, 400);
+    let r = b
+        .grpc
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "d", "group": "G", "tenant": "a b", "content": "c"}),
+        )
+        .await?;
+    assert_eq!(codes(&r), (Some(500), Some(400)), "{:?}", r.body);
+    Ok(())
+}
