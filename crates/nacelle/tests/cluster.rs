@@ -600,6 +600,16 @@ async fn database_outage(kind: DbKind) -> TestResult {
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("database"), "{body}");
     assert_eq!(get(&http, &node, "before").await?.as_deref(), Some("kept"));
+    // Whether a namespace exists is not known while the database is away: an error, never
+    // a "no" that a console would act on.
+    let resp = http
+        .get(node.url("/nacos/v1/console/namespaces"))
+        .query(&[("checkNamespaceIdExist", "true"), ("customNamespaceId", "dev")])
+        .send()
+        .await?;
+    let status = resp.status().as_u16();
+    let body = resp.text().await?;
+    assert_eq!(status, 503, "namespace check during the outage: {body}");
 
     proxy.restore();
     // Full recovery without a restart.
