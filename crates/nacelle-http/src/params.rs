@@ -127,6 +127,10 @@ pub(crate) fn client_ip(
     trusted: &TrustedProxies,
 ) -> Option<IpAddr> {
     let peer = peer?.ip();
+    if trusted.is_empty() {
+        // The common case: no proxy is trusted, so the headers are not even read.
+        return Some(peer.to_canonical());
+    }
     Some(trusted.resolve(peer, forwarded_ip(headers)))
 }
 
