@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use crate::error::CoreError;
-use crate::key::{tag_of, ConfigKey, ConfigType};
+use crate::key::{tag_of, ConfigKey, ConfigType, NamespaceId};
 
 /// Optional descriptive fields of a config, stored beside its content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,8 +154,8 @@ pub struct ChangeRecord {
 /// A namespace (`tenant_info` row, or the built-in default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {
-    /// Namespace id; `""` for the default namespace.
-    pub id: String,
+    /// Namespace id; the default namespace for the built-in one.
+    pub id: NamespaceId,
     pub name: String,
     pub desc: String,
 }

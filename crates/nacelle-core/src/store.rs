@@ -15,7 +15,7 @@
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::key::ConfigKey;
+use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
     ChangeRecord, HistoryEntry, Namespace, OpSource, Page, PageRequest, PublishRecord, StoredConfig,
 };
@@ -77,7 +77,7 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError>;
 
     /// Deletes a namespace; returns whether it existed.
-    async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError>;
+    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError>;
 
     /// The change log: history rows with `nid > after_nid`, in `nid` order, at most `limit`.
     ///

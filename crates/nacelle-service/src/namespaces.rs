@@ -33,7 +33,7 @@ impl ConfigService {
         }
         let mut out = vec![NamespaceInfo {
             namespace: Namespace {
-                id: String::new(),
+                id: NamespaceId::default_namespace(),
                 name: DEFAULT_NAMESPACE_NAME.to_string(),
                 desc: DEFAULT_NAMESPACE_DESC.to_string(),
             },
@@ -41,7 +41,7 @@ impl ConfigService {
             kind: 0,
         }];
         for ns in stored {
-            let config_count = counts.get(&ns.id).copied().unwrap_or(0);
+            let config_count = counts.get(ns.id.as_str()).copied().unwrap_or(0);
             out.push(NamespaceInfo {
                 namespace: ns,
                 config_count,
@@ -57,7 +57,7 @@ impl ConfigService {
         self.namespaces(caller)
             .await?
             .into_iter()
-            .find(|n| n.namespace.id == id.as_str())
+            .find(|n| n.namespace.id == id)
             .ok_or_else(|| CoreError::NotFound(format!("namespace `{id}` does not exist")))
     }
 
@@ -91,7 +91,7 @@ impl ConfigService {
         let name = check_namespace_name(name)?;
         check_namespace_desc(desc)?;
         let ns = Namespace {
-            id: id.as_str().to_string(),
+            id: id.clone(),
             name: name.to_string(),
             desc: desc.to_string(),
         };
@@ -117,7 +117,7 @@ impl ConfigService {
         let name = check_namespace_name(name)?;
         check_namespace_desc(desc)?;
         let ns = Namespace {
-            id: id.as_str().to_string(),
+            id,
             name: name.to_string(),
             desc: desc.to_string(),
         };
@@ -137,7 +137,7 @@ impl ConfigService {
             ));
         }
         let id = custom_id(id)?;
-        Ok(self.inner.store.delete_namespace(id.as_str()).await?)
+        Ok(self.inner.store.delete_namespace(&id).await?)
     }
 }
 

@@ -153,7 +153,7 @@ impl Server for Postgres {
 
     fn refuse_namespace(ns: &Namespace) -> Result<(), StoreError> {
         refuse_nul(&[
-            ("namespaceId", &ns.id),
+            ("namespaceId", ns.id.as_str()),
             ("namespaceName", &ns.name),
             ("namespaceDesc", &ns.desc),
         ])

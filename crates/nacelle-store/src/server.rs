@@ -282,10 +282,10 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         timed(self.op_timeout, write).await
     }
 
-    async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_namespace(&self, id: &nacelle_core::NamespaceId) -> Result<bool, StoreError> {
         timed(
             self.op_timeout,
-            sql::delete_namespace(&self.pool, &self.queries, id),
+            sql::delete_namespace(&self.pool, &self.queries, id.as_str()),
         )
         .await
     }

@@ -255,7 +255,7 @@ pub(crate) async fn list_namespaces<DB: Exec>(
     rows.iter()
         .map(|r| {
             Ok(Namespace {
-                id: DB::text(r, "tenant_id")?,
+                id: nacelle_core::NamespaceId::from_trusted(&DB::text(r, "tenant_id")?),
                 name: DB::text(r, "tenant_name")?,
                 desc: DB::text(r, "tenant_desc")?,
             })
@@ -271,7 +271,7 @@ pub(crate) async fn create_namespace<DB: Exec>(
     now_ms: i64,
 ) -> Result<(), StoreError> {
     let args = [
-        Arg::Text(&ns.id),
+        Arg::Text(ns.id.as_str()),
         Arg::Text(&ns.name),
         Arg::Text(&ns.desc),
         Arg::Int(now_ms),
@@ -292,7 +292,7 @@ pub(crate) async fn update_namespace<DB: Exec>(
 ) -> Result<(), StoreError> {
     let absent = || StoreError::NotFound(format!("namespace `{}`", ns.id));
     if !DB::UPDATE_COUNTS_MATCHED_ROWS
-        && count(pool, &q.namespace_exists, &[Arg::Text(&ns.id)]).await? == 0
+        && count(pool, &q.namespace_exists, &[Arg::Text(ns.id.as_str())]).await? == 0
     {
         return Err(absent());
     }
@@ -300,7 +300,7 @@ pub(crate) async fn update_namespace<DB: Exec>(
         Arg::Text(&ns.name),
         Arg::Text(&ns.desc),
         Arg::Int(now_ms),
-        Arg::Text(&ns.id),
+        Arg::Text(ns.id.as_str()),
     ];
     let done = DB::run(&mut *conn(pool).await?, &q.update_namespace, &args)
         .await

@@ -185,8 +185,8 @@ impl ConfigStore for SqliteStore {
         sql::update_namespace(&self.writer, &self.queries, ns, now_ms).await
     }
 
-    async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError> {
-        sql::delete_namespace(&self.writer, &self.queries, id).await
+    async fn delete_namespace(&self, id: &nacelle_core::NamespaceId) -> Result<bool, StoreError> {
+        sql::delete_namespace(&self.writer, &self.queries, id.as_str()).await
     }
 
     async fn changes_since(
@@ -288,7 +288,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let store = SqliteStore::open_path(&dir.path().join("db.sqlite")).await?;
         let ns = Namespace {
-            id: "dev".into(),
+            id: nacelle_core::NamespaceId::from_trusted("dev"),
             name: "Dev".into(),
             desc: "d".into(),
         };
@@ -307,8 +307,16 @@ mod tests {
             )
             .await?;
         assert_eq!(store.list_namespaces().await?[0].name, "Dev2");
-        assert!(store.delete_namespace("dev").await?);
-        assert!(!store.delete_namespace("dev").await?);
+        assert!(
+            store
+                .delete_namespace(&nacelle_core::NamespaceId::from_trusted("dev"))
+                .await?
+        );
+        assert!(
+            !store
+                .delete_namespace(&nacelle_core::NamespaceId::from_trusted("dev"))
+                .await?
+        );
         Ok(())
     }
 

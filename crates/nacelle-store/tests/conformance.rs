@@ -403,7 +403,7 @@ async fn nul_characters(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
         r
     };
     let ns = Namespace {
-        id: "nul".into(),
+        id: nacelle_core::NamespaceId::from_trusted("nul"),
         name: "n\0".into(),
         desc: String::new(),
     };
@@ -551,12 +551,12 @@ async fn history_paging_and_previous(store: Arc<dyn ConfigStore>, _b: Backend) -
 async fn namespaces(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
     assert!(store.list_namespaces().await?.is_empty());
     let dev = Namespace {
-        id: "dev".into(),
+        id: nacelle_core::NamespaceId::from_trusted("dev"),
         name: "Development".into(),
         desc: "for developers".into(),
     };
     let test = Namespace {
-        id: "test-ns_1".into(),
+        id: nacelle_core::NamespaceId::from_trusted("test-ns_1"),
         name: "测试".into(),
         desc: String::new(),
     };
@@ -581,7 +581,7 @@ async fn namespaces(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
     store.update_namespace(&renamed, T0 + 2).await?;
     assert_eq!(store.list_namespaces().await?[0], renamed);
     let ghost = Namespace {
-        id: "ghost".into(),
+        id: nacelle_core::NamespaceId::from_trusted("ghost"),
         ..renamed.clone()
     };
     assert!(matches!(
@@ -589,8 +589,16 @@ async fn namespaces(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
         Err(StoreError::NotFound(_))
     ));
 
-    assert!(store.delete_namespace("dev").await?);
-    assert!(!store.delete_namespace("dev").await?);
+    assert!(
+        store
+            .delete_namespace(&nacelle_core::NamespaceId::from_trusted("dev"))
+            .await?
+    );
+    assert!(
+        !store
+            .delete_namespace(&nacelle_core::NamespaceId::from_trusted("dev"))
+            .await?
+    );
     assert_eq!(store.list_namespaces().await?, vec![test]);
     Ok(())
 }

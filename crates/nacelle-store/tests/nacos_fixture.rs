@@ -288,7 +288,7 @@ async fn serves_rows_written_by_nacos() -> TestResult {
     assert_eq!(
         store.list_namespaces().await?,
         vec![Namespace {
-            id: "dev".into(),
+            id: nacelle_core::NamespaceId::from_trusted("dev"),
             name: "Development".into(),
             desc: "dev env".into()
         }]
@@ -487,7 +487,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
     store
         .create_namespace(
             &Namespace {
-                id: "test".into(),
+                id: nacelle_core::NamespaceId::from_trusted("test"),
                 name: "Test".into(),
                 desc: "qa".into(),
             },

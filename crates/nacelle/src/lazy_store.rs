@@ -86,7 +86,7 @@ impl ConfigStore for LazyStore {
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
         self.get_store()?.update_namespace(ns, now_ms).await
     }
-    async fn delete_namespace(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_namespace(&self, id: &nacelle_core::NamespaceId) -> Result<bool, StoreError> {
         self.get_store()?.delete_namespace(id).await
     }
     async fn changes_since(

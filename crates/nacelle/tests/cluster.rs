@@ -604,7 +604,10 @@ async fn database_outage(kind: DbKind) -> TestResult {
     // a "no" that a console would act on.
     let resp = http
         .get(node.url("/nacos/v1/console/namespaces"))
-        .query(&[("checkNamespaceIdExist", "true"), ("customNamespaceId", "dev")])
+        .query(&[
+            ("checkNamespaceIdExist", "true"),
+            ("customNamespaceId", "dev"),
+        ])
         .send()
         .await?;
     let status = resp.status().as_u16();

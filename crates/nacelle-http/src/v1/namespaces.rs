@@ -27,7 +27,7 @@ struct NamespaceJson<'a> {
 impl<'a> NamespaceJson<'a> {
     fn of(n: &'a NamespaceInfo) -> Self {
         NamespaceJson {
-            namespace: &n.namespace.id,
+            namespace: n.namespace.id.as_str(),
             namespace_show_name: &n.namespace.name,
             namespace_desc: &n.namespace.desc,
             quota: DEFAULT_QUOTA,
