@@ -201,6 +201,9 @@ impl Membership {
         if !self.explicit.is_empty() {
             return false;
         }
+        // An unreadable time counts as "no file": the change is still seen, and the re-read
+        // that follows reports why the file cannot be read (or, when it is gone, shrinks
+        // the cluster to this node as a missing cluster.conf does at start).
         let mtime = std::fs::metadata(&self.conf_file)
             .and_then(|m| m.modified())
             .ok();
