@@ -194,7 +194,7 @@ impl Notifier {
                 continue;
             }
             let q = Arc::new(MemberQueue {
-                grpc: self.grpc_client(&addr),
+                grpc: self.grpc_client(addr),
                 grpc_paused_until: Mutex::new(None),
                 address: addr.clone(),
                 pending: Mutex::new(HashMap::new()),
