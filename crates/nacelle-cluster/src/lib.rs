@@ -1,18 +1,21 @@
 //! Cluster of Nacelle nodes sharing one database.
 //!
 //! # Layout
+//! - `address`: parsing a member's `host:port` ([`parse_member`]), below both of the next.
 //! - [`members`]: the member list (`--members` or `cluster.conf`, re-read when it changes),
-//!   recognising this node in it, periodic health checks.
+//!   recognising this node in it, periodic health checks; it publishes the other members
+//!   on a `watch` channel.
 //! - [`notify`]: after a local commit, tell every other member which key changed — over
 //!   gRPC on its cluster port (`ConfigChangeClusterSyncRequest`, HTTP port + 1001), else
 //!   over HTTP (`dataChange`) — merging repeated changes of a key and retrying failures
-//!   with backoff (500 ms + n² s, n ≤ 6).
+//!   with backoff (500 ms + n² s, n ≤ 6). It follows the published member list.
 //!
 //! A member never trusts a notification's content: it reloads the key from the database.
 //! Notifications only make convergence fast; every node also follows the database's
 //! history (see `ConfigService::follow_changes`), so a lost one is caught up within the
 //! follow interval.
 
+mod address;
 pub mod members;
 pub mod notify;
 
@@ -23,8 +26,10 @@ use std::time::Duration;
 
 use nacelle_service::{ConfigService, MemberInfo, MembershipView};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-pub use members::{parse_member, Membership};
+pub use address::parse_member;
+pub use members::Membership;
 pub use notify::Notifier;
 
 /// The header that carries the cluster secret on calls between members.
@@ -65,6 +70,8 @@ pub enum ClusterError {
     },
     #[error("building the HTTP client for member calls: {0}")]
     Client(String),
+    #[error("the cluster module is already installed on this config service")]
+    AlreadyStarted,
 }
 
 /// The running cluster module: membership plus notifier.
@@ -76,11 +83,13 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts membership tracking and the notifier, and hooks both into `service`
-    /// (commit observer and membership view). Tasks stop when `shutdown` is cancelled.
+    /// (commit observer and membership view). Every task runs on `tasks` and stops when
+    /// `shutdown` is cancelled, so the caller can wait for them.
     pub fn start(
         service: &ConfigService,
         opts: ClusterOptions,
         shutdown: CancellationToken,
+        tasks: &TaskTracker,
     ) -> Result<Self, ClusterError> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(2))
@@ -91,16 +100,21 @@ impl Cluster {
         let notifier = Notifier::new(
             client,
             opts.secret.clone(),
-            membership.clone(),
+            membership.subscribe_peers(),
             shutdown.clone(),
+            tasks.clone(),
         );
-        membership.spawn_health_checks(opts.health_interval, notifier.clone(), shutdown);
-        notifier.sync_members();
-        service.set_commit_observer(notifier.clone());
-        service.set_membership(Arc::new(MembersWithCounts {
+        if !service.set_commit_observer(notifier.clone()) {
+            return Err(ClusterError::AlreadyStarted);
+        }
+        if !service.set_membership(Arc::new(MembersWithCounts {
             membership: membership.clone(),
             notifier: notifier.clone(),
-        }));
+        })) {
+            return Err(ClusterError::AlreadyStarted);
+        }
+        notifier.follow_members();
+        membership.spawn_health_checks(opts.health_interval, shutdown, tasks);
         Ok(Cluster {
             membership,
             notifier,
@@ -130,6 +144,51 @@ impl MembershipView for MembersWithCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The notifier follows the member list: a queue for each peer the list publishes,
+    /// none for a removed one, and every task gone after shutdown.
+    #[tokio::test]
+    async fn the_notifier_follows_published_members() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let conf = dir.path().join("cluster.conf");
+        std::fs::write(&conf, "127.0.0.1:18201\n127.0.0.1:18202\n")?;
+        let opts = ClusterOptions {
+            members: vec![],
+            conf_file: conf.clone(),
+            self_addr: "127.0.0.1:18201".parse()?,
+            secret: "0123456789abcdef".into(),
+            health_interval: Duration::from_secs(60),
+        };
+        let membership = Membership::new(&opts, reqwest::Client::new())?;
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let notifier = Notifier::new(
+            reqwest::Client::new(),
+            opts.secret.clone(),
+            membership.subscribe_peers(),
+            shutdown.clone(),
+            tasks.clone(),
+        );
+        notifier.follow_members();
+        assert!(notifier.member_counts("127.0.0.1:18202").is_some());
+        std::fs::write(&conf, "127.0.0.1:18201\n127.0.0.1:18203\n")?;
+        assert!(membership.reload()?);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while notifier.member_counts("127.0.0.1:18203").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "new member never followed"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(notifier.member_counts("127.0.0.1:18202").is_none());
+        assert_eq!(tasks.len(), 2, "the follower and one member queue");
+        shutdown.cancel();
+        tasks.close();
+        tokio::time::timeout(Duration::from_secs(5), tasks.wait()).await?;
+        assert!(tasks.is_empty());
+        Ok(())
+    }
 
     #[test]
     fn cluster_port_is_http_port_plus_1001() {

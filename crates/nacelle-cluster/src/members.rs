@@ -1,6 +1,10 @@
 //! The member list: from `--members` or `cluster.conf` (Nacos's format: one `ip:port` per
 //! line, `#` starts a comment), re-read when the file changes; this node recognised by
 //! its port and a local address; periodic health checks of the others.
+//!
+//! The list of the other members is published on a `watch` channel
+//! ([`Membership::subscribe_peers`]); whoever needs to act on a change (the notifier)
+//! follows it, so this file knows nothing of them.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -10,29 +14,15 @@ use std::time::{Duration, SystemTime};
 use nacelle_core::now_millis;
 use nacelle_service::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 use parking_lot::{Mutex, RwLock};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::notify::Notifier;
+use crate::address::parse_member;
 use crate::{ClusterError, ClusterOptions};
 
 /// Failed checks after which a member is `DOWN` (before: `SUSPICIOUS`).
 const DOWN_AFTER: u32 = 3;
-
-/// Parses `host:port` (IPv6 as `[addr]:port`).
-pub fn parse_member(s: &str) -> Result<(String, u16), ClusterError> {
-    let s = s.trim();
-    let (host, port) = s
-        .rsplit_once(':')
-        .ok_or_else(|| ClusterError::InvalidMember(s.to_string()))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port: u16 = port
-        .parse()
-        .map_err(|_| ClusterError::InvalidMember(s.to_string()))?;
-    if host.is_empty() || port == 0 {
-        return Err(ClusterError::InvalidMember(s.to_string()));
-    }
-    Ok((host.to_string(), port))
-}
 
 /// Parses the text of a `cluster.conf`.
 pub fn parse_conf(text: &str) -> Result<Vec<(String, u16)>, ClusterError> {
@@ -70,6 +60,8 @@ pub struct Membership {
     client: reqwest::Client,
     entries: RwLock<Vec<Entry>>,
     conf_mtime: Mutex<Option<SystemTime>>,
+    /// The other members' addresses, republished whenever the set changes.
+    peers: watch::Sender<Vec<String>>,
 }
 
 impl Membership {
@@ -84,6 +76,7 @@ impl Membership {
             client,
             entries: RwLock::new(Vec::new()),
             conf_mtime: Mutex::new(None),
+            peers: watch::Sender::new(Vec::new()),
         });
         m.reload()?;
         Ok(m)
@@ -176,8 +169,14 @@ impl Membership {
         *self.entries.write() = next;
         if changed {
             tracing::info!(members = ?self.addresses(), "cluster members");
+            self.peers.send_replace(self.peers());
         }
         Ok(changed)
+    }
+
+    /// The other members' addresses now and after every change of the member list.
+    pub fn subscribe_peers(&self) -> watch::Receiver<Vec<String>> {
+        self.peers.subscribe()
     }
 
     /// Addresses (`host:port`) of the other members.
@@ -202,6 +201,9 @@ impl Membership {
         if !self.explicit.is_empty() {
             return false;
         }
+        // An unreadable time counts as "no file": the change is still seen, and the re-read
+        // that follows reports why the file cannot be read (or, when it is gone, shrinks
+        // the cluster to this node as a missing cluster.conf does at start).
         let mtime = std::fs::metadata(&self.conf_file)
             .and_then(|m| m.modified())
             .ok();
@@ -256,25 +258,29 @@ impl Membership {
         }
     }
 
-    /// Health checks and `cluster.conf` re-reads every `interval` until `shutdown`.
+    /// Health checks and `cluster.conf` re-reads every `interval` until `shutdown`, on
+    /// `tasks`. A check in progress is abandoned at shutdown (it only updates what this
+    /// node shows about the others).
     pub(crate) fn spawn_health_checks(
         self: &Arc<Self>,
         interval: Duration,
-        notifier: Arc<Notifier>,
         shutdown: CancellationToken,
+        tasks: &TaskTracker,
     ) {
         let me = self.clone();
         self.conf_changed();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             loop {
                 if me.conf_changed() {
-                    match me.reload() {
-                        Ok(true) => notifier.sync_members(),
-                        Ok(false) => {}
-                        Err(e) => tracing::warn!(error = %e, "re-reading cluster members failed"),
+                    // A change of the member set is published by `reload` itself.
+                    if let Err(e) = me.reload() {
+                        tracing::warn!(error = %e, "re-reading cluster members failed");
                     }
                 }
-                me.check_all().await;
+                tokio::select! {
+                    _ = me.check_all() => {}
+                    _ = shutdown.cancelled() => return,
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(interval) => {}
                     _ = shutdown.cancelled() => return,
@@ -359,6 +365,11 @@ mod tests {
             health_interval: Duration::from_secs(1),
         };
         let m = Membership::new(&opts, reqwest::Client::new())?;
+        let mut peers = m.subscribe_peers();
+        assert_eq!(
+            *peers.borrow_and_update(),
+            vec!["127.0.0.1:18102".to_string()]
+        );
         assert!(m.conf_changed(), "first look records the file's time");
         assert_eq!(m.peers(), vec!["127.0.0.1:18102".to_string()]);
         assert!(!m.conf_changed());
@@ -368,13 +379,19 @@ mod tests {
         let file = std::fs::File::options().write(true).open(&conf)?;
         file.set_modified(SystemTime::now() + Duration::from_secs(1))?;
         assert!(m.conf_changed());
+        assert!(!peers.has_changed()?);
         assert!(m.reload()?, "the member set changed");
         assert_eq!(m.peers().len(), 2);
+        assert!(peers.has_changed()?, "the change is published");
+        assert_eq!(*peers.borrow_and_update(), m.peers());
         assert_eq!(m.members().len(), 3);
         // Removing a member is seen too.
         std::fs::write(&conf, "127.0.0.1:18101\n")?;
         assert!(m.reload()?);
         assert!(m.peers().is_empty());
+        assert!(peers.borrow_and_update().is_empty());
+        assert!(!m.reload()?, "nothing changed");
+        assert!(!peers.has_changed()?, "and nothing is published");
         Ok(())
     }
 }

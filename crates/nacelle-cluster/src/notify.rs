@@ -7,6 +7,10 @@
 //! that fails as the HTTP `dataChange` call. After a gRPC failure at the transport level
 //! the member is sent HTTP directly for [`GRPC_PAUSE`], so a member whose cluster port is
 //! unreachable costs one failed connection attempt per pause, not one per key.
+//!
+//! The notifier follows the member list's published peers (a `watch` channel, see
+//! [`crate::members::Membership::subscribe_peers`]): a queue starts for each new peer and
+//! stops for each removed one.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,10 +22,11 @@ use nacelle_core::{now_millis, ConfigKey};
 use nacelle_grpc::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 use nacelle_service::{CommitObserver, NotifyCounts};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::members::{parse_member, Membership};
+use crate::address::parse_member;
 use crate::{cluster_grpc_port, SECRET_HEADER};
 
 /// How long a member is notified over HTTP only after a gRPC call to it failed.
@@ -69,8 +74,11 @@ enum Delivered {
 pub struct Notifier {
     client: reqwest::Client,
     secret: String,
-    membership: Arc<Membership>,
+    /// The other members' addresses, as the member list publishes them.
+    peers: watch::Receiver<Vec<String>>,
     shutdown: CancellationToken,
+    /// Where the member queues run, so shutdown can wait for them.
+    tasks: TaskTracker,
     queues: Mutex<HashMap<String, Arc<MemberQueue>>>,
     grpc_timeouts: SyncTimeouts,
     /// Notifications delivered over gRPC (`ConfigChangeClusterSyncRequest`).
@@ -96,14 +104,16 @@ impl Notifier {
     pub(crate) fn new(
         client: reqwest::Client,
         secret: String,
-        membership: Arc<Membership>,
+        peers: watch::Receiver<Vec<String>>,
         shutdown: CancellationToken,
+        tasks: TaskTracker,
     ) -> Arc<Self> {
         Arc::new(Notifier {
             client,
             secret,
-            membership,
+            peers,
             shutdown,
+            tasks,
             queues: Mutex::new(HashMap::new()),
             grpc_timeouts: SyncTimeouts::default(),
             sent_grpc: AtomicU64::new(0),
@@ -145,9 +155,32 @@ impl Notifier {
         }
     }
 
+    /// Starts the queues of the current peers, then follows the member list until
+    /// shutdown, starting a queue for every new peer and stopping those of removed ones.
+    pub(crate) fn follow_members(self: &Arc<Self>) {
+        let mut peers = self.peers.clone();
+        let current = peers.borrow_and_update().clone();
+        self.sync_members(&current);
+        let me = self.clone();
+        self.tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = peers.changed() => {
+                        if changed.is_err() {
+                            // The member list is gone: nothing will change any more.
+                            return;
+                        }
+                    }
+                    _ = me.shutdown.cancelled() => return,
+                }
+                let current = peers.borrow_and_update().clone();
+                me.sync_members(&current);
+            }
+        });
+    }
+
     /// Starts a queue for every new peer and stops those of removed ones.
-    pub fn sync_members(self: &Arc<Self>) {
-        let peers = self.membership.peers();
+    fn sync_members(self: &Arc<Self>, peers: &[String]) {
         let mut queues = self.queues.lock();
         queues.retain(|addr, q| {
             let keep = peers.contains(addr);
@@ -157,11 +190,11 @@ impl Notifier {
             keep
         });
         for addr in peers {
-            if queues.contains_key(&addr) {
+            if queues.contains_key(addr) {
                 continue;
             }
             let q = Arc::new(MemberQueue {
-                grpc: self.grpc_client(&addr),
+                grpc: self.grpc_client(addr),
                 grpc_paused_until: Mutex::new(None),
                 address: addr.clone(),
                 pending: Mutex::new(HashMap::new()),
@@ -171,9 +204,9 @@ impl Notifier {
                 via_http: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
             });
-            queues.insert(addr, q.clone());
+            queues.insert(addr.clone(), q.clone());
             let me = self.clone();
-            tokio::spawn(async move { me.run_queue(q).await });
+            self.tasks.spawn(async move { me.run_queue(q).await });
         }
     }
 
@@ -189,7 +222,13 @@ impl Notifier {
             let batch: Vec<(ConfigKey, i64)> = q.pending.lock().drain().collect();
             let mut failed_from = None;
             for (i, (key, rev)) in batch.iter().enumerate() {
-                match self.send(&q, key, *rev).await {
+                let sent = tokio::select! {
+                    sent = self.send(&q, key, *rev) => sent,
+                    // Shutdown, or the member left: a notification not sent is not a lost
+                    // change, since every member follows the database's change log.
+                    _ = q.cancel.cancelled() => return,
+                };
+                match sent {
                     Some(Delivered::Grpc) => {
                         self.sent_grpc.fetch_add(1, Ordering::Relaxed);
                         q.via_grpc.fetch_add(1, Ordering::Relaxed);

@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use nacelle_core::TrustedProxies;
+use nacelle_service::Limits;
 
 use crate::error::GrpcError;
 
 /// Limits and timings of the gRPC adapter. Every field can be changed; tests shorten the
 /// timings so that retries and probes happen within a second.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrpcOptions {
     /// Most registered connections at once. A connection over it is answered with a
     /// `ConnectResetRequest` and closed, so the client tries another server.
@@ -17,7 +18,8 @@ pub struct GrpcOptions {
     /// address, or the reported `clientIp` where [`GrpcOptions::trusted_proxies`] allows
     /// it), so one misbehaving host cannot take every slot.
     pub max_connections_per_ip: usize,
-    /// Largest inbound gRPC message in bytes; larger ones are rejected (Nacos: 10 MB).
+    /// Largest inbound gRPC message in bytes; larger ones are rejected. Default:
+    /// [`GrpcOptions::inbound_message_bytes_for`] the service's default content limit (Nacos: 10 MB).
     pub max_inbound_message_bytes: usize,
     /// Most server requests (pushes, probes) a connection may leave unanswered. A client
     /// that reaches it has stopped reading: it is disconnected rather than buffered
@@ -58,7 +60,9 @@ impl Default for GrpcOptions {
         GrpcOptions {
             max_connections: 200_000,
             max_connections_per_ip: 10_000,
-            max_inbound_message_bytes: 10 * 1024 * 1024,
+            max_inbound_message_bytes: GrpcOptions::inbound_message_bytes_for(
+                Limits::default().max_content_bytes,
+            ),
             outbound_queue: 16_384,
             push_ack_timeout: Duration::from_secs(3),
             push_retry_base: Duration::from_secs(2),
@@ -74,6 +78,22 @@ impl Default for GrpcOptions {
 }
 
 impl GrpcOptions {
+    /// Nacos's inbound gRPC message limit (10 MB). The limit never goes below it, so a
+    /// config over the content limit is refused by the service's content check, with a
+    /// clear error, rather than cut off by the transport.
+    pub const NACOS_MAX_INBOUND_MESSAGE_BYTES: usize = 10 * 1024 * 1024;
+
+    /// Room for the JSON fields and framing around a config's content in a publish request.
+    pub const MESSAGE_OVERHEAD_BYTES: usize = 64 * 1024;
+
+    /// The inbound message limit that lets a config of `max_content_bytes` be published:
+    /// content plus [`Self::MESSAGE_OVERHEAD_BYTES`], at least
+    /// [`Self::NACOS_MAX_INBOUND_MESSAGE_BYTES`].
+    pub fn inbound_message_bytes_for(max_content_bytes: usize) -> usize {
+        Self::NACOS_MAX_INBOUND_MESSAGE_BYTES
+            .max(max_content_bytes.saturating_add(Self::MESSAGE_OVERHEAD_BYTES))
+    }
+
     /// Checks that the options can work: no zero sizes, counts or intervals.
     pub fn validate(&self) -> Result<(), GrpcError> {
         let zero = |what: &str| Err(GrpcError::InvalidOptions(format!("{what} must be > 0")));
@@ -120,5 +140,19 @@ mod tests {
             ..GrpcOptions::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn inbound_limit_fits_the_largest_config() {
+        let content = Limits::default().max_content_bytes;
+        let limit = GrpcOptions::default().max_inbound_message_bytes;
+        assert!(
+            limit >= content + GrpcOptions::MESSAGE_OVERHEAD_BYTES,
+            "{limit}"
+        );
+        assert_eq!(
+            GrpcOptions::inbound_message_bytes_for(1024),
+            GrpcOptions::NACOS_MAX_INBOUND_MESSAGE_BYTES
+        );
     }
 }

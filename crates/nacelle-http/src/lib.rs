@@ -24,14 +24,15 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 use nacelle_core::TrustedProxies;
-use nacelle_service::ConfigService;
+use nacelle_service::{ConfigService, Limits};
 
 pub use server::{serve, serve_with, ServeOptions, DEFAULT_IDLE_TIMEOUT};
 
 /// Options of the HTTP adapter.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Largest request (body or URL) in bytes; larger requests get 413.
+    /// Largest request (body or URL) in bytes; larger requests get 413. Default:
+    /// [`HttpOptions::request_bytes_for`] the service's default content limit.
     pub max_request_bytes: usize,
     /// Shortest hold of a long poll. Nacos holds for max(10 s, timeout − 500 ms).
     pub long_poll_min_hold: Duration,
@@ -39,23 +40,36 @@ pub struct HttpOptions {
     pub cluster_secret: Option<String>,
     /// This node's address as shown by `/v1/core/cluster/nodes` when it runs alone.
     pub self_address: Option<std::net::SocketAddr>,
-    /// Test-only fault: accept change notifications from members but drop them, as a
-    /// network would lose them.
-    pub drop_cluster_notifications: bool,
-    /// Proxies whose `X-Real-IP` / `X-Forwarded-For` are believed; from anyone else the
-    /// caller's IP is the socket address.
+    /// Peers whose forwarded-address headers (`X-Real-IP`, `X-Forwarded-For`) are believed;
+    /// from anyone else the caller's IP is the socket address. Default: none.
     pub trusted_proxies: TrustedProxies,
+    /// Test-only fault (feature `fault-injection`): accept change notifications from
+    /// members but drop them, as a network would lose them.
+    #[cfg(feature = "fault-injection")]
+    pub drop_cluster_notifications: bool,
+}
+
+impl HttpOptions {
+    /// The request limit that lets a config of `max_content_bytes` arrive in any form a
+    /// client sends it: 3 × the content (a form or URL percent-encodes non-ASCII bytes to
+    /// three characters) plus 64 KiB for the other parameters.
+    pub fn request_bytes_for(max_content_bytes: usize) -> usize {
+        max_content_bytes
+            .saturating_mul(3)
+            .saturating_add(64 * 1024)
+    }
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
-            max_request_bytes: 32 * 1024 * 1024,
+            max_request_bytes: HttpOptions::request_bytes_for(Limits::default().max_content_bytes),
             long_poll_min_hold: Duration::from_secs(10),
             cluster_secret: None,
             self_address: None,
-            drop_cluster_notifications: false,
             trusted_proxies: TrustedProxies::none(),
+            #[cfg(feature = "fault-injection")]
+            drop_cluster_notifications: false,
         }
     }
 }

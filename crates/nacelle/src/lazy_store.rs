@@ -27,9 +27,13 @@ impl LazyStore {
         }
     }
 
-    /// Installs the opened store; later calls are ignored.
+    /// Installs the opened store. Only the first store counts: the service may already be
+    /// reading from it, so a later one is dropped (with a warning; `start` opens the
+    /// database either at once or in the background, never both, so it does not happen).
     pub fn set(&self, store: Arc<dyn ConfigStore>) {
-        let _ = self.inner.set(store);
+        if self.inner.set(store).is_err() {
+            tracing::warn!(db = %self.display, "database already connected; a second connection was dropped");
+        }
     }
 
     fn get_store(&self) -> Result<&Arc<dyn ConfigStore>, StoreError> {

@@ -7,6 +7,13 @@
 //!   precedence flag > env > file > default.
 //! - [`start`]/[`RunningServer`]: opens the store, binds listeners, loads the cache in the
 //!   background (readiness waits for it) and shuts down gracefully.
+//! - `lazy_store`: the store the service sees until the database could be opened.
+//!
+//! Every task a server spawns is either a listener's (awaited by
+//! [`RunningServer::shutdown`] after it has drained its requests) or a background task on
+//! the server's `TaskTracker` (database reconnect, cache load and change-log follower, the
+//! cluster module's member checks and notifier queues), which all watch the server's stop
+//! token and are waited for as well: once `shutdown` returns, nothing of the server runs.
 
 mod lazy_store;
 pub mod settings;
@@ -22,6 +29,7 @@ use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use settings::Settings;
 
@@ -40,7 +48,10 @@ pub struct RunningServer {
     pub cluster_grpc_addr: Option<SocketAddr>,
     service: ConfigService,
     stop: CancellationToken,
+    /// The listeners' accept loops; each ends once it has drained its requests.
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+    /// Every other task of the server; each ends when `stop` is cancelled.
+    background: TaskTracker,
 }
 
 impl RunningServer {
@@ -50,14 +61,21 @@ impl RunningServer {
     }
 
     /// Graceful shutdown: stop accepting, answer held long polls, let in-flight requests
-    /// (and so in-flight writes) finish, then return.
+    /// (and so in-flight writes) finish, stop every background task, then return. The first
+    /// error of a listener is returned, after every task has ended.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.service.begin_shutdown();
         self.stop.cancel();
+        let mut first_error = None;
         for t in self.tasks {
-            t.await.context("server task panicked")??;
+            let ended = t.await.context("server task panicked").and_then(|r| r);
+            if let Err(e) = ended {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        self.background.close();
+        self.background.wait().await;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Waits until every task ends (they end only after [`RunningServer::shutdown`] or a
@@ -85,16 +103,19 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let url = settings.database_url();
     let db_shown = settings.database_display();
     let lazy = Arc::new(LazyStore::new(db_shown.clone()));
+    let stop = CancellationToken::new();
+    let background = TaskTracker::new();
     // A wrong URL or schema is fatal at once; an unreachable database is retried in the
     // background while the server answers liveness and stays not-ready.
     match nacelle_store::open(&url).await {
         Ok(store) => lazy.set(store),
         Err(nacelle_store::OpenError::Store(e)) => {
             tracing::error!(db = %db_shown, error = %e, "database unreachable; not ready, retrying");
-            tokio::spawn(connect_in_background(
+            background.spawn(connect_in_background(
                 lazy.clone(),
                 url.clone(),
                 db_shown.clone(),
+                stop.clone(),
             ));
         }
         Err(e) => return Err(e).with_context(|| format!("opening database {db_shown}")),
@@ -134,7 +155,6 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         (None, None)
     };
 
-    let stop = CancellationToken::new();
     let mut tasks = Vec::new();
 
     let grpc = nacelle_grpc::GrpcServer::new(service.clone(), settings.grpc.clone());
@@ -186,13 +206,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             &service,
             opts,
             stop.clone(),
+            &background,
         )?)
     } else {
         None
     };
     let follow =
         (settings.clustered() || settings.shared_database()).then_some(settings.follow_interval);
-    tokio::spawn(load_then_follow(service.clone(), follow, stop.clone()));
+    background.spawn(load_then_follow(service.clone(), follow, stop.clone()));
 
     Ok(RunningServer {
         http_addr,
@@ -203,6 +224,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         service,
         stop,
         tasks,
+        background,
     })
 }
 
@@ -275,12 +297,23 @@ async fn load_then_follow(
     }
 }
 
-/// Retries opening the database until it works, then installs it.
-async fn connect_in_background(lazy: Arc<LazyStore>, url: String, db_shown: String) {
+/// Retries opening the database until it works, then installs it; gives up at `stop`.
+async fn connect_in_background(
+    lazy: Arc<LazyStore>,
+    url: String,
+    db_shown: String,
+    stop: CancellationToken,
+) {
     let mut delay = std::time::Duration::from_millis(500);
     loop {
-        tokio::time::sleep(delay).await;
-        match nacelle_store::open(&url).await {
+        let opened = tokio::select! {
+            opened = async {
+                tokio::time::sleep(delay).await;
+                nacelle_store::open(&url).await
+            } => opened,
+            _ = stop.cancelled() => return,
+        };
+        match opened {
             Ok(store) => {
                 tracing::info!(db = %db_shown, "database connected");
                 lazy.set(store);
@@ -294,5 +327,74 @@ async fn connect_in_background(lazy: Arc<LazyStore>, url: String, db_shown: Stri
             ),
         }
         delay = (delay * 2).min(std::time::Duration::from_secs(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn settings_for(dir: &std::path::Path) -> Settings {
+        Settings {
+            data_dir: dir.to_path_buf(),
+            bind: std::net::Ipv4Addr::LOCALHOST.into(),
+            port: 0,
+            ..Settings::default()
+        }
+    }
+
+    /// Shuts `server` down and checks that no task of it is left.
+    async fn shutdown_leaves_nothing(server: RunningServer, at_least: usize) -> TestResult {
+        let background = server.background.clone();
+        assert!(
+            background.len() >= at_least,
+            "{} background tasks, expected at least {at_least}",
+            background.len()
+        );
+        tokio::time::timeout(Duration::from_secs(20), server.shutdown()).await??;
+        assert!(background.is_closed());
+        assert_eq!(background.len(), 0, "a background task outlived shutdown");
+        Ok(())
+    }
+
+    /// A clustered node runs the change-log follower, the notifier's member follower, a
+    /// queue per peer and the member health checks; none of them outlives shutdown.
+    #[tokio::test]
+    async fn shutdown_stops_every_cluster_task() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let settings = Settings {
+            // A peer that never answers: its queue and health checks keep retrying.
+            members: vec!["127.0.0.1:1".into()],
+            cluster_secret: Some("0123456789abcdef".into()),
+            follow_interval: Duration::from_millis(50),
+            member_check_interval: Duration::from_millis(100),
+            ..settings_for(dir.path())
+        };
+        let server = start(&settings).await?;
+        assert!(server.cluster.is_some());
+        // Let the load finish, so the follower is running rather than loading.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !server.service().is_ready() {
+            assert!(std::time::Instant::now() < deadline, "never ready");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown_leaves_nothing(server, 4).await
+    }
+
+    /// A node whose database is unreachable retries connecting and loading in the
+    /// background; shutdown stops both.
+    #[tokio::test]
+    async fn shutdown_stops_the_database_retries() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let settings = Settings {
+            db: Some("postgres://nobody:secret@127.0.0.1:1/nacelle".into()),
+            ..settings_for(dir.path())
+        };
+        let server = start(&settings).await?;
+        assert!(!server.service().is_ready());
+        shutdown_leaves_nothing(server, 2).await
     }
 }

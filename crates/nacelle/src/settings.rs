@@ -1,14 +1,46 @@
 //! Server settings: one typed struct, filled from flags, `NACELLE_*` environment variables
 //! and an optional TOML file, with precedence flag > env > file > default.
+//!
+//! Each setting is declared once, in [`ServeArgs`]: its flag, its environment variable and
+//! its TOML key (the field name) come from that one field. A layer leaves a setting `None`
+//! when it does not give it; [`ServeArgs::or`] stacks layers (clap already puts the flag
+//! above the variable), and [`Settings::merge`] fills what is still unset from the default.
+//! Each default is written once: the adapters' option structs own theirs
+//! ([`HttpOptions::default`], [`GrpcOptions::default`], [`Limits::default`]) and this file
+//! takes them from there; the few that belong to no adapter are the `DEFAULT_*` constants
+//! below.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use nacelle_core::TrustedProxies;
+use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;
 use nacelle_service::Limits;
 use serde::Deserialize;
+
+/// Default data directory (relative to the working directory).
+const DEFAULT_DATA_DIR: &str = "nacelle-data";
+/// Default listen address: every interface.
+const DEFAULT_BIND: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+/// Default HTTP port (Nacos's).
+const DEFAULT_PORT: u16 = 8848;
+/// Default log filter.
+const DEFAULT_LOG: &str = "info";
+/// Default interval of the change-log follower.
+const DEFAULT_FOLLOW_INTERVAL: Duration = Duration::from_millis(500);
+/// Shortest follow interval accepted (a smaller one is raised to it): the follower queries
+/// the database on every tick.
+const MIN_FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
+/// Default interval of member health checks and `cluster.conf` re-reads.
+const DEFAULT_MEMBER_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+/// Shortest member check interval accepted (a smaller one is raised to it).
+const MIN_MEMBER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// Shortest cluster secret accepted.
+const MIN_SECRET_LEN: usize = 16;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
@@ -21,105 +53,159 @@ pub enum LogFormat {
     Json,
 }
 
-/// `nacelle serve` flags. Every flag also reads a `NACELLE_*` variable; unset ones fall
-/// back to the TOML file and then to the default.
-#[derive(Debug, Clone, Default, Parser)]
-pub struct ServeArgs {
-    /// TOML settings file (keys as the long flags, with `_` for `-`).
-    #[arg(long, env = "NACELLE_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Data directory (SQLite database, cluster.conf). Default `./nacelle-data`.
-    #[arg(long, env = "NACELLE_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Address to listen on. Default 0.0.0.0.
-    #[arg(long, env = "NACELLE_BIND")]
-    pub bind: Option<IpAddr>,
-    /// HTTP port. Default 8848; 0 picks a free port.
-    #[arg(long, env = "NACELLE_PORT")]
-    pub port: Option<u16>,
-    /// gRPC port. Default HTTP port + 1000.
-    #[arg(long, env = "NACELLE_GRPC_PORT")]
-    pub grpc_port: Option<u16>,
-    /// Cluster gRPC port (member-to-member calls; only in a cluster). Default HTTP port +
-    /// 1001, which is where the other members look for it; 0 picks a free one.
-    #[arg(long, env = "NACELLE_CLUSTER_GRPC_PORT")]
-    pub cluster_grpc_port: Option<u16>,
-    /// Database URL: `sqlite://path`. Default: `nacelle.db` in the data directory.
-    #[arg(long, env = "NACELLE_DB")]
-    pub db: Option<String>,
-    /// Log format.
-    #[arg(long, env = "NACELLE_LOG_FORMAT", value_enum)]
-    pub log_format: Option<LogFormat>,
-    /// Log filter (tracing `EnvFilter` syntax). Default `info`.
-    #[arg(long, env = "NACELLE_LOG")]
-    pub log: Option<String>,
-    /// Largest config content in bytes. Default 10 MiB.
-    #[arg(long, env = "NACELLE_MAX_CONTENT_BYTES")]
-    pub max_content_bytes: Option<usize>,
-    /// Largest HTTP request (URL or body) in bytes. Default 3 × max content + 64 KiB.
-    #[arg(long, env = "NACELLE_MAX_REQUEST_BYTES")]
-    pub max_request_bytes: Option<usize>,
-    /// Most keys one listen request may carry. Default 10000.
-    #[arg(long, env = "NACELLE_MAX_LISTEN_KEYS")]
-    pub max_listen_keys: Option<usize>,
-    /// Most long polls held at once (more get 503). Default 100000.
-    #[arg(long, env = "NACELLE_MAX_HELD_POLLS")]
-    pub max_held_polls: Option<usize>,
-    /// Shortest hold of a long poll in ms. Default 10000 (Nacos's value).
-    #[arg(long, env = "NACELLE_LONG_POLL_MIN_HOLD_MS")]
-    pub long_poll_min_hold_ms: Option<u64>,
-    /// Cluster members, `host:port,…` (HTTP ports). Default: `cluster.conf` in the data
-    /// directory if present, else a single node.
-    #[arg(long, env = "NACELLE_MEMBERS")]
-    pub members: Option<String>,
-    /// Shared secret of the cluster; required when there are members.
-    #[arg(long, env = "NACELLE_CLUSTER_SECRET", hide_env_values = true)]
-    pub cluster_secret: Option<String>,
-    /// File holding the cluster secret (its first line).
-    #[arg(long, env = "NACELLE_CLUSTER_SECRET_FILE")]
-    pub cluster_secret_file: Option<PathBuf>,
-    /// How often the database's change log is followed, in ms. Default 500.
-    #[arg(long, env = "NACELLE_FOLLOW_INTERVAL_MS")]
-    pub follow_interval_ms: Option<u64>,
-    /// How often members are health-checked and cluster.conf re-read, in ms. Default 2000.
-    #[arg(long, env = "NACELLE_MEMBER_CHECK_INTERVAL_MS")]
-    pub member_check_interval_ms: Option<u64>,
-    /// Most gRPC connections at once (more are told to reconnect elsewhere). Default 200000.
-    #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS")]
-    pub grpc_max_connections: Option<usize>,
-    /// Most gRPC connections from one client IP. Default 10000.
-    #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS_PER_IP")]
-    pub grpc_max_connections_per_ip: Option<usize>,
-    /// Test-only fault injection: drop change notifications received from members.
-    #[arg(long, hide = true)]
-    pub fault_drop_cluster_notifications: bool,
+/// `trusted_proxies` as a layer gives it: one comma-separated string (flag, environment,
+/// TOML string) or a TOML list whose entries may themselves hold commas.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ProxyList {
+    /// `"10.0.0.0/8,::1"`.
+    One(String),
+    /// `["10.0.0.0/8", "::1"]`.
+    Many(Vec<String>),
 }
 
-/// The same settings as read from the TOML file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileSettings {
-    pub data_dir: Option<PathBuf>,
-    pub bind: Option<IpAddr>,
-    pub port: Option<u16>,
-    pub grpc_port: Option<u16>,
-    pub cluster_grpc_port: Option<u16>,
-    pub db: Option<String>,
-    pub log_format: Option<LogFormat>,
-    pub log: Option<String>,
-    pub max_content_bytes: Option<usize>,
-    pub max_request_bytes: Option<usize>,
-    pub max_listen_keys: Option<usize>,
-    pub max_held_polls: Option<usize>,
-    pub long_poll_min_hold_ms: Option<u64>,
-    pub members: Option<String>,
-    pub cluster_secret: Option<String>,
-    pub cluster_secret_file: Option<PathBuf>,
-    pub follow_interval_ms: Option<u64>,
-    pub member_check_interval_ms: Option<u64>,
-    pub grpc_max_connections: Option<usize>,
-    pub grpc_max_connections_per_ip: Option<usize>,
+impl ProxyList {
+    /// The policy these entries describe.
+    pub fn parse(&self) -> Result<TrustedProxies, SettingsError> {
+        let joined = match self {
+            ProxyList::One(s) => s.clone(),
+            ProxyList::Many(v) => v.join(","),
+        };
+        TrustedProxies::parse_list(&joined)
+            .map_err(|e| SettingsError::Invalid(format!("trusted_proxies: {e}")))
+    }
 }
+
+impl FromStr for ProxyList {
+    type Err = std::convert::Infallible;
+    /// Kept as given; checked by [`ProxyList::parse`], so a bad entry is a settings error
+    /// naming the setting, from whichever layer it came.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(ProxyList::One(s.to_string()))
+    }
+}
+
+/// Declares the layer struct once: its extra fields verbatim, and its layered settings
+/// (each an `Option`), from which it derives [`ServeArgs::or`] and [`ServeArgs::KEYS`].
+macro_rules! layer {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$xmeta:meta])* pub $x:ident : $xt:ty, )*
+            ;
+            $( $(#[$fmeta:meta])* pub $f:ident : Option<$t:ty>, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$xmeta])* pub $x: $xt, )*
+            $( $(#[$fmeta])* pub $f: Option<$t>, )*
+        }
+
+        impl $name {
+            /// The TOML keys of every layered setting (the field names).
+            pub const KEYS: &'static [&'static str] = &[$(stringify!($f)),*];
+
+            /// This layer over `lower`: each setting `self` leaves unset is taken from
+            /// `lower`. Fields that are not layered (`config`, test faults) are `self`'s.
+            pub fn or(self, lower: Self) -> Self {
+                Self {
+                    $( $f: self.$f.or(lower.$f), )*
+                    ..self
+                }
+            }
+        }
+    };
+}
+
+layer! {
+    /// `nacelle serve` flags, and the same settings as read from the TOML file (keys as the
+    /// long flags, with `_` for `-`). Every flag also reads a `NACELLE_*` variable; unset
+    /// ones fall back to the TOML file and then to the default (docs/configuration.md).
+    #[derive(Debug, Clone, Default, Parser, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServeArgs {
+        /// TOML settings file (keys as the long flags, with `_` for `-`).
+        #[arg(long, env = "NACELLE_CONFIG")]
+        #[serde(skip)]
+        pub config: Option<PathBuf>,
+        /// Test-only fault injection: drop change notifications received from members.
+        #[cfg(feature = "fault-injection")]
+        #[arg(long, hide = true)]
+        #[serde(skip)]
+        pub fault_drop_cluster_notifications: bool,
+        ;
+        /// Data directory (SQLite database, cluster.conf). Default `./nacelle-data`.
+        #[arg(long, env = "NACELLE_DATA_DIR")]
+        pub data_dir: Option<PathBuf>,
+        /// Address to listen on. Default 0.0.0.0.
+        #[arg(long, env = "NACELLE_BIND")]
+        pub bind: Option<IpAddr>,
+        /// HTTP port. Default 8848; 0 picks a free port.
+        #[arg(long, env = "NACELLE_PORT")]
+        pub port: Option<u16>,
+        /// gRPC port. Default HTTP port + 1000.
+        #[arg(long, env = "NACELLE_GRPC_PORT")]
+        pub grpc_port: Option<u16>,
+        /// Cluster gRPC port (member-to-member calls; only in a cluster). Default HTTP port +
+        /// 1001, which is where the other members look for it; 0 picks a free one.
+        #[arg(long, env = "NACELLE_CLUSTER_GRPC_PORT")]
+        pub cluster_grpc_port: Option<u16>,
+        /// Database URL: `sqlite://path`. Default: `nacelle.db` in the data directory.
+        #[arg(long, env = "NACELLE_DB")]
+        pub db: Option<String>,
+        /// Log format.
+        #[arg(long, env = "NACELLE_LOG_FORMAT", value_enum)]
+        pub log_format: Option<LogFormat>,
+        /// Log filter (tracing `EnvFilter` syntax). Default `info`.
+        #[arg(long, env = "NACELLE_LOG")]
+        pub log: Option<String>,
+        /// Largest config content in bytes. Default 10 MiB.
+        #[arg(long, env = "NACELLE_MAX_CONTENT_BYTES")]
+        pub max_content_bytes: Option<usize>,
+        /// Largest HTTP request (URL or body) in bytes. Default 3 × max content + 64 KiB.
+        #[arg(long, env = "NACELLE_MAX_REQUEST_BYTES")]
+        pub max_request_bytes: Option<usize>,
+        /// Most keys one listen request may carry. Default 10000.
+        #[arg(long, env = "NACELLE_MAX_LISTEN_KEYS")]
+        pub max_listen_keys: Option<usize>,
+        /// Most long polls held at once (more get 503). Default 100000.
+        #[arg(long, env = "NACELLE_MAX_HELD_POLLS")]
+        pub max_held_polls: Option<usize>,
+        /// Shortest hold of a long poll in ms. Default 10000 (Nacos's value).
+        #[arg(long, env = "NACELLE_LONG_POLL_MIN_HOLD_MS")]
+        pub long_poll_min_hold_ms: Option<u64>,
+        /// Cluster members, `host:port,…` (HTTP ports). Default: `cluster.conf` in the data
+        /// directory if present, else a single node.
+        #[arg(long, env = "NACELLE_MEMBERS")]
+        pub members: Option<String>,
+        /// Shared secret of the cluster; required when there are members.
+        #[arg(long, env = "NACELLE_CLUSTER_SECRET", hide_env_values = true)]
+        pub cluster_secret: Option<String>,
+        /// File holding the cluster secret (its first line).
+        #[arg(long, env = "NACELLE_CLUSTER_SECRET_FILE")]
+        pub cluster_secret_file: Option<PathBuf>,
+        /// How often the database's change log is followed, in ms. Default 500.
+        #[arg(long, env = "NACELLE_FOLLOW_INTERVAL_MS")]
+        pub follow_interval_ms: Option<u64>,
+        /// How often members are health-checked and cluster.conf re-read, in ms. Default 2000.
+        #[arg(long, env = "NACELLE_MEMBER_CHECK_INTERVAL_MS")]
+        pub member_check_interval_ms: Option<u64>,
+        /// Most gRPC connections at once (more are told to reconnect elsewhere). Default 200000.
+        #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS")]
+        pub grpc_max_connections: Option<usize>,
+        /// Most gRPC connections from one client IP. Default 10000.
+        #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS_PER_IP")]
+        pub grpc_max_connections_per_ip: Option<usize>,
+        /// Proxies whose forwarded client addresses are believed: comma-separated CIDRs or
+        /// addresses (`10.0.0.0/8,::1`). Default: none.
+        #[arg(long, env = "NACELLE_TRUSTED_PROXIES")]
+        pub trusted_proxies: Option<ProxyList>,
+    }
+}
+
+/// The settings as read from the TOML file: the same layer as the flags, without `config`.
+pub type FileSettings = ServeArgs;
 
 /// Error reading settings.
 #[derive(Debug, thiserror::Error)]
@@ -163,41 +249,19 @@ pub struct Settings {
     pub cluster_secret: Option<String>,
     pub follow_interval: Duration,
     pub member_check_interval: Duration,
+    /// Proxies whose forwarded client addresses both adapters believe.
+    pub trusted_proxies: TrustedProxies,
+    /// Test-only fault: drop change notifications received from members.
+    #[cfg(feature = "fault-injection")]
     pub fault_drop_cluster_notifications: bool,
     /// Limits and timings of the gRPC adapter.
-    pub grpc: nacelle_grpc::GrpcOptions,
+    pub grpc: GrpcOptions,
 }
 
 impl Default for Settings {
+    /// Every setting at its default (what [`Settings::merge`] gives for empty layers).
     fn default() -> Self {
-        Self::merge(ServeArgs::default(), FileSettings::default())
-            .unwrap_or_else(|_| unreachable_defaults())
-    }
-}
-
-/// Defaults are always valid; this is only the type-level fallback of `Default`.
-fn unreachable_defaults() -> Settings {
-    let limits = Limits::default();
-    Settings {
-        data_dir: PathBuf::from("nacelle-data"),
-        bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        port: 8848,
-        grpc_port: None,
-        cluster_grpc_port: None,
-        db: None,
-        log_format: LogFormat::Text,
-        log: "info".into(),
-        max_content_bytes: limits.max_content_bytes,
-        max_request_bytes: 3 * limits.max_content_bytes + 64 * 1024,
-        max_listen_keys: limits.max_listen_keys,
-        max_held_polls: limits.max_held_polls,
-        long_poll_min_hold: Duration::from_secs(10),
-        members: Vec::new(),
-        cluster_secret: None,
-        follow_interval: Duration::from_millis(500),
-        member_check_interval: Duration::from_secs(2),
-        fault_drop_cluster_notifications: false,
-        grpc: nacelle_grpc::GrpcOptions::default(),
+        Settings::resolve(ServeArgs::default(), None, TrustedProxies::none())
     }
 }
 
@@ -222,125 +286,108 @@ impl Settings {
         })
     }
 
-    /// Flag/env values win over file values, which win over defaults.
+    /// Flag/env values win over file values, which win over defaults; then the result is
+    /// checked.
     pub fn merge(a: ServeArgs, f: FileSettings) -> Result<Self, SettingsError> {
+        let layer = a.or(f);
+        let cluster_secret = read_secret(
+            layer.cluster_secret.clone(),
+            layer.cluster_secret_file.as_deref(),
+        )?;
+        let trusted_proxies = match &layer.trusted_proxies {
+            Some(list) => list.parse()?,
+            None => TrustedProxies::none(),
+        };
+        let settings = Settings::resolve(layer, cluster_secret, trusted_proxies);
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Fills every setting `layer` leaves unset with its default. Infallible: what can fail
+    /// (reading the secret file, parsing the proxies) was done before, and checks come
+    /// after ([`Settings::validate`]).
+    fn resolve(
+        layer: ServeArgs,
+        cluster_secret: Option<String>,
+        trusted_proxies: TrustedProxies,
+    ) -> Settings {
         let limits = Limits::default();
-        let max_content_bytes = a
-            .max_content_bytes
-            .or(f.max_content_bytes)
-            .unwrap_or(limits.max_content_bytes);
-        if max_content_bytes == 0 {
+        let http = HttpOptions::default();
+        let grpc = GrpcOptions::default();
+        let max_content_bytes = layer.max_content_bytes.unwrap_or(limits.max_content_bytes);
+        let millis = |ms: Option<u64>, default: Duration| ms.map_or(default, Duration::from_millis);
+        Settings {
+            data_dir: layer
+                .data_dir
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            bind: layer.bind.unwrap_or(DEFAULT_BIND),
+            port: layer.port.unwrap_or(DEFAULT_PORT),
+            grpc_port: layer.grpc_port,
+            cluster_grpc_port: layer.cluster_grpc_port,
+            db: layer.db.filter(|s| !s.trim().is_empty()),
+            log_format: layer.log_format.unwrap_or_default(),
+            log: layer.log.unwrap_or_else(|| DEFAULT_LOG.into()),
+            max_content_bytes,
+            max_request_bytes: layer
+                .max_request_bytes
+                .unwrap_or_else(|| HttpOptions::request_bytes_for(max_content_bytes)),
+            max_listen_keys: layer.max_listen_keys.unwrap_or(limits.max_listen_keys),
+            max_held_polls: layer.max_held_polls.unwrap_or(limits.max_held_polls),
+            long_poll_min_hold: millis(layer.long_poll_min_hold_ms, http.long_poll_min_hold),
+            members: layer
+                .members
+                .unwrap_or_default()
+                .split(',')
+                .map(|m| m.trim().to_string())
+                .filter(|m| !m.is_empty())
+                .collect(),
+            cluster_secret,
+            follow_interval: millis(layer.follow_interval_ms, DEFAULT_FOLLOW_INTERVAL)
+                .max(MIN_FOLLOW_INTERVAL),
+            member_check_interval: millis(
+                layer.member_check_interval_ms,
+                DEFAULT_MEMBER_CHECK_INTERVAL,
+            )
+            .max(MIN_MEMBER_CHECK_INTERVAL),
+            trusted_proxies: trusted_proxies.clone(),
+            #[cfg(feature = "fault-injection")]
+            fault_drop_cluster_notifications: layer.fault_drop_cluster_notifications,
+            grpc: GrpcOptions {
+                max_connections: layer.grpc_max_connections.unwrap_or(grpc.max_connections),
+                max_connections_per_ip: layer
+                    .grpc_max_connections_per_ip
+                    .unwrap_or(grpc.max_connections_per_ip),
+                max_inbound_message_bytes: GrpcOptions::inbound_message_bytes_for(
+                    max_content_bytes,
+                ),
+                trusted_proxies,
+                ..grpc
+            },
+        }
+    }
+
+    /// Rejects settings a server cannot run with.
+    fn validate(&self) -> Result<(), SettingsError> {
+        if self.max_content_bytes == 0 {
             return Err(SettingsError::Invalid(
                 "max_content_bytes must be > 0".into(),
             ));
         }
-        let max_request_bytes = a.max_request_bytes.or(f.max_request_bytes).unwrap_or(
-            max_content_bytes
-                .saturating_mul(3)
-                .saturating_add(64 * 1024),
-        );
-        let max_listen_keys = a
-            .max_listen_keys
-            .or(f.max_listen_keys)
-            .unwrap_or(limits.max_listen_keys);
-        if max_listen_keys == 0 {
+        if self.max_listen_keys == 0 {
             return Err(SettingsError::Invalid("max_listen_keys must be > 0".into()));
         }
-        let secret_file = a
-            .cluster_secret_file
-            .clone()
-            .or(f.cluster_secret_file.clone());
-        let cluster_secret = match (
-            a.cluster_secret.clone().or(f.cluster_secret.clone()),
-            secret_file,
-        ) {
-            (Some(s), _) => Some(s),
-            (None, Some(path)) => {
-                let text =
-                    std::fs::read_to_string(&path).map_err(|source| SettingsError::Read {
-                        path: path.clone(),
-                        source,
-                    })?;
-                Some(text.lines().next().unwrap_or("").trim().to_string())
-            }
-            (None, None) => None,
+        if self
+            .cluster_secret
+            .as_ref()
+            .is_some_and(|s| s.len() < MIN_SECRET_LEN)
+        {
+            return Err(SettingsError::Invalid(format!(
+                "cluster_secret must be at least {MIN_SECRET_LEN} characters"
+            )));
         }
-        .filter(|s| !s.is_empty());
-        if cluster_secret.as_ref().is_some_and(|s| s.len() < 16) {
-            return Err(SettingsError::Invalid(
-                "cluster_secret must be at least 16 characters".into(),
-            ));
-        }
-        let members: Vec<String> = a
-            .members
-            .clone()
-            .or(f.members.clone())
-            .unwrap_or_default()
-            .split(',')
-            .map(|m| m.trim().to_string())
-            .filter(|m| !m.is_empty())
-            .collect();
-        let grpc_defaults = nacelle_grpc::GrpcOptions::default();
-        let grpc = nacelle_grpc::GrpcOptions {
-            max_connections: a
-                .grpc_max_connections
-                .or(f.grpc_max_connections)
-                .unwrap_or(grpc_defaults.max_connections),
-            max_connections_per_ip: a
-                .grpc_max_connections_per_ip
-                .or(f.grpc_max_connections_per_ip)
-                .unwrap_or(grpc_defaults.max_connections_per_ip),
-            max_inbound_message_bytes: grpc_defaults
-                .max_inbound_message_bytes
-                .max(max_content_bytes.saturating_add(64 * 1024)),
-            ..grpc_defaults
-        };
-        grpc.validate()
-            .map_err(|e| SettingsError::Invalid(e.to_string()))?;
-        Ok(Settings {
-            grpc,
-            members,
-            cluster_secret,
-            follow_interval: Duration::from_millis(
-                a.follow_interval_ms
-                    .or(f.follow_interval_ms)
-                    .unwrap_or(500)
-                    .max(50),
-            ),
-            member_check_interval: Duration::from_millis(
-                a.member_check_interval_ms
-                    .or(f.member_check_interval_ms)
-                    .unwrap_or(2000)
-                    .max(100),
-            ),
-            fault_drop_cluster_notifications: a.fault_drop_cluster_notifications,
-            data_dir: a
-                .data_dir
-                .or(f.data_dir)
-                .unwrap_or_else(|| PathBuf::from("nacelle-data")),
-            bind: a
-                .bind
-                .or(f.bind)
-                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-            port: a.port.or(f.port).unwrap_or(8848),
-            grpc_port: a.grpc_port.or(f.grpc_port),
-            cluster_grpc_port: a.cluster_grpc_port.or(f.cluster_grpc_port),
-            db: a.db.or(f.db).filter(|s| !s.trim().is_empty()),
-            log_format: a.log_format.or(f.log_format).unwrap_or_default(),
-            log: a.log.or(f.log).unwrap_or_else(|| "info".into()),
-            max_content_bytes,
-            max_request_bytes,
-            max_listen_keys,
-            max_held_polls: a
-                .max_held_polls
-                .or(f.max_held_polls)
-                .unwrap_or(limits.max_held_polls),
-            long_poll_min_hold: Duration::from_millis(
-                a.long_poll_min_hold_ms
-                    .or(f.long_poll_min_hold_ms)
-                    .unwrap_or(10_000),
-            ),
-        })
+        self.grpc
+            .validate()
+            .map_err(|e| SettingsError::Invalid(e.to_string()))
     }
 
     /// The database URL: `--db`, or the SQLite file in the data directory.
@@ -382,14 +429,16 @@ impl Settings {
             long_poll_min_hold: self.long_poll_min_hold,
             cluster_secret: self.cluster_secret.clone(),
             self_address: Some(self_address),
+            trusted_proxies: self.trusted_proxies.clone(),
+            #[cfg(feature = "fault-injection")]
             drop_cluster_notifications: self.fault_drop_cluster_notifications,
-            trusted_proxies: self.grpc.trusted_proxies.clone(),
         }
     }
 
     /// Options of the cluster gRPC port, given the cluster secret.
     pub fn cluster_grpc_options(&self, secret: &str) -> nacelle_grpc::ClusterGrpcOptions {
         nacelle_grpc::ClusterGrpcOptions {
+            #[cfg(feature = "fault-injection")]
             drop_notifications: self.fault_drop_cluster_notifications,
             ..nacelle_grpc::ClusterGrpcOptions::new(secret)
         }
@@ -428,6 +477,26 @@ impl Settings {
             None => nacelle_cluster::cluster_grpc_port(http_port).unwrap_or(0),
         }
     }
+}
+
+/// The cluster secret: given directly, else the first line of the secret file; blank means
+/// none.
+fn read_secret(
+    given: Option<String>,
+    file: Option<&Path>,
+) -> Result<Option<String>, SettingsError> {
+    let secret = match (given, file) {
+        (Some(s), _) => Some(s),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            Some(text.lines().next().unwrap_or("").trim().to_string())
+        }
+        (None, None) => None,
+    };
+    Ok(secret.filter(|s| !s.is_empty()))
 }
 
 #[cfg(test)]
@@ -486,5 +555,199 @@ mod tests {
         assert!(s.database_url().starts_with("sqlite://"));
         s.db = Some("mysql://root:secret@db:3306/nacos".into());
         assert_eq!(s.database_display(), "mysql://root:***@db:3306/nacos");
+    }
+
+    /// `nacelle serve ARGS` as the binary parses it (the environment included).
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        ServeArgs::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn precedence_through_flag_env_file_and_default() -> Result<(), Box<dyn std::error::Error>> {
+        // The only test that sets a variable, and no other test looks at this setting.
+        const VAR: &str = "NACELLE_LONG_POLL_MIN_HOLD_MS";
+        let file: FileSettings = toml::from_str("long_poll_min_hold_ms = 3000")?;
+        let hold =
+            |args: &[&str], file: &FileSettings| -> Result<u128, Box<dyn std::error::Error>> {
+                Ok(Settings::merge(parse(args)?, file.clone())?
+                    .long_poll_min_hold
+                    .as_millis())
+            };
+        std::env::set_var(VAR, "2000");
+        let flag = hold(&["--long-poll-min-hold-ms", "1000"], &file);
+        let env = hold(&[], &file);
+        std::env::remove_var(VAR);
+        assert_eq!(flag?, 1000, "the flag wins over env and file");
+        assert_eq!(env?, 2000, "env wins over the file");
+        assert_eq!(hold(&[], &file)?, 3000, "the file wins over the default");
+        assert_eq!(
+            hold(&[], &FileSettings::default())?,
+            HttpOptions::default().long_poll_min_hold.as_millis(),
+            "the default last"
+        );
+        Ok(())
+    }
+
+    /// Each default is written once: where a setting is also an adapter's option, the
+    /// resolved default is that option's `Default`.
+    #[test]
+    fn defaults_are_the_option_structs_defaults() {
+        let s = Settings::default();
+        assert!(s.validate().is_ok(), "the defaults are valid");
+        let limits = Limits::default();
+        assert_eq!(s.limits().max_content_bytes, limits.max_content_bytes);
+        assert_eq!(s.limits().max_listen_keys, limits.max_listen_keys);
+        assert_eq!(s.limits().max_held_polls, limits.max_held_polls);
+        assert_eq!(s.grpc, GrpcOptions::default());
+        let http = HttpOptions::default();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8848));
+        let resolved = s.http_options(addr);
+        assert_eq!(resolved.max_request_bytes, http.max_request_bytes);
+        assert_eq!(resolved.long_poll_min_hold, http.long_poll_min_hold);
+        assert_eq!(resolved.cluster_secret, http.cluster_secret);
+        assert_eq!(resolved.trusted_proxies, http.trusted_proxies);
+        // Empty layers merge to the same settings as `Default`.
+        let merged = Settings::merge(ServeArgs::default(), FileSettings::default())
+            .map(|m| format!("{m:?}"));
+        assert_eq!(merged.ok(), Some(format!("{s:?}")));
+    }
+
+    #[test]
+    fn limits_derived_from_the_content_limit_follow_it() -> Result<(), SettingsError> {
+        let args = ServeArgs {
+            max_content_bytes: Some(20 * 1024 * 1024),
+            ..Default::default()
+        };
+        let s = Settings::merge(args, FileSettings::default())?;
+        assert_eq!(
+            s.max_request_bytes,
+            HttpOptions::request_bytes_for(20 * 1024 * 1024)
+        );
+        assert_eq!(
+            s.grpc.max_inbound_message_bytes,
+            20 * 1024 * 1024 + GrpcOptions::MESSAGE_OVERHEAD_BYTES
+        );
+        Ok(())
+    }
+
+    /// A new setting without documentation fails here: every flag, its variable and its
+    /// TOML key must appear in docs/configuration.md.
+    #[test]
+    fn docs_list_every_setting() {
+        use clap::CommandFactory;
+        let docs = include_str!("../../../docs/configuration.md");
+        let mut missing = Vec::new();
+        let command = ServeArgs::command();
+        let args: Vec<_> = command
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .collect();
+        assert!(args.len() > ServeArgs::KEYS.len(), "every key and --config");
+        for arg in args {
+            let Some(long) = arg.get_long() else {
+                missing.push(format!("{} has no long flag", arg.get_id()));
+                continue;
+            };
+            let flag = format!("`--{long}`");
+            if !docs.contains(&flag) {
+                missing.push(flag);
+            }
+            match arg.get_env().and_then(|e| e.to_str()) {
+                Some(env) if docs.contains(&format!("`{env}`")) => {}
+                Some(env) => missing.push(env.to_string()),
+                None => missing.push(format!("--{long} reads no environment variable")),
+            }
+        }
+        for key in ServeArgs::KEYS {
+            if !docs.contains(&format!("`{key}`")) {
+                missing.push(format!("TOML key {key}"));
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "not in docs/configuration.md: {missing:?}"
+        );
+    }
+
+    /// Every TOML key is its flag with `_` for `-`, and its variable `NACELLE_` + the key in
+    /// capitals, as documented.
+    #[test]
+    fn keys_flags_and_variables_are_one_name() {
+        use clap::CommandFactory;
+        let command = ServeArgs::command();
+        for key in ServeArgs::KEYS {
+            let long = key.replace('_', "-");
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(&long));
+            let env = arg.and_then(|a| a.get_env()).and_then(|e| e.to_str());
+            assert_eq!(
+                env,
+                Some(format!("NACELLE_{}", key.to_uppercase()).as_str()),
+                "{key}"
+            );
+        }
+        assert!(toml::from_str::<FileSettings>("config = \"x.toml\"").is_err());
+    }
+
+    #[test]
+    fn trusted_proxies_from_every_layer() -> Result<(), Box<dyn std::error::Error>> {
+        let peer: IpAddr = "10.1.2.3".parse()?;
+        let none = Settings::merge(ServeArgs::default(), FileSettings::default())?;
+        assert!(none.trusted_proxies.is_empty(), "default: none");
+        let flag = Settings::merge(
+            parse(&["--trusted-proxies", "10.0.0.0/8, ::1"])?,
+            FileSettings::default(),
+        )?;
+        assert!(flag.trusted_proxies.trusts(peer));
+        assert!(flag.trusted_proxies.trusts("::1".parse()?));
+        let string: FileSettings = toml::from_str("trusted_proxies = \"10.0.0.0/8,192.168.0.1\"")?;
+        let list: FileSettings =
+            toml::from_str("trusted_proxies = [\"10.0.0.0/8\", \"192.168.0.1, ::1\"]")?;
+        for file in [string, list] {
+            let s = Settings::merge(ServeArgs::default(), file)?;
+            assert!(s.trusted_proxies.trusts(peer));
+            assert!(s.trusted_proxies.trusts("192.168.0.1".parse()?));
+            assert!(!s.trusted_proxies.trusts("192.168.0.2".parse()?));
+            // Both adapters get the same policy.
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8848));
+            assert_eq!(s.http_options(addr).trusted_proxies, s.trusted_proxies);
+            assert_eq!(s.grpc.trusted_proxies, s.trusted_proxies);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn invalid_trusted_proxies_are_a_settings_error() -> Result<(), Box<dyn std::error::Error>> {
+        for bad in ["proxy.local", "10.0.0.0/33", "10.0.0.1,nope"] {
+            let args = parse(&["--trusted-proxies", bad])?;
+            match Settings::merge(args, FileSettings::default()) {
+                Err(SettingsError::Invalid(msg)) => {
+                    assert!(msg.starts_with("trusted_proxies:"), "{msg}");
+                }
+                other => panic!("{bad}: expected an invalid setting, got {other:?}"),
+            }
+        }
+        let file: FileSettings = toml::from_str("trusted_proxies = [\"10.0.0.0/8\", \"x\"]")?;
+        assert!(matches!(
+            Settings::merge(ServeArgs::default(), file),
+            Err(SettingsError::Invalid(_))
+        ));
+        assert!(toml::from_str::<FileSettings>("trusted_proxies = 7").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn the_fault_switch_is_a_hidden_flag_only() -> Result<(), Box<dyn std::error::Error>> {
+        // The tests of this crate build it with `fault-injection`; a release build has no
+        // such flag.
+        let s = Settings::merge(
+            parse(&["--fault-drop-cluster-notifications"])?,
+            FileSettings::default(),
+        )?;
+        assert!(s.fault_drop_cluster_notifications);
+        assert!(!Settings::default().fault_drop_cluster_notifications);
+        assert!(toml::from_str::<FileSettings>("fault_drop_cluster_notifications = true").is_err());
+        Ok(())
     }
 }

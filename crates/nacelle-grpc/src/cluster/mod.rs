@@ -33,8 +33,9 @@ pub use nacelle_service::cluster::SECRET_HEADER;
 pub struct ClusterGrpcOptions {
     /// The shared secret every call must carry. Must not be empty.
     pub secret: String,
-    /// Test-only fault: accept sync requests (answer success) but drop them, as a network
-    /// would lose them.
+    /// Test-only fault (feature `fault-injection`): accept sync requests (answer success)
+    /// but drop them, as a network would lose them.
+    #[cfg(feature = "fault-injection")]
     pub drop_notifications: bool,
     /// Largest inbound message in bytes (a sync request is a few hundred bytes).
     pub max_inbound_message_bytes: usize,
@@ -44,10 +45,11 @@ pub struct ClusterGrpcOptions {
 
 impl std::fmt::Debug for ClusterGrpcOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClusterGrpcOptions")
-            .field("secret", &"***")
-            .field("drop_notifications", &self.drop_notifications)
-            .field("max_inbound_message_bytes", &self.max_inbound_message_bytes)
+        let mut d = f.debug_struct("ClusterGrpcOptions");
+        d.field("secret", &"***");
+        #[cfg(feature = "fault-injection")]
+        d.field("drop_notifications", &self.drop_notifications);
+        d.field("max_inbound_message_bytes", &self.max_inbound_message_bytes)
             .field("shutdown_grace", &self.shutdown_grace)
             .finish()
     }
@@ -58,6 +60,7 @@ impl ClusterGrpcOptions {
     pub fn new(secret: impl Into<String>) -> Self {
         ClusterGrpcOptions {
             secret: secret.into(),
+            #[cfg(feature = "fault-injection")]
             drop_notifications: false,
             max_inbound_message_bytes: 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),

@@ -165,6 +165,7 @@ async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payl
         tag = ?req.tag,
         "cluster sync request"
     );
+    #[cfg(feature = "fault-injection")]
     if ctx.opts.drop_notifications {
         ClusterSyncStats::inc(&ctx.stats.inner.dropped);
         tracing::warn!(%key, "fault injection: dropping a cluster notification (gRPC)");

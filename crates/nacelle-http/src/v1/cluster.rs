@@ -39,6 +39,7 @@ pub(crate) async fn data_change(
 ) -> Result<Response, ApiError> {
     require_member(&st, &p)?;
     let key = key_from_params(&p, "tenant")?;
+    #[cfg(feature = "fault-injection")]
     if st.options.drop_cluster_notifications {
         tracing::warn!(%key, "fault injection: dropping a cluster notification (HTTP)");
         return Ok(ok_true());
