@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nacelle_proto::Payload;
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +22,6 @@ use crate::connection::{CloseReason, CoarseClock, ConnDeps};
 use crate::error::GrpcError;
 use crate::handlers;
 use crate::options::GrpcOptions;
-use crate::proto::Payload;
 use crate::push::PushPolicy;
 use crate::registry::Registry;
 use crate::rpc::{Inbound, Methods, Outbound};

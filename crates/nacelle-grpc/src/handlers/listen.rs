@@ -8,31 +8,36 @@ use std::sync::Arc;
 
 use nacelle_core::{ConfigKey, CoreError};
 
+use nacelle_proto::config::{
+    ConfigBatchListenRequest as BatchListenRequest, ConfigChangeBatchListenResponse, ConfigContext,
+};
+use nacelle_proto::{Payload, ResponseHead};
+
 use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::proto::Payload;
 use crate::server::Ctx;
-use crate::wire::{self, BatchListenFields, BatchListenRequest, ConfigContext};
+use crate::wire::{self, RequestMeta};
 
-pub(super) fn handle(ctx: &Ctx, conn: &Arc<Connection>, body: &[u8]) -> Payload {
+pub(super) fn handle(
+    ctx: &Ctx,
+    conn: &Arc<Connection>,
+    _meta: &RequestMeta,
+    body: &[u8],
+) -> Payload {
     let req: BatchListenRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
     let request_id = req.request_id.clone();
     match apply(ctx, conn, req) {
-        Ok(changed_configs) => wire::reply(
-            wire::CONFIG_BATCH_LISTEN_RESPONSE,
-            wire::Head::ok(request_id),
-            BatchListenFields { changed_configs },
-        ),
-        Err(e) => wire::reply(
-            wire::CONFIG_BATCH_LISTEN_RESPONSE,
-            fail_head(&e, request_id),
-            BatchListenFields {
-                changed_configs: Vec::new(),
-            },
-        ),
+        Ok(changed_configs) => wire::message(&ConfigChangeBatchListenResponse {
+            head: ResponseHead::ok(request_id),
+            changed_configs,
+        }),
+        Err(e) => wire::message(&ConfigChangeBatchListenResponse {
+            head: fail_head(&e, request_id),
+            changed_configs: Vec::new(),
+        }),
     }
 }
 
