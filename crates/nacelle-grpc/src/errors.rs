@@ -1,12 +1,17 @@
 //! The one mapping from [`CoreError`] to a gRPC error response (the codes themselves are
-//! `nacelle_proto::error_code`).
+//! `nacelle_proto::error_code`), and the error answers shared by the handlers of both ports.
 //!
 //! Protocol errors (server starting, unregistered connection, unknown type, unparsable
-//! body) are answered with an `ErrorResponse`; errors of a config operation with that
-//! operation's own response type, `resultCode 500` and the code below, as Nacos does.
+//! body) are answered with an `ErrorResponse` ([`error_response`]); errors of a config
+//! operation with that operation's own response type, `resultCode 500` and the mapped code
+//! ([`fail_head`]), as Nacos does.
 
 use nacelle_core::CoreError;
 use nacelle_proto::error_code::{self as code, CAS_FAILED};
+use nacelle_proto::response::ErrorResponse;
+use nacelle_proto::{Payload, ResponseHead};
+
+use crate::wire;
 
 /// An error as it goes on the wire: `errorCode` and `message` (with `resultCode 500`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +71,22 @@ impl From<&CoreError> for WireError {
         };
         WireError { code, message }
     }
+}
+
+/// An `ErrorResponse` (protocol-level errors).
+pub(crate) fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
+    wire::message(&ErrorResponse::fail(e.code, e.message.clone(), request_id))
+}
+
+/// The head of a failed config operation, mapped from the service error.
+pub(crate) fn fail_head(e: &CoreError, request_id: Option<String>) -> ResponseHead {
+    let w = WireError::from(e);
+    ResponseHead::fail(w.code, w.message, request_id)
+}
+
+/// The answer to an unparsable body: 502 in an `ErrorResponse`.
+pub(crate) fn unparsable(e: &serde_json::Error) -> Payload {
+    error_response(&WireError::bad_request(e), None)
 }
 
 #[cfg(test)]

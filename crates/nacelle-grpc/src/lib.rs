@@ -7,8 +7,9 @@
 //! - `rpc`: gRPC over HTTP/2 on the `h2` crate: one task per connection, the unary method,
 //!   the bi-stream's inbound reader and shared outbound half; `codec`: message framing and
 //!   the gRPC status.
-//! - `transport`: an accepted TCP connection (its connection id, shared by its unary calls
-//!   and its bi-stream) and the switches that stop and cut connections.
+//! - `transport`: the accept loop (`Acceptor`: start, GOAWAY-then-cut shutdown), above
+//!   `rpc`; `tcp`, below it: an accepted TCP connection (its connection id, shared by its
+//!   unary calls and its bi-stream) and the switches that stop and cut connections.
 //! - `session`: one bi-stream: the `ConnectionSetupRequest` handshake, acks of server
 //!   pushes, unregistration when the stream ends.
 //! - `connection` / `registry`: a registered connection (its outbound queue, listened
@@ -40,6 +41,7 @@
 pub mod cluster;
 mod codec;
 mod connection;
+mod ctx;
 pub mod error;
 mod errors;
 mod handlers;
@@ -50,6 +52,7 @@ mod rpc;
 pub mod server;
 mod session;
 pub mod stats;
+mod tcp;
 mod transport;
 mod wire;
 

@@ -29,7 +29,7 @@ use nacelle_proto::Payload;
 use parking_lot::Mutex;
 
 use crate::codec::{self, Code, Decoder, Status};
-use crate::transport::{ConnTag, Switch, TrackedIo};
+use crate::tcp::{ConnTag, Switch, TrackedIo};
 
 /// The unary method every request/response pair goes through.
 pub(crate) const UNARY_PATH: &str = "/Request/request";

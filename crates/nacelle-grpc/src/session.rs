@@ -15,10 +15,10 @@ use nacelle_proto::{types, Payload};
 
 use crate::codec::Status;
 use crate::connection::{Closer, ConnMeta, Connection};
+use crate::ctx::Ctx;
 use crate::rpc::{Inbound, Outbound};
-use crate::server::Ctx;
 use crate::stats;
-use crate::transport::ConnTag;
+use crate::tcp::ConnTag;
 use crate::wire;
 
 /// Runs one bi-stream until it ends, then ends the server's half with status OK (or the

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use nacelle_core::{ConfigKey, CoreError};
 use nacelle_proto::{Message, Metadata, Payload};
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +85,15 @@ pub(crate) fn from_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ser
 /// `Some(s)` unless `s` is absent or blank: on the wire an empty string means "not given".
 pub(crate) fn non_blank(s: Option<&str>) -> Option<&str> {
     s.filter(|v| !v.trim().is_empty())
+}
+
+/// Builds a key from the fields a client sent; the namespace is normalised here.
+pub(crate) fn key_of(
+    tenant: Option<&str>,
+    group: Option<&str>,
+    data_id: Option<&str>,
+) -> Result<ConfigKey, CoreError> {
+    ConfigKey::parse(tenant, group.unwrap_or(""), data_id.unwrap_or(""))
 }
 
 #[cfg(test)]

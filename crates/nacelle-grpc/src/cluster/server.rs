@@ -16,12 +16,12 @@ use tokio::net::TcpListener;
 
 use super::{ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
 use crate::error::GrpcError;
-use crate::errors::WireError;
-use crate::handlers::{error_response, fail_head, key_of, unparsable};
+use crate::errors::{error_response, fail_head, unparsable, WireError};
 use crate::rpc::Methods;
 use crate::stats::GrpcStats;
-use crate::transport::{Acceptor, ConnTag};
-use crate::wire::{self, RequestMeta};
+use crate::tcp::ConnTag;
+use crate::transport::Acceptor;
+use crate::wire::{self, key_of, RequestMeta};
 
 #[derive(Debug)]
 struct ClusterCtx {

@@ -13,10 +13,10 @@ use nacelle_proto::config::{
 };
 use nacelle_proto::{Payload, ResponseHead};
 
-use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::server::Ctx;
-use crate::wire::{self, RequestMeta};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, RequestMeta};
 
 pub(super) fn handle(
     ctx: &Ctx,

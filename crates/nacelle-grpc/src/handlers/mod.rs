@@ -14,14 +14,11 @@ mod publish;
 mod query;
 mod remove;
 
-use nacelle_core::{ConfigKey, CoreError};
+use nacelle_proto::{types, Payload};
 
-use nacelle_proto::response::ErrorResponse;
-use nacelle_proto::{types, Payload, ResponseHead};
-
-use crate::errors::WireError;
-use crate::server::Ctx;
-use crate::transport::ConnTag;
+use crate::ctx::Ctx;
+use crate::errors::{error_response, WireError};
+use crate::tcp::ConnTag;
 use crate::wire::{self, RequestMeta};
 
 /// The request types served on `/Request/request` besides `ServerCheckRequest`.
@@ -82,29 +79,4 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
         Kind::Remove => remove::handle(ctx, &conn, &meta, body).await,
         Kind::BatchListen => listen::handle(ctx, &conn, &meta, body),
     }
-}
-
-/// An `ErrorResponse` (protocol-level errors).
-pub(crate) fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
-    wire::message(&ErrorResponse::fail(e.code, e.message.clone(), request_id))
-}
-
-/// The head of a failed config operation, mapped from the service error.
-pub(crate) fn fail_head(e: &CoreError, request_id: Option<String>) -> ResponseHead {
-    let w = WireError::from(e);
-    ResponseHead::fail(w.code, w.message, request_id)
-}
-
-/// The answer to an unparsable body: 502 in an `ErrorResponse`.
-pub(crate) fn unparsable(e: &serde_json::Error) -> Payload {
-    error_response(&WireError::bad_request(e), None)
-}
-
-/// Builds a key from the fields a client sent; the namespace is normalised here.
-pub(crate) fn key_of(
-    tenant: Option<&str>,
-    group: Option<&str>,
-    data_id: Option<&str>,
-) -> Result<ConfigKey, CoreError> {
-    ConfigKey::parse(tenant, group.unwrap_or(""), data_id.unwrap_or(""))
 }

@@ -9,10 +9,10 @@ use nacelle_proto::response::ConfigPublishResponse;
 use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::PublishRequest;
 
-use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::server::Ctx;
-use crate::wire::{self, non_blank, RequestMeta};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, non_blank, RequestMeta};
 
 pub(super) async fn handle(
     ctx: &Ctx,

@@ -7,9 +7,9 @@ use nacelle_proto::config::{ConfigQueryRequest as QueryRequest, ConfigQueryRespo
 use nacelle_proto::error_code::CONFIG_NOT_EXIST;
 use nacelle_proto::{Payload, ResponseHead};
 
-use super::{fail_head, key_of, unparsable};
-use crate::server::Ctx;
-use crate::wire::{self, RequestMeta};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, RequestMeta};
 
 /// The header a Nacos client sets to `true` on a query made because of a change push.
 const NOTIFY_HEADER: &str = "notify";

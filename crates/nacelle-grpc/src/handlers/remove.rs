@@ -5,10 +5,10 @@ use nacelle_proto::config::ConfigRemoveRequest as RemoveRequest;
 use nacelle_proto::response::ConfigRemoveResponse;
 use nacelle_proto::{Payload, ResponseHead};
 
-use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::server::Ctx;
-use crate::wire::{self, non_blank, RequestMeta};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, non_blank, RequestMeta};
 
 pub(super) async fn handle(
     ctx: &Ctx,
