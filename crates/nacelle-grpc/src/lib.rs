@@ -10,6 +10,8 @@
 //! - `transport`: the accept loop (`Acceptor`: start, GOAWAY-then-cut shutdown), above
 //!   `rpc`; `tcp`, below it: an accepted TCP connection (its connection id, shared by its
 //!   unary calls and its bi-stream) and the switches that stop and cut connections.
+//! - `ctx`: `Ctx`, the state of the client port shared by `server`, `handlers` and
+//!   `session` (below all three).
 //! - `session`: one bi-stream: the `ConnectionSetupRequest` handshake, acks of server
 //!   pushes, unregistration when the stream ends.
 //! - `connection` / `registry`: a registered connection (its outbound queue, listened
@@ -18,8 +20,9 @@
 //! - `handlers`: one file per request type (`ConfigQueryRequest`, …), dispatched by the
 //!   wire type name.
 //! - `wire`: the request metadata every handler receives (`RequestMeta`: type, reported
-//!   client IP, `metadata.headers`) and the serialisation of the server's messages;
-//!   `errors`: the one mapping from [`nacelle_core::CoreError`] to a Nacos error code.
+//!   client IP, `metadata.headers`), `key_of` and the serialisation of the server's
+//!   messages; `errors`: the one mapping from [`nacelle_core::CoreError`] to a Nacos error
+//!   code and the error answers.
 //! - [`options`], [`stats`], [`error`]: configuration, counters, the crate's error type.
 //! - [`cluster`]: server-to-server gRPC on the cluster port (HTTP port + 1001):
 //!   [`ClusterGrpcServer`] answers `ConfigChangeClusterSyncRequest` from members holding the
