@@ -1,4 +1,4 @@
-//! A minimal Nacos 2.x gRPC client on tonic and the proto of `nacelle_grpc::proto`: the
+//! A minimal Nacos 2.x gRPC client on tonic and the wire types of `nacelle_proto`: the
 //! handshake a real SDK does (ServerCheckRequest, bi-stream, ConnectionSetupRequest, wait
 //! for registration), unary calls with pre-built JSON bodies, and a stream reader that
 //! acknowledges every server request and reports the arrival of change pushes.
@@ -6,7 +6,6 @@
 //! Each connection can be bound to its own 127.0.0.x source address, so that one target
 //! port can take more connections than the ephemeral port range allows per source.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,11 +14,17 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use hyper_util::rt::TokioIo;
-use nacelle_grpc::proto::bi_request_stream_client::BiRequestStreamClient;
-use nacelle_grpc::proto::google::protobuf::Any;
-use nacelle_grpc::proto::request_client::RequestClient;
-use nacelle_grpc::proto::{Metadata, Payload};
-use serde::Deserialize;
+use nacelle_proto::config::{
+    addition, ConfigBatchListenRequest, ConfigListenContext, ConfigPublishRequest,
+    ConfigQueryRequest,
+};
+use nacelle_proto::connection::{
+    ConnectionSetupRequest, HealthCheckRequest, ServerCheckRequest, ServerCheckResponse,
+};
+use nacelle_proto::grpc::bi_request_stream_client::BiRequestStreamClient;
+use nacelle_proto::grpc::request_client::RequestClient;
+use nacelle_proto::{types, Payload};
+use serde::Serialize;
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tonic::transport::{Channel, Endpoint, Uri};
@@ -44,40 +49,16 @@ pub fn source_for(i: usize, per_source: usize, offset: usize) -> Result<Ipv4Addr
     Ok(Ipv4Addr::new(127, 0, 0, n as u8))
 }
 
-/// The head fields of every Nacos response (and the few other fields the bench reads).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Head {
-    #[serde(default)]
-    pub result_code: Option<i64>,
-    #[serde(default)]
-    pub error_code: Option<i64>,
-    #[serde(default)]
-    pub message: Option<String>,
-    #[serde(default)]
-    pub connection_id: Option<String>,
-}
+/// The head fields of every Nacos response.
+pub use nacelle_proto::ResponseHead as Head;
 
-impl Head {
-    pub fn ok(&self) -> bool {
-        self.result_code == Some(200)
-    }
-
-    fn describe(&self, type_name: &str) -> String {
-        format!(
-            "{type_name} resultCode {:?} errorCode {:?} {}",
-            self.result_code,
-            self.error_code,
-            self.message.as_deref().unwrap_or("")
-        )
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RequestIdOnly {
-    #[serde(default)]
-    request_id: Option<String>,
+fn describe(head: &Head, type_name: &str) -> String {
+    format!(
+        "{type_name} resultCode {} errorCode {} {}",
+        head.result_code,
+        head.error_code,
+        head.message.as_deref().unwrap_or("")
+    )
 }
 
 /// Counters shared by the stream readers of many connections.
@@ -92,59 +73,34 @@ pub struct StreamCounters {
 /// A change push as seen by the client: which connection, when it arrived.
 pub type PushArrival = (usize, Instant);
 
-/// A `Payload` with `metadata.type` and a JSON body.
-pub fn payload(type_name: &str, body: Bytes) -> Payload {
-    Payload {
-        metadata: Some(Metadata {
-            r#type: type_name.to_string(),
-            client_ip: String::new(),
-            headers: HashMap::new(),
-        }),
-        body: Some(Any {
-            type_url: String::new(),
-            value: body,
-        }),
-    }
-}
-
-fn parts(p: &Payload) -> (&str, &[u8]) {
-    let t = p.metadata.as_ref().map(|m| m.r#type.as_str()).unwrap_or("");
-    let b = p.body.as_ref().map(|b| &b.value[..]).unwrap_or(&[]);
-    (t, b)
-}
-
-/// JSON string escaping for the few values the bench puts in bodies.
-pub fn json_str(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
+/// The JSON of a message (the bench's messages always serialise).
+fn json<T: Serialize>(msg: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(msg).unwrap_or_default())
 }
 
 /// A `ConfigQueryRequest` body.
 pub fn query_body(data_id: &str, group: &str, request_id: u64) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"dataId":{},"group":{},"tenant":"","tag":"","headers":{{}},"requestId":"{request_id}"}}"#,
-        json_str(data_id),
-        json_str(group)
-    ))
+    json(&ConfigQueryRequest::new(data_id, group, "").with_request_id(request_id.to_string()))
 }
 
 /// A `ConfigPublishRequest` body.
 pub fn publish_body(data_id: &str, group: &str, content: &str, request_id: u64) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"dataId":{},"group":{},"tenant":"","content":{},"casMd5":null,"additionMap":{{"type":"properties"}},"headers":{{}},"requestId":"{request_id}"}}"#,
-        json_str(data_id),
-        json_str(group),
-        json_str(content)
-    ))
+    json(
+        &ConfigPublishRequest::new(data_id, group, "", content)
+            .with_request_id(request_id.to_string())
+            .with_addition(addition::TYPE, "properties"),
+    )
 }
 
 /// A `ConfigBatchListenRequest` body listening to one key.
 pub fn listen_body(data_id: &str, group: &str, md5: &str) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"listen":true,"configListenContexts":[{{"dataId":{},"group":{},"tenant":"","md5":{}}}],"headers":{{}},"requestId":"listen"}}"#,
-        json_str(data_id),
-        json_str(group),
-        json_str(md5)
-    ))
+    json(&ConfigBatchListenRequest {
+        request_id: Some("listen".into()),
+        ..ConfigBatchListenRequest::new(
+            true,
+            vec![ConfigListenContext::new(data_id, group, "", md5)],
+        )
+    })
 }
 
 async fn channel(route: Route) -> Result<Channel> {
@@ -188,14 +144,9 @@ impl GrpcConn {
     pub async fn connect_unregistered(route: Route) -> Result<Self> {
         let ch = channel(route).await?;
         let mut unary = RequestClient::new(ch).max_decoding_message_size(64 << 20);
-        let (_, check) = call(
-            &mut unary,
-            "ServerCheckRequest",
-            Bytes::from_static(b"{\"headers\":{},\"requestId\":\"check\"}"),
-        )
-        .await?;
-        if !check.ok() {
-            bail!("{}", check.describe("ServerCheckResponse"));
+        let check = server_check(&mut unary).await?;
+        if !check.head.is_ok() {
+            bail!("{}", describe(&check.head, types::SERVER_CHECK_RESPONSE));
         }
         let (stop, _) = oneshot::channel();
         Ok(GrpcConn {
@@ -212,23 +163,16 @@ impl GrpcConn {
     ) -> Result<Self> {
         let ch = channel(route).await?;
         let mut unary = RequestClient::new(ch.clone()).max_decoding_message_size(64 << 20);
-        let (_, check) = call(
-            &mut unary,
-            "ServerCheckRequest",
-            Bytes::from_static(b"{\"headers\":{},\"requestId\":\"check\"}"),
-        )
-        .await?;
-        if !check.ok() || check.connection_id.is_none() {
-            bail!("{}", check.describe("ServerCheckResponse"));
+        let check = server_check(&mut unary).await?;
+        if !check.head.is_ok() || check.connection_id.is_empty() {
+            bail!("{}", describe(&check.head, types::SERVER_CHECK_RESPONSE));
         }
 
         // The bi-stream; the setup request is its first message.
         let (out_tx, out_rx) = mpsc::channel::<Payload>(16);
-        let setup = Bytes::from_static(
-            br#"{"clientVersion":"nacelle-bench","tenant":"","labels":{"source":"sdk","module":"config","AppName":"nacelle-bench"},"abilities":{},"headers":{}}"#,
-        );
+        let setup = ConnectionSetupRequest::new("nacelle-bench", "", Some("nacelle-bench"));
         out_tx
-            .send(payload("ConnectionSetupRequest", setup))
+            .send(Payload::new(types::CONNECTION_SETUP_REQUEST, json(&setup)))
             .await
             .map_err(|_| anyhow!("stream closed before setup"))?;
         let outbound =
@@ -253,36 +197,28 @@ impl GrpcConn {
                     break;
                 };
                 let at = Instant::now();
-                let (type_name, body) = parts(&p);
-                let ack_type = match type_name {
-                    "ConfigChangeNotifyRequest" => {
+                let ack_type = match p.type_name() {
+                    types::CONFIG_CHANGE_NOTIFY_REQUEST => {
                         counters.pushes.fetch_add(1, Ordering::Relaxed);
                         if let Some(tx) = &pushes {
                             let _ = tx.send((index, at));
                         }
-                        "ConfigChangeNotifyResponse"
+                        types::CONFIG_CHANGE_NOTIFY_RESPONSE
                     }
-                    "ClientDetectionRequest" => {
+                    types::CLIENT_DETECTION_REQUEST => {
                         counters.probes.fetch_add(1, Ordering::Relaxed);
-                        "ClientDetectionResponse"
+                        types::CLIENT_DETECTION_RESPONSE
                     }
-                    "ConnectResetRequest" => {
+                    types::CONNECT_RESET_REQUEST => {
                         counters.resets.fetch_add(1, Ordering::Relaxed);
-                        "ConnectResetResponse"
+                        types::CONNECT_RESET_RESPONSE
                     }
-                    t if t.ends_with("Response") => continue,
+                    t if types::is_response_type(t) => continue,
                     _ => "ServerRequestResponse",
                 };
-                let id = serde_json::from_slice::<RequestIdOnly>(body)
-                    .ok()
-                    .and_then(|r| r.request_id)
-                    .unwrap_or_default();
-                let ack = format!(
-                    r#"{{"resultCode":200,"errorCode":0,"success":true,"requestId":{}}}"#,
-                    json_str(&id)
-                );
+                let ack = Head::ok(Some(p.request_id().unwrap_or_default()));
                 if out_tx
-                    .send(payload(ack_type, Bytes::from(ack)))
+                    .send(Payload::new(ack_type, json(&ack)))
                     .await
                     .is_err()
                 {
@@ -294,17 +230,18 @@ impl GrpcConn {
         // Registration happens when the server has read the setup request.
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
-            let (_, head) = call(
-                &mut unary,
-                "HealthCheckRequest",
-                Bytes::from_static(b"{\"headers\":{},\"requestId\":\"health\"}"),
-            )
-            .await?;
-            if head.ok() {
+            let health = HealthCheckRequest {
+                request_id: Some("health".into()),
+            };
+            let (_, head) = call(&mut unary, types::HEALTH_CHECK_REQUEST, json(&health)).await?;
+            if head.is_ok() {
                 break;
             }
             if Instant::now() > deadline {
-                bail!("not registered: {}", head.describe("HealthCheckResponse"));
+                bail!(
+                    "not registered: {}",
+                    describe(&head, types::HEALTH_CHECK_RESPONSE)
+                );
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -324,33 +261,59 @@ impl Unary {
     /// A unary call that must succeed (`resultCode 200`).
     pub async fn call_ok(&mut self, type_name: &str, body: Bytes) -> Result<Head> {
         let (t, head) = self.call(type_name, body).await?;
-        if !head.ok() {
-            bail!("{}", head.describe(&t));
+        if !head.is_ok() {
+            bail!("{}", describe(&head, &t));
         }
         Ok(head)
     }
 
     /// Listens to one key; fails unless the server accepted it.
     pub async fn listen(&mut self, data_id: &str, group: &str, md5: &str) -> Result<Head> {
-        self.call_ok("ConfigBatchListenRequest", listen_body(data_id, group, md5))
-            .await
+        self.call_ok(
+            types::CONFIG_BATCH_LISTEN_REQUEST,
+            listen_body(data_id, group, md5),
+        )
+        .await
     }
 }
 
+/// One unary call; returns the answer.
+async fn exchange(
+    unary: &mut RequestClient<Channel>,
+    type_name: &str,
+    body: Bytes,
+) -> Result<Payload> {
+    Ok(
+        tokio::time::timeout(STEP_TIMEOUT, unary.request(Payload::new(type_name, body)))
+            .await
+            .with_context(|| format!("{type_name} timed out"))?
+            .map_err(|s| anyhow!("{type_name}: gRPC status {:?}: {}", s.code(), s.message()))?
+            .into_inner(),
+    )
+}
+
+/// One unary call; returns the answer's type and head.
 async fn call(
     unary: &mut RequestClient<Channel>,
     type_name: &str,
     body: Bytes,
 ) -> Result<(String, Head)> {
-    let resp = tokio::time::timeout(STEP_TIMEOUT, unary.request(payload(type_name, body)))
-        .await
-        .with_context(|| format!("{type_name} timed out"))?
-        .map_err(|s| anyhow!("{type_name}: gRPC status {:?}: {}", s.code(), s.message()))?
-        .into_inner();
-    let (t, b) = parts(&resp);
-    let head: Head =
-        serde_json::from_slice(b).with_context(|| format!("body of {t} is not JSON"))?;
+    let resp = exchange(unary, type_name, body).await?;
+    let t = resp.type_name();
+    let head = resp
+        .head()
+        .with_context(|| format!("body of {t} is not JSON"))?;
     Ok((t.to_string(), head))
+}
+
+/// `ServerCheckRequest`, the first call of a client.
+async fn server_check(unary: &mut RequestClient<Channel>) -> Result<ServerCheckResponse> {
+    let req = ServerCheckRequest {
+        request_id: Some("check".into()),
+    };
+    let resp = exchange(unary, types::SERVER_CHECK_REQUEST, json(&req)).await?;
+    resp.parse_body()
+        .with_context(|| format!("body of {} is not JSON", resp.type_name()))
 }
 
 /// Raises the soft limit of open files to the hard limit; returns the limit now in force.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
+use nacelle_proto::types;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -49,13 +50,13 @@ fn plain(target: SocketAddr) -> Route {
 async fn publish_grpc(conn: &mut Unary, data_id: &str, content: &str, rid: u64) -> Result<()> {
     let (t, head) = conn
         .call(
-            "ConfigPublishRequest",
+            types::CONFIG_PUBLISH_REQUEST,
             publish_body(data_id, GROUP, content, rid),
         )
         .await?;
-    if t != "ConfigPublishResponse" || !head.ok() {
+    if t != types::CONFIG_PUBLISH_RESPONSE || !head.is_ok() {
         bail!(
-            "publish {data_id}: {t} resultCode {:?} errorCode {:?} {}",
+            "publish {data_id}: {t} resultCode {} errorCode {} {}",
             head.result_code,
             head.error_code,
             head.message.unwrap_or_default()
@@ -180,10 +181,10 @@ pub async fn grpc_query(load: &Load, keys: usize, size: usize, in_flight: usize)
                     i += 1;
                     let t = Instant::now();
                     match unary
-                        .call("ConfigQueryRequest", query_body(id, GROUP, i as u64))
+                        .call(types::CONFIG_QUERY_REQUEST, query_body(id, GROUP, i as u64))
                         .await
                     {
-                        Ok((ty, head)) if ty == "ConfigQueryResponse" && head.ok() => {
+                        Ok((ty, head)) if ty == types::CONFIG_QUERY_RESPONSE && head.is_ok() => {
                             if t >= measure_from {
                                 lat.record(t.elapsed());
                             }

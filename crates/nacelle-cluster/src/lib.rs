@@ -9,6 +9,9 @@
 //!   gRPC on its cluster port (`ConfigChangeClusterSyncRequest`, HTTP port + 1001), else
 //!   over HTTP (`dataChange`) — merging repeated changes of a key and retrying failures
 //!   with backoff (500 ms + n² s, n ≤ 6). It follows the published member list.
+//! - [`sync_client`]: [`ClusterSyncClient`], the gRPC sending side: one lazily connected
+//!   channel per member, `nacelle_proto`'s wire types and client stub (the receiving side
+//!   is `nacelle-grpc`'s cluster port).
 //!
 //! A member never trusts a notification's content: it reloads the key from the database.
 //! Notifications only make convergence fast; every node also follows the database's
@@ -18,6 +21,7 @@
 mod address;
 pub mod members;
 pub mod notify;
+pub mod sync_client;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,6 +35,7 @@ use tokio_util::task::TaskTracker;
 pub use address::parse_member;
 pub use members::Membership;
 pub use notify::Notifier;
+pub use sync_client::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 
 /// The header that carries the cluster secret on calls between members.
 pub use nacelle_service::cluster::SECRET_HEADER;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nacelle_core::{now_millis, ConfigKey};
-use nacelle_grpc::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 use nacelle_service::{CommitObserver, NotifyCounts};
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
@@ -27,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::address::parse_member;
+use crate::sync_client::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 use crate::{cluster_grpc_port, SECRET_HEADER};
 
 /// How long a member is notified over HTTP only after a gRPC call to it failed.

@@ -7,10 +7,9 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue};
+use nacelle_proto::Payload;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use prost::Message;
-
-use crate::proto::Payload;
 
 /// Length of the message prefix.
 const PREFIX: usize = 5;
@@ -207,10 +206,9 @@ fn decode(msg: Bytes) -> Result<Payload, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire;
 
     fn sample(n: usize) -> Payload {
-        wire::payload("HealthCheckRequest", Bytes::from(vec![b'x'; n]))
+        Payload::new("HealthCheckRequest", Bytes::from(vec![b'x'; n]))
     }
 
     #[test]

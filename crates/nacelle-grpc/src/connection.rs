@@ -18,12 +18,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::task::AtomicWaker;
 use nacelle_core::{Caller, ConfigKey, CoreError};
+use nacelle_proto::config::ConfigChangeNotifyRequest;
+use nacelle_proto::connection::{ClientDetectionRequest, ConnectResetRequest};
+use nacelle_proto::Payload;
 use nacelle_service::{ChangeEvent, Subscriber, Watch, WatchItem};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::codec::{self, Status};
-use crate::proto::Payload;
 use crate::push::{PushPolicy, PushTable};
 use crate::rpc::{Outbound, Sent};
 use crate::stats::{self, GrpcStats};
@@ -244,8 +246,7 @@ impl Connection {
     /// Sends `ConnectResetRequest` then ends the stream, so the client reconnects
     /// (elsewhere).
     pub fn reset(&self, request_id: &str) {
-        let body = wire::server_request(request_id, "internal", wire::NoFields {});
-        self.send(&wire::payload(wire::CONNECT_RESET_REQUEST, body));
+        self.send(&wire::message(&ConnectResetRequest::new(request_id)));
         self.out.finish(&Status::ok());
     }
 
@@ -297,16 +298,12 @@ impl Connection {
         }
         let request_id = event.seq.to_string();
         let encode = || {
-            let body = wire::server_request(
-                &request_id,
-                "config",
-                wire::ChangeNotifyFields {
-                    data_id: event.key.data_id(),
-                    group: event.key.group(),
-                    tenant,
-                },
-            );
-            codec::encode(&wire::payload(wire::CONFIG_CHANGE_NOTIFY_REQUEST, body))
+            codec::encode(&wire::message(&ConfigChangeNotifyRequest::new(
+                request_id.as_str(),
+                event.key.data_id(),
+                event.key.group(),
+                tenant,
+            )))
         };
         // The common case: the client names the namespace as we store it, and every such
         // connection shares one framed message.
@@ -388,10 +385,10 @@ impl Connection {
         }
         if now.saturating_sub(last) >= idle_after_ms {
             let id = request_id();
-            let body = wire::server_request(&id, "internal", wire::NoFields {});
+            let msg = wire::message(&ClientDetectionRequest::new(id.as_str()));
             *probe = Some((id, now));
             drop(probe);
-            self.send(&wire::payload(wire::CLIENT_DETECTION_REQUEST, body));
+            self.send(&msg);
         }
     }
 }

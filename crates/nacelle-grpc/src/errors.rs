@@ -1,36 +1,17 @@
-//! Nacos error codes and the one mapping from [`CoreError`] to a gRPC error response.
+//! The one mapping from [`CoreError`] to a gRPC error response (the codes themselves are
+//! `nacelle_proto::error_code`), and the error answers shared by the handlers of both ports.
 //!
 //! Protocol errors (server starting, unregistered connection, unknown type, unparsable
-//! body) are answered with an `ErrorResponse`; errors of a config operation with that
-//! operation's own response type, `resultCode 500` and the code below, as Nacos does.
+//! body) are answered with an `ErrorResponse` ([`error_response`]); errors of a config
+//! operation with that operation's own response type, `resultCode 500` and the mapped code
+//! ([`fail_head`]), as Nacos does.
 
 use nacelle_core::CoreError;
+use nacelle_proto::error_code::{self as code, CAS_FAILED};
+use nacelle_proto::response::ErrorResponse;
+use nacelle_proto::{Payload, ResponseHead};
 
-/// Nacos's error codes (`NacosException`, `ConfigQueryResponse`).
-pub(crate) mod code {
-    /// The server is starting (cache not loaded) — `INVALID_SERVER_STATUS`.
-    pub const SERVER_NOT_READY: i32 = 300;
-    /// `ConfigQueryResponse.CONFIG_NOT_FOUND`.
-    pub const CONFIG_NOT_FOUND: i32 = 300;
-    /// The connection has not completed `ConnectionSetupRequest` — `UN_REGISTER`.
-    pub const UNREGISTERED: i32 = 301;
-    /// No handler for the request type — `NO_HANDLER`.
-    pub const NO_HANDLER: i32 = 302;
-    pub const INVALID_PARAM: i32 = 400;
-    /// The caller may not make this call — `NO_RIGHT` (a cluster call without the secret).
-    pub const NO_RIGHT: i32 = 403;
-    pub const CONFLICT: i32 = 409;
-    pub const SERVER_ERROR: i32 = 500;
-    pub const NOT_IMPLEMENTED: i32 = 501;
-    /// The body could not be parsed — `BAD_GATEWAY`.
-    pub const BAD_GATEWAY: i32 = 502;
-}
-
-/// The message Nacos sends for a missing config.
-pub(crate) const CONFIG_NOT_EXIST: &str = "config data not exist";
-/// The message Nacos's gRPC publish handler sends on a compare-and-set failure (no space
-/// after the comma, unlike HTTP v1).
-pub(crate) const CAS_FAILED: &str = "Cas publish fail,server md5 may have changed.";
+use crate::wire;
 
 /// An error as it goes on the wire: `errorCode` and `message` (with `resultCode 500`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,21 +24,21 @@ impl WireError {
     pub fn not_ready() -> Self {
         WireError {
             code: code::SERVER_NOT_READY,
-            message: "Server is starting,please try later.".into(),
+            message: code::SERVER_NOT_READY_MESSAGE.into(),
         }
     }
 
     pub fn unregistered() -> Self {
         WireError {
             code: code::UNREGISTERED,
-            message: "Connection is unregistered.".into(),
+            message: code::UNREGISTERED_MESSAGE.into(),
         }
     }
 
     pub fn no_handler() -> Self {
         WireError {
             code: code::NO_HANDLER,
-            message: "RequestHandler Not Found".into(),
+            message: code::NO_HANDLER_MESSAGE.into(),
         }
     }
 
@@ -92,9 +73,26 @@ impl From<&CoreError> for WireError {
     }
 }
 
+/// An `ErrorResponse` (protocol-level errors).
+pub(crate) fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
+    wire::message(&ErrorResponse::fail(e.code, e.message.clone(), request_id))
+}
+
+/// The head of a failed config operation, mapped from the service error.
+pub(crate) fn fail_head(e: &CoreError, request_id: Option<String>) -> ResponseHead {
+    let w = WireError::from(e);
+    ResponseHead::fail(w.code, w.message, request_id)
+}
+
+/// The answer to an unparsable body: 502 in an `ErrorResponse`.
+pub(crate) fn unparsable(e: &serde_json::Error) -> Payload {
+    error_response(&WireError::bad_request(e), None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nacelle_proto::error_code::CONFIG_NOT_EXIST;
 
     #[test]
     fn core_errors_map_to_nacos_codes() {

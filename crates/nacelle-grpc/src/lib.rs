@@ -7,8 +7,11 @@
 //! - `rpc`: gRPC over HTTP/2 on the `h2` crate: one task per connection, the unary method,
 //!   the bi-stream's inbound reader and shared outbound half; `codec`: message framing and
 //!   the gRPC status.
-//! - `transport`: an accepted TCP connection (its connection id, shared by its unary calls
-//!   and its bi-stream) and the switches that stop and cut connections.
+//! - `transport`: the accept loop (`Acceptor`: start, GOAWAY-then-cut shutdown), above
+//!   `rpc`; `tcp`, below it: an accepted TCP connection (its connection id, shared by its
+//!   unary calls and its bi-stream) and the switches that stop and cut connections.
+//! - `ctx`: `Ctx`, the state of the client port shared by `server`, `handlers` and
+//!   `session` (below all three).
 //! - `session`: one bi-stream: the `ConnectionSetupRequest` handshake, acks of server
 //!   pushes, unregistration when the stream ends.
 //! - `connection` / `registry`: a registered connection (its outbound queue, listened
@@ -16,16 +19,20 @@
 //! - `push`: the pending-push table of one connection: ack matching and retries.
 //! - `handlers`: one file per request type (`ConfigQueryRequest`, …), dispatched by the
 //!   wire type name.
-//! - `wire`: the JSON messages carried in `Payload.body` and the payload helpers; `errors`:
-//!   the Nacos error codes and the one mapping from [`nacelle_core::CoreError`].
+//! - `wire`: the request metadata every handler receives (`RequestMeta`: type, reported
+//!   client IP, `metadata.headers`), `key_of` and the serialisation of the server's
+//!   messages; `errors`: the one mapping from [`nacelle_core::CoreError`] to a Nacos error
+//!   code and the error answers.
 //! - [`options`], [`stats`], [`error`]: configuration, counters, the crate's error type.
-//! - [`proto`]: the code generated from `proto/nacos_grpc_service.proto`.
 //! - [`cluster`]: server-to-server gRPC on the cluster port (HTTP port + 1001):
 //!   [`ClusterGrpcServer`] answers `ConfigChangeClusterSyncRequest` from members holding the
-//!   cluster secret; [`ClusterSyncClient`] sends it.
+//!   cluster secret (the sending side is `nacelle_cluster::ClusterSyncClient`).
+//!
+//! The wire types — the proto, the type names, the error codes and every JSON message —
+//! are the crate `nacelle_proto`, shared with clients, the cluster module and the bench.
 //!
 //! # Invariants
-//! - Only this crate knows the gRPC wire format; the service never sees a `Payload`.
+//! - Only the gRPC adapter serves the gRPC wire format; the service never sees a `Payload`.
 //! - A server push never blocks the publish path: the hub's callback queues the framed
 //!   message on the connection's HTTP/2 stream; a connection that leaves
 //!   `outbound_queue` server requests unanswered is disconnected.
@@ -37,6 +44,7 @@
 pub mod cluster;
 mod codec;
 mod connection;
+mod ctx;
 pub mod error;
 mod errors;
 mod handlers;
@@ -47,26 +55,11 @@ mod rpc;
 pub mod server;
 mod session;
 pub mod stats;
+mod tcp;
 mod transport;
 mod wire;
 
-/// Code generated from `proto/nacos_grpc_service.proto`: the `Payload`/`Metadata` messages,
-/// the server traits and the client stubs (used by tests and tools).
-#[allow(
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    clippy::all,
-    clippy::pedantic
-)]
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/nacos_proto.rs"));
-}
-
-pub use cluster::{
-    ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncClient, ClusterSyncError, ClusterSyncStats,
-    SyncTimeouts,
-};
+pub use cluster::{ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncStats};
 pub use error::GrpcError;
 pub use options::GrpcOptions;
 pub use server::{serve, GrpcServer};

@@ -25,11 +25,11 @@ use futures::task::AtomicWaker;
 use h2::server::{self, SendResponse};
 use h2::{RecvStream, SendStream};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use nacelle_proto::Payload;
 use parking_lot::Mutex;
 
 use crate::codec::{self, Code, Decoder, Status};
-use crate::proto::Payload;
-use crate::transport::{ConnTag, Switch, TrackedIo};
+use crate::tcp::{ConnTag, Switch, TrackedIo};
 
 /// The unary method every request/response pair goes through.
 pub(crate) const UNARY_PATH: &str = "/Request/request";

@@ -8,69 +8,23 @@
 //! the remaining TCP connections are cut too.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nacelle_core::{Caller, CoreError};
+use nacelle_proto::Payload;
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::connection::{CloseReason, CoarseClock, ConnDeps};
+use crate::connection::CloseReason;
+use crate::ctx::Ctx;
 use crate::error::GrpcError;
 use crate::handlers;
 use crate::options::GrpcOptions;
-use crate::proto::Payload;
-use crate::push::PushPolicy;
-use crate::registry::Registry;
 use crate::rpc::{Inbound, Methods, Outbound};
 use crate::session;
 use crate::stats::GrpcStats;
-use crate::transport::{Acceptor, ConnTag};
-
-/// State shared by the services, the sessions and the prober.
-#[derive(Debug)]
-pub(crate) struct Ctx {
-    pub service: ConfigService,
-    pub opts: GrpcOptions,
-    pub stats: GrpcStats,
-    pub registry: Registry,
-    /// Tracks session tasks so that shutdown can wait for them.
-    pub sessions: TaskTracker,
-    /// Cancelled to cut every stream at once (last step of shutdown): sessions still
-    /// waiting for their `ConnectionSetupRequest` watch it; registered connections are
-    /// closed one by one.
-    pub hard_stop: CancellationToken,
-    /// The time base of connection activity and push deadlines.
-    pub clock: Arc<CoarseClock>,
-    next_request_id: AtomicU64,
-}
-
-impl Ctx {
-    /// What a new connection of `caller` needs; fails when the service is not serving
-    /// (loading or shutting down).
-    pub fn conn_deps(&self, caller: &Caller) -> Result<ConnDeps, CoreError> {
-        Ok(ConnDeps {
-            watch: self.service.watch(caller)?,
-            policy: PushPolicy {
-                ack_timeout: self.opts.push_ack_timeout,
-                retry_base: self.opts.push_retry_base,
-                max_tries: self.opts.push_max_tries,
-            },
-            stats: self.stats.clone(),
-            clock: self.clock.clone(),
-        })
-    }
-
-    /// A request id for a server request other than a change push (pushes use the change
-    /// event's sequence number; the prefix keeps the two apart).
-    pub fn server_request_id(&self, prefix: &str) -> String {
-        let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        format!("{prefix}-{n}")
-    }
-}
+use crate::tcp::ConnTag;
+use crate::transport::Acceptor;
 
 /// The gRPC server over a [`ConfigService`]. Create it, keep its [`GrpcStats`] handle for
 /// metrics, then [`GrpcServer::serve`] it.
@@ -83,23 +37,8 @@ impl GrpcServer {
     /// A server over `service` (which should be loaded, or be loading: until it is ready,
     /// requests are answered with error code 300).
     pub fn new(service: ConfigService, opts: GrpcOptions) -> Self {
-        let stats = GrpcStats::new();
-        let registry = Registry::new(
-            opts.max_connections,
-            opts.max_connections_per_ip,
-            stats.clone(),
-        );
         GrpcServer {
-            ctx: Arc::new(Ctx {
-                service,
-                opts,
-                stats,
-                registry,
-                sessions: TaskTracker::new(),
-                hard_stop: CancellationToken::new(),
-                clock: Arc::new(CoarseClock::new()),
-                next_request_id: AtomicU64::new(1),
-            }),
+            ctx: Arc::new(Ctx::new(service, opts)),
         }
     }
 

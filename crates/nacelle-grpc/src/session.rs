@@ -11,18 +11,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
+use nacelle_proto::connection::{ConnectionSetupRequest, APP_NAME_LABEL};
+use nacelle_proto::{types, Payload};
 
 use crate::codec::Status;
 use crate::connection::{Closer, ConnMeta, Connection};
-use crate::proto::Payload;
+use crate::ctx::Ctx;
 use crate::rpc::{Inbound, Outbound};
-use crate::server::Ctx;
 use crate::stats;
-use crate::transport::ConnTag;
+use crate::tcp::ConnTag;
 use crate::wire;
-
-/// The label carrying the client's application name.
-const APP_NAME_LABEL: &str = "AppName";
 
 /// Runs one bi-stream until it ends, then ends the server's half with status OK (or the
 /// status of the client's protocol error).
@@ -60,12 +58,12 @@ async fn serve(
                 return Some(status);
             }
         };
-        let (type_name, client_ip, body) = wire::parts(&p);
-        if type_name != wire::CONNECTION_SETUP_REQUEST {
+        let (type_name, client_ip, body) = (p.type_name(), p.client_ip(), p.body());
+        if type_name != types::CONNECTION_SETUP_REQUEST {
             tracing::debug!(conn = %tag.id, type_name, "ignoring a message before setup");
             continue;
         }
-        match wire::from_json::<wire::SetupRequest>(body) {
+        match wire::from_json::<ConnectionSetupRequest>(body) {
             Ok(setup) => break meta_of(&tag, client_ip, setup, &ctx.opts.trusted_proxies),
             Err(e) => {
                 tracing::warn!(conn = %tag.id, error = %e, "unparsable ConnectionSetupRequest");
@@ -132,9 +130,9 @@ async fn serve(
 
 /// A message on a registered stream: responses ack pushes and probes.
 fn on_message(conn: &Connection, p: &Payload) {
-    let (type_name, _, body) = wire::parts(p);
-    if wire::is_response_type(type_name) {
-        if let Some(id) = wire::request_id_of(body) {
+    let type_name = p.type_name();
+    if types::is_response_type(type_name) {
+        if let Some(id) = p.request_id() {
             conn.on_ack(&id);
         }
     } else {
@@ -161,7 +159,7 @@ async fn drain(inbound: &mut Inbound, closer: &Closer) {
 fn meta_of(
     tag: &ConnTag,
     reported_ip: &str,
-    setup: wire::SetupRequest,
+    setup: ConnectionSetupRequest,
     trusted: &TrustedProxies,
 ) -> ConnMeta {
     let labels: HashMap<String, String> = setup

@@ -8,11 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
+use nacelle_cluster::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
-use nacelle_grpc::{
-    ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncClient, ClusterSyncError, ClusterSyncStats,
-    GrpcError, SyncTimeouts,
-};
+use nacelle_grpc::{ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncStats, GrpcError};
 use nacelle_service::{ConfigService, Limits, PublishRequest};
 use nacelle_store::SqliteStore;
 use tokio::sync::oneshot;

@@ -13,9 +13,8 @@ use common::{
     free_port, listening_configs, md5, wait_ready, BinaryServer, CuttableProxy, DbKind,
     TestDatabase, TestResult,
 };
-use nacelle_grpc::proto::google::protobuf::Any;
-use nacelle_grpc::proto::request_client::RequestClient;
-use nacelle_grpc::proto::{Metadata, Payload};
+use nacelle_proto::grpc::request_client::RequestClient;
+use nacelle_proto::Payload;
 use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse, ConfigServiceBuilder};
 use nacos_sdk::api::props::ClientProps;
 use serde_json::{json, Value};
@@ -798,25 +797,17 @@ async fn raw_call(port: u16, call: Call) -> TestResult<(String, Value)> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))?
         .connect()
         .await?;
-    let mut req = tonic::Request::new(Payload {
-        metadata: Some(Metadata {
-            r#type: call.type_name.to_string(),
-            client_ip: call.client_ip,
-            headers: call.headers,
-        }),
-        body: Some(Any {
-            type_url: String::new(),
-            value: call.body.into(),
-        }),
-    });
+    let mut payload = Payload::new(call.type_name, call.body).with_client_ip(call.client_ip);
+    for (name, value) in call.headers {
+        payload = payload.with_header(name, value);
+    }
+    let mut req = tonic::Request::new(payload);
     if call.h2_secret {
         req.metadata_mut()
             .insert("nacelle-cluster-secret", SECRET.parse()?);
     }
     let reply = RequestClient::new(channel).request(req).await?.into_inner();
-    let type_name = reply.metadata.map(|m| m.r#type).unwrap_or_default();
-    let body = reply.body.map(|b| b.value).unwrap_or_default();
-    Ok((type_name, serde_json::from_slice(&body)?))
+    Ok((reply.type_name().to_string(), reply.parse_body()?))
 }
 
 #[tokio::test]

@@ -6,22 +6,21 @@
 //!   carrying the cluster secret in `metadata.headers` ([`SECRET_HEADER`]) counts as a
 //!   member's: nothing else a caller can send (other headers, a user agent, `clientIp`, its
 //!   source address) does. Without it every request is answered with `errorCode 403`.
-//! - [`ClusterSyncClient`] is the sending side: one HTTP/2 channel per member, reused by
-//!   every notification, with short timeouts.
+//! - The sending side is `nacelle_cluster::ClusterSyncClient` (one HTTP/2 channel per
+//!   member, on `nacelle_proto`'s client stub), so the cluster module needs nothing of
+//!   this server crate.
 //!
 //! A notification names a key only; the receiver never trusts content from it. The
 //! message's `lastModified`, `beta` and `tag` are informational: the whole key is reloaded.
 //!
 //! [`ConfigService`]: nacelle_service::ConfigService
 
-mod client;
 mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use client::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
 pub use server::ClusterGrpcServer;
 
 /// The `metadata.headers` entry that carries the cluster secret (the same name as the HTTP

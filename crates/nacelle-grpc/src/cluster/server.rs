@@ -7,20 +7,21 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use nacelle_proto::cluster::{ConfigChangeClusterSyncRequest, ConfigChangeClusterSyncResponse};
+use nacelle_proto::response::{ErrorResponse, HealthCheckResponse};
+use nacelle_proto::{types, Payload, ResponseHead};
+use nacelle_service::cluster::secret_matches;
 use nacelle_service::ConfigService;
 use tokio::net::TcpListener;
 
-use nacelle_service::cluster::secret_matches;
-
 use super::{ClusterGrpcOptions, ClusterSyncStats, SECRET_HEADER};
 use crate::error::GrpcError;
-use crate::errors::WireError;
-use crate::handlers::{error_response, fail_head, key_of, unparsable};
-use crate::proto::Payload;
+use crate::errors::{error_response, fail_head, unparsable, WireError};
 use crate::rpc::Methods;
 use crate::stats::GrpcStats;
-use crate::transport::{Acceptor, ConnTag};
-use crate::wire;
+use crate::tcp::ConnTag;
+use crate::transport::Acceptor;
+use crate::wire::{self, key_of, RequestMeta};
 
 #[derive(Debug)]
 struct ClusterCtx {
@@ -92,21 +93,20 @@ impl Methods for ClusterCtx {
     }
 }
 
-/// Whether the payload carries the cluster secret in `metadata.headers` (the header name
+/// Whether the request carries the cluster secret in `metadata.headers` (the header name
 /// is matched without regard to case).
-fn carries_secret(p: &Payload, expected: &str) -> bool {
-    p.metadata.as_ref().is_some_and(|m| {
-        m.headers
-            .iter()
-            .any(|(k, v)| k.eq_ignore_ascii_case(SECRET_HEADER) && secret_matches(v, expected))
-    })
+fn carries_secret(meta: &RequestMeta, expected: &str) -> bool {
+    meta.headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case(SECRET_HEADER) && secret_matches(v, expected))
 }
 
 /// Answers one call. Never fails: every error is a Nacos error response.
 async fn handle(ctx: &ClusterCtx, remote: Option<SocketAddr>, payload: Payload) -> Payload {
-    let (type_name, _, body) = wire::parts(&payload);
-    let is_sync = type_name == wire::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST;
-    if !carries_secret(&payload, &ctx.opts.secret) {
+    let (meta, body) = RequestMeta::take(payload);
+    let (type_name, body) = (meta.type_name.as_str(), &body[..]);
+    let is_sync = type_name == types::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST;
+    if !carries_secret(&meta, &ctx.opts.secret) {
         let n = ctx.stats.inner.refused.fetch_add(1, Ordering::Relaxed) + 1;
         // Logged at warn on the 1st, 2nd, 4th, 8th… refusal, so a scanner cannot flood the log.
         if n.is_power_of_two() {
@@ -120,29 +120,26 @@ async fn handle(ctx: &ClusterCtx, remote: Option<SocketAddr>, payload: Payload) 
             tracing::debug!(remote = ?remote, type_name, "refused a cluster call without the cluster secret");
         }
         let e = WireError::not_member();
-        let head = wire::Head::fail(e.code, e.message, wire::request_id_of(body));
+        let head = ResponseHead::fail(e.code, e.message, wire::request_id_of(body));
         // Nacos answers an unauthorised call with the handler's own response type.
-        let type_out = if is_sync {
-            wire::CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE
+        return if is_sync {
+            sync_reply(head)
         } else {
-            wire::ERROR_RESPONSE
+            wire::message(&ErrorResponse::from(head))
         };
-        return wire::reply(type_out, head, wire::NoFields {});
     }
     match type_name {
-        wire::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST => sync(ctx, remote, body).await,
-        wire::HEALTH_CHECK_REQUEST => wire::reply(
-            wire::HEALTH_CHECK_RESPONSE,
-            wire::Head::ok(wire::request_id_of(body)),
-            wire::NoFields {},
-        ),
+        types::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST => sync(ctx, remote, body).await,
+        types::HEALTH_CHECK_REQUEST => {
+            wire::message(&HealthCheckResponse::ok(wire::request_id_of(body)))
+        }
         _ => error_response(&WireError::no_handler(), wire::request_id_of(body)),
     }
 }
 
 /// `ConfigChangeClusterSyncRequest` → reload the key → `ConfigChangeClusterSyncResponse`.
 async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payload {
-    let req: wire::ClusterSyncRequest = match wire::from_json(body) {
+    let req: ConfigChangeClusterSyncRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
@@ -160,7 +157,7 @@ async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payl
     tracing::debug!(
         %key,
         remote = ?remote,
-        last_modified = ?req.last_modified,
+        last_modified = req.last_modified,
         beta = ?req.beta,
         tag = ?req.tag,
         "cluster sync request"
@@ -169,12 +166,12 @@ async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payl
     if ctx.opts.drop_notifications {
         ClusterSyncStats::inc(&ctx.stats.inner.dropped);
         tracing::warn!(%key, "fault injection: dropping a cluster notification (gRPC)");
-        return sync_reply(wire::Head::ok(req.request_id));
+        return sync_reply(ResponseHead::ok(req.request_id));
     }
     match ctx.service.reload(&key).await {
         Ok(_) => {
             ClusterSyncStats::inc(&ctx.stats.inner.reloaded);
-            sync_reply(wire::Head::ok(req.request_id))
+            sync_reply(ResponseHead::ok(req.request_id))
         }
         Err(e) => {
             ClusterSyncStats::inc(&ctx.stats.inner.failed);
@@ -184,10 +181,6 @@ async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payl
     }
 }
 
-fn sync_reply(head: wire::Head) -> Payload {
-    wire::reply(
-        wire::CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE,
-        head,
-        wire::NoFields {},
-    )
+fn sync_reply(head: ResponseHead) -> Payload {
+    wire::message(&ConfigChangeClusterSyncResponse { head })
 }

@@ -1,38 +1,39 @@
 //! `ConfigBatchListenRequest` → `ConfigChangeBatchListenResponse`.
 //!
-//! `listen: true` subscribes the connection to each key in the shared hub (the same index
-//! the HTTP long polls use) and answers the keys whose md5 already differs; `listen: false`
-//! unsubscribes. Keys are echoed with the tenant exactly as the client sent it.
+//! `listen: true` adds each key to the connection's service watch (the same index the HTTP
+//! long polls use) and answers the keys whose md5 already differs; `listen: false`
+//! unsubscribes. Keys are echoed with the tenant exactly as the client sent it. The key
+//! limit and subscribe-then-compare are the service's.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use nacelle_core::{ConfigKey, CoreError};
 
-use super::{fail_head, key_of, unparsable};
-use crate::connection::Connection;
-use crate::proto::Payload;
-use crate::wire::{self, BatchListenFields, BatchListenRequest, ConfigContext};
+use nacelle_proto::config::{
+    ConfigBatchListenRequest as BatchListenRequest, ConfigChangeBatchListenResponse, ConfigContext,
+};
+use nacelle_proto::{Payload, ResponseHead};
 
-pub(super) fn handle(conn: &Arc<Connection>, body: &[u8]) -> Payload {
+use crate::connection::Connection;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, RequestMeta};
+
+pub(super) fn handle(conn: &Arc<Connection>, _meta: &RequestMeta, body: &[u8]) -> Payload {
     let req: BatchListenRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
     let request_id = req.request_id.clone();
     match apply(conn, req) {
-        Ok(changed_configs) => wire::reply(
-            wire::CONFIG_BATCH_LISTEN_RESPONSE,
-            wire::Head::ok(request_id),
-            BatchListenFields { changed_configs },
-        ),
-        Err(e) => wire::reply(
-            wire::CONFIG_BATCH_LISTEN_RESPONSE,
-            fail_head(&e, request_id),
-            BatchListenFields {
-                changed_configs: Vec::new(),
-            },
-        ),
+        Ok(changed_configs) => wire::message(&ConfigChangeBatchListenResponse {
+            head: ResponseHead::ok(request_id),
+            changed_configs,
+        }),
+        Err(e) => wire::message(&ConfigChangeBatchListenResponse {
+            head: fail_head(&e, request_id),
+            changed_configs: Vec::new(),
+        }),
     }
 }
 

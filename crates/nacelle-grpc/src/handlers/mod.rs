@@ -4,6 +4,9 @@
 //! Order of checks, as Nacos does them: server not ready → 300; `ServerCheckRequest` is
 //! answered before any registration; unknown type → 302; connection not registered → 301;
 //! unparsable body → 502 (inside each handler).
+//!
+//! Every handler receives the request's [`RequestMeta`]: its type, the client IP the client
+//! reported and the headers of `metadata.headers` (`accessToken`, `app`, …).
 
 mod health;
 mod listen;
@@ -11,13 +14,12 @@ mod publish;
 mod query;
 mod remove;
 
-use nacelle_core::{ConfigKey, CoreError};
+use nacelle_proto::{types, Payload};
 
-use crate::errors::WireError;
-use crate::proto::Payload;
-use crate::server::Ctx;
-use crate::transport::ConnTag;
-use crate::wire;
+use crate::ctx::Ctx;
+use crate::errors::{error_response, WireError};
+use crate::tcp::ConnTag;
+use crate::wire::{self, RequestMeta};
 
 /// The request types served on `/Request/request` besides `ServerCheckRequest`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +34,11 @@ enum Kind {
 impl Kind {
     fn of(type_name: &str) -> Option<Kind> {
         Some(match type_name {
-            wire::HEALTH_CHECK_REQUEST => Kind::HealthCheck,
-            wire::CONFIG_QUERY_REQUEST => Kind::Query,
-            wire::CONFIG_PUBLISH_REQUEST => Kind::Publish,
-            wire::CONFIG_REMOVE_REQUEST => Kind::Remove,
-            wire::CONFIG_BATCH_LISTEN_REQUEST => Kind::BatchListen,
+            types::HEALTH_CHECK_REQUEST => Kind::HealthCheck,
+            types::CONFIG_QUERY_REQUEST => Kind::Query,
+            types::CONFIG_PUBLISH_REQUEST => Kind::Publish,
+            types::CONFIG_REMOVE_REQUEST => Kind::Remove,
+            types::CONFIG_BATCH_LISTEN_REQUEST => Kind::BatchListen,
             _ => return None,
         })
     }
@@ -44,13 +46,23 @@ impl Kind {
 
 /// Answers one unary request. Never fails: every error is a Nacos error response.
 pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) -> Payload {
-    let (type_name, _, body) = wire::parts(&payload);
+    let (meta, body) = RequestMeta::take(payload);
+    let body = &body[..];
+    let type_name = meta.type_name.as_str();
+    // Header names only: values may be credentials (`accessToken`).
+    tracing::debug!(
+        conn = tag.map(|t| &*t.id),
+        type_name,
+        client_ip = meta.client_ip,
+        headers = ?meta.header_names(),
+        "gRPC request"
+    );
     if !ctx.service.is_ready() {
         return error_response(&WireError::not_ready(), wire::request_id_of(body));
     }
-    if type_name == wire::SERVER_CHECK_REQUEST {
+    if type_name == types::SERVER_CHECK_REQUEST {
         let id = tag.map(|t| t.id.to_string()).unwrap_or_default();
-        return health::server_check(id, wire::request_id_of(body));
+        return health::server_check(&meta, id, wire::request_id_of(body));
     }
     let Some(kind) = Kind::of(type_name) else {
         tracing::debug!(type_name, "no handler for gRPC request type");
@@ -61,39 +73,10 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
     };
     conn.touch();
     match kind {
-        Kind::HealthCheck => health::health_check(body),
-        Kind::Query => query::handle(ctx, &conn, body),
-        Kind::Publish => publish::handle(ctx, &conn, body).await,
-        Kind::Remove => remove::handle(ctx, &conn, body).await,
-        Kind::BatchListen => listen::handle(&conn, body),
+        Kind::HealthCheck => health::health_check(&meta, body),
+        Kind::Query => query::handle(ctx, &conn, &meta, body),
+        Kind::Publish => publish::handle(ctx, &conn, &meta, body).await,
+        Kind::Remove => remove::handle(ctx, &conn, &meta, body).await,
+        Kind::BatchListen => listen::handle(&conn, &meta, body),
     }
-}
-
-/// An `ErrorResponse` (protocol-level errors).
-pub(crate) fn error_response(e: &WireError, request_id: Option<String>) -> Payload {
-    wire::reply(
-        wire::ERROR_RESPONSE,
-        wire::Head::fail(e.code, e.message.clone(), request_id),
-        wire::NoFields {},
-    )
-}
-
-/// The head of a failed config operation, mapped from the service error.
-pub(crate) fn fail_head(e: &CoreError, request_id: Option<String>) -> wire::Head {
-    let w = WireError::from(e);
-    wire::Head::fail(w.code, w.message, request_id)
-}
-
-/// The answer to an unparsable body: 502 in an `ErrorResponse`.
-pub(crate) fn unparsable(e: &serde_json::Error) -> Payload {
-    error_response(&WireError::bad_request(e), None)
-}
-
-/// Builds a key from the fields a client sent; the namespace is normalised here.
-pub(crate) fn key_of(
-    tenant: Option<&str>,
-    group: Option<&str>,
-    data_id: Option<&str>,
-) -> Result<ConfigKey, CoreError> {
-    ConfigKey::parse(tenant, group.unwrap_or(""), data_id.unwrap_or(""))
 }

@@ -4,16 +4,23 @@
 use std::collections::HashMap;
 
 use nacelle_core::{ConfigMeta, CoreError, Variant};
+use nacelle_proto::config::ConfigPublishRequest;
+use nacelle_proto::response::ConfigPublishResponse;
+use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::PublishRequest;
 
-use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::proto::Payload;
-use crate::server::Ctx;
-use crate::wire::{self, non_blank};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, non_blank, RequestMeta};
 
-pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
-    let req: wire::PublishRequest = match wire::from_json(body) {
+pub(super) async fn handle(
+    ctx: &Ctx,
+    conn: &Connection,
+    _meta: &RequestMeta,
+    body: &[u8],
+) -> Payload {
+    let req: ConfigPublishRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
@@ -23,13 +30,13 @@ pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload
         Err(e) => Err(e),
     };
     let head = match result {
-        Ok(()) => wire::Head::ok(request_id),
+        Ok(()) => ResponseHead::ok(request_id),
         Err(e) => fail_head(&e, request_id),
     };
-    wire::reply(wire::CONFIG_PUBLISH_RESPONSE, head, wire::NoFields {})
+    wire::message(&ConfigPublishResponse { head })
 }
 
-fn to_service_request(req: wire::PublishRequest) -> Result<PublishRequest, CoreError> {
+fn to_service_request(req: ConfigPublishRequest) -> Result<PublishRequest, CoreError> {
     let key = key_of(
         req.tenant.as_deref(),
         req.group.as_deref(),
@@ -64,7 +71,7 @@ mod tests {
 
     #[test]
     fn addition_map_fields_and_empty_strings() {
-        let req: wire::PublishRequest = wire::from_json(
+        let req: ConfigPublishRequest = wire::from_json(
             br#"{"dataId":"d","group":"G","tenant":"","content":"x","casMd5":"",
                 "additionMap":{"type":"yaml","appName":"app","desc":"","src_user":"u",
                 "config_tags":"a,b","use":"u1","effect":"e","schema":"s",
@@ -81,7 +88,7 @@ mod tests {
         assert_eq!(r.meta.r#use, "u1");
         assert_eq!(r.src_user, "u");
 
-        let req: wire::PublishRequest = wire::from_json(
+        let req: ConfigPublishRequest = wire::from_json(
             br#"{"dataId":"d","group":"G","content":"x","casMd5":"abc",
                 "additionMap":{"betaIps":"1.1.1.1, 2.2.2.2"}}"#,
         )

@@ -1,47 +1,44 @@
 //! `ConfigQueryRequest` → `ConfigQueryResponse`, served from memory.
 
 use nacelle_core::CoreError;
+use nacelle_proto::config::{ConfigQueryRequest as QueryRequest, ConfigQueryResponse};
+use nacelle_proto::error_code::CONFIG_NOT_EXIST;
+use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::Served;
 
-use super::{fail_head, key_of, unparsable};
 use crate::connection::Connection;
-use crate::errors::CONFIG_NOT_EXIST;
-use crate::proto::Payload;
-use crate::server::Ctx;
-use crate::wire::{self, QueryFields, QueryRequest};
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, RequestMeta};
 
-pub(super) fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
+/// The header a Nacos client sets to `true` on a query made because of a change push.
+const NOTIFY_HEADER: &str = "notify";
+
+pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u8]) -> Payload {
     let req: QueryRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
+    tracing::trace!(
+        data_id = ?req.data_id,
+        group = ?req.group,
+        tenant = ?req.tenant,
+        notify = meta.header(NOTIFY_HEADER),
+        "config query"
+    );
     match lookup(ctx, conn, &req) {
         Ok(Served {
             config: cfg, beta, ..
-        }) => wire::reply(
-            wire::CONFIG_QUERY_RESPONSE,
-            wire::Head::ok(req.request_id),
-            QueryFields {
-                content: Some(String::from_utf8_lossy(&cfg.content).into_owned()),
-                encrypted_data_key: Some(cfg.meta.encrypted_data_key.clone()),
-                content_type: Some(cfg.config_type.as_str().to_string()),
-                md5: Some(cfg.md5.clone()),
-                last_modified: cfg.modified_ms,
-                beta,
-            },
-        ),
-        Err(e) => wire::reply(
-            wire::CONFIG_QUERY_RESPONSE,
-            fail_head(&e, req.request_id),
-            QueryFields {
-                content: None,
-                encrypted_data_key: None,
-                content_type: None,
-                md5: None,
-                last_modified: 0,
-                beta: false,
-            },
-        ),
+        }) => wire::message(&ConfigQueryResponse {
+            head: ResponseHead::ok(req.request_id),
+            content: Some(String::from_utf8_lossy(&cfg.content).into_owned()),
+            encrypted_data_key: Some(cfg.meta.encrypted_data_key.clone()),
+            content_type: Some(cfg.config_type.as_str().to_string()),
+            md5: Some(cfg.md5.clone()),
+            last_modified: cfg.modified_ms,
+            beta,
+        }),
+        Err(e) => wire::message(&ConfigQueryResponse::failed(fail_head(&e, req.request_id))),
     }
 }
 

@@ -1,12 +1,20 @@
 //! `ConfigRemoveRequest` → `ConfigRemoveResponse` (success also when nothing was stored).
 
-use super::{fail_head, key_of, unparsable};
-use crate::connection::Connection;
-use crate::proto::Payload;
-use crate::server::Ctx;
-use crate::wire::{self, RemoveRequest};
+use nacelle_proto::config::ConfigRemoveRequest as RemoveRequest;
+use nacelle_proto::response::ConfigRemoveResponse;
+use nacelle_proto::{Payload, ResponseHead};
 
-pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload {
+use crate::connection::Connection;
+use crate::ctx::Ctx;
+use crate::errors::{fail_head, unparsable};
+use crate::wire::{self, key_of, RequestMeta};
+
+pub(super) async fn handle(
+    ctx: &Ctx,
+    conn: &Connection,
+    _meta: &RequestMeta,
+    body: &[u8],
+) -> Payload {
     let req: RemoveRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
@@ -24,8 +32,8 @@ pub(super) async fn handle(ctx: &Ctx, conn: &Connection, body: &[u8]) -> Payload
         Err(e) => Err(e),
     };
     let head = match result {
-        Ok(_) => wire::Head::ok(req.request_id),
+        Ok(_) => ResponseHead::ok(req.request_id),
         Err(e) => fail_head(&e, req.request_id),
     };
-    wire::reply(wire::CONFIG_REMOVE_RESPONSE, head, wire::NoFields {})
+    wire::message(&ConfigRemoveResponse { head })
 }

@@ -2,7 +2,6 @@
 //! server on a free port; a Rust `nacos-sdk` client factory; a raw tonic client.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,11 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
-use nacelle_grpc::proto::bi_request_stream_client::BiRequestStreamClient;
-use nacelle_grpc::proto::google::protobuf::Any;
-use nacelle_grpc::proto::request_client::RequestClient;
-use nacelle_grpc::proto::{Metadata, Payload};
 use nacelle_grpc::{GrpcError, GrpcOptions, GrpcServer, GrpcStats};
+use nacelle_proto::connection::ConnectionSetupRequest;
+use nacelle_proto::grpc::bi_request_stream_client::BiRequestStreamClient;
+use nacelle_proto::grpc::request_client::RequestClient;
+use nacelle_proto::response::ResponseHead;
+use nacelle_proto::{types, Payload};
 use nacelle_service::{ConfigService, Limits, PublishRequest};
 use nacelle_store::SqliteStore;
 use nacos_sdk::api::config::{
@@ -338,27 +338,15 @@ impl Msg {
 }
 
 pub fn payload(type_name: &str, client_ip: &str, body: impl Into<Bytes>) -> Payload {
-    Payload {
-        metadata: Some(Metadata {
-            r#type: type_name.to_string(),
-            client_ip: client_ip.to_string(),
-            headers: HashMap::new(),
-        }),
-        body: Some(Any {
-            type_url: String::new(),
-            value: body.into(),
-        }),
-    }
+    Payload::new(type_name, body).with_client_ip(client_ip)
 }
 
+/// A message's type name and its body as a JSON value (tests assert on the raw JSON, so
+/// that what the server writes is checked independently of the wire types).
 pub fn decode(p: &Payload) -> anyhow::Result<Msg> {
-    let type_name = p
-        .metadata
-        .as_ref()
-        .map(|m| m.r#type.clone())
-        .unwrap_or_default();
-    let body = p.body.as_ref().map(|b| b.value.clone()).unwrap_or_default();
-    let body: Value = serde_json::from_slice(&body)
+    let type_name = p.type_name().to_string();
+    let body: Value = p
+        .parse_body()
         .with_context(|| format!("body of {type_name} is not JSON"))?;
     Ok(Msg { type_name, body })
 }
@@ -390,9 +378,27 @@ impl RawClient {
 
     /// A unary call with raw body bytes.
     pub async fn call_raw(&mut self, type_name: &str, body: Vec<u8>) -> anyhow::Result<Msg> {
+        self.call_payload(payload(type_name, "", body)).await
+    }
+
+    /// A unary call with a JSON body and `metadata.headers`.
+    pub async fn call_with_headers(
+        &mut self,
+        type_name: &str,
+        headers: &[(&str, &str)],
+        body: Value,
+    ) -> anyhow::Result<Msg> {
+        let mut p = payload(type_name, "", serde_json::to_vec(&body)?);
+        for (name, value) in headers {
+            p = p.with_header(*name, *value);
+        }
+        self.call_payload(p).await
+    }
+
+    async fn call_payload(&mut self, p: Payload) -> anyhow::Result<Msg> {
         let resp = self
             .unary
-            .request(payload(type_name, "", body))
+            .request(p)
             .await
             .map_err(|s| anyhow!("status {:?}: {}", s.code(), s.message()))?;
         decode(&resp.into_inner())
@@ -426,20 +432,9 @@ impl RawClient {
         let (tx, rx) = mpsc::channel::<Payload>(64);
         let outbound =
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
-        let setup = serde_json::json!({
-            "clientVersion": "raw-test",
-            "tenant": "",
-            "labels": {"source": "sdk", "module": "config", "AppName": "raw"},
-            "abilities": {},
-            "headers": {},
-            "requestId": null
-        });
-        tx.send(payload(
-            "ConnectionSetupRequest",
-            client_ip,
-            serde_json::to_vec(&setup)?,
-        ))
-        .await?;
+        let setup = ConnectionSetupRequest::new("raw-test", "", Some("raw"));
+        tx.send(Payload::from_message(&setup)?.with_client_ip(client_ip))
+            .await?;
         let inbound = self.stream.request_bi_stream(outbound).await?.into_inner();
         self.tx = Some(tx);
         self.inbound = Some(inbound);
@@ -452,7 +447,7 @@ impl RawClient {
         let deadline = Instant::now() + SOON;
         loop {
             let r = self
-                .call("HealthCheckRequest", serde_json::json!({}))
+                .call(types::HEALTH_CHECK_REQUEST, serde_json::json!({}))
                 .await?;
             if r.int("resultCode") == Some(200) {
                 return Ok(());
@@ -476,9 +471,7 @@ impl RawClient {
 
     /// Sends a response on the stream (e.g. the ack of a push).
     pub async fn respond(&self, type_name: &str, request_id: &str) -> anyhow::Result<()> {
-        let body = serde_json::json!({
-            "resultCode": 200, "errorCode": 0, "requestId": request_id, "success": true
-        });
+        let body = ResponseHead::ok(Some(request_id.to_string()));
         self.tx
             .as_ref()
             .ok_or_else(|| anyhow!("no stream"))?

@@ -1,6 +1,6 @@
 //! Compiles `proto/nacos_grpc_service.proto` with protox (no system `protoc`) and generates
 //! the prost messages and the tonic client stubs into `OUT_DIR` (the server side is
-//! `src/rpc.rs`, on h2).
+//! `nacelle-grpc`'s `rpc.rs`, on h2).
 
 use std::error::Error;
 
@@ -10,7 +10,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let fds = protox::compile([proto], ["proto"])?;
     tonic_prost_build::configure()
         .build_server(false)
-        // The client stubs serve member-to-member calls, the tests and the bench.
+        // The client stubs serve member-to-member calls, SDKs, the tests and the bench.
         .build_client(true)
         .build_transport(false)
         // `google.protobuf.Any` is generated here so that its `value` can be `Bytes`.

@@ -1,19 +1,20 @@
 //! [`ClusterSyncClient`]: sends `ConfigChangeClusterSyncRequest` to one member's cluster
 //! port over one lazily connected HTTP/2 channel, reconnected on demand after a failure.
+//!
+//! The wire types are `nacelle_proto`'s; the receiving side is `nacelle-grpc`'s cluster
+//! port, which accepts only calls carrying the cluster secret in `metadata.headers`.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use nacelle_core::ConfigKey;
+use nacelle_proto::cluster::{ConfigChangeClusterSyncRequest, ConfigChangeClusterSyncResponse};
+use nacelle_proto::grpc::request_client::RequestClient;
+use nacelle_proto::{Payload, PayloadError};
 use tonic::transport::{Channel, Endpoint};
 
-use super::SECRET_HEADER;
-use crate::proto::google::protobuf::Any;
-use crate::proto::request_client::RequestClient;
-use crate::proto::{Metadata, Payload};
-use crate::wire;
+use crate::SECRET_HEADER;
 
 /// Timeouts of member calls. Short, so that a member that is down costs little before the
 /// caller falls back to HTTP or schedules a retry.
@@ -49,6 +50,12 @@ pub enum ClusterSyncError {
     /// The member's answer is not a Nacos response.
     #[error("unreadable answer from the member: {0}")]
     BadResponse(String),
+}
+
+impl From<PayloadError> for ClusterSyncError {
+    fn from(e: PayloadError) -> Self {
+        ClusterSyncError::BadResponse(e.to_string())
+    }
 }
 
 /// A client of one member's cluster port. Cloning is cheap and shares the channel.
@@ -105,29 +112,15 @@ impl ClusterSyncClient {
     /// the database. `Ok` once the member answered `resultCode 200`.
     pub async fn sync(&self, key: &ConfigKey, last_modified: i64) -> Result<(), ClusterSyncError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
-        let body = wire::server_request(
-            &id,
-            "config",
-            wire::ClusterSyncFields {
-                data_id: key.data_id(),
-                group: key.group(),
-                tenant: key.tenant(),
-                last_modified,
-                beta: false,
-                tag: None,
-            },
+        let request = ConfigChangeClusterSyncRequest::new(
+            id,
+            key.data_id(),
+            key.group(),
+            key.tenant(),
+            last_modified,
         );
-        let payload = Payload {
-            metadata: Some(Metadata {
-                r#type: wire::CONFIG_CHANGE_CLUSTER_SYNC_REQUEST.to_string(),
-                client_ip: String::new(),
-                headers: HashMap::from([(SECRET_HEADER.to_string(), self.secret.to_string())]),
-            }),
-            body: Some(Any {
-                type_url: String::new(),
-                value: body,
-            }),
-        };
+        let payload =
+            Payload::from_message(&request)?.with_header(SECRET_HEADER, self.secret.as_ref());
         let reply = self
             .rpc
             .clone()
@@ -138,16 +131,20 @@ impl ClusterSyncClient {
                 message: s.message().to_string(),
             })?
             .into_inner();
-        let (_, _, body) = wire::parts(&reply);
-        let head: wire::ResponseHead =
-            wire::from_json(body).map_err(|e| ClusterSyncError::BadResponse(e.to_string()))?;
-        match head.result_code {
-            Some(200) => Ok(()),
-            Some(_) => Err(ClusterSyncError::Refused {
-                code: head.error_code.unwrap_or(0),
+        // A refusal may come as an `ErrorResponse` as well as the sync response: read the
+        // head of whichever it is.
+        let head = if reply.type_name() == nacelle_proto::types::ERROR_RESPONSE {
+            reply.head()?
+        } else {
+            reply.parse::<ConfigChangeClusterSyncResponse>()?.head
+        };
+        if head.is_ok() {
+            Ok(())
+        } else {
+            Err(ClusterSyncError::Refused {
+                code: head.error_code,
                 message: head.message.unwrap_or_default(),
-            }),
-            None => Err(ClusterSyncError::BadResponse("no resultCode".into())),
+            })
         }
     }
 }
