@@ -58,11 +58,14 @@ pub fn skip_line(test: &str, reason: &str) -> String {
 #[macro_export]
 macro_rules! per_backend {
     (with $runner:ident: $($name:ident),+ $(,)? $(; $($arg:tt)+)?) => {
+        $crate::per_backend!(@each $runner, [$($($arg)+)?], $($name),+);
+    };
+    (@each $runner:ident, $args:tt, $($name:ident),+) => {
         $(
             $crate::per_backend!(
                 @module $name,
                 (|backend| super::$runner(backend, super::$name)),
-                [$($($arg)+)?]
+                $args
             );
         )+
     };
