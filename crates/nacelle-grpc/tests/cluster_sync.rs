@@ -55,7 +55,6 @@ impl ClusterPort {
     }
 }
 
-
 fn content(service: &ConfigService, key: &ConfigKey) -> anyhow::Result<Option<String>> {
     Ok(service
         .get(key)?

@@ -30,7 +30,6 @@ impl Subscriber for Slow {
     }
 }
 
-
 /// The md5 of the next notification the slow listener receives (waits at most 10 s).
 async fn next_notification(entered: &Arc<Mutex<mpsc::Receiver<String>>>) -> Result<String, String> {
     let entered = entered.clone();

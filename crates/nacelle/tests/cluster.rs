@@ -6,15 +6,15 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use nacelle_grpc::proto::google::protobuf::Any;
+use nacelle_grpc::proto::request_client::RequestClient;
+use nacelle_grpc::proto::{Metadata, Payload};
 use nacelle_testkit::grpc::{recorder, Sdk};
 use nacelle_testkit::per_backend::skipped;
 use nacelle_testkit::server::BinaryServer;
 use nacelle_testkit::{
     free_port, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb, TestResult,
 };
-use nacelle_grpc::proto::google::protobuf::Any;
-use nacelle_grpc::proto::request_client::RequestClient;
-use nacelle_grpc::proto::{Metadata, Payload};
 use serde_json::{json, Value};
 
 const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
@@ -268,7 +268,7 @@ async fn publish_on_one_node_reaches_listeners_on_another(kind: Backend) -> Test
     sdk.client
         .add_listener("shared.yaml".to_string(), "CLUSTER".to_string(), rec)
         .await
-    .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
+        .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
     wait_listener(&http, &nodes[2], "shared.yaml").await?;
 
     // And an HTTP long poll on node 3.
@@ -359,13 +359,21 @@ async fn publish_on_one_node_reaches_listeners_on_another(kind: Backend) -> Test
 #[tokio::test]
 async fn mariadb_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
 ) -> TestResult {
-    run_on(Backend::MariaDb, publish_on_one_node_reaches_listeners_on_another).await
+    run_on(
+        Backend::MariaDb,
+        publish_on_one_node_reaches_listeners_on_another,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn postgres_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
 ) -> TestResult {
-    run_on(Backend::Postgres, publish_on_one_node_reaches_listeners_on_another).await
+    run_on(
+        Backend::Postgres,
+        publish_on_one_node_reaches_listeners_on_another,
+    )
+    .await
 }
 
 #[tokio::test]

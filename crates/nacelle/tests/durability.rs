@@ -25,7 +25,11 @@ fn db_args(db: &Option<TestDb>) -> Vec<String> {
 /// Runs the binary on `dir` with `args`.
 fn spawn(dir: &std::path::Path, args: &[String]) -> TestResult<BinaryServer> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(BinaryServer::spawn(env!("CARGO_BIN_EXE_nacelle"), dir, &args)?)
+    Ok(BinaryServer::spawn(
+        env!("CARGO_BIN_EXE_nacelle"),
+        dir,
+        &args,
+    )?)
 }
 
 /// The full record of a config (`show=all`).
@@ -58,13 +62,7 @@ async fn acknowledged_writes_survive_kill_9(backend: Backend) -> TestResult {
         assert_eq!(t.await??, "true");
     }
     for i in (0..200).step_by(2) {
-        publish(
-            &server,
-            "",
-            &format!("cfg-{i}"),
-            &format!("updated {i}"),
-        )
-        .await?;
+        publish(&server, "", &format!("cfg-{i}"), &format!("updated {i}")).await?;
     }
     for i in [1, 3, 5] {
         let reply = server
