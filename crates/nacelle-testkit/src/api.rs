@@ -117,12 +117,12 @@ impl Api {
     ) -> anyhow::Result<Reply> {
         let mut query = vec![("dataId", data_id), ("group", group), ("tenant", tenant)];
         query.extend_from_slice(extra);
-        let resp = self
-            .http
-            .get(self.url(CONFIGS))
-            .query(&query)
-            .send()
-            .await?;
+        self.get_configs(&query).await
+    }
+
+    /// `GET /nacos/v1/cs/configs?QUERY`.
+    async fn get_configs(&self, query: &[(&str, &str)]) -> anyhow::Result<Reply> {
+        let resp = self.http.get(self.url(CONFIGS)).query(query).send().await?;
         Reply::read(resp).await
     }
 
@@ -167,13 +167,7 @@ impl Api {
     pub async fn search(&self, mode: &str, params: &[(&str, &str)]) -> anyhow::Result<Reply> {
         let mut query = vec![("search", mode)];
         query.extend_from_slice(params);
-        let resp = self
-            .http
-            .get(self.url(CONFIGS))
-            .query(&query)
-            .send()
-            .await?;
-        Reply::read(resp).await
+        self.get_configs(&query).await
     }
 
     /// A v1 long poll of `listening` (see [`listening_configs`]), with a
@@ -209,6 +203,22 @@ impl Api {
         }
     }
 
+    /// The listeners the server holds for a key (`GET …/configs/listener`, Nacos's JSON).
+    pub async fn listeners(
+        &self,
+        tenant: &str,
+        group: &str,
+        data_id: &str,
+    ) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .get(self.url(LISTENER))
+            .query(&[("dataId", data_id), ("group", group), ("tenant", tenant)])
+            .send()
+            .await?;
+        Ok(resp.json().await?)
+    }
+
     /// Waits (at most `within`) until the server lists a listener of the key, of any
     /// protocol: a poll or listen sent before is then held, not on its way.
     pub async fn wait_listener(
@@ -220,14 +230,7 @@ impl Api {
     ) -> anyhow::Result<()> {
         let deadline = Instant::now() + within;
         loop {
-            let v: Value = self
-                .http
-                .get(self.url(LISTENER))
-                .query(&[("dataId", data_id), ("group", group), ("tenant", tenant)])
-                .send()
-                .await?
-                .json()
-                .await?;
+            let v = self.listeners(tenant, group, data_id).await?;
             if v["lisentersGroupkeyStatus"]
                 .as_object()
                 .is_some_and(|m| !m.is_empty())

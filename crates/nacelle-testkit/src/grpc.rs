@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail, Context, Result};
 use nacelle_core::ConfigKey;
 use nacelle_grpc::{GrpcError, GrpcOptions, GrpcServer, GrpcStats};
 use nacelle_service::ConfigService;
@@ -114,14 +114,8 @@ impl TestServer {
     }
 
     /// Publishes through the service directly, as the HTTP adapter or the console would.
-    pub async fn publish(
-        &self,
-        tenant: &str,
-        group: &str,
-        data_id: &str,
-        content: &str,
-    ) -> anyhow::Result<()> {
-        let key = ConfigKey::parse(Some(tenant), group, data_id)?;
+    pub async fn publish(&self, tenant: &str, group: &str, id: &str, content: &str) -> Result<()> {
+        let key = ConfigKey::parse(Some(tenant), group, id)?;
         service::publish(&self.service, &key, content).await
     }
 

@@ -15,17 +15,14 @@ use crate::{Api, Backend, TestDb};
 
 /// A server started in-process on 127.0.0.1 with port 0 over a temporary data directory,
 /// on SQLite (in the data directory) or on a database of its own on MariaDB or PostgreSQL.
+/// It derefs to its [`Api`]: `ts.publish(…)`, `ts.get(…)`, `ts.url(…)`, `ts.http`, `ts.addr`.
 pub struct TestServer {
     /// The running server (`None` once stopped).
     pub server: Option<RunningServer>,
-    /// Its HTTP address.
-    pub addr: SocketAddr,
     /// Its data directory (the SQLite file lives here).
     pub dir: tempfile::TempDir,
     /// A client of its HTTP API.
     pub api: Api,
-    /// The same client's `reqwest` handle, for requests [`Api`] has no helper for.
-    pub http: reqwest::Client,
     /// The backend it runs on.
     pub backend: Backend,
     /// The server backend's database; declared last so it is dropped after the server.
@@ -35,7 +32,7 @@ pub struct TestServer {
 impl std::fmt::Debug for TestServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TestServer")
-            .field("addr", &self.addr)
+            .field("addr", &self.api.addr)
             .field("backend", &self.backend)
             .field("db", &self.db)
             .finish_non_exhaustive()
@@ -72,13 +69,10 @@ impl TestServer {
             tweak(s);
         });
         let server = nacelle::start(&settings).await?;
-        let addr = server.http_addr;
-        let api = Api::new(addr)?;
+        let api = Api::new(server.http_addr)?;
         let ts = TestServer {
             server: Some(server),
-            addr,
             dir,
-            http: api.http.clone(),
             api,
             backend,
             db,
@@ -87,43 +81,20 @@ impl TestServer {
         Ok(ts)
     }
 
-    /// `http://127.0.0.1:port{path}`.
-    pub fn url(&self, path: &str) -> String {
-        self.api.url(path)
-    }
-
-    /// Polls readiness until 200 (at most 20 s).
-    pub async fn wait_ready(&self) -> anyhow::Result<()> {
-        self.api.wait_ready().await
-    }
-
-    /// Publishes over v1; fails unless the answer is 200 `true`.
-    pub async fn publish(
-        &self,
-        tenant: &str,
-        group: &str,
-        data_id: &str,
-        content: &str,
-    ) -> anyhow::Result<()> {
-        self.api.publish(tenant, group, data_id, content).await
-    }
-
-    /// GETs a config over v1: `Some(content)` on 200, `None` on 404.
-    pub async fn get(
-        &self,
-        tenant: &str,
-        group: &str,
-        data_id: &str,
-    ) -> anyhow::Result<Option<String>> {
-        self.api.get(tenant, group, data_id).await
-    }
-
     /// Graceful shutdown.
     pub async fn stop(&mut self) -> anyhow::Result<()> {
         if let Some(s) = self.server.take() {
             s.shutdown().await?;
         }
         Ok(())
+    }
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
     }
 }
 

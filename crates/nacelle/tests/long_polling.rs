@@ -96,14 +96,7 @@ async fn wait_for_listeners(
 ) -> TestResult {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let v: serde_json::Value = s
-            .http
-            .get(s.url(LISTENER))
-            .query(&[("dataId", data_id), ("group", group), ("tenant", tenant)])
-            .send()
-            .await?
-            .json()
-            .await?;
+        let v = s.api.listeners(tenant, group, data_id).await?;
         assert_eq!(v["collectStatus"], 200);
         let count = v["lisentersGroupkeyStatus"]
             .as_object()
