@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Msg, RawClient, TestServer, SOON};
+use common::{Msg, RawClient, RawExt, TestServer, SOON};
 use nacelle_core::{Caller, ConfigKey, PageRequest, TrustedProxies};
 use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;

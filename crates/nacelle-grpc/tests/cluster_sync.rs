@@ -3,27 +3,18 @@
 //! (a SQLite file here); a wrong secret is refused; the fault switch drops the request; an
 //! unreachable port is a transport error the notifier can fall back from.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use nacelle_cluster::{ClusterSyncClient, ClusterSyncError, SyncTimeouts};
-use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
+use nacelle_core::{Caller, ConfigKey};
 use nacelle_grpc::{ClusterGrpcOptions, ClusterGrpcServer, ClusterSyncStats, GrpcError};
-use nacelle_service::{ConfigService, Limits, PublishRequest};
-use nacelle_store::SqliteStore;
+use nacelle_service::ConfigService;
+use nacelle_testkit::service::{self, publish};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 const SECRET: &str = "cluster-secret-for-tests-0123";
-
-async fn open_service(db: &Path) -> anyhow::Result<ConfigService> {
-    let store = SqliteStore::open_path(db).await?;
-    let service = ConfigService::new(Arc::new(store), Limits::default());
-    service.load().await?;
-    Ok(service)
-}
 
 /// A node's cluster port over `service`.
 struct ClusterPort {
@@ -62,24 +53,6 @@ impl ClusterPort {
     }
 }
 
-async fn publish(service: &ConfigService, key: &ConfigKey, content: &str) -> anyhow::Result<()> {
-    service
-        .publish(
-            &Caller::internal(),
-            PublishRequest {
-                key: key.clone(),
-                content: content.to_string(),
-                config_type: Some("text".into()),
-                meta: ConfigMeta::default(),
-                src_user: String::new(),
-                cas_md5: None,
-                variant: Variant::Formal,
-            },
-        )
-        .await?;
-    Ok(())
-}
-
 fn content(service: &ConfigService, key: &ConfigKey) -> anyhow::Result<Option<String>> {
     Ok(service
         .get(&Caller::internal(), key, None)?
@@ -90,8 +63,8 @@ fn content(service: &ConfigService, key: &ConfigKey) -> anyhow::Result<Option<St
 async fn a_sync_request_reloads_the_key_and_needs_the_secret() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("nacelle.db");
-    let node = open_service(&db).await?;
-    let writer = open_service(&db).await?;
+    let node = service::open_sqlite(&db, true).await?;
+    let writer = service::open_sqlite(&db, true).await?;
     let port = ClusterPort::start(node.clone(), ClusterGrpcOptions::new(SECRET)).await?;
     let key = ConfigKey::parse(Some("public"), "G", "synced.yaml")?;
 
@@ -130,8 +103,8 @@ async fn a_sync_request_reloads_the_key_and_needs_the_secret() -> anyhow::Result
 async fn the_fault_switch_drops_sync_requests() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("nacelle.db");
-    let node = open_service(&db).await?;
-    let writer = open_service(&db).await?;
+    let node = service::open_sqlite(&db, true).await?;
+    let writer = service::open_sqlite(&db, true).await?;
     let opts = ClusterGrpcOptions {
         drop_notifications: true,
         ..ClusterGrpcOptions::new(SECRET)
@@ -163,7 +136,7 @@ async fn an_unreachable_cluster_port_is_a_transport_error() -> anyhow::Result<()
 #[tokio::test]
 async fn a_cluster_port_without_a_secret_does_not_start() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let node = open_service(&dir.path().join("nacelle.db")).await?;
+    let node = service::open_sqlite(&dir.path().join("nacelle.db"), true).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let server = ClusterGrpcServer::new(node, ClusterGrpcOptions::new(""));
     match server.serve(listener, std::future::pending()).await {

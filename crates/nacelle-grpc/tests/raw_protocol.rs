@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{RawClient, TestServer, SOON};
+use common::{RawClient, RawExt, TestServer, SOON};
 use nacelle_grpc::GrpcOptions;
 use serde_json::json;
 

@@ -11,7 +11,7 @@ mod common;
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use common::TestServer;
+use common::{RawExt, TestServer};
 use nacelle_grpc::GrpcOptions;
 use serde_json::json;
 

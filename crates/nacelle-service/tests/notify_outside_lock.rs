@@ -6,11 +6,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, Variant};
-use nacelle_service::{ChangeEvent, ConfigService, Limits, PublishRequest, Subscriber, WatchItem};
-use nacelle_store::SqliteStore;
-
-type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+use nacelle_core::{Caller, ConfigKey, Protocol};
+use nacelle_service::{ChangeEvent, Subscriber, WatchItem};
+use nacelle_testkit::service::{open_sqlite, publish_request};
+use nacelle_testkit::{Backend, TestDb, TestResult};
 
 /// Reports each notification, then blocks until released.
 struct Slow {
@@ -26,18 +25,6 @@ impl Subscriber for Slow {
             // A timeout just lets the walk go on; the test checks what happened by then.
             let _released = release.recv_timeout(Duration::from_secs(30));
         }
-    }
-}
-
-fn publish_request(key: &ConfigKey, content: &str) -> PublishRequest {
-    PublishRequest {
-        key: key.clone(),
-        content: content.to_string(),
-        config_type: None,
-        meta: ConfigMeta::default(),
-        src_user: String::new(),
-        cas_md5: None,
-        variant: Variant::Formal,
     }
 }
 
@@ -57,10 +44,8 @@ async fn next_notification(entered: &Arc<Mutex<mpsc::Receiver<String>>>) -> Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_slow_listener_walk_does_not_hold_the_key_write_lock() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let store = SqliteStore::open_path(&dir.path().join("n.db")).await?;
-    let service = ConfigService::new(Arc::new(store), Limits::default());
-    service.load().await?;
+    let db = TestDb::create(Backend::Sqlite).await?;
+    let service = open_sqlite(&db.path().ok_or("no SQLite file")?, true).await?;
     let key = ConfigKey::parse(None, "G", "slow-walk")?;
 
     let (entered_tx, entered) = mpsc::channel();

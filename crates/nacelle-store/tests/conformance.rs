@@ -2,8 +2,6 @@
 //! `Arc<dyn ConfigStore>` and run on each backend (SQLite file, MariaDB, PostgreSQL), each
 //! run in a database of its own.
 
-mod support;
-
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,19 +14,17 @@ use nacelle_core::{
     OpType, PageRequest, PublishRecord, StoreError,
 };
 use nacelle_store::StoreOptions;
-use support::{Backend, Proxy, ProxyMode, TestDb};
+use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
 
 type TestResult = anyhow::Result<()>;
 
 /// Runs `body` on a fresh store of `backend`; the database is dropped afterwards.
-async fn run<F, Fut>(backend: Backend, body: F) -> TestResult
+async fn with_store<F, Fut>(backend: Backend, body: F) -> TestResult
 where
     F: FnOnce(Arc<dyn ConfigStore>, Backend) -> Fut,
     Fut: Future<Output = TestResult>,
 {
-    let Some(db) = TestDb::create(backend).await? else {
-        return Ok(());
-    };
+    let db = TestDb::create(backend).await?;
     let store = nacelle_store::open(&db.url)
         .await
         .with_context(|| format!("opening {backend:?} store"))?;
@@ -37,37 +33,9 @@ where
     result
 }
 
-/// Instantiates each test body once per backend.
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() -> anyhow::Result<()> {
-                    super::run(super::Backend::Sqlite, super::$name).await
-                }
-            )*
-        }
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() -> anyhow::Result<()> {
-                    super::run(super::Backend::MySql, super::$name).await
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() -> anyhow::Result<()> {
-                    super::run(super::Backend::Postgres, super::$name).await
-                }
-            )*
-        }
-    };
-}
-
-conformance!(
+// Each body once per backend: `NAME::sqlite`, `NAME::mariadb`, `NAME::postgres`.
+per_backend!(
+    with with_store:
     publish_update_remove_with_history,
     compare_and_set,
     concurrent_publishes_of_one_key_lose_nothing,
@@ -79,7 +47,8 @@ conformance!(
     namespaces,
     change_log,
     load_all_and_get,
-    ping_and_backend_name,
+    ping_and_backend_name;
+    flavor = "multi_thread", worker_threads = 4
 );
 
 /// A day in 2023, with milliseconds, so precision differences show.
@@ -693,7 +662,7 @@ async fn ping_and_backend_name(store: Arc<dyn ConfigStore>, b: Backend) -> TestR
     store.ping().await?;
     let expected = match b {
         Backend::Sqlite => "sqlite",
-        Backend::MySql => "mysql",
+        Backend::MariaDb => "mysql",
         Backend::Postgres => "postgres",
     };
     assert_eq!(store.backend(), expected);
@@ -716,9 +685,7 @@ async fn no_hang<T>(what: &str, fut: impl Future<Output = T>) -> anyhow::Result<
 /// Writes fail fast with `Unavailable` while the database is down or unreachable, reads
 /// of the store fail the same way, and the pool recovers on its own afterwards.
 async fn outage(backend: Backend) -> TestResult {
-    let Some(db) = TestDb::create(backend).await? else {
-        return Ok(());
-    };
+    let db = TestDb::create(backend).await?;
     // Create the schema directly, then go through a proxy we can cut.
     drop(nacelle_store::open(&db.url).await?);
     let proxy = Proxy::start(db.server_addr()?).await?;
@@ -786,22 +753,20 @@ async fn outage(backend: Backend) -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn mysql_outage_fails_fast_and_recovers() -> TestResult {
-    outage(Backend::MySql).await
+async fn mysql_outage_fails_fast_and_recovers() -> nacelle_testkit::TestResult {
+    run_on(Backend::MariaDb, outage).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn postgres_outage_fails_fast_and_recovers() -> TestResult {
-    outage(Backend::Postgres).await
+async fn postgres_outage_fails_fast_and_recovers() -> nacelle_testkit::TestResult {
+    run_on(Backend::Postgres, outage).await
 }
 
 // ------------------------------------------------------------------ schema creation
 
 /// Nodes starting together on an empty database create the schema once, without errors.
 async fn schema_created_once(backend: Backend) -> TestResult {
-    let Some(db) = TestDb::create(backend).await? else {
-        return Ok(());
-    };
+    let db = TestDb::create(backend).await?;
     let mut opens = Vec::new();
     for _ in 0..4 {
         let url = db.url.clone();
@@ -817,7 +782,7 @@ async fn schema_created_once(backend: Backend) -> TestResult {
         assert_eq!(s.get(&k).await?.as_ref(), Some(&first));
     }
     let versions: i64 = match backend {
-        Backend::MySql => {
+        Backend::MariaDb => {
             let mut conn = db.mysql().await?;
             sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
                 .fetch_one(&mut conn)
@@ -838,13 +803,13 @@ async fn schema_created_once(backend: Backend) -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn mysql_nodes_starting_together_create_the_schema_once() -> TestResult {
-    schema_created_once(Backend::MySql).await
+async fn mysql_nodes_starting_together_create_the_schema_once() -> nacelle_testkit::TestResult {
+    run_on(Backend::MariaDb, schema_created_once).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn postgres_nodes_starting_together_create_the_schema_once() -> TestResult {
-    schema_created_once(Backend::Postgres).await
+async fn postgres_nodes_starting_together_create_the_schema_once() -> nacelle_testkit::TestResult {
+    run_on(Backend::Postgres, schema_created_once).await
 }
 
 #[tokio::test]

@@ -3,8 +3,6 @@
 //! correctly, rows Nacelle writes there look like Java Nacos's, Nacos's tables are never
 //! altered, and the tables Nacelle creates itself match Nacos's column for column.
 
-mod support;
-
 use std::collections::BTreeMap;
 
 use anyhow::{ensure, Context};
@@ -13,9 +11,10 @@ use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     md5_hex, ConfigKey, ConfigMeta, ConfigType, Namespace, OpSource, PublishRecord, StoreError,
 };
+use nacelle_testkit::per_backend::skipped;
+use nacelle_testkit::{Backend, TestDb};
 use sqlx::mysql::MySqlRow;
 use sqlx::{Executor, MySqlConnection, Row};
-use support::{Backend, TestDb};
 
 type TestResult = anyhow::Result<()>;
 
@@ -65,10 +64,8 @@ async fn run_script(conn: &mut MySqlConnection, script: &str) -> anyhow::Result<
 /// holding the replaced content, tag relations with tag_type NULL, and a namespace in
 /// tenant_info with bigint ms times. `App.yaml` has no history left (Nacos purges history
 /// after 30 days), so its revision is 0.
-async fn nacos_database(backend: Backend) -> anyhow::Result<Option<(TestDb, MySqlConnection)>> {
-    let Some(db) = TestDb::create(backend).await? else {
-        return Ok(None);
-    };
+async fn nacos_database(backend: Backend) -> anyhow::Result<(TestDb, MySqlConnection)> {
+    let db = TestDb::create(backend).await?;
     let mut conn = db.mysql().await?;
     run_script(&mut conn, NACOS_DDL).await?;
     // id, data_id, tenant, content, type, app_name, desc, encrypted_data_key
@@ -169,7 +166,7 @@ async fn nacos_database(backend: Backend) -> anyhow::Result<Option<(TestDb, MySq
     .bind(CREATED_MS)
     .execute(&mut conn)
     .await?;
-    Ok(Some((db, conn)))
+    Ok((db, conn))
 }
 
 /// A text column of a raw row (Nacos's utf8_bin columns are flagged binary; decode as text).
@@ -214,9 +211,10 @@ fn key(tenant: &str, data_id: &str) -> ConfigKey {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_rows_written_by_nacos() -> TestResult {
-    let Some((db, mut conn)) = nacos_database(Backend::MySql).await? else {
+    if skipped(Backend::MariaDb) {
         return Ok(());
-    };
+    }
+    let (db, mut conn) = nacos_database(Backend::MariaDb).await?;
     let before = show_create(&mut conn).await?;
     let store = nacelle_store::open(&format!("{}?timezone=%2B00:00", db.url)).await?;
     assert_eq!(
@@ -308,9 +306,10 @@ async fn serves_rows_written_by_nacos() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_rows_like_java_nacos() -> TestResult {
-    let Some((db, mut conn)) = nacos_database(Backend::MySql).await? else {
+    if skipped(Backend::MariaDb) {
         return Ok(());
-    };
+    }
+    let (db, mut conn) = nacos_database(Backend::MariaDb).await?;
     let store = nacelle_store::open(&format!("{}?timezone=%2B00:00", db.url)).await?;
     let source = OpSource {
         src_user: "ops".into(),
@@ -585,12 +584,11 @@ async fn table_shapes(conn: &mut MySqlConnection) -> anyhow::Result<Vec<String>>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn created_tables_match_nacos_column_for_column() -> TestResult {
-    let Some((nacos, mut nacos_conn)) = nacos_database(Backend::MySql).await? else {
+    if skipped(Backend::MariaDb) {
         return Ok(());
-    };
-    let Some(ours) = TestDb::create(Backend::MySql).await? else {
-        return Ok(());
-    };
+    }
+    let (nacos, mut nacos_conn) = nacos_database(Backend::MariaDb).await?;
+    let ours = TestDb::create(Backend::MariaDb).await?;
     drop(nacelle_store::open(&ours.url).await?);
     let mut our_conn = ours.mysql().await?;
     let expected = table_shapes(&mut nacos_conn).await?;
@@ -625,9 +623,10 @@ async fn created_tables_match_nacos_column_for_column() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_older_than_nacos_2_1_is_refused_clearly() -> TestResult {
-    let Some((db, mut conn)) = nacos_database(Backend::MySql).await? else {
+    if skipped(Backend::MariaDb) {
         return Ok(());
-    };
+    }
+    let (db, mut conn) = nacos_database(Backend::MariaDb).await?;
     // Nacos before 2.1 had no encrypted_data_key (we alter our own test copy to get one).
     conn.execute("ALTER TABLE config_info DROP COLUMN encrypted_data_key")
         .await?;

@@ -4,9 +4,8 @@
 //! SQLite, MariaDB and PostgreSQL (`per_backend!`): the same table, except that a value with
 //! a NUL character is stored where the database can hold one and a 400 on PostgreSQL.
 
-mod common;
-
-use common::{listening_configs, per_backend, Backend, TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::{listening_configs, per_backend, Backend, TestResult};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::Method;
 
@@ -172,7 +171,7 @@ fn table(backend: Backend) -> Vec<Row> {
         "dataId=huge&group={G}&content={}",
         "h".repeat(MAX_REQUEST + 1024)
     );
-    let md5 = common::md5("v");
+    let md5 = nacelle_testkit::md5("v");
     let too_many: Vec<(String, String)> = (0..=MAX_LISTEN_KEYS)
         .map(|i| (format!("k{i}"), md5.clone()))
         .collect();

@@ -3,22 +3,20 @@
 //! HTTP as the fallback), convergence without notifications, restarts, database outages,
 //! and the cluster secret on both paths.
 
-mod common;
-
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{
-    free_port, listening_configs, md5, wait_ready, BinaryServer, CuttableProxy, DbKind,
-    TestDatabase, TestResult,
-};
 use nacelle_proto::grpc::request_client::RequestClient;
 use nacelle_proto::Payload;
-use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse, ConfigServiceBuilder};
-use nacos_sdk::api::props::ClientProps;
+use nacelle_testkit::grpc::{recorder, Sdk};
+use nacelle_testkit::per_backend::skipped;
+use nacelle_testkit::server::BinaryServer;
+use nacelle_testkit::{
+    free_port, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb, TestResult,
+};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+
+const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
 
 const SECRET: &str = "test-cluster-secret-0123456789";
 
@@ -93,7 +91,7 @@ fn spawn_node(
         "300",
     ];
     args.extend_from_slice(extra);
-    let server = BinaryServer::spawn(dir.path(), &args)?;
+    let server = BinaryServer::spawn(NACELLE, dir.path(), &args)?;
     Ok(Node {
         server,
         port: ports.http,
@@ -103,7 +101,6 @@ fn spawn_node(
 }
 
 async fn start_cluster(
-    http: &reqwest::Client,
     db_url: &str,
     n: usize,
     extra: impl Fn(usize) -> Vec<&'static str>,
@@ -137,9 +134,14 @@ async fn start_cluster(
         )?);
     }
     for node in &nodes {
-        wait_ready(http, node.server.addr).await?;
+        node.server.api.wait_ready().await?;
     }
     Ok((nodes, members))
+}
+
+/// The API of `node` over the test's `http` client.
+fn api(http: &reqwest::Client, node: &Node) -> Api {
+    Api::with_client(http.clone(), node.server.addr)
 }
 
 async fn publish(
@@ -148,29 +150,14 @@ async fn publish(
     data_id: &str,
     content: &str,
 ) -> TestResult<u16> {
-    let resp = http
-        .post(node.url("/nacos/v1/cs/configs"))
-        .form(&[
-            ("dataId", data_id),
-            ("group", "CLUSTER"),
-            ("content", content),
-        ])
-        .send()
+    let reply = api(http, node)
+        .try_publish("", "CLUSTER", data_id, content)
         .await?;
-    Ok(resp.status().as_u16())
+    Ok(reply.status)
 }
 
 async fn get(http: &reqwest::Client, node: &Node, data_id: &str) -> TestResult<Option<String>> {
-    let resp = http
-        .get(node.url("/nacos/v1/cs/configs"))
-        .query(&[("dataId", data_id), ("group", "CLUSTER")])
-        .send()
-        .await?;
-    match resp.status().as_u16() {
-        200 => Ok(Some(resp.text().await?)),
-        404 => Ok(None),
-        s => Err(format!("GET {data_id}: {s} {}", resp.text().await?).into()),
-    }
+    Ok(api(http, node).get("", "CLUSTER", data_id).await?)
 }
 
 /// Polls `node` until `data_id` has `expected`; returns how long it took.
@@ -197,55 +184,12 @@ async fn until_served(
     }
 }
 
-/// A nacos-sdk listener that forwards each callback: when it arrived and the content.
-struct Forward(mpsc::UnboundedSender<(Instant, String)>);
-
-impl ConfigChangeListener for Forward {
-    fn notify(&self, resp: ConfigResponse) {
-        let _ = self.0.send((Instant::now(), resp.content().clone()));
-    }
-}
-
-/// The real Rust client (`nacos-sdk` 0.8, gRPC only) on `node`'s client gRPC port.
-async fn sdk_client(
-    node: &Node,
-    cache: &std::path::Path,
-) -> TestResult<nacos_sdk::api::config::ConfigService> {
-    let props = ClientProps::new()
-        .server_addr(format!("127.0.0.1:{}", node.ports.http))
-        .remote_grpc_port(node.ports.grpc)
-        .namespace("")
-        .app_name("nacelle-cluster-test")
-        .cache_dir(cache)
-        .env_first(false);
-    ConfigServiceBuilder::new(props)
-        .build()
-        .await
-        .map_err(|e| format!("nacos-sdk: {e}").into())
-}
-
 /// Waits until `node` lists at least one listener (of any protocol) of `data_id`.
 async fn wait_listener(http: &reqwest::Client, node: &Node, data_id: &str) -> TestResult {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let v: Value = http
-            .get(node.url("/nacos/v1/cs/configs/listener"))
-            .query(&[("dataId", data_id), ("group", "CLUSTER")])
-            .send()
-            .await?
-            .json()
-            .await?;
-        if v["lisentersGroupkeyStatus"]
-            .as_object()
-            .is_some_and(|m| !m.is_empty())
-        {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("no listener of {data_id} on node :{}: {v}", node.port).into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let within = Duration::from_secs(30);
+    Ok(api(http, node)
+        .wait_listener("", "CLUSTER", data_id, within)
+        .await?)
 }
 
 /// Notifications `from` sent to member `to`, from `from`'s `/v1/core/cluster/nodes`.
@@ -297,10 +241,10 @@ async fn wait_counts(
     }
 }
 
-async fn publish_on_one_node_reaches_listeners_on_another(kind: DbKind) -> TestResult {
-    let db = TestDatabase::create(kind)?;
+async fn publish_on_one_node_reaches_listeners_on_another(kind: Backend) -> TestResult {
+    let db = TestDb::create(kind).await?;
     let http = reqwest::Client::new();
-    let (nodes, _) = start_cluster(&http, &db.url(), 3, |_| vec![]).await?;
+    let (nodes, _) = start_cluster(&db.url, 3, |_| vec![]).await?;
     assert_eq!(publish(&http, &nodes[0], "shared.yaml", "v1").await?, 200);
     until_served(
         &http,
@@ -312,16 +256,18 @@ async fn publish_on_one_node_reaches_listeners_on_another(kind: DbKind) -> TestR
     .await?;
 
     // A gRPC listener on node 3: the real Rust client.
-    let cache = tempfile::tempdir()?;
-    let sdk = sdk_client(&nodes[2], cache.path()).await?;
-    let (tx, mut notes) = mpsc::unbounded_channel();
-    sdk.add_listener(
-        "shared.yaml".to_string(),
-        "CLUSTER".to_string(),
-        Arc::new(Forward(tx)),
+    let sdk = Sdk::connect(
+        nodes[2].ports.http,
+        nodes[2].ports.grpc,
+        "",
+        "nacelle-cluster-test",
     )
-    .await
-    .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
+    .await?;
+    let (rec, mut notes) = recorder();
+    sdk.client
+        .add_listener("shared.yaml".to_string(), "CLUSTER".to_string(), rec)
+        .await
+        .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
     wait_listener(&http, &nodes[2], "shared.yaml").await?;
 
     // And an HTTP long poll on node 3.
@@ -344,16 +290,7 @@ async fn publish_on_one_node_reaches_listeners_on_another(kind: DbKind) -> TestR
     assert_eq!(publish(&http, &nodes[0], "shared.yaml", "v2").await?, 200);
     let (body, woke) = tokio::time::timeout(Duration::from_secs(20), poll).await???;
     assert_eq!(body, "shared.yaml%02CLUSTER%01\n");
-    let pushed = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some((at, content)) = notes.recv().await {
-            if content == "v2" {
-                return Some(at);
-            }
-        }
-        None
-    })
-    .await?
-    .ok_or("the nacos-sdk listener went away")?;
+    let pushed = notes.wait_for("v2", Duration::from_secs(20)).await?;
     println!(
         "[{kind:?}] publish on node 1 → node 3: HTTP long poll released after {:?}, \
          nacos-sdk gRPC listener called after {:?}",
@@ -421,21 +358,32 @@ async fn publish_on_one_node_reaches_listeners_on_another(kind: DbKind) -> TestR
 #[tokio::test]
 async fn mariadb_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
 ) -> TestResult {
-    publish_on_one_node_reaches_listeners_on_another(DbKind::MariaDb).await
+    run_on(
+        Backend::MariaDb,
+        publish_on_one_node_reaches_listeners_on_another,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn postgres_publish_on_one_node_reaches_a_long_poll_and_a_grpc_listener_on_another(
 ) -> TestResult {
-    publish_on_one_node_reaches_listeners_on_another(DbKind::Postgres).await
+    run_on(
+        Backend::Postgres,
+        publish_on_one_node_reaches_listeners_on_another,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn http_carries_notifications_when_a_members_cluster_port_is_unreachable() -> TestResult {
-    let db = TestDatabase::create(DbKind::MariaDb)?;
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
     let http = reqwest::Client::new();
     // Node 3 binds its cluster port elsewhere: the others look for it at HTTP + 1001.
-    let (nodes, _) = start_cluster(&http, &db.url(), 3, |i| {
+    let (nodes, _) = start_cluster(&db.url, 3, |i| {
         if i == 2 {
             vec!["--cluster-grpc-port", "0"]
         } else {
@@ -466,12 +414,15 @@ async fn http_carries_notifications_when_a_members_cluster_port_is_unreachable()
 
 #[tokio::test]
 async fn dropped_notifications_over_grpc_and_http_still_converge_within_2s() -> TestResult {
-    let db = TestDatabase::create(DbKind::MariaDb)?;
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
     let http = reqwest::Client::new();
     // Nodes 2 and 3 drop every notification they receive: only the change log can update
     // them. Node 2 is notified over gRPC; node 3, whose cluster port is not where the
     // others look, over HTTP.
-    let (nodes, _) = start_cluster(&http, &db.url(), 3, |i| match i {
+    let (nodes, _) = start_cluster(&db.url, 3, |i| match i {
         1 => vec!["--fault-drop-cluster-notifications"],
         2 => vec![
             "--fault-drop-cluster-notifications",
@@ -520,9 +471,12 @@ async fn dropped_notifications_over_grpc_and_http_still_converge_within_2s() -> 
 
 #[tokio::test]
 async fn a_restarted_node_converges() -> TestResult {
-    let db = TestDatabase::create(DbKind::MariaDb)?;
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
     let http = reqwest::Client::new();
-    let (mut nodes, members) = start_cluster(&http, &db.url(), 2, |_| vec![]).await?;
+    let (mut nodes, members) = start_cluster(&db.url, 2, |_| vec![]).await?;
     assert_eq!(publish(&http, &nodes[0], "a", "1").await?, 200);
     assert_eq!(publish(&http, &nodes[0], "b", "1").await?, 200);
     until_served(&http, &nodes[1], "b", Some("1"), Duration::from_secs(10)).await?;
@@ -545,8 +499,8 @@ async fn a_restarted_node_converges() -> TestResult {
         .await?;
     assert_eq!(resp.text().await?, "true");
 
-    let restarted = spawn_node(dir, ports, &db.url(), &members, &[])?;
-    wait_ready(&http, restarted.server.addr).await?;
+    let restarted = spawn_node(dir, ports, &db.url, &members, &[])?;
+    restarted.server.api.wait_ready().await?;
     assert_eq!(get(&http, &restarted, "a").await?.as_deref(), Some("2"));
     assert_eq!(get(&http, &restarted, "b").await?, None);
     assert_eq!(get(&http, &restarted, "c").await?.as_deref(), Some("new"));
@@ -556,19 +510,15 @@ async fn a_restarted_node_converges() -> TestResult {
     Ok(())
 }
 
-async fn database_outage(kind: DbKind) -> TestResult {
-    let db = TestDatabase::create(kind)?;
-    let target = match kind {
-        DbKind::MariaDb => "127.0.0.1:3306",
-        DbKind::Postgres => "127.0.0.1:5432",
-    };
-    let proxy = CuttableProxy::start(target.parse()?).await?;
+async fn database_outage(kind: Backend) -> TestResult {
+    let db = TestDb::create(kind).await?;
+    let proxy = Proxy::start(db.server_addr()?).await?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;
     let dir = tempfile::tempdir()?;
-    let server = BinaryServer::spawn(dir.path(), &["--db", &db.url_via(proxy.port)])?;
-    wait_ready(&http, server.addr).await?;
+    let server = BinaryServer::spawn(NACELLE, dir.path(), &["--db", &db.url_via(proxy.addr)?])?;
+    server.api.wait_ready().await?;
     let node = Node {
         port: server.addr.port(),
         ports: Ports {
@@ -641,19 +591,22 @@ async fn database_outage(kind: DbKind) -> TestResult {
 // Multi-threaded: the proxy must keep running while the test blocks on the child's log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_outage_reads_served_writes_fail_then_recover() -> TestResult {
-    database_outage(DbKind::MariaDb).await
+    run_on(Backend::MariaDb, database_outage).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_outage_reads_served_writes_fail_then_recover() -> TestResult {
-    database_outage(DbKind::Postgres).await
+    run_on(Backend::Postgres, database_outage).await
 }
 
 #[tokio::test]
 async fn only_callers_with_the_cluster_secret_count_as_members() -> TestResult {
-    let db = TestDatabase::create(DbKind::MariaDb)?;
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
     let http = reqwest::Client::new();
-    let (nodes, _) = start_cluster(&http, &db.url(), 1, |_| vec![]).await?;
+    let (nodes, _) = start_cluster(&db.url, 1, |_| vec![]).await?;
     let url = nodes[0].url("/nacos/v1/cs/communication/dataChange?dataId=x&group=CLUSTER");
     for (header, status) in [
         (None, 403),
@@ -835,12 +788,15 @@ async fn members_without_a_secret_refuse_to_start() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starting_with_the_database_down_stays_not_ready_until_it_returns() -> TestResult {
-    let db = TestDatabase::create(DbKind::MariaDb)?;
-    let proxy = CuttableProxy::start("127.0.0.1:3306".parse()?).await?;
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
+    let proxy = Proxy::start(db.server_addr()?).await?;
     proxy.cut();
     let http = reqwest::Client::new();
     let dir = tempfile::tempdir()?;
-    let server = BinaryServer::spawn(dir.path(), &["--db", &db.url_via(proxy.port)])?;
+    let server = BinaryServer::spawn(NACELLE, dir.path(), &["--db", &db.url_via(proxy.addr)?])?;
     let status = |path: &'static str| {
         let http = http.clone();
         let url = server.url(path);
@@ -850,7 +806,7 @@ async fn starting_with_the_database_down_stays_not_ready_until_it_returns() -> T
     assert_eq!(status("/nacos/v1/console/health/readiness").await?, 503);
     assert_eq!(status("/nacos/v1/cs/configs?dataId=a&group=G").await?, 503);
     proxy.restore();
-    wait_ready(&http, server.addr).await?;
+    server.api.wait_ready().await?;
     assert_eq!(status("/nacos/v1/cs/configs?dataId=a&group=G").await?, 404);
     Ok(())
 }

@@ -2,42 +2,22 @@
 //! survives kill -9, history included (on MariaDB and PostgreSQL the restarted server
 //! opens the same database); SIGTERM shuts down gracefully with exit code 0.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::{md5, per_backend, wait_ready, Backend, BinaryServer, TestDatabase, TestResult};
+use nacelle_testkit::server::BinaryServer;
+use nacelle_testkit::{md5, per_backend, Backend, TestDb, TestResult};
 use serde_json::Value;
 
-async fn publish(
-    http: &reqwest::Client,
-    s: &BinaryServer,
-    tenant: &str,
-    id: &str,
-    content: &str,
-) -> TestResult {
-    let resp = http
-        .post(s.url("/nacos/v1/cs/configs"))
-        .form(&[
-            ("dataId", id),
-            ("group", "DURABLE"),
-            ("tenant", tenant),
-            ("content", content),
-        ])
-        .send()
-        .await?;
-    let body = resp.text().await?;
-    if body != "true" {
-        return Err(format!("publish {id}: {body}").into());
-    }
-    Ok(())
+/// Publishes `id` in the group `DURABLE`; fails unless acknowledged.
+async fn publish(s: &BinaryServer, tenant: &str, id: &str, content: &str) -> TestResult {
+    Ok(s.api.publish(tenant, "DURABLE", id, content).await?)
 }
 
 /// `--db URL` for a server backend's database; nothing for SQLite (a file in the data dir).
-fn db_args(db: &Option<TestDatabase>) -> Vec<String> {
+fn db_args(db: &Option<TestDb>) -> Vec<String> {
     match db {
-        Some(db) => vec!["--db".to_string(), db.url()],
+        Some(db) => vec!["--db".to_string(), db.url.clone()],
         None => Vec::new(),
     }
 }
@@ -45,90 +25,54 @@ fn db_args(db: &Option<TestDatabase>) -> Vec<String> {
 /// Runs the binary on `dir` with `args`.
 fn spawn(dir: &std::path::Path, args: &[String]) -> TestResult<BinaryServer> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    BinaryServer::spawn(dir, &args)
+    Ok(BinaryServer::spawn(
+        env!("CARGO_BIN_EXE_nacelle"),
+        dir,
+        &args,
+    )?)
 }
 
 /// The full record of a config (`show=all`).
-async fn record(
-    http: &reqwest::Client,
-    s: &BinaryServer,
-    id: &str,
-    tenant: &str,
-) -> TestResult<Value> {
-    let resp = http
-        .get(s.url("/nacos/v1/cs/configs"))
-        .query(&[
-            ("dataId", id),
-            ("group", "DURABLE"),
-            ("tenant", tenant),
-            ("show", "all"),
-        ])
-        .send()
-        .await?;
-    if resp.status() != 200 {
-        return Err(format!("show=all of {id}: {}", resp.status()).into());
-    }
-    Ok(resp.json().await?)
+async fn record(s: &BinaryServer, id: &str, tenant: &str) -> TestResult<Value> {
+    Ok(s.api.record(tenant, "DURABLE", id).await?)
 }
 
 per_backend!(acknowledged_writes_survive_kill_9);
 async fn acknowledged_writes_survive_kill_9(backend: Backend) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let db = backend.create_database()?;
+    let db = TestDb::for_server(backend).await?;
     let args = db_args(&db);
     let http = reqwest::Client::new();
     let mut server = spawn(dir.path(), &args)?;
-    wait_ready(&http, server.addr).await?;
+    server.api.wait_ready().await?;
 
     // 200 configs written concurrently, half updated, a few deleted; every write acknowledged.
     let mut tasks = Vec::new();
     for i in 0..200 {
-        let http = http.clone();
-        let url = server.url("/nacos/v1/cs/configs");
+        let api = server.api.clone();
         tasks.push(tokio::spawn(async move {
             let id = format!("cfg-{i}");
             let content = format!("value {i}\nline two 中文");
             let tenant = if i % 2 == 0 { "" } else { "prod" };
-            let body = http
-                .post(&url)
-                .form(&[
-                    ("dataId", id.as_str()),
-                    ("group", "DURABLE"),
-                    ("tenant", tenant),
-                    ("content", content.as_str()),
-                ])
-                .send()
-                .await?
-                .text()
-                .await?;
-            Ok::<_, reqwest::Error>(body)
+            let reply = api.try_publish(tenant, "DURABLE", &id, &content).await?;
+            Ok::<_, anyhow::Error>(reply.body)
         }));
     }
     for t in tasks {
         assert_eq!(t.await??, "true");
     }
     for i in (0..200).step_by(2) {
-        publish(
-            &http,
-            &server,
-            "",
-            &format!("cfg-{i}"),
-            &format!("updated {i}"),
-        )
-        .await?;
+        publish(&server, "", &format!("cfg-{i}"), &format!("updated {i}")).await?;
     }
     for i in [1, 3, 5] {
-        let resp = http
-            .delete(server.url(&format!(
-                "/nacos/v1/cs/configs?dataId=cfg-{i}&group=DURABLE&tenant=prod"
-            )))
-            .send()
+        let reply = server
+            .api
+            .delete("prod", "DURABLE", &format!("cfg-{i}"))
             .await?;
-        assert_eq!(resp.text().await?, "true");
+        assert_eq!(reply.body, "true");
     }
     // The very last acknowledged write, immediately followed by kill -9.
     publish(
-        &http,
         &server,
         "",
         "last-word",
@@ -137,34 +81,24 @@ async fn acknowledged_writes_survive_kill_9(backend: Backend) -> TestResult {
     .await?;
     // What the server holds in memory, to compare with what it reads back after the crash.
     let before = (
-        record(&http, &server, "cfg-0", "").await?,
-        record(&http, &server, "cfg-7", "prod").await?,
+        record(&server, "cfg-0", "").await?,
+        record(&server, "cfg-7", "prod").await?,
     );
     server.kill9()?;
 
     let server = spawn(dir.path(), &args)?;
-    wait_ready(&http, server.addr).await?;
+    server.api.wait_ready().await?;
     // Every field, times included, is what the server answered before the crash.
     let after = (
-        record(&http, &server, "cfg-0", "").await?,
-        record(&http, &server, "cfg-7", "prod").await?,
+        record(&server, "cfg-0", "").await?,
+        record(&server, "cfg-7", "prod").await?,
     );
     assert_eq!(before, after);
     let get = |id: String, tenant: &'static str| {
-        let http = http.clone();
-        let url = server.url("/nacos/v1/cs/configs");
+        let api = server.api.clone();
         async move {
-            let resp = http
-                .get(url)
-                .query(&[
-                    ("dataId", id.as_str()),
-                    ("group", "DURABLE"),
-                    ("tenant", tenant),
-                ])
-                .send()
-                .await?;
-            let status = resp.status().as_u16();
-            Ok::<_, reqwest::Error>((status, resp.text().await?))
+            let reply = api.get_with(tenant, "DURABLE", &id, &[]).await?;
+            Ok::<_, anyhow::Error>((reply.status, reply.body))
         }
     };
     for i in 0..200 {
@@ -223,11 +157,11 @@ async fn acknowledged_writes_survive_kill_9(backend: Backend) -> TestResult {
 per_backend!(sigterm_answers_held_polls_and_exits_zero);
 async fn sigterm_answers_held_polls_and_exits_zero(backend: Backend) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let db = backend.create_database()?;
+    let db = TestDb::for_server(backend).await?;
     let http = reqwest::Client::new();
     let mut server = spawn(dir.path(), &db_args(&db))?;
-    wait_ready(&http, server.addr).await?;
-    publish(&http, &server, "", "k", "v").await?;
+    server.api.wait_ready().await?;
+    publish(&server, "", "k", "v").await?;
     let lc = format!("k\u{2}DURABLE\u{2}{}\u{1}", md5("v"));
     let poll = {
         let http = http.clone();
@@ -244,26 +178,10 @@ async fn sigterm_answers_held_polls_and_exits_zero(backend: Backend) -> TestResu
     };
     // Wait until the server holds the poll (it lists the listener of the key), so SIGTERM
     // meets a held poll, not a request still on its way.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let v: Value = http
-            .get(server.url("/nacos/v1/cs/configs/listener"))
-            .query(&[("dataId", "k"), ("group", "DURABLE"), ("tenant", "")])
-            .send()
-            .await?
-            .json()
-            .await?;
-        if v["lisentersGroupkeyStatus"]
-            .as_object()
-            .is_some_and(|m| !m.is_empty())
-        {
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            return Err("the poll was never held".into());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .api
+        .wait_listener("", "DURABLE", "k", Duration::from_secs(20))
+        .await?;
     let status = Command::new("kill")
         .args(["-TERM", &server.child.id().to_string()])
         .status()?;

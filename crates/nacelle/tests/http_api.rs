@@ -1,9 +1,8 @@
 //! Round trips of every HTTP endpoint against a real server over real sockets, each test
 //! run on SQLite, MariaDB and PostgreSQL (`per_backend!`).
 
-mod common;
-
-use common::{md5, per_backend, Backend, TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::{md5, per_backend, Backend, TestDb, TestResult};
 use serde_json::Value;
 
 fn now_ms() -> i64 {
@@ -672,13 +671,8 @@ async fn health_endpoints(backend: Backend) -> TestResult {
 
 per_backend!(readiness_is_503_until_the_cache_is_loaded);
 async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let db = backend.create_database()?;
-    let url = match &db {
-        Some(db) => db.url(),
-        None => format!("sqlite://{}", dir.path().join("db.sqlite").display()),
-    };
-    let store = nacelle_store::open(&url).await?;
+    let db = TestDb::create(backend).await?;
+    let store = nacelle_store::open(&db.url).await?;
     let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
     let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -728,9 +722,8 @@ async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestRes
 async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    let dir = tempfile::tempdir()?;
-    let url = format!("sqlite://{}", dir.path().join("db.sqlite").display());
-    let store = nacelle_store::open(&url).await?;
+    let db = TestDb::create(Backend::Sqlite).await?;
+    let store = nacelle_store::open(&db.url).await?;
     let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
     service.load().await?;
     let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());

@@ -2,11 +2,10 @@
 //! timeouts, the no-hangup header, tenant echo, fan-out to 1000 held polls, shutdown; each
 //! test run on SQLite, MariaDB and PostgreSQL (`per_backend!`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{listening_configs, md5, per_backend, Backend, TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::{listening_configs, md5, per_backend, Backend, TestResult};
 
 const LISTENER: &str = "/nacos/v1/cs/configs/listener";
 
@@ -16,23 +15,16 @@ async fn poll(
     timeout_ms: Option<u64>,
     extra: &[(&str, &str)],
 ) -> TestResult<(u16, String)> {
-    let mut form: Vec<(&str, &str)> = vec![("Listening-Configs", listening)];
-    form.extend_from_slice(extra);
-    let mut req = s.http.post(s.url(LISTENER)).form(&form);
-    if let Some(t) = timeout_ms {
-        req = req.header("Long-Pulling-Timeout", t.to_string());
-    }
-    let resp = req.send().await?;
-    let status = resp.status().as_u16();
-    Ok((status, resp.text().await?))
+    let reply = s.api.long_poll(listening, timeout_ms, extra).await?;
+    Ok((reply.status, reply.body))
 }
 
 /// A server whose shortest hold is 1 s, so timeout paths are quick to test.
 async fn quick_server(backend: Backend) -> TestResult<TestServer> {
-    TestServer::start_with_on(backend, |s| {
+    Ok(TestServer::start_with_on(backend, |s| {
         s.long_poll_min_hold = Duration::from_millis(1000)
     })
-    .await
+    .await?)
 }
 
 per_backend!(stale_md5_is_answered_at_once);
@@ -104,14 +96,7 @@ async fn wait_for_listeners(
 ) -> TestResult {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let v: serde_json::Value = s
-            .http
-            .get(s.url(LISTENER))
-            .query(&[("dataId", data_id), ("group", group), ("tenant", tenant)])
-            .send()
-            .await?
-            .json()
-            .await?;
+        let v = s.api.listeners(tenant, group, data_id).await?;
         assert_eq!(v["collectStatus"], 200);
         let count = v["lisentersGroupkeyStatus"]
             .as_object()

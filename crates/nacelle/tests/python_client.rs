@@ -8,10 +8,11 @@
 //! real client speaks it, which the backend does not change; storage on MariaDB and
 //! PostgreSQL is covered by `http_api`, `long_polling`, `bad_input` and `durability`.
 
-mod common;
+mod python;
 
-use common::python::{self, ClientRun};
-use common::{TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::TestResult;
+use python::ClientRun;
 
 const GROUP: &str = "PY_GROUP";
 

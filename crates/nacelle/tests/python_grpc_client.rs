@@ -14,12 +14,13 @@
 //! the package from PyPI). SQLite only, like the 1.x client test: the backend does not change
 //! the wire protocol.
 
-mod common;
+mod python;
 
 use std::time::Duration;
 
-use common::python::{self, ClientRun};
-use common::{free_port, TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::{free_port, TestResult};
+use python::ClientRun;
 
 const CLIENT_VERSION: &str = "2.0.9";
 const GROUP: &str = "PY2_GROUP";
@@ -62,7 +63,7 @@ async fn start_server() -> TestResult<TestServer> {
             }
             // Another process took one of the ports meanwhile.
             Err(e) if format!("{e:#}").contains("binding") => last_error = format!("{e:#}"),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     Err(format!("no free pair of ports P, P + 1000: {last_error}").into())

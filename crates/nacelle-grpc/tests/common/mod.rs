@@ -1,313 +1,34 @@
-//! Test support: a real SQLite store in a tempdir, the loaded config service and the gRPC
-//! server on a free port; a Rust `nacos-sdk` client factory; a raw tonic client.
+//! Test support of the gRPC suites: the server, the Rust SDK and the recorder come from
+//! the test kit (`nacelle_testkit::grpc`); here the hand-driven wire client (`RawClient`).
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
-use nacelle_grpc::{GrpcError, GrpcOptions, GrpcServer, GrpcStats};
 use nacelle_proto::connection::ConnectionSetupRequest;
 use nacelle_proto::grpc::bi_request_stream_client::BiRequestStreamClient;
 use nacelle_proto::grpc::request_client::RequestClient;
 use nacelle_proto::response::ResponseHead;
 use nacelle_proto::{types, Payload};
-use nacelle_service::{ConfigService, Limits, PublishRequest};
-use nacelle_store::SqliteStore;
-use nacos_sdk::api::config::{
-    ConfigChangeListener, ConfigResponse, ConfigService as SdkConfigService, ConfigServiceBuilder,
-};
-use nacos_sdk::api::props::ClientProps;
+// What the suites take from the kit, under the names they use (not every suite uses all).
+#[allow(unused_imports)]
+pub use nacelle_testkit::grpc::{recorder, TestServer};
+#[allow(unused_imports)]
+pub use nacelle_testkit::{print_latencies, SOON};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
-/// A generous bound for anything that should happen "soon".
-pub const SOON: Duration = Duration::from_secs(30);
-
-/// The gRPC server under test, over a data directory that survives restarts.
-pub struct TestServer {
-    pub dir: tempfile::TempDir,
-    pub port: u16,
-    pub service: ConfigService,
-    pub stats: GrpcStats,
-    opts: GrpcOptions,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), GrpcError>>>,
+/// `server.raw()`: a raw protocol client on the test server's gRPC port (not yet set up).
+pub trait RawExt {
+    async fn raw(&self) -> anyhow::Result<RawClient>;
 }
 
-impl TestServer {
-    /// Starts on a fresh data dir and a free port, with the service loaded.
-    pub async fn start(opts: GrpcOptions) -> anyhow::Result<Self> {
-        Self::start_with_limits(opts, Limits::default()).await
-    }
-
-    /// Starts like [`TestServer::start`] with the service's limits set.
-    pub async fn start_with_limits(opts: GrpcOptions, limits: Limits) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let service = open_service(&db_path(dir.path()), true, limits).await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let mut s = TestServer {
-            dir,
-            port,
-            service: service.clone(),
-            stats: GrpcStats::new(),
-            opts,
-            stop: None,
-            task: None,
-        };
-        s.launch(listener, service);
-        Ok(s)
-    }
-
-    /// Starts over a service that was never loaded (the server is "starting").
-    pub async fn start_unloaded(opts: GrpcOptions) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let service = open_service(&db_path(dir.path()), false, Limits::default()).await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let mut s = TestServer {
-            dir,
-            port,
-            service: service.clone(),
-            stats: GrpcStats::new(),
-            opts,
-            stop: None,
-            task: None,
-        };
-        s.launch(listener, service);
-        Ok(s)
-    }
-
-    fn launch(&mut self, listener: tokio::net::TcpListener, service: ConfigService) {
-        let server = GrpcServer::new(service, self.opts.clone());
-        self.stats = server.stats();
-        let (tx, rx) = oneshot::channel::<()>();
-        self.stop = Some(tx);
-        self.task = Some(tokio::spawn(server.serve(listener, async {
-            let _ = rx.await;
-        })));
-    }
-
-    /// Stops the gRPC server (graceful shutdown) and waits for it to return.
-    pub async fn stop(&mut self) -> anyhow::Result<()> {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(task) = self.task.take() {
-            tokio::time::timeout(SOON, task)
-                .await
-                .context("gRPC server did not stop")???;
-        }
-        Ok(())
-    }
-
-    /// Stops the server and the service, then starts new ones over the same SQLite file on
-    /// the same port.
-    pub async fn restart(&mut self) -> anyhow::Result<()> {
-        self.stop().await?;
-        self.service.begin_shutdown();
-        let service = open_service(
-            &db_path(self.dir.path()),
-            true,
-            self.service.limits().clone(),
-        )
-        .await?;
-        let deadline = Instant::now() + SOON;
-        let listener = loop {
-            match tokio::net::TcpListener::bind(("127.0.0.1", self.port)).await {
-                Ok(l) => break l,
-                Err(e) if Instant::now() < deadline => {
-                    eprintln!("rebinding port {}: {e}; retrying", self.port);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
-        self.service = service.clone();
-        self.launch(listener, service);
-        Ok(())
-    }
-
-    /// Publishes through the service directly, as the HTTP adapter or the console would.
-    pub async fn publish(
-        &self,
-        tenant: &str,
-        group: &str,
-        data_id: &str,
-        content: &str,
-    ) -> anyhow::Result<()> {
-        self.service
-            .publish(
-                &Caller::internal(),
-                PublishRequest {
-                    key: ConfigKey::parse(Some(tenant), group, data_id)?,
-                    content: content.to_string(),
-                    config_type: Some("text".into()),
-                    meta: ConfigMeta::default(),
-                    src_user: String::new(),
-                    cas_md5: None,
-                    variant: Variant::Formal,
-                },
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// Waits until gRPC connections listen to at least `n` keys in total. (nacos-sdk sends
-    /// its listen request in the background after `add_listener` returns and ignores the
-    /// answer, so a change made before the listen arrives reaches it only in its 60 s check.)
-    pub async fn wait_listens(&self, n: u64) -> anyhow::Result<()> {
-        let deadline = Instant::now() + SOON;
-        while self.stats.snapshot().listened_keys < n {
-            if Instant::now() > deadline {
-                bail!("listens never arrived: {:?}", self.stats.snapshot());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok(())
-    }
-
-    /// A Rust SDK client on this server's gRPC port.
-    pub async fn sdk(&self, namespace: &str) -> anyhow::Result<Sdk> {
-        let cache = tempfile::tempdir()?;
-        let props = ClientProps::new()
-            .server_addr(format!("127.0.0.1:{}", self.port))
-            .remote_grpc_port(self.port)
-            .namespace(namespace)
-            .app_name("nacelle-grpc-test")
-            .cache_dir(cache.path())
-            .env_first(false);
-        let client = ConfigServiceBuilder::new(props)
-            .build()
-            .await
-            .map_err(|e| anyhow!("sdk build: {e}"))?;
-        Ok(Sdk {
-            client,
-            _cache: cache,
-        })
-    }
-
-    /// Starts the HTTP adapter over this server's service on a free port; returns its
-    /// base URL and the sender that stops it.
-    pub async fn start_http(
-        &self,
-        opts: nacelle_http::HttpOptions,
-    ) -> anyhow::Result<(String, oneshot::Sender<()>)> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let max = opts.max_request_bytes;
-        let router = nacelle_http::router(self.service.clone(), opts);
-        let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(nacelle_http::serve(listener, router, max, async {
-            // A dropped sender stops the server as a sent one does.
-            let _stopped = rx.await;
-        }));
-        Ok((format!("http://{addr}"), tx))
-    }
-
-    /// A raw protocol client on this server's gRPC port (not yet set up).
-    pub async fn raw(&self) -> anyhow::Result<RawClient> {
+impl RawExt for TestServer {
+    async fn raw(&self) -> anyhow::Result<RawClient> {
         RawClient::connect(self.port).await
     }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-fn db_path(dir: &Path) -> PathBuf {
-    dir.join("nacelle.db")
-}
-
-async fn open_service(db: &Path, load: bool, limits: Limits) -> anyhow::Result<ConfigService> {
-    let store = SqliteStore::open_path(db).await?;
-    let service = ConfigService::new(Arc::new(store), limits);
-    if load {
-        service.load().await?;
-    }
-    Ok(service)
-}
-
-// ------------------------------------------------------------------ the Rust SDK
-
-/// A `nacos-sdk` config client with its own on-disk cache dir.
-pub struct Sdk {
-    pub client: SdkConfigService,
-    _cache: tempfile::TempDir,
-}
-
-/// A listener that forwards every notification to a channel, stamped with its arrival.
-pub struct Recorder {
-    tx: mpsc::UnboundedSender<(Instant, ConfigResponse)>,
-}
-
-impl ConfigChangeListener for Recorder {
-    fn notify(&self, resp: ConfigResponse) {
-        let _ = self.tx.send((Instant::now(), resp));
-    }
-}
-
-/// The receiving end of a [`Recorder`].
-pub struct Notifications {
-    rx: mpsc::UnboundedReceiver<(Instant, ConfigResponse)>,
-}
-
-/// A recorder and its notifications.
-pub fn recorder() -> (Arc<Recorder>, Notifications) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(Recorder { tx }), Notifications { rx })
-}
-
-impl Notifications {
-    /// Waits for a notification whose content is `content`; returns when it arrived.
-    pub async fn wait_for(&mut self, content: &str, within: Duration) -> anyhow::Result<Instant> {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let got = tokio::time::timeout_at(deadline, self.rx.recv())
-                .await
-                .map_err(|_| anyhow!("no notification with content {content:?} within {within:?}"))?
-                .ok_or_else(|| anyhow!("listener dropped"))?;
-            if got.1.content() == content {
-                return Ok(got.0);
-            }
-        }
-    }
-}
-
-impl Notifications {
-    /// The next notification: when it arrived and its content.
-    pub async fn next(&mut self, within: Duration) -> anyhow::Result<(Instant, String)> {
-        let got = tokio::time::timeout(within, self.rx.recv())
-            .await
-            .map_err(|_| anyhow!("no notification within {within:?}"))?
-            .ok_or_else(|| anyhow!("listener dropped"))?;
-        Ok((got.0, got.1.content().clone()))
-    }
-}
-
-/// Prints min/median/max of measured latencies.
-pub fn print_latencies(what: &str, mut samples: Vec<Duration>) {
-    if samples.is_empty() {
-        return;
-    }
-    samples.sort();
-    let n = samples.len();
-    println!(
-        "{what}: n={n} min={:?} median={:?} max={:?}",
-        samples[0],
-        samples[n / 2],
-        samples[n - 1]
-    );
 }
 
 // ------------------------------------------------------------------ raw protocol

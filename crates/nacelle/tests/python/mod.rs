@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use super::{TestResult, TestServer};
+use nacelle_testkit::server::TestServer;
+use nacelle_testkit::TestResult;
 
 /// Longest a whole client run may take (a script waits at most 30 s for each callback).
 const RUN_TIMEOUT: Duration = Duration::from_secs(150);
@@ -181,9 +182,9 @@ impl ClientRun<'_> {
         let request: serde_json::Value = serde_json::from_str(request)?;
         if let Some(content) = request.get("publish") {
             let content = content.as_str().ok_or("publish needs a string")?;
-            return ts
-                .publish(self.namespace, self.group, self.data_id, content)
-                .await;
+            ts.publish(self.namespace, self.group, self.data_id, content)
+                .await?;
+            return Ok(());
         }
         if let Some(expected) = request.get("expect") {
             let got = ts.get(self.namespace, self.group, self.data_id).await?;
