@@ -26,7 +26,9 @@ impl Conn {
         stream.set_nodelay(true)?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
-            let _ = conn.await;
+            // The connection ends when the bench drops its sender or the server closes it;
+            // a failed request is reported by the request itself.
+            let _ended = conn.await;
         });
         Ok(Conn {
             sender,

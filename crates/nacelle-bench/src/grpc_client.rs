@@ -201,7 +201,9 @@ impl GrpcConn {
                     types::CONFIG_CHANGE_NOTIFY_REQUEST => {
                         counters.pushes.fetch_add(1, Ordering::Relaxed);
                         if let Some(tx) = &pushes {
-                            let _ = tx.send((index, at));
+                            // The round that wanted arrival times may be over; then the
+                            // push only counts.
+                            let _late = tx.send((index, at));
                         }
                         types::CONFIG_CHANGE_NOTIFY_RESPONSE
                     }

@@ -192,7 +192,7 @@ mod tests {
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
         t.sent(&k, "1", Bytes::new(), now);
-        let _ = t.fire_due(now, &p); // one failure
+        let _resent = t.fire_due(now, &p); // one failure
         t.sent(&k, "2", Bytes::new(), now);
         assert_eq!(t.len(), 1);
         assert!(!t.ack("1"));

@@ -71,7 +71,8 @@ pub(crate) trait Methods: Send + Sync + 'static {
     /// Takes over a bi-stream whose response headers are sent (only called when
     /// [`Methods::stream_limit`] is `Some`). The stream must be finished by the callee.
     fn open_stream(self: Arc<Self>, tag: ConnTag, inbound: Inbound, out: Arc<Outbound>) {
-        let _ = (tag, inbound);
+        // A port without bi-streams answers UNIMPLEMENTED and drops the stream's parts.
+        drop((tag, inbound));
         out.finish(&Status::new(
             Code::Unimplemented,
             "no bi-stream on this port",
@@ -291,8 +292,16 @@ async fn unary<M: Methods>(
         }
     };
     if send.send_data(codec::encode(&reply), false).is_ok() {
-        let _ = send.send_trailers(Status::ok().trailers());
+        // Fails only when the client reset the stream; there is no one left to answer.
+        let _client_gone = send.send_trailers(Status::ok().trailers());
     }
+}
+
+/// Gives back `n` bytes of the stream's flow-control window after reading them. It fails
+/// only when the stream is already gone (the client reset it), and then the next read
+/// reports that; there is nothing to release any more.
+fn release(body: &mut RecvStream, n: usize) {
+    let _stream_gone = body.flow_control().release_capacity(n);
 }
 
 /// Reads the one message of a unary call.
@@ -302,7 +311,7 @@ async fn read_single(body: &mut RecvStream, max_message: usize) -> Result<Payloa
     while let Some(chunk) = body.data().await {
         let chunk =
             chunk.map_err(|e| Status::new(Code::Cancelled, format!("request failed: {e}")))?;
-        let _ = body.flow_control().release_capacity(chunk.len());
+        release(body, chunk.len());
         dec.push(chunk);
         while let Some(p) = dec.next()? {
             if msg.replace(p).is_some() {
@@ -381,7 +390,7 @@ impl Inbound {
             }
             match self.body.data().await {
                 Some(Ok(chunk)) => {
-                    let _ = self.body.flow_control().release_capacity(chunk.len());
+                    release(&mut self.body, chunk.len());
                     self.dec.push(chunk);
                 }
                 Some(Err(e)) => {
@@ -466,7 +475,8 @@ impl Outbound {
     pub fn finish(&self, status: &Status) {
         let stream = self.state.lock().stream.take();
         if let Some(mut stream) = stream {
-            let _ = stream.send_trailers(status.trailers());
+            // Fails only when the client reset the stream; then it is already ended.
+            let _client_gone = stream.send_trailers(status.trailers());
         }
     }
 }

@@ -110,7 +110,9 @@ async fn reset_clients(ctx: &Ctx) {
         c.reset(&ctx.server_request_id("reset"));
     }
     ctx.sessions.close();
-    let _ = tokio::time::timeout(ctx.opts.shutdown_grace, ctx.sessions.wait()).await;
+    // A timeout is the expected way out for clients that ignore the reset: their streams
+    // are cut next.
+    let _grace_over = tokio::time::timeout(ctx.opts.shutdown_grace, ctx.sessions.wait()).await;
 }
 
 /// Probes connections idle longer than `idle_probe_after` with `ClientDetectionRequest`

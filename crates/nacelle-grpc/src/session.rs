@@ -92,7 +92,8 @@ async fn serve(
             "gRPC connection refused; sending ConnectResetRequest");
         conn.reset(&ctx.server_request_id("reset"));
         // Let the reset reach the client; it closes the stream (or we stop waiting).
-        let _ = tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closer)).await;
+        let _grace_over =
+            tokio::time::timeout(ctx.opts.shutdown_grace, drain(&mut inbound, &closer)).await;
         return None;
     }
     tracing::debug!(conn = %conn.id, client_ip = %conn.meta.client_ip,
