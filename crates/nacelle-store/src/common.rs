@@ -1,19 +1,13 @@
-//! What the backends share: row decoding (every backend selects the same column names,
-//! times already in ms), tag lists, the retry rule for write transactions, the operation
+//! What the backends share: tag lists, the retry rule for write transactions, the operation
 //! deadline, and the check that an existing database has the columns we write.
 
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use bytes::Bytes;
-use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, OpSource, OpType, StoreError,
-    StoredConfig,
-};
+use nacelle_core::StoreError;
 
 use crate::map_err;
-use crate::sql::Exec;
 
 /// Splits `config_tags` into distinct, trimmed, non-empty tags.
 pub(crate) fn split_tags(tags: &str) -> Vec<&str> {
@@ -24,85 +18,6 @@ pub(crate) fn split_tags(tags: &str) -> Vec<&str> {
         }
     }
     out
-}
-
-/// The key columns `tenant_id`, `group_id`, `data_id`.
-fn key_from_row<DB: Exec>(row: &DB::Row) -> Result<ConfigKey, StoreError> {
-    Ok(ConfigKey::from_trusted(
-        &DB::text(row, "tenant_id")?,
-        &DB::text(row, "group_id")?,
-        &DB::text(row, "data_id")?,
-    ))
-}
-
-/// The `src_user` and `src_ip` columns.
-fn source_from_row<DB: Exec>(row: &DB::Row) -> Result<OpSource, StoreError> {
-    Ok(OpSource {
-        src_user: DB::text(row, "src_user")?,
-        src_ip: DB::text(row, "src_ip")?,
-    })
-}
-
-/// Decodes a config row. Every backend selects the columns of `config_info` under their own
-/// names, with `gmt_create`/`gmt_modified` as ms, plus `config_tags` and `revision`.
-pub(crate) fn config_from_row<DB: Exec>(row: &DB::Row) -> Result<StoredConfig, StoreError> {
-    let key = key_from_row::<DB>(row)?;
-    let content = DB::text(row, "content")?;
-    let md5 = DB::text(row, "md5")?;
-    let md5 = if md5.is_empty() {
-        nacelle_core::md5_hex(content.as_bytes())
-    } else {
-        md5
-    };
-    Ok(StoredConfig {
-        id: DB::int(row, "id")?,
-        key,
-        content: Bytes::from(content),
-        md5,
-        config_type: ConfigType::parse_lenient(&DB::text(row, "type")?),
-        meta: ConfigMeta {
-            app_name: DB::text(row, "app_name")?,
-            desc: DB::text(row, "c_desc")?,
-            r#use: DB::text(row, "c_use")?,
-            effect: DB::text(row, "effect")?,
-            schema: DB::text(row, "c_schema")?,
-            config_tags: DB::text(row, "config_tags")?,
-            encrypted_data_key: DB::text(row, "encrypted_data_key")?,
-        },
-        source: source_from_row::<DB>(row)?,
-        created_ms: DB::int(row, "gmt_create")?,
-        modified_ms: DB::int(row, "gmt_modified")?,
-        revision: DB::int(row, "revision")?,
-    })
-}
-
-/// Decodes a `his_config_info` row (times as ms).
-pub(crate) fn history_from_row<DB: Exec>(row: &DB::Row) -> Result<HistoryEntry, StoreError> {
-    let key = key_from_row::<DB>(row)?;
-    Ok(HistoryEntry {
-        nid: DB::int(row, "nid")?,
-        config_id: DB::int(row, "id")?,
-        key,
-        app_name: DB::text(row, "app_name")?,
-        content: DB::text(row, "content")?,
-        md5: DB::text(row, "md5")?,
-        source: source_from_row::<DB>(row)?,
-        op_type: OpType::parse(&DB::text(row, "op_type")?).unwrap_or(OpType::Update),
-        created_ms: DB::int(row, "gmt_create")?,
-        modified_ms: DB::int(row, "gmt_modified")?,
-        encrypted_data_key: DB::text(row, "encrypted_data_key")?,
-    })
-}
-
-/// Decodes a change-log row: `nid`, key columns, `op_type`, `gmt_modified` (ms).
-pub(crate) fn change_from_row<DB: Exec>(row: &DB::Row) -> Result<ChangeRecord, StoreError> {
-    let key = key_from_row::<DB>(row)?;
-    Ok(ChangeRecord {
-        nid: DB::int(row, "nid")?,
-        key,
-        op_type: OpType::parse(&DB::text(row, "op_type")?).unwrap_or(OpType::Update),
-        modified_ms: DB::int(row, "gmt_modified")?,
-    })
 }
 
 /// Why one attempt of a write transaction did not complete.

@@ -4,13 +4,15 @@
 //! the same plans on the writer thread (`sqlite_writer.rs`).
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, HistoryEntry, Namespace, Page, PageRequest, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, Namespace, OpSource, OpType,
+    Page, PageRequest, StoreError, StoredConfig,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
-use crate::common::{self, TxError};
+use crate::common::TxError;
 use crate::map_err;
 use crate::plan::{Current, Plan};
 use crate::queries::{self, key_args, Arg, Dialect, Queries, Returns, Written};
@@ -133,7 +135,7 @@ pub(crate) async fn load_all<DB: Exec>(
     let rows = DB::rows(&mut *conn(pool).await?, &q.load_all, &[])
         .await
         .map_err(map_err)?;
-    rows.iter().map(common::config_from_row::<DB>).collect()
+    rows.iter().map(config_from_row::<DB>).collect()
 }
 
 /// One formal config.
@@ -145,7 +147,7 @@ pub(crate) async fn get<DB: Exec>(
     let row = DB::row(&mut *conn(pool).await?, &q.get, &key_args(key))
         .await
         .map_err(map_err)?;
-    row.map(|r| common::config_from_row::<DB>(&r)).transpose()
+    row.map(|r| config_from_row::<DB>(&r)).transpose()
 }
 
 /// History of one key, newest first.
@@ -171,7 +173,7 @@ pub(crate) async fn history_page<DB: Exec>(
         .map_err(map_err)?;
     let items = rows
         .iter()
-        .map(common::history_from_row::<DB>)
+        .map(history_from_row::<DB>)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Page::new(
         u64::try_from(total).unwrap_or(0),
@@ -190,7 +192,7 @@ async fn history_by<DB: Exec>(
     let row = DB::row(&mut *conn(pool).await?, sql, &[Arg::Int(arg)])
         .await
         .map_err(map_err)?;
-    row.map(|r| common::history_from_row::<DB>(&r)).transpose()
+    row.map(|r| history_from_row::<DB>(&r)).transpose()
 }
 
 /// One history entry by `nid`.
@@ -222,7 +224,7 @@ pub(crate) async fn changes_since<DB: Exec>(
     let rows = DB::rows(&mut *conn(pool).await?, &q.changes_since, &args)
         .await
         .map_err(map_err)?;
-    rows.iter().map(common::change_from_row::<DB>).collect()
+    rows.iter().map(change_from_row::<DB>).collect()
 }
 
 /// The largest `nid`, 0 when there is none.
@@ -385,4 +387,86 @@ pub(crate) async fn execute<DB: GeneratedIds>(
         }
     }
     Ok(written.finish()?)
+}
+
+// ------------------------------------------------------------------ row decoding
+// Every backend selects the same column names, times already in ms.
+
+/// The key columns `tenant_id`, `group_id`, `data_id`.
+fn key_from_row<DB: Exec>(row: &DB::Row) -> Result<ConfigKey, StoreError> {
+    Ok(ConfigKey::from_trusted(
+        &DB::text(row, "tenant_id")?,
+        &DB::text(row, "group_id")?,
+        &DB::text(row, "data_id")?,
+    ))
+}
+
+/// The `src_user` and `src_ip` columns.
+fn source_from_row<DB: Exec>(row: &DB::Row) -> Result<OpSource, StoreError> {
+    Ok(OpSource {
+        src_user: DB::text(row, "src_user")?,
+        src_ip: DB::text(row, "src_ip")?,
+    })
+}
+
+/// Decodes a config row. Every backend selects the columns of `config_info` under their own
+/// names, with `gmt_create`/`gmt_modified` as ms, plus `config_tags` and `revision`.
+pub(crate) fn config_from_row<DB: Exec>(row: &DB::Row) -> Result<StoredConfig, StoreError> {
+    let key = key_from_row::<DB>(row)?;
+    let content = DB::text(row, "content")?;
+    let md5 = DB::text(row, "md5")?;
+    let md5 = if md5.is_empty() {
+        nacelle_core::md5_hex(content.as_bytes())
+    } else {
+        md5
+    };
+    Ok(StoredConfig {
+        id: DB::int(row, "id")?,
+        key,
+        content: Bytes::from(content),
+        md5,
+        config_type: ConfigType::parse_lenient(&DB::text(row, "type")?),
+        meta: ConfigMeta {
+            app_name: DB::text(row, "app_name")?,
+            desc: DB::text(row, "c_desc")?,
+            r#use: DB::text(row, "c_use")?,
+            effect: DB::text(row, "effect")?,
+            schema: DB::text(row, "c_schema")?,
+            config_tags: DB::text(row, "config_tags")?,
+            encrypted_data_key: DB::text(row, "encrypted_data_key")?,
+        },
+        source: source_from_row::<DB>(row)?,
+        created_ms: DB::int(row, "gmt_create")?,
+        modified_ms: DB::int(row, "gmt_modified")?,
+        revision: DB::int(row, "revision")?,
+    })
+}
+
+/// Decodes a `his_config_info` row (times as ms).
+pub(crate) fn history_from_row<DB: Exec>(row: &DB::Row) -> Result<HistoryEntry, StoreError> {
+    let key = key_from_row::<DB>(row)?;
+    Ok(HistoryEntry {
+        nid: DB::int(row, "nid")?,
+        config_id: DB::int(row, "id")?,
+        key,
+        app_name: DB::text(row, "app_name")?,
+        content: DB::text(row, "content")?,
+        md5: DB::text(row, "md5")?,
+        source: source_from_row::<DB>(row)?,
+        op_type: OpType::parse(&DB::text(row, "op_type")?).unwrap_or(OpType::Update),
+        created_ms: DB::int(row, "gmt_create")?,
+        modified_ms: DB::int(row, "gmt_modified")?,
+        encrypted_data_key: DB::text(row, "encrypted_data_key")?,
+    })
+}
+
+/// Decodes a change-log row: `nid`, key columns, `op_type`, `gmt_modified` (ms).
+pub(crate) fn change_from_row<DB: Exec>(row: &DB::Row) -> Result<ChangeRecord, StoreError> {
+    let key = key_from_row::<DB>(row)?;
+    Ok(ChangeRecord {
+        nid: DB::int(row, "nid")?,
+        key,
+        op_type: OpType::parse(&DB::text(row, "op_type")?).unwrap_or(OpType::Update),
+        modified_ms: DB::int(row, "gmt_modified")?,
+    })
 }
