@@ -313,14 +313,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_members_and_conf() {
-        assert_eq!(
-            parse_member("10.0.0.1:8848").ok(),
-            Some(("10.0.0.1".into(), 8848))
-        );
-        assert_eq!(parse_member("[::1]:8848").ok(), Some(("::1".into(), 8848)));
-        assert!(parse_member("10.0.0.1").is_err());
-        assert!(parse_member("10.0.0.1:x").is_err());
+    fn parses_conf() {
+        // Single addresses are `address.rs`'s tests.
         let conf =
             "# nodes\n10.0.0.1:8848\n\n10.0.0.2:8848 # second\n10.0.0.3:8848,10.0.0.4:8848\n";
         let list = parse_conf(conf).expect("valid conf");
