@@ -16,12 +16,14 @@
 //!   executor.
 //! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
 //! - `common`: row decoding, tag lists, retry rules, schema checks.
+//! - [`backup`]: backup, restore and check of the SQLite file while a server runs on it.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
 //! Every backend implements [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
 //! written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
 //! options, schemas and time handling.
 
+pub mod backup;
 mod common;
 pub mod mysql;
 mod options;

@@ -1,5 +1,7 @@
-//! The `nacelle` command: `nacelle serve [flags]`.
+//! The `nacelle` command: `nacelle serve [flags]`, and `backup`, `restore`, `check` of the
+//! embedded SQLite database.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -26,7 +28,91 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the server (embedded SQLite in ./nacelle-data unless --db says otherwise).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Copy the SQLite database to a new file, also while a server runs on it. The backup
+    /// holds every write acknowledged before it began.
+    Backup {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The backup file to create (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Replace the SQLite database with a backup (stop the server first).
+    Restore {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
+        /// Replace an existing database.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check the SQLite database: integrity, and the tables and columns Nacelle needs.
+    Check {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// Which database a maintenance command works on: resolved as `serve` resolves it
+/// (flag > env > TOML file > default `nacelle.db` in the data directory).
+#[derive(Debug, clap::Args)]
+struct DbArgs {
+    /// TOML settings file, as for `serve`.
+    #[arg(long, env = "NACELLE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory. Default `./nacelle-data`.
+    #[arg(long, env = "NACELLE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Database URL (`sqlite://path`).
+    #[arg(long, env = "NACELLE_DB")]
+    db: Option<String>,
+}
+
+impl DbArgs {
+    /// The SQLite file these arguments name.
+    fn sqlite_file(self) -> anyhow::Result<PathBuf> {
+        let settings = Settings::load(ServeArgs {
+            config: self.config,
+            data_dir: self.data_dir,
+            db: self.db,
+            ..ServeArgs::default()
+        })?;
+        let url = settings.database_url();
+        nacelle_store::backup::sqlite_file(&url).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is not an SQLite database: back up MySQL/MariaDB with mysqldump and \
+                 PostgreSQL with pg_dump (docs/operations.md)",
+                settings.database_display()
+            )
+        })
+    }
+}
+
+/// Runs a blocking maintenance step off the async runtime and prints its summary.
+async fn maintenance(
+    what: &'static str,
+    path: PathBuf,
+    step: impl FnOnce() -> Result<nacelle_store::backup::DbSummary, nacelle_store::backup::BackupError>
+        + Send
+        + 'static,
+) -> anyhow::Result<()> {
+    let summary = tokio::task::spawn_blocking(step).await??;
+    println!("{}", describe(what, &path, &summary));
+    Ok(())
+}
+
+fn describe(what: &str, path: &Path, s: &nacelle_store::backup::DbSummary) -> String {
+    format!(
+        "{what}: {} ({} bytes): {} configs, {} history rows, last change nid {}",
+        path.display(),
+        s.bytes,
+        s.configs,
+        s.history_rows,
+        s.max_nid
+    )
 }
 
 fn init_logging(settings: &Settings) -> anyhow::Result<()> {
@@ -81,7 +167,28 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let Command::Serve(args) = cli.command;
+    use nacelle_store::backup;
+    let args = match cli.command {
+        Command::Serve(args) => *args,
+        Command::Backup { db, out } => {
+            let src = db.sqlite_file()?;
+            let dest = out.clone();
+            return maintenance("backup", out, move || backup::backup(&src, &dest)).await;
+        }
+        Command::Restore { db, from, force } => {
+            let target = db.sqlite_file()?;
+            let dest = target.clone();
+            return maintenance("restored", target, move || {
+                backup::restore(&from, &dest, force)
+            })
+            .await;
+        }
+        Command::Check { db } => {
+            let path = db.sqlite_file()?;
+            let p = path.clone();
+            return maintenance("ok", path, move || backup::check(&p)).await;
+        }
+    };
     let settings = Settings::load(args)?;
     init_logging(&settings)?;
     tracing::info!(
