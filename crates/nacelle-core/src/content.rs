@@ -1,0 +1,544 @@
+//! Content validation by type: whether a published document parses as its declared type,
+//! and the policy (`reject | warn | off`, globally and per namespace) that says what a
+//! failure does. The checks are pure functions; the service applies the policy
+//! (`nacelle-service/src/write.rs`) and no adapter repeats any of it.
+//!
+//! What each type checks:
+//! - `json`: one JSON value (serde_json), nothing but whitespace after it;
+//! - `yaml`: every document of the stream (`---` separated, as Spring's multi-document
+//!   files) parses (serde_yaml_ng, libyaml's grammar);
+//! - `xml`: well-formedness (quick-xml): matching and closed tags, one root element, no
+//!   text outside it, well-formed attributes without duplicates, closed references,
+//!   comments without `--`. DTDs are not interpreted, so undeclared entities pass;
+//! - `toml`: a TOML document (the `toml` crate), duplicate keys included;
+//! - `properties`: what Java's `Properties.load` refuses: a malformed `\uxxxx` escape
+//!   (fewer than four hex digits), after Java's line continuation rules. Everything else
+//!   is a valid properties file to Java (a line without a separator is a key with an empty
+//!   value), so nothing else is refused;
+//! - `text`, `html`: never checked.
+//!
+//! A [`ContentError`] names the parser's problem and, where the parser gives it, the line
+//! and column (1-based). Its message never quotes a value of the document; it may name a
+//! key or an element (a duplicate key, a mismatched end tag).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{Deserialize, IgnoredAny};
+
+use crate::error::CoreError;
+use crate::key::{ConfigType, NamespaceId};
+
+/// What a publish whose content does not parse as its type does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValidationMode {
+    /// The publish fails with [`CoreError::Invalid`] naming the problem.
+    Reject,
+    /// The publish succeeds; the problem is logged (key and problem, never the content).
+    #[default]
+    Warn,
+    /// The content is not parsed.
+    Off,
+}
+
+impl ValidationMode {
+    /// The setting's spelling (`reject`, `warn`, `off`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValidationMode::Reject => "reject",
+            ValidationMode::Warn => "warn",
+            ValidationMode::Off => "off",
+        }
+    }
+}
+
+impl FromStr for ValidationMode {
+    type Err = CoreError;
+    fn from_str(s: &str) -> Result<Self, CoreError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "reject" => Ok(ValidationMode::Reject),
+            "warn" => Ok(ValidationMode::Warn),
+            "off" => Ok(ValidationMode::Off),
+            other => Err(CoreError::invalid(format!(
+                "unknown content validation mode `{other}` (reject, warn or off)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for ValidationMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The validation mode of every namespace: a default and per-namespace overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValidationPolicy {
+    /// The mode of namespaces without an override.
+    pub default: ValidationMode,
+    /// Overrides by (normalised) namespace id.
+    pub namespaces: HashMap<NamespaceId, ValidationMode>,
+}
+
+impl ValidationPolicy {
+    /// The same mode everywhere.
+    pub fn uniform(mode: ValidationMode) -> Self {
+        ValidationPolicy {
+            default: mode,
+            namespaces: HashMap::new(),
+        }
+    }
+
+    /// `default` with the overrides of `list`: `ns=mode` entries separated by commas
+    /// (`dev=off,prod=reject`); blanks around entries are ignored, `public` (or an empty
+    /// id) names the default namespace, a namespace given twice is an error.
+    pub fn parse(default: ValidationMode, list: &str) -> Result<Self, CoreError> {
+        let mut namespaces = HashMap::new();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let Some((ns, mode)) = entry.split_once('=') else {
+                return Err(CoreError::invalid(format!(
+                    "`{entry}` is not `namespace=mode`"
+                )));
+            };
+            let id = NamespaceId::parse(Some(ns))?;
+            let mode: ValidationMode = mode.parse()?;
+            if namespaces.insert(id, mode).is_some() {
+                return Err(CoreError::invalid(format!(
+                    "namespace `{}` is given twice",
+                    ns.trim()
+                )));
+            }
+        }
+        Ok(ValidationPolicy {
+            default,
+            namespaces,
+        })
+    }
+
+    /// The mode of `namespace`.
+    pub fn mode_for(&self, namespace: &NamespaceId) -> ValidationMode {
+        self.namespaces
+            .get(namespace)
+            .copied()
+            .unwrap_or(self.default)
+    }
+}
+
+/// Content that does not parse as its declared type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentError {
+    /// The declared type.
+    pub config_type: ConfigType,
+    /// 1-based line of the problem, when the parser gives it.
+    pub line: Option<usize>,
+    /// 1-based column (in characters) of the problem, when the parser gives it.
+    pub column: Option<usize>,
+    /// The parser's problem, without the position.
+    pub message: String,
+}
+
+impl fmt::Display for ContentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "content is not valid {}", self.config_type.as_str())?;
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, " at line {l}, column {c}")?,
+            (Some(l), None) => write!(f, " at line {l}")?,
+            _ => {}
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ContentError {}
+
+/// Checks that `content` parses as `config_type`; `text` and `html` always pass.
+pub fn check_syntax(config_type: ConfigType, content: &str) -> Result<(), ContentError> {
+    let fail = |position: Option<(usize, usize)>, message: String| ContentError {
+        config_type,
+        line: position.map(|p| p.0),
+        column: position.map(|p| p.1),
+        message,
+    };
+    match config_type {
+        ConfigType::Text | ConfigType::Html => Ok(()),
+        ConfigType::Json => check_json(content).map_err(|(p, m)| fail(p, m)),
+        ConfigType::Yaml => check_yaml(content).map_err(|(p, m)| fail(p, m)),
+        ConfigType::Xml => check_xml(content).map_err(|(p, m)| fail(p, m)),
+        ConfigType::Toml => check_toml(content).map_err(|(p, m)| fail(p, m)),
+        ConfigType::Properties => check_properties(content).map_err(|(p, m)| fail(p, m)),
+    }
+}
+
+/// A problem: its position (line, column), when known, and the parser's message.
+type Problem = (Option<(usize, usize)>, String);
+
+/// `message` without a position suffix the parser added (` at line L column C`).
+fn strip_position(message: String, line: usize, column: usize) -> String {
+    let suffix = format!(" at line {line} column {column}");
+    match message.find(&suffix) {
+        Some(at) => format!("{}{}", &message[..at], &message[at + suffix.len()..]),
+        None => message,
+    }
+}
+
+/// The 1-based (line, column in characters) of byte offset `at` of `text`.
+fn position_of(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+fn check_json(content: &str) -> Result<(), Problem> {
+    match serde_json::from_str::<IgnoredAny>(content) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let (line, column) = (e.line(), e.column());
+            let position = (line > 0).then_some((line, column));
+            Err((position, strip_position(e.to_string(), line, column)))
+        }
+    }
+}
+
+fn check_yaml(content: &str) -> Result<(), Problem> {
+    for document in serde_yaml_ng::Deserializer::from_str(content) {
+        if let Err(e) = IgnoredAny::deserialize(document) {
+            let position = e.location().map(|l| (l.line(), l.column()));
+            let message = match position {
+                Some((line, column)) => strip_position(e.to_string(), line, column),
+                None => e.to_string(),
+            };
+            return Err((position, message));
+        }
+    }
+    Ok(())
+}
+
+fn check_toml(content: &str) -> Result<(), Problem> {
+    match toml::from_str::<toml::Table>(content) {
+        Ok(_) => Ok(()),
+        // `message()`, not `Display`: the latter quotes the offending line.
+        Err(e) => Err((
+            e.span().map(|s| position_of(content, s.start)),
+            e.message().trim_end().replace('\n', "; "),
+        )),
+    }
+}
+
+fn check_xml(content: &str) -> Result<(), Problem> {
+    use quick_xml::events::Event;
+    use quick_xml::Reader;
+
+    let mut reader = Reader::from_str(content);
+    let config = reader.config_mut();
+    config.check_end_names = true;
+    config.check_comments = true;
+    let at = |pos: u64| {
+        Some(position_of(
+            content,
+            usize::try_from(pos).unwrap_or(usize::MAX),
+        ))
+    };
+    let mut depth = 0usize;
+    let mut roots = 0usize;
+    let mut open: Vec<String> = Vec::new();
+    loop {
+        let start = reader.buffer_position();
+        let event = match reader.read_event() {
+            Ok(event) => event,
+            Err(e) => return Err((at(reader.error_position()), e.to_string())),
+        };
+        let element = |name: &str| name.to_string();
+        match event {
+            Event::Start(e) | Event::Empty(e) if depth == 0 && roots == 1 => {
+                return Err((
+                    at(start),
+                    format!(
+                        "a second root element `<{}>`: a document has one",
+                        element(e.name().as_ref())
+                    ),
+                ));
+            }
+            Event::Start(e) => {
+                check_attributes(&e).map_err(|m| (at(start), m))?;
+                if depth == 0 {
+                    roots += 1;
+                }
+                depth += 1;
+                open.push(element(e.name().as_ref()));
+            }
+            Event::Empty(e) => {
+                check_attributes(&e).map_err(|m| (at(start), m))?;
+                if depth == 0 {
+                    roots += 1;
+                }
+            }
+            Event::End(_) => {
+                depth = depth.saturating_sub(1);
+                open.pop();
+            }
+            Event::Text(t) if depth == 0 && !t.trim().is_empty() => {
+                return Err((at(start), "text outside the root element".into()));
+            }
+            Event::GeneralRef(_) | Event::CData(_) if depth == 0 => {
+                return Err((at(start), "content outside the root element".into()));
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if let Some(name) = open.last() {
+        return Err((
+            at(content.len() as u64),
+            format!("start tag not closed: `</{name}>` not found before end of input"),
+        ));
+    }
+    if roots == 0 {
+        return Err((None, "no root element".into()));
+    }
+    Ok(())
+}
+
+/// Attributes parse (`name="value"`) and none is given twice.
+fn check_attributes(e: &quick_xml::events::BytesStart<'_>) -> Result<(), String> {
+    for attribute in e.attributes().with_checks(true) {
+        attribute.map_err(|err| err.to_string())?;
+    }
+    Ok(())
+}
+
+/// Java's `Properties.load`: logical lines (comment and blank lines skipped, a line ending
+/// in an odd number of backslashes continues on the next, whose leading blanks are
+/// dropped), then every `\u` escape of a logical line needs four hex digits.
+fn check_properties(content: &str) -> Result<(), Problem> {
+    // The escape state carries across continued lines, as in Java (the backslash that
+    // continues a line is dropped, the rest is joined).
+    #[derive(Clone, Copy)]
+    enum Escape {
+        None,
+        Backslash,
+        /// `\u` seen at (line, column), with this many hex digits after it.
+        Unicode(usize, usize, usize),
+    }
+    let malformed = |line: usize, column: usize, why: &str| {
+        Err((
+            Some((line, column)),
+            format!("malformed \\uxxxx encoding: {why}"),
+        ))
+    };
+    let mut escape = Escape::None;
+    let mut continued = false;
+    for (index, raw) in content.split('\n').enumerate() {
+        let line_no = index + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        // Java also ends a line at a lone `\r` (lines are numbered by `\n` here).
+        for part in line.split('\r') {
+            let trimmed = part.trim_start_matches([' ', '\t', '\x0c']);
+            let offset = part.chars().count() - trimmed.chars().count();
+            if !continued && (trimmed.is_empty() || trimmed.starts_with(['#', '!'])) {
+                continue;
+            }
+            // Java's line reader: an odd run of trailing backslashes continues the line,
+            // and that last backslash is dropped before escapes are read.
+            let trailing = trimmed.chars().rev().take_while(|&c| c == '\\').count();
+            continued = trailing % 2 == 1;
+            let body = if continued {
+                &trimmed[..trimmed.len() - 1]
+            } else {
+                trimmed
+            };
+            for (i, ch) in body.chars().enumerate() {
+                let column = offset + i + 1;
+                escape = match escape {
+                    Escape::Unicode(l, c, n) if ch.is_ascii_hexdigit() => {
+                        if n == 3 {
+                            Escape::None
+                        } else {
+                            Escape::Unicode(l, c, n + 1)
+                        }
+                    }
+                    Escape::Unicode(l, c, _) => {
+                        return malformed(l, c, "fewer than four hex digits");
+                    }
+                    Escape::Backslash if ch == 'u' => Escape::Unicode(line_no, column - 1, 0),
+                    Escape::Backslash => Escape::None,
+                    Escape::None if ch == '\\' => Escape::Backslash,
+                    Escape::None => Escape::None,
+                };
+            }
+            if !continued {
+                if let Escape::Unicode(l, c, _) = escape {
+                    return malformed(l, c, "fewer than four hex digits");
+                }
+            }
+        }
+    }
+    if let Escape::Unicode(l, c, _) = escape {
+        // The input ended inside a continued escape.
+        return malformed(l, c, "fewer than four hex digits");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(t: ConfigType, s: &str) -> ContentError {
+        match check_syntax(t, s) {
+            Err(e) => e,
+            Ok(()) => panic!("{t:?} should be invalid: {s:?}"),
+        }
+    }
+
+    fn ok(t: ConfigType, s: &str) {
+        if let Err(e) = check_syntax(t, s) {
+            panic!("{t:?} should be valid: {s:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn json() {
+        ok(ConfigType::Json, r#"{"a": [1, 2, {"b": null}]}"#);
+        ok(ConfigType::Json, " 42 \n");
+        let e = err(ConfigType::Json, "{\n  \"a\": 1,\n  \"b\": }\n");
+        assert_eq!((e.line, e.column), (Some(3), Some(8)));
+        assert_eq!(e.message, "expected value");
+        assert_eq!(
+            e.to_string(),
+            "content is not valid json at line 3, column 8: expected value"
+        );
+        let e = err(ConfigType::Json, "{\"a\": 1} x");
+        assert_eq!(e.line, Some(1));
+        assert!(e.message.contains("trailing characters"), "{e}");
+        err(ConfigType::Json, "{\"a\": \"secret");
+    }
+
+    #[test]
+    fn yaml() {
+        ok(ConfigType::Yaml, "a: 1\nb:\n  - x\n  - y\n");
+        ok(
+            ConfigType::Yaml,
+            "spring:\n  profiles: dev\n---\nspring:\n  profiles: prod\n",
+        );
+        let e = err(ConfigType::Yaml, "a: 1\nb: c: d\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.column.is_some());
+        assert!(e.message.contains("mapping values are not allowed"), "{e}");
+        assert!(!e.message.contains(" at line 2 column"), "{e}");
+        // An error in the second document is found too.
+        let e = err(ConfigType::Yaml, "a: 1\n---\nb: [1, 2\n");
+        assert!(e.line.is_some_and(|l| l >= 3), "{e}");
+        let e = err(ConfigType::Yaml, "a:\n\tb: 1\n");
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn xml() {
+        ok(
+            ConfigType::Xml,
+            "<?xml version=\"1.0\"?>\n<!-- c -->\n<a x=\"1\"><b/>&amp;<![CDATA[<]]></a>\n",
+        );
+        let e = err(ConfigType::Xml, "<a>\n  <b></c>\n</a>");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(
+            e.message.contains("</b>") || e.message.contains("</c>"),
+            "{e}"
+        );
+        let e = err(ConfigType::Xml, "<a>\n<b>\n");
+        assert!(e.message.contains("not closed"), "{e}");
+        let e = err(ConfigType::Xml, "<a/>\n<b/>");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("root"), "{e}");
+        err(ConfigType::Xml, "text only");
+        err(ConfigType::Xml, "<a/> trailing");
+        let e = err(ConfigType::Xml, "<a>\n<b x=\"1\" x=\"2\"/></a>");
+        assert_eq!(e.line, Some(2), "{e}");
+        err(ConfigType::Xml, "<a x=1></a>");
+        err(ConfigType::Xml, "<a><!-- a -- b --></a>");
+    }
+
+    #[test]
+    fn toml() {
+        ok(ConfigType::Toml, "a = 1\n[t]\nb = \"x\"\n");
+        let e = err(ConfigType::Toml, "a = 1\nb = \n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.column.is_some());
+        let e = err(ConfigType::Toml, "a = 1\na = 2\n");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("duplicate"), "{e}");
+        // The message is the parser's, not its quote of the offending line.
+        let e = err(ConfigType::Toml, "password = \"s3cret\nx = 1\n");
+        assert!(!e.message.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn properties() {
+        ok(
+            ConfigType::Properties,
+            "a=1\nb : 2\nc 3\nflag\n# \\u00 in a comment\n! too\n",
+        );
+        ok(
+            ConfigType::Properties,
+            "name=\\u0041\\u00e9\nescaped=\\\\u00\n",
+        );
+        // A `\u` escape may be split by a line continuation, as Java joins the lines.
+        ok(ConfigType::Properties, "a=\\u00\\\n    41\n");
+        ok(
+            ConfigType::Properties,
+            "a=x\\\n# not a comment: continued\\u0041\n",
+        );
+        ok(ConfigType::Properties, "a=\\\n");
+        err(ConfigType::Properties, "a=\\u0\\\n");
+        let e = err(ConfigType::Properties, "a=1\nb=x\\u12g4\n");
+        assert_eq!((e.line, e.column), (Some(2), Some(4)), "{e}");
+        assert!(e.message.contains("malformed \\uxxxx"), "{e}");
+        let e = err(ConfigType::Properties, "a=1\r\n  b=\\u12\r\nc=3");
+        assert_eq!((e.line, e.column), (Some(2), Some(5)), "{e}");
+        let e = err(ConfigType::Properties, "key\\u=1");
+        assert_eq!((e.line, e.column), (Some(1), Some(4)), "{e}");
+        err(ConfigType::Properties, "a=\\u004");
+        err(ConfigType::Properties, "a=\\u00\rb=1");
+    }
+
+    #[test]
+    fn text_and_html_are_never_checked() {
+        ok(ConfigType::Text, "{not json");
+        ok(ConfigType::Html, "<p><b></p>");
+    }
+
+    #[test]
+    fn modes_and_policy() {
+        assert_eq!(
+            " Reject ".parse::<ValidationMode>().ok(),
+            Some(ValidationMode::Reject)
+        );
+        assert!("strict".parse::<ValidationMode>().is_err());
+        assert_eq!(ValidationMode::default(), ValidationMode::Warn);
+        let p = ValidationPolicy::parse(ValidationMode::Warn, " dev=off , prod=reject,public=off")
+            .map_err(|e| e.to_string());
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        let ns = |s: &str| NamespaceId::parse(Some(s)).unwrap_or_default();
+        assert_eq!(p.mode_for(&ns("dev")), ValidationMode::Off);
+        assert_eq!(p.mode_for(&ns("prod")), ValidationMode::Reject);
+        assert_eq!(p.mode_for(&ns("")), ValidationMode::Off);
+        assert_eq!(p.mode_for(&ns("other")), ValidationMode::Warn);
+        assert!(ValidationPolicy::parse(ValidationMode::Warn, "dev").is_err());
+        assert!(ValidationPolicy::parse(ValidationMode::Warn, "dev=strict").is_err());
+        assert!(ValidationPolicy::parse(ValidationMode::Warn, "dev=off,dev=warn").is_err());
+        assert!(ValidationPolicy::parse(ValidationMode::Warn, "a b=off").is_err());
+        assert_eq!(
+            ValidationPolicy::parse(ValidationMode::Off, " ").ok(),
+            Some(ValidationPolicy::uniform(ValidationMode::Off))
+        );
+    }
+}
