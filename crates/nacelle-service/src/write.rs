@@ -1,17 +1,19 @@
 //! Writes: publish, remove, remove by ids, and reloading a key changed elsewhere.
 //!
-//! validate → the key's write lock → store (one transaction) → cache (only if the revision
+//! validate (core's rules, then the content by its type under the namespace's validation
+//! mode) → the key's write lock → store (one transaction) → cache (only if the revision
 //! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use nacelle_core::content::check_syntax;
 use nacelle_core::key::tag_of;
 use nacelle_core::rules::{check_content, check_meta, parse_config_type};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, now_millis, Caller, ConfigKey, CoreError, OpSource, PublishRecord, StoreError,
-    StoredConfig, Variant,
+    md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, OpSource, PublishRecord,
+    StoreError, StoredConfig, ValidationMode, Variant,
 };
 
 use crate::request::PublishRequest;
@@ -72,6 +74,7 @@ impl ConfigService {
         check_content(&req.content, self.inner.limits.max_content_bytes)?;
         let meta = check_meta(req.meta, &req.src_user)?;
         let config_type = parse_config_type(req.config_type.as_deref())?;
+        self.check_content_type(&req.key, config_type, &req.content)?;
         let md5 = md5_hex(req.content.as_bytes());
         Ok(PublishRecord {
             key: req.key,
@@ -86,6 +89,40 @@ impl ConfigService {
             cas_md5: req.cas_md5,
             now_ms: now_millis(),
         })
+    }
+
+    /// Parses `content` as `config_type` under the validation mode of the key's namespace:
+    /// `reject` refuses content that does not parse ([`CoreError::Invalid`] with the
+    /// parser's problem and line), `warn` logs the key and the problem (never the content)
+    /// and lets it through, `off` does not parse.
+    fn check_content_type(
+        &self,
+        key: &ConfigKey,
+        config_type: ConfigType,
+        content: &str,
+    ) -> Result<(), CoreError> {
+        let mode = self
+            .inner
+            .limits
+            .content_validation
+            .mode_for(key.namespace());
+        if mode == ValidationMode::Off {
+            return Ok(());
+        }
+        let Err(problem) = check_syntax(config_type, content) else {
+            return Ok(());
+        };
+        if mode == ValidationMode::Reject {
+            return Err(CoreError::Invalid(problem.to_string()));
+        }
+        tracing::warn!(
+            namespace = key.namespace().as_str(),
+            group = key.group(),
+            data_id = key.data_id(),
+            %problem,
+            "published content that does not parse as its type (content_validation = warn)"
+        );
+        Ok(())
     }
 
     /// Removes the config of `key` (the variant named by `tag`; blank means the formal
