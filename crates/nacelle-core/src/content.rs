@@ -153,6 +153,11 @@ impl fmt::Display for ContentError {
 
 impl std::error::Error for ContentError {}
 
+/// Whether content of `config_type` is checked at all (`text` and `html` never are).
+pub fn is_checked(config_type: ConfigType) -> bool {
+    !matches!(config_type, ConfigType::Text | ConfigType::Html)
+}
+
 /// Checks that `content` parses as `config_type`; `text` and `html` always pass.
 pub fn check_syntax(config_type: ConfigType, content: &str) -> Result<(), ContentError> {
     let fail = |position: Option<(usize, usize)>, message: String| ContentError {
@@ -509,6 +514,8 @@ mod tests {
 
     #[test]
     fn text_and_html_are_never_checked() {
+        assert!(!is_checked(ConfigType::Text) && !is_checked(ConfigType::Html));
+        assert!(is_checked(ConfigType::Yaml));
         ok(ConfigType::Text, "{not json");
         ok(ConfigType::Html, "<p><b></p>");
     }
@@ -540,5 +547,68 @@ mod tests {
             ValidationPolicy::parse(ValidationMode::Off, " ").ok(),
             Some(ValidationPolicy::uniform(ValidationMode::Off))
         );
+    }
+
+    /// The cost of checking a 1 MiB document of each type (printed, never asserted):
+    /// `cargo test -p nacelle-core --release --lib content::tests::cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    fn cost() {
+        const MIB: usize = 1024 * 1024;
+        let fill = |entry: &dyn Fn(usize) -> String, head: &str, tail: &str| {
+            let mut s = String::from(head);
+            let mut i = 0;
+            while s.len() < MIB {
+                s.push_str(&entry(i));
+                i += 1;
+            }
+            s.push_str(tail);
+            s
+        };
+        let docs = [
+            (
+                ConfigType::Json,
+                fill(
+                    &|i| format!("\"key{i}\": {{\"v\": \"value {i}\", \"n\": {i}}},\n"),
+                    "{\n",
+                    "\"end\": 0}\n",
+                ),
+            ),
+            (
+                ConfigType::Yaml,
+                fill(&|i| format!("key{i}:\n  v: value {i}\n  n: {i}\n"), "", ""),
+            ),
+            (
+                ConfigType::Xml,
+                fill(
+                    &|i| format!("  <e id=\"{i}\"><v>value {i}</v></e>\n"),
+                    "<root>\n",
+                    "</root>\n",
+                ),
+            ),
+            (
+                ConfigType::Toml,
+                fill(&|i| format!("[t{i}]\nv = \"value {i}\"\nn = {i}\n"), "", ""),
+            ),
+            (
+                ConfigType::Properties,
+                fill(&|i| format!("key.{i}=value {i} \\u0041\n"), "", ""),
+            ),
+        ];
+        for (ty, doc) in &docs {
+            ok(*ty, doc);
+            let runs = 5;
+            let start = std::time::Instant::now();
+            for _ in 0..runs {
+                ok(*ty, doc);
+            }
+            let each = start.elapsed() / runs;
+            println!(
+                "{:<10} {:>8} bytes: {:?} per check",
+                ty.as_str(),
+                doc.len(),
+                each
+            );
+        }
     }
 }

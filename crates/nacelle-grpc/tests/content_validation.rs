@@ -369,3 +369,29 @@ async fn a_rejected_update_keeps_the_stored_version() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_large_document_is_checked_too() -> anyhow::Result<()> {
+    // Over the service's inline threshold (16 KiB): parsed on the blocking pool.
+    let mut s = Server::start(ValidationPolicy::uniform(ValidationMode::Reject)).await?;
+    let mut valid = String::new();
+    for i in 0..5_000 {
+        valid.push_str(&format!("key{i}:\n  v: value {i}\n"));
+    }
+    let lines = valid.lines().count();
+    let invalid = format!("{valid}broken: a: b\n");
+    for protocol in PROTOCOLS {
+        let id = format!("large-{protocol:?}");
+        let ok = s.publish(protocol, "", &id, "yaml", &valid).await?;
+        assert_eq!(ok.status, 200, "{protocol:?}: {}", ok.message);
+        let bad = s.publish(protocol, "", &id, "yaml", &invalid).await?;
+        assert_eq!(bad.status, 400, "{protocol:?}");
+        assert!(
+            bad.message.contains(&format!("at line {}", lines + 1)),
+            "{protocol:?}: {}",
+            bad.message
+        );
+        assert_eq!(s.stored("", &id)?.as_deref(), Some(valid.as_str()));
+    }
+    Ok(())
+}
