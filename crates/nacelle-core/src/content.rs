@@ -240,6 +240,14 @@ fn check_xml(content: &str) -> Result<(), Problem> {
     use quick_xml::events::Event;
     use quick_xml::Reader;
 
+    if let Some(at) = content.find(|c: char| {
+        matches!(c, '\0'..='\x08' | '\x0b' | '\x0c' | '\x0e'..='\x1f' | '\u{fffe}' | '\u{ffff}')
+    }) {
+        return Err((
+            Some(position_of(content, at)),
+            "a character XML does not allow (a control character)".into(),
+        ));
+    }
     let mut reader = Reader::from_str(content);
     let config = reader.config_mut();
     config.check_end_names = true;
@@ -253,6 +261,7 @@ fn check_xml(content: &str) -> Result<(), Problem> {
     let mut depth = 0usize;
     let mut roots = 0usize;
     let mut open: Vec<String> = Vec::new();
+    let mut doctype = false;
     loop {
         let start = reader.buffer_position();
         let event = match reader.read_event() {
@@ -271,7 +280,7 @@ fn check_xml(content: &str) -> Result<(), Problem> {
                 ));
             }
             Event::Start(e) => {
-                check_attributes(&e).map_err(|m| (at(start), m))?;
+                check_element(&e).map_err(|m| (at(start), m))?;
                 if depth == 0 {
                     roots += 1;
                 }
@@ -279,7 +288,7 @@ fn check_xml(content: &str) -> Result<(), Problem> {
                 open.push(element(e.name().as_ref()));
             }
             Event::Empty(e) => {
-                check_attributes(&e).map_err(|m| (at(start), m))?;
+                check_element(&e).map_err(|m| (at(start), m))?;
                 if depth == 0 {
                     roots += 1;
                 }
@@ -294,6 +303,8 @@ fn check_xml(content: &str) -> Result<(), Problem> {
             Event::GeneralRef(_) | Event::CData(_) if depth == 0 => {
                 return Err((at(start), "content outside the root element".into()));
             }
+            Event::GeneralRef(r) => check_reference(&r, doctype).map_err(|m| (at(start), m))?,
+            Event::DocType(_) => doctype = true,
             Event::Eof => break,
             _ => {}
         }
@@ -310,12 +321,39 @@ fn check_xml(content: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-/// Attributes parse (`name="value"`) and none is given twice.
-fn check_attributes(e: &quick_xml::events::BytesStart<'_>) -> Result<(), String> {
+/// The element's name is an XML name (approximately: ASCII is checked exactly, any
+/// non-ASCII character is allowed), its attributes parse (`name="value"`) and none is given
+/// twice.
+fn check_element(e: &quick_xml::events::BytesStart<'_>) -> Result<(), String> {
+    let name = e.name();
+    let name: &str = name.as_ref();
+    let start = |c: char| c.is_ascii_alphabetic() || c == '_' || c == ':' || !c.is_ascii();
+    let rest = |c: char| start(c) || c.is_ascii_digit() || c == '-' || c == '.';
+    let mut chars = name.chars();
+    if !chars.next().is_some_and(start) || !chars.all(rest) {
+        return Err(format!("`{name}` is not a valid element name"));
+    }
     for attribute in e.attributes().with_checks(true) {
         attribute.map_err(|err| err.to_string())?;
     }
     Ok(())
+}
+
+/// A character reference names a character XML allows; an entity reference is one of the
+/// five predefined ones unless the document has a DTD (which is not interpreted).
+fn check_reference(r: &quick_xml::events::BytesRef<'_>, doctype: bool) -> Result<(), String> {
+    const PREDEFINED: [&str; 5] = ["lt", "gt", "amp", "apos", "quot"];
+    let name: &str = r;
+    if r.is_char_ref() {
+        return match r.resolve_char_ref() {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) | Err(_) => Err(format!("`&{name};` is not a valid character reference")),
+        };
+    }
+    if doctype || PREDEFINED.contains(&name) {
+        return Ok(());
+    }
+    Err(format!("undeclared entity `&{name};`"))
 }
 
 /// Java's `Properties.load`: logical lines (comment and blank lines skipped, a line ending
@@ -467,6 +505,25 @@ mod tests {
         assert_eq!(e.line, Some(2), "{e}");
         err(ConfigType::Xml, "<a x=1></a>");
         err(ConfigType::Xml, "<a><!-- a -- b --></a>");
+        let e = err(ConfigType::Xml, "<a>\n x & y</a>");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = err(ConfigType::Xml, "<a>\n<b>&nope;</b></a>");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("undeclared entity"), "{e}");
+        ok(
+            ConfigType::Xml,
+            "<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;&#x41;&#65;&lt;</a>",
+        );
+        err(ConfigType::Xml, "<a>&#xZZ;</a>");
+        err(ConfigType::Xml, "<a>&#0;</a>");
+        let e = err(ConfigType::Xml, "<a>\n<1b/></a>");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = err(ConfigType::Xml, "<a>\nx\u{0}</a>");
+        assert_eq!((e.line, e.column), (Some(2), Some(2)), "{e}");
+        ok(
+            ConfigType::Xml,
+            "<ns:a xmlns:ns=\"u\"><b-c.d_e/><é/></ns:a>",
+        );
     }
 
     #[test]
