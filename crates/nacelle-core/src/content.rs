@@ -6,7 +6,7 @@
 //! What each type checks:
 //! - `json`: one JSON value (serde_json), nothing but whitespace after it;
 //! - `yaml`: every document of the stream (`---` separated, as Spring's multi-document
-//!   files) parses (serde_yaml_ng, libyaml's grammar);
+//!   files) parses (serde_yaml_ng, libyaml's grammar) and no mapping has a key twice;
 //! - `xml`: well-formedness (quick-xml): matching and closed tags, one root element, no
 //!   text outside it, well-formed attributes without duplicates, closed references,
 //!   comments without `--`. DTDs are not interpreted, so undeclared entities pass;
@@ -213,7 +213,7 @@ fn check_json(content: &str) -> Result<(), Problem> {
 
 fn check_yaml(content: &str) -> Result<(), Problem> {
     for document in serde_yaml_ng::Deserializer::from_str(content) {
-        if let Err(e) = IgnoredAny::deserialize(document) {
+        if let Err(e) = yaml::Unique::deserialize(document) {
             let position = e.location().map(|l| (l.line(), l.column()));
             let message = match position {
                 Some((line, column)) => strip_position(e.to_string(), line, column),
@@ -223,6 +223,191 @@ fn check_yaml(content: &str) -> Result<(), Problem> {
         }
     }
     Ok(())
+}
+
+/// A YAML value walked without being built, refusing a mapping that has a key twice (the
+/// YAML spec requires unique keys; libyaml does not check, Spring's loader does). Keys are
+/// compared by value as YAML resolves them (`a` and `'a'` are one key, `1` and `"1"` two);
+/// complex keys (sequences, mappings) and the merge key `<<` are not compared.
+mod yaml {
+    use std::collections::HashSet;
+    use std::fmt;
+
+    use serde::de::{
+        Deserialize, Deserializer, EnumAccess, Error, MapAccess, SeqAccess, VariantAccess, Visitor,
+    };
+
+    /// Any value, checked.
+    pub struct Unique;
+
+    impl<'de> Deserialize<'de> for Unique {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(UniqueVisitor)
+        }
+    }
+
+    struct UniqueVisitor;
+
+    macro_rules! scalars {
+        ($($f:ident: $t:ty),*) => {
+            $(fn $f<E: Error>(self, _: $t) -> Result<Unique, E> { Ok(Unique) })*
+        };
+    }
+
+    impl<'de> Visitor<'de> for UniqueVisitor {
+        type Value = Unique;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any YAML value")
+        }
+
+        scalars!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_i128: i128,
+            visit_u128: u128, visit_f64: f64, visit_str: &str, visit_bytes: &[u8]);
+
+        fn visit_unit<E: Error>(self) -> Result<Unique, E> {
+            Ok(Unique)
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Unique, E> {
+            Ok(Unique)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Unique, D::Error> {
+            Unique::deserialize(d)
+        }
+
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Unique, D::Error> {
+            Unique::deserialize(d)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+            while seq.next_element::<Unique>()?.is_some() {}
+            Ok(Unique)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(Key(key)) = map.next_key::<Key>()? {
+                map.next_value::<Unique>()?;
+                if let Some(key) = key {
+                    if key != Scalar::Str("<<".into()) && !seen.insert(key.clone()) {
+                        return Err(A::Error::custom(format!(
+                            "duplicate key {key} in the mapping that starts here"
+                        )));
+                    }
+                }
+            }
+            Ok(Unique)
+        }
+
+        /// A tagged value (`!tag value`).
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Unique, A::Error> {
+            let (Unique, variant) = data.variant::<Unique>()?;
+            variant.newtype_variant::<Unique>()
+        }
+    }
+
+    /// A mapping key as YAML resolves it; `None` for a key that is not compared.
+    struct Key(Option<Scalar>);
+
+    #[derive(Clone, PartialEq, Eq, Hash)]
+    enum Scalar {
+        Str(String),
+        Int(i128),
+        Big(u128),
+        Float(u64),
+        Bool(bool),
+        Null,
+    }
+
+    impl fmt::Display for Scalar {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Scalar::Str(s) => write!(f, "`{s}`"),
+                Scalar::Int(i) => write!(f, "{i}"),
+                Scalar::Big(u) => write!(f, "{u}"),
+                Scalar::Float(bits) => write!(f, "{}", f64::from_bits(*bits)),
+                Scalar::Bool(b) => write!(f, "{b}"),
+                Scalar::Null => f.write_str("null"),
+            }
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(KeyVisitor)
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl<'de> Visitor<'de> for KeyVisitor {
+        type Value = Key;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a YAML mapping key")
+        }
+
+        fn visit_bool<E: Error>(self, v: bool) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Bool(v))))
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Int(v.into()))))
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Int(v.into()))))
+        }
+
+        fn visit_i128<E: Error>(self, v: i128) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Int(v))))
+        }
+
+        fn visit_u128<E: Error>(self, v: u128) -> Result<Key, E> {
+            Ok(Key(Some(
+                i128::try_from(v).map_or(Scalar::Big(v), Scalar::Int),
+            )))
+        }
+
+        fn visit_f64<E: Error>(self, v: f64) -> Result<Key, E> {
+            // `0.0` and `-0.0` are one key; NaN keys are never equal, so never compared.
+            let v = if v == 0.0 { 0.0 } else { v };
+            Ok(Key((!v.is_nan()).then(|| Scalar::Float(v.to_bits()))))
+        }
+
+        fn visit_str<E: Error>(self, v: &str) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Str(v.to_string()))))
+        }
+
+        fn visit_bytes<E: Error>(self, _: &[u8]) -> Result<Key, E> {
+            Ok(Key(None))
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Null)))
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Key, E> {
+            Ok(Key(Some(Scalar::Null)))
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+            Key::deserialize(d)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Key, A::Error> {
+            UniqueVisitor.visit_seq(seq).map(|Unique| Key(None))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Key, A::Error> {
+            UniqueVisitor.visit_map(map).map(|Unique| Key(None))
+        }
+
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Key, A::Error> {
+            UniqueVisitor.visit_enum(data).map(|Unique| Key(None))
+        }
+    }
 }
 
 fn check_toml(content: &str) -> Result<(), Problem> {
@@ -480,6 +665,34 @@ mod tests {
         assert!(e.line.is_some_and(|l| l >= 3), "{e}");
         let e = err(ConfigType::Yaml, "a:\n\tb: 1\n");
         assert_eq!(e.line, Some(2), "{e}");
+        err(ConfigType::Yaml, "a: *nope\n");
+        // Duplicate keys, at any depth; `a` and `'a'` are one key, `1` and `"1"` two.
+        for dup in [
+            "a: 1\nb: 2\na: 3\n",
+            "x:\n  b: 1\n  'b': 2\n",
+            "{1: a, 1: b}",
+            "- {~: 1, null: 2}",
+        ] {
+            let e = err(ConfigType::Yaml, dup);
+            assert!(e.message.contains("duplicate key"), "{dup:?}: {e}");
+            assert!(e.line.is_some(), "{dup:?}: {e}");
+        }
+        ok(
+            ConfigType::Yaml,
+            "1: a\n\"1\": b\nbig: 99999999999999999999999999\n",
+        );
+        ok(
+            ConfigType::Yaml,
+            "base: &b\n  x: 1\nc:\n  <<: *b\n  y: 2\nt: !custom {k: 1}\n",
+        );
+        ok(ConfigType::Yaml, "a: 1\n---\na: 2\n");
+        // The position of a duplicate is its mapping's; the message names the path.
+        let e = err(ConfigType::Yaml, "x:\n  b: 1\n  b: 2\n");
+        assert_eq!(
+            e.to_string(),
+            "content is not valid yaml at line 2, column 3: \
+             x: duplicate key `b` in the mapping that starts here"
+        );
     }
 
     #[test]

@@ -219,6 +219,11 @@ const DOCS: &[Doc] = &[
         invalid: Some((2, "mapping values are not allowed")),
     },
     Doc {
+        ty: "yaml",
+        content: "a: SECRETVALUE\nb: 1\na: 2\n",
+        invalid: Some((1, "duplicate key `a`")),
+    },
+    Doc {
         ty: "xml",
         content: "<?xml version=\"1.0\"?>\n<a><b x=\"SECRETVALUE\"/></a>",
         invalid: None,
