@@ -16,13 +16,13 @@ use nacelle_core::{
     StoreError, StoredConfig, ValidationMode, Variant,
 };
 
+use crate::request::PublishRequest;
+use crate::service::ConfigService;
+
 /// Content up to this many bytes is parsed on the publishing task; larger content on the
 /// blocking pool, so that a large document (a 1 MiB YAML or TOML file takes tens of
 /// milliseconds, see docs/operations.md) never stalls a runtime worker.
 const INLINE_CHECK_BYTES: usize = 16 * 1024;
-
-use crate::request::PublishRequest;
-use crate::service::ConfigService;
 
 impl ConfigService {
     /// Validates and publishes a config for `caller`; returns the stored version once
@@ -137,7 +137,7 @@ impl ConfigService {
             group = key.group(),
             data_id = key.data_id(),
             %problem,
-            "published content that does not parse as its type (content_validation = warn)"
+            "content does not parse as its type; publishing it anyway (content_validation = warn)"
         );
         Ok(())
     }
