@@ -5,6 +5,8 @@
 //!   Nacos name rules. This is the only place where `public`/blank becomes `""`.
 //! - [`model`]: config records, publish requests, history entries, namespaces, pages.
 //! - [`rules`]: length and shape rules of metadata, content type and namespace names.
+//! - [`content`]: content validation by type (json, yaml, xml, toml, properties) and its
+//!   policy (`reject | warn | off`, globally and per namespace).
 //! - [`store`]: the storage trait every database backend implements.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
@@ -12,6 +14,7 @@
 //! This crate knows nothing of HTTP, gRPC or SQL.
 
 pub mod caller;
+pub mod content;
 pub mod error;
 pub mod key;
 pub mod model;
@@ -19,6 +22,7 @@ pub mod rules;
 pub mod store;
 
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
+pub use content::{ContentError, ValidationMode, ValidationPolicy};
 pub use error::{CoreError, StoreError};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;

@@ -1,7 +1,9 @@
 //! Explicit limits of the service. Every one is configurable and documented in
 //! `docs/configuration.md`.
 
-/// Limits enforced by the config service and its adapters.
+use nacelle_core::ValidationPolicy;
+
+/// Limits and policies enforced by the config service and its adapters.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest config content in bytes (Nacos: 10 MB).
@@ -10,6 +12,9 @@ pub struct Limits {
     pub max_listen_keys: usize,
     /// Most long polls held at once; beyond it clients get 503.
     pub max_held_polls: usize,
+    /// What a publish whose content does not parse as its type does, by namespace
+    /// (`reject | warn | off`; default `warn`). See `nacelle_core::content`.
+    pub content_validation: ValidationPolicy,
 }
 
 impl Default for Limits {
@@ -18,6 +23,7 @@ impl Default for Limits {
             max_content_bytes: 10 * 1024 * 1024,
             max_listen_keys: 10_000,
             max_held_polls: 100_000,
+            content_validation: ValidationPolicy::default(),
         }
     }
 }

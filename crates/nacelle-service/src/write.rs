@@ -1,21 +1,28 @@
 //! Writes: publish, remove, remove by ids, and reloading a key changed elsewhere.
 //!
-//! validate → the key's write lock → store (one transaction) → cache (only if the revision
+//! validate (core's rules, then the content by its type under the namespace's validation
+//! mode) → the key's write lock → store (one transaction) → cache (only if the revision
 //! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use nacelle_core::content::{check_syntax, is_checked, ContentError};
 use nacelle_core::key::tag_of;
 use nacelle_core::rules::{check_content, check_meta, parse_config_type};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, now_millis, Caller, ConfigKey, CoreError, OpSource, PublishRecord, StoreError,
-    StoredConfig, Variant,
+    md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, OpSource, PublishRecord,
+    StoreError, StoredConfig, ValidationMode, Variant,
 };
 
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
+
+/// Content up to this many bytes is parsed on the publishing task; larger content on the
+/// blocking pool, so that a large document (a 1 MiB YAML or TOML file takes tens of
+/// milliseconds, see docs/operations.md) never stalls a runtime worker.
+const INLINE_CHECK_BYTES: usize = 16 * 1024;
 
 impl ConfigService {
     /// Validates and publishes a config for `caller`; returns the stored version once
@@ -28,6 +35,7 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         let record = self.validate_publish(caller, req)?;
+        self.check_content_type(&record).await?;
         let (stored, changed) = {
             let _guard = self.write_lock(&record.key).lock().await;
             let stored = match self.inner.store.publish(&record).await {
@@ -86,6 +94,52 @@ impl ConfigService {
             cas_md5: req.cas_md5,
             now_ms: now_millis(),
         })
+    }
+
+    /// Parses the content as its type under the validation mode of the key's namespace:
+    /// `reject` refuses content that does not parse ([`CoreError::Invalid`] with the
+    /// parser's problem and line), `warn` logs the key and the problem (never the content)
+    /// and lets it through, `off` does not parse.
+    async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
+        let key = &record.key;
+        let config_type = record.config_type;
+        let mode = self
+            .inner
+            .limits
+            .content_validation
+            .mode_for(key.namespace());
+        if mode == ValidationMode::Off || !is_checked(config_type) {
+            return Ok(());
+        }
+        let outcome = if record.content.len() <= INLINE_CHECK_BYTES {
+            syntax_of(config_type, &record.content)
+        } else {
+            let content = record.content.clone();
+            tokio::task::spawn_blocking(move || syntax_of(config_type, &content))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(ContentError {
+                        config_type,
+                        line: None,
+                        column: None,
+                        message: format!("the parser failed: {e}"),
+                    })
+                })
+        };
+        let Err(problem) = outcome else {
+            return Ok(());
+        };
+        if mode == ValidationMode::Reject {
+            return Err(CoreError::Invalid(problem.to_string()));
+        }
+        tracing::warn!(
+            namespace = key.namespace().as_str(),
+            group = key.group(),
+            data_id = key.data_id(),
+            %problem,
+            "content does not parse as its type; publishing it anyway (content_validation = warn)"
+        );
+        Ok(())
     }
 
     /// Removes the config of `key` (the variant named by `tag`; blank means the formal
@@ -186,5 +240,18 @@ impl ConfigService {
             }
             None => Ok(false),
         }
+    }
+}
+
+/// [`check_syntax`] of a record's content (which came as a `String`, so it is UTF-8).
+fn syntax_of(config_type: ConfigType, content: &[u8]) -> Result<(), ContentError> {
+    match std::str::from_utf8(content) {
+        Ok(text) => check_syntax(config_type, text),
+        Err(e) => Err(ContentError {
+            config_type,
+            line: None,
+            column: None,
+            message: format!("not UTF-8: {e}"),
+        }),
     }
 }

@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use nacelle_core::TrustedProxies;
+use nacelle_core::{TrustedProxies, ValidationMode, ValidationPolicy};
 use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;
 use nacelle_service::Limits;
@@ -51,6 +51,28 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// `content_validation`: what a publish whose content does not parse as its type does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentValidation {
+    /// The publish fails (HTTP 400, gRPC error code 400) naming the problem and its line.
+    Reject,
+    /// The publish succeeds; a warning names the key and the problem.
+    Warn,
+    /// The content is not parsed.
+    Off,
+}
+
+impl From<ContentValidation> for ValidationMode {
+    fn from(v: ContentValidation) -> Self {
+        match v {
+            ContentValidation::Reject => ValidationMode::Reject,
+            ContentValidation::Warn => ValidationMode::Warn,
+            ContentValidation::Off => ValidationMode::Off,
+        }
+    }
 }
 
 /// `trusted_proxies` as a layer gives it: one comma-separated string (flag, environment,
@@ -201,6 +223,14 @@ layer! {
         /// addresses (`10.0.0.0/8,::1`). Default: none.
         #[arg(long, env = "NACELLE_TRUSTED_PROXIES")]
         pub trusted_proxies: Option<ProxyList>,
+        /// What a publish whose content does not parse as its type (json, yaml, xml, toml,
+        /// properties) does: reject, warn or off. Default warn.
+        #[arg(long, env = "NACELLE_CONTENT_VALIDATION", value_enum)]
+        pub content_validation: Option<ContentValidation>,
+        /// Per-namespace content validation modes, `namespace=mode,…` (`dev=off,prod=reject`;
+        /// `public` is the default namespace). Default: none.
+        #[arg(long, env = "NACELLE_CONTENT_VALIDATION_NAMESPACES")]
+        pub content_validation_namespaces: Option<String>,
     }
 }
 
@@ -251,6 +281,8 @@ pub struct Settings {
     pub member_check_interval: Duration,
     /// Proxies whose forwarded client addresses both adapters believe.
     pub trusted_proxies: TrustedProxies,
+    /// Content validation: the default mode and the per-namespace overrides.
+    pub content_validation: ValidationPolicy,
     /// Test-only fault: drop change notifications received from members.
     #[cfg(feature = "fault-injection")]
     pub fault_drop_cluster_notifications: bool,
@@ -261,7 +293,12 @@ pub struct Settings {
 impl Default for Settings {
     /// Every setting at its default (what [`Settings::merge`] gives for empty layers).
     fn default() -> Self {
-        Settings::resolve(ServeArgs::default(), None, TrustedProxies::none())
+        Settings::resolve(
+            ServeArgs::default(),
+            None,
+            TrustedProxies::none(),
+            Limits::default().content_validation,
+        )
     }
 }
 
@@ -298,18 +335,28 @@ impl Settings {
             Some(list) => list.parse()?,
             None => TrustedProxies::none(),
         };
-        let settings = Settings::resolve(layer, cluster_secret, trusted_proxies);
+        let default_mode = layer
+            .content_validation
+            .map_or(Limits::default().content_validation.default, Into::into);
+        let content_validation = ValidationPolicy::parse(
+            default_mode,
+            layer.content_validation_namespaces.as_deref().unwrap_or(""),
+        )
+        .map_err(|e| SettingsError::Invalid(format!("content_validation_namespaces: {e}")))?;
+        let settings =
+            Settings::resolve(layer, cluster_secret, trusted_proxies, content_validation);
         settings.validate()?;
         Ok(settings)
     }
 
     /// Fills every setting `layer` leaves unset with its default. Infallible: what can fail
-    /// (reading the secret file, parsing the proxies) was done before, and checks come
+    /// (reading the secret file, parsing the proxies and the validation overrides) was done before, and checks come
     /// after ([`Settings::validate`]).
     fn resolve(
         layer: ServeArgs,
         cluster_secret: Option<String>,
         trusted_proxies: TrustedProxies,
+        content_validation: ValidationPolicy,
     ) -> Settings {
         let limits = Limits::default();
         let http = HttpOptions::default();
@@ -350,6 +397,7 @@ impl Settings {
             )
             .max(MIN_MEMBER_CHECK_INTERVAL),
             trusted_proxies: trusted_proxies.clone(),
+            content_validation,
             #[cfg(feature = "fault-injection")]
             fault_drop_cluster_notifications: layer.fault_drop_cluster_notifications,
             grpc: GrpcOptions {
@@ -419,6 +467,7 @@ impl Settings {
             max_content_bytes: self.max_content_bytes,
             max_listen_keys: self.max_listen_keys,
             max_held_polls: self.max_held_polls,
+            content_validation: self.content_validation.clone(),
         }
     }
 
@@ -598,6 +647,7 @@ mod tests {
         assert_eq!(s.limits().max_content_bytes, limits.max_content_bytes);
         assert_eq!(s.limits().max_listen_keys, limits.max_listen_keys);
         assert_eq!(s.limits().max_held_polls, limits.max_held_polls);
+        assert_eq!(s.limits().content_validation, limits.content_validation);
         assert_eq!(s.grpc, GrpcOptions::default());
         let http = HttpOptions::default();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8848));
@@ -734,6 +784,45 @@ mod tests {
             Err(SettingsError::Invalid(_))
         ));
         assert!(toml::from_str::<FileSettings>("trusted_proxies = 7").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn content_validation_from_every_layer() -> Result<(), Box<dyn std::error::Error>> {
+        let ns = |s: &str| nacelle_core::NamespaceId::parse(Some(s));
+        let default = Settings::merge(ServeArgs::default(), FileSettings::default())?;
+        assert_eq!(default.content_validation.default, ValidationMode::Warn);
+        assert!(default.content_validation.namespaces.is_empty());
+        let file: FileSettings = toml::from_str(
+            "content_validation = \"off\"\ncontent_validation_namespaces = \"prod=reject\"",
+        )?;
+        let s = Settings::merge(parse(&["--content-validation", "reject"])?, file.clone())?;
+        assert_eq!(
+            s.content_validation.default,
+            ValidationMode::Reject,
+            "flag over file"
+        );
+        let s = Settings::merge(ServeArgs::default(), file)?;
+        assert_eq!(s.limits().content_validation.default, ValidationMode::Off);
+        assert_eq!(
+            s.limits().content_validation.mode_for(&ns("prod")?),
+            ValidationMode::Reject
+        );
+        assert_eq!(
+            s.limits().content_validation.mode_for(&ns("dev")?),
+            ValidationMode::Off
+        );
+        assert!(parse(&["--content-validation", "strict"]).is_err());
+        assert!(toml::from_str::<FileSettings>("content_validation = \"strict\"").is_err());
+        for bad in ["prod", "prod=strict", "a b=off", "x=off,x=warn"] {
+            let args = parse(&["--content-validation-namespaces", bad])?;
+            match Settings::merge(args, FileSettings::default()) {
+                Err(SettingsError::Invalid(msg)) => {
+                    assert!(msg.starts_with("content_validation_namespaces:"), "{msg}");
+                }
+                other => panic!("{bad}: expected an invalid setting, got {other:?}"),
+            }
+        }
         Ok(())
     }
 
