@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, Namespace, OpSource, OpType,
-    Page, PageRequest, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, HistoryRetention, Namespace,
+    OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -327,6 +327,65 @@ pub(crate) async fn delete_namespace<DB: Exec>(
     .await
     .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
+}
+
+/// Most rows one purge batch deletes, whatever the caller asks.
+pub(crate) const MAX_PURGE_BATCH: u32 = 10_000;
+
+/// The `nid`s the purge batch after `after_nid` removes (at most `batch`, oldest first);
+/// empty when `rule` keeps everything.
+pub(crate) async fn purge_candidates<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    rule: &HistoryRetention,
+    after_nid: i64,
+    batch: u32,
+) -> Result<Vec<i64>, StoreError> {
+    let cutoff = rule.older_than_ms.map(|ms| Arg::Int(DB::time_value(ms)));
+    let skip = rule.keep_per_key.map(|n| Arg::Int(i64::from(n.max(1)) - 1));
+    let (sql, rule_args) = match (cutoff, skip) {
+        (None, None) => return Ok(Vec::new()),
+        (Some(c), None) => (&q.purge_by_age, vec![c]),
+        (None, Some(s)) => (&q.purge_by_count, vec![s]),
+        (Some(c), Some(s)) => (&q.purge_by_age_or_count, vec![c, s]),
+    };
+    let mut args = vec![Arg::Int(after_nid)];
+    args.extend(rule_args);
+    args.push(Arg::Int(i64::from(batch.clamp(1, MAX_PURGE_BATCH))));
+    let rows = DB::rows(&mut *conn(pool).await?, sql, &args)
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| DB::int(r, "nid")).collect()
+}
+
+/// What a batch that deleted `deleted` of its candidates `nids` did, and where the next
+/// one starts: after the last candidate, unless the batch came back short (the log is done).
+pub(crate) fn purge_step(nids: &[i64], deleted: u64, batch: u32) -> PurgeStep {
+    let full = nids.len() >= batch.clamp(1, MAX_PURGE_BATCH) as usize;
+    PurgeStep {
+        deleted,
+        resume_after: nids.last().copied().filter(|_| full),
+    }
+}
+
+/// One purge batch on a database server: the candidates, then one `DELETE` by primary key
+/// (its own transaction).
+pub(crate) async fn purge_history<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    rule: &HistoryRetention,
+    after_nid: i64,
+    batch: u32,
+) -> Result<PurgeStep, StoreError> {
+    let nids = purge_candidates(pool, q, rule, after_nid, batch).await?;
+    if nids.is_empty() {
+        return Ok(purge_step(&nids, 0, batch));
+    }
+    let sql = queries::delete_history(&nids);
+    let done = DB::run(&mut *conn(pool).await?, &sql, &[])
+        .await
+        .map_err(map_err)?;
+    Ok(purge_step(&nids, DB::rows_affected(&done), batch))
 }
 
 /// Checks that the database answers.

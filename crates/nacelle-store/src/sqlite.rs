@@ -19,8 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
@@ -30,7 +30,7 @@ use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::map_err;
-use crate::queries::{Dialect, Queries};
+use crate::queries::{self, Dialect, Queries};
 use crate::sql;
 use crate::sqlite_writer::{self, writer_gone, WriteOp};
 
@@ -199,6 +199,27 @@ impl ConfigStore for SqliteStore {
 
     async fn max_history_nid(&self) -> Result<i64, StoreError> {
         sql::max_history_nid(&self.reader, &self.queries).await
+    }
+
+    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
+    /// to the writer thread, queued behind the writes already waiting (no lock contention
+    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
+    async fn purge_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let nids =
+            sql::purge_candidates(&self.reader, &self.queries, rule, after_nid, batch).await?;
+        if nids.is_empty() {
+            return Ok(sql::purge_step(&nids, 0, batch));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::PurgeHistory(queries::delete_history(&nids), reply))
+            .await?;
+        let deleted = answer.await.map_err(|_| writer_gone())??;
+        Ok(sql::purge_step(&nids, deleted, batch))
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
