@@ -6,6 +6,7 @@
 //!   tag relations together);
 //! - every write appends one `his_config_info` row whose `nid` is the new revision;
 //!   [`StoredConfig::revision`] is the largest `nid` among the history rows of its key;
+//! - a history purge ([`ConfigStore::purge_history`]) never deletes the newest row of a key;
 //! - `publish` with `cas_md5` is atomic against concurrent writers on any node sharing the
 //!   database, and concurrent first publishes of one key never fail or duplicate it;
 //! - a backend that cannot reach its database fails with [`StoreError::Unavailable`] within

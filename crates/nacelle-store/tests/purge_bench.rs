@@ -83,8 +83,7 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
     let keys = (rows / VERSIONS).max(1);
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("bench.db");
-    let store: Arc<dyn ConfigStore> =
-        Arc::new(nacelle_store::SqliteStore::open_path(&path).await?);
+    let store: Arc<dyn ConfigStore> = Arc::new(nacelle_store::SqliteStore::open_path(&path).await?);
     let now = nacelle_core::now_millis();
     let t = Instant::now();
     let fill_path = path.clone();
