@@ -82,11 +82,11 @@ pub(crate) struct Queries {
     pub delete_tags: String,
     pub insert_tag: String,
     pub insert_history: String,
-    /// Purge candidates by age: `after_nid`, cutoff time, limit.
+    /// Purge candidates by age: `after_nid`, `until_nid`, cutoff time, limit.
     pub purge_by_age: String,
-    /// Purge candidates beyond the newest N: `after_nid`, N - 1, limit.
+    /// Purge candidates beyond the newest N: `after_nid`, `until_nid`, N - 1, limit.
     pub purge_by_count: String,
-    /// Purge candidates by age or count: `after_nid`, cutoff time, N - 1, limit.
+    /// Purge candidates by age or count: `after_nid`, `until_nid`, cutoff time, N - 1, limit.
     pub purge_by_age_or_count: String,
 }
 
@@ -216,14 +216,16 @@ impl Queries {
     }
 }
 
-/// The `nid`s of history rows after `?` that `condemned` selects, oldest first, at most `?`
-/// of them; never the newest row of a key (a newer row of the key must exist). The row walk
+/// The `nid`s of history rows in the window `(?, ?]` that `condemned` selects, oldest first,
+/// at most `?` of them; never the newest row of a key (a newer row of the key must exist).
+/// The window bounds what one statement reads, also when little of it is condemned. The row walk
 /// goes by primary key from the position; the newer-row test and the N-th newest row use
 /// `idx_did` (`data_id`, whose InnoDB entries end in the primary key `nid`; SQLite has
 /// `idx_his_key`), the age test `idx_gmt_modified` where the planner prefers it.
 fn purge_candidates<D: Dialect>(condemned: &str) -> String {
     format!(
-        "SELECT {} AS nid FROM his_config_info h WHERE h.nid > ? AND {condemned} AND EXISTS \
+        "SELECT {} AS nid FROM his_config_info h WHERE h.nid > ? AND h.nid <= ? AND {condemned} \
+         AND EXISTS \
          (SELECT 1 FROM his_config_info n WHERE n.data_id = h.data_id AND n.group_id = \
          h.group_id AND n.tenant_id = h.tenant_id AND n.nid > h.nid) ORDER BY h.nid LIMIT ?",
         D::signed("h.nid")

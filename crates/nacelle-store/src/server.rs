@@ -313,7 +313,8 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         after_nid: i64,
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
-        let step = sql::purge_history(&self.pool, &self.queries, rule, after_nid, batch);
+        let delete = |sql| sql::delete_history(&self.pool, sql);
+        let step = sql::purge_batch(&self.pool, &self.queries, rule, (after_nid, batch), delete);
         timed(self.op_timeout, step).await
     }
 

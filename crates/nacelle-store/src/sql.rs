@@ -331,61 +331,103 @@ pub(crate) async fn delete_namespace<DB: Exec>(
 
 /// Most rows one purge batch deletes, whatever the caller asks.
 pub(crate) const MAX_PURGE_BATCH: u32 = 10_000;
+/// One batch reads the rows of at most this many times `batch` consecutive `nid`s.
+const PURGE_WINDOW: i64 = 8;
 
-/// The `nid`s the purge batch after `after_nid` removes (at most `batch`, oldest first);
-/// empty when `rule` keeps everything.
+/// The rows one purge batch deletes, and where the batch's read ended.
+#[derive(Debug)]
+pub(crate) struct PurgeCandidates {
+    /// The condemned `nid`s, oldest first.
+    pub nids: Vec<i64>,
+    /// Where the next batch starts; `None` when the log is done.
+    pub resume_after: Option<i64>,
+}
+
+/// The `nid`s the purge batch after `after_nid` removes: at most `batch` (capped at
+/// [`MAX_PURGE_BATCH`]), oldest first, read from a window of at most [`PURGE_WINDOW`] ×
+/// `batch` `nid`s; none when `rule` keeps everything.
 pub(crate) async fn purge_candidates<DB: Exec>(
     pool: &Pool<DB>,
     q: &Queries,
     rule: &HistoryRetention,
     after_nid: i64,
     batch: u32,
-) -> Result<Vec<i64>, StoreError> {
+) -> Result<PurgeCandidates, StoreError> {
     let cutoff = rule.older_than_ms.map(|ms| Arg::Int(DB::time_value(ms)));
     let skip = rule.keep_per_key.map(|n| Arg::Int(i64::from(n.max(1)) - 1));
     let (sql, rule_args) = match (cutoff, skip) {
-        (None, None) => return Ok(Vec::new()),
+        (None, None) => {
+            return Ok(PurgeCandidates {
+                nids: Vec::new(),
+                resume_after: None,
+            })
+        }
         (Some(c), None) => (&q.purge_by_age, vec![c]),
         (None, Some(s)) => (&q.purge_by_count, vec![s]),
         (Some(c), Some(s)) => (&q.purge_by_age_or_count, vec![c, s]),
     };
-    let mut args = vec![Arg::Int(after_nid)];
+    let batch = i64::from(batch.clamp(1, MAX_PURGE_BATCH));
+    let until = after_nid.saturating_add(batch * PURGE_WINDOW);
+    let mut args = vec![Arg::Int(after_nid), Arg::Int(until)];
     args.extend(rule_args);
-    args.push(Arg::Int(i64::from(batch.clamp(1, MAX_PURGE_BATCH))));
-    let rows = DB::rows(&mut *conn(pool).await?, sql, &args)
-        .await
-        .map_err(map_err)?;
-    rows.iter().map(|r| DB::int(r, "nid")).collect()
+    args.push(Arg::Int(batch));
+    let mut c = conn(pool).await?;
+    let rows = DB::rows(&mut *c, sql, &args).await.map_err(map_err)?;
+    let nids = rows
+        .iter()
+        .map(|r| DB::int(r, "nid"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let resume_after = match nids.last() {
+        // A full batch: go on after its last row, inside the same window.
+        Some(&last) if nids.len() as i64 >= batch => Some(last),
+        // The window is done: the next one, unless the log ends in it.
+        _ => {
+            let newest = match DB::row(&mut *c, &q.max_nid, &[]).await.map_err(map_err)? {
+                Some(r) => DB::int(&r, "n")?,
+                None => 0,
+            };
+            (until < newest).then_some(until)
+        }
+    };
+    Ok(PurgeCandidates { nids, resume_after })
 }
 
-/// What a batch that deleted `deleted` of its candidates `nids` did, and where the next
-/// one starts: after the last candidate, unless the batch came back short (the log is done).
-pub(crate) fn purge_step(nids: &[i64], deleted: u64, batch: u32) -> PurgeStep {
-    let full = nids.len() >= batch.clamp(1, MAX_PURGE_BATCH) as usize;
-    PurgeStep {
-        deleted,
-        resume_after: nids.last().copied().filter(|_| full),
-    }
-}
-
-/// One purge batch on a database server: the candidates, then one `DELETE` by primary key
-/// (its own transaction).
-pub(crate) async fn purge_history<DB: Exec>(
+/// One purge batch: the candidates read from `pool`, then `delete` runs their one
+/// `DELETE` by primary key (its own transaction) and answers the rows it deleted. A database
+/// server runs it on the pool ([`delete_history`]); SQLite hands it to its writer thread.
+pub(crate) async fn purge_batch<DB, F, Fut>(
     pool: &Pool<DB>,
     q: &Queries,
     rule: &HistoryRetention,
-    after_nid: i64,
-    batch: u32,
-) -> Result<PurgeStep, StoreError> {
-    let nids = purge_candidates(pool, q, rule, after_nid, batch).await?;
-    if nids.is_empty() {
-        return Ok(purge_step(&nids, 0, batch));
-    }
-    let sql = queries::delete_history(&nids);
+    (after_nid, batch): (i64, u32),
+    delete: F,
+) -> Result<PurgeStep, StoreError>
+where
+    DB: Exec,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<u64, StoreError>>,
+{
+    let found = purge_candidates(pool, q, rule, after_nid, batch).await?;
+    let deleted = if found.nids.is_empty() {
+        0
+    } else {
+        delete(queries::delete_history(&found.nids)).await?
+    };
+    Ok(PurgeStep {
+        deleted,
+        resume_after: found.resume_after,
+    })
+}
+
+/// Runs a purge `DELETE` on a connection of `pool`: the rows deleted.
+pub(crate) async fn delete_history<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: String,
+) -> Result<u64, StoreError> {
     let done = DB::run(&mut *conn(pool).await?, &sql, &[])
         .await
         .map_err(map_err)?;
-    Ok(purge_step(&nids, DB::rows_affected(&done), batch))
+    Ok(DB::rows_affected(&done))
 }
 
 /// Checks that the database answers.

@@ -30,7 +30,7 @@ use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::map_err;
-use crate::queries::{self, Dialect, Queries};
+use crate::queries::{Dialect, Queries};
 use crate::sql;
 use crate::sqlite_writer::{self, writer_gone, WriteOp};
 
@@ -210,16 +210,13 @@ impl ConfigStore for SqliteStore {
         after_nid: i64,
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
-        let nids =
-            sql::purge_candidates(&self.reader, &self.queries, rule, after_nid, batch).await?;
-        if nids.is_empty() {
-            return Ok(sql::purge_step(&nids, 0, batch));
-        }
-        let (reply, answer) = oneshot::channel();
-        self.submit(WriteOp::PurgeHistory(queries::delete_history(&nids), reply))
-            .await?;
-        let deleted = answer.await.map_err(|_| writer_gone())??;
-        Ok(sql::purge_step(&nids, deleted, batch))
+        let delete = |sql| async move {
+            let (reply, answer) = oneshot::channel();
+            self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
+            answer.await.map_err(|_| writer_gone())?
+        };
+        let position = (after_nid, batch);
+        sql::purge_batch(&self.reader, &self.queries, rule, position, delete).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

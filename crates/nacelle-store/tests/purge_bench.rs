@@ -3,11 +3,12 @@
 //! ```text
 //! cargo test --release -p nacelle-store --test purge_bench -- --ignored --nocapture
 //! NACELLE_PURGE_ROWS=100000 cargo test …   # another row count
+//! NACELLE_PURGE_BATCH=1000 cargo test …     # another batch size
 //! ```
 //!
 //! Fills `his_config_info` with the rows of 10 000 keys × 100 versions (bulk insert in one
 //! transaction), 90 of each key's versions 60 days old and 10 from yesterday, then purges
-//! with the server's defaults (30 days, batches of 1 000 rows, 10 ms pause between batches)
+//! with the server's defaults (30 days, batches of 250 rows, 10 ms pause between batches)
 //! while a task publishes to other keys the whole time. Prints the rows/s of the purge, the
 //! longest single batch and the longest publish during it; checks that exactly the 10 recent
 //! rows of every key are left.
@@ -25,7 +26,7 @@ use nacelle_core::{
 
 const DAY: i64 = 86_400_000;
 /// As the server purges (`crates/nacelle/src/retention.rs`).
-const BATCH: u32 = 1000;
+const BATCH: u32 = 250;
 const PAUSE: Duration = Duration::from_millis(10);
 const VERSIONS: i64 = 100;
 const OLD_VERSIONS: i64 = 90;
@@ -80,6 +81,11 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
         .map(|v| v.parse())
         .transpose()?
         .unwrap_or(1_000_000);
+    let batch: u32 = std::env::var("NACELLE_PURGE_BATCH")
+        .ok()
+        .map(|v| v.parse())
+        .transpose()?
+        .unwrap_or(BATCH);
     let keys = (rows / VERSIONS).max(1);
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("bench.db");
@@ -122,7 +128,7 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
     let mut longest = Duration::ZERO;
     loop {
         let t = Instant::now();
-        let step = store.purge_history(&rule, after, BATCH).await?;
+        let step = store.purge_history(&rule, after, batch).await?;
         longest = longest.max(t.elapsed());
         batches += 1;
         deleted += step.deleted;
@@ -140,7 +146,7 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
     };
 
     println!(
-        "purged {deleted} rows in {batches} batches, {:.1} s ({:.0} rows/s, pauses included); \
+        "purged {deleted} rows in {batches} batches of at most {batch}, {:.1} s ({:.0} rows/s, pauses included); \
          longest batch {:.1} ms",
         elapsed.as_secs_f64(),
         deleted as f64 / elapsed.as_secs_f64(),

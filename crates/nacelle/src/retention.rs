@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::settings::Retention;
 
 /// Rows one batch deletes at most.
-pub const PURGE_BATCH: u32 = 1000;
+pub const PURGE_BATCH: u32 = 250;
 /// Pause between two batches, so writers queue behind at most one batch at a time.
 const PAUSE: Duration = Duration::from_millis(10);
 /// The first purge runs this long after start (or after one interval, if shorter).
