@@ -4,10 +4,11 @@
 //! cargo test --release -p nacelle-store --test purge_bench -- --ignored --nocapture
 //! NACELLE_PURGE_ROWS=100000 cargo test …   # another row count
 //! NACELLE_PURGE_BATCH=1000 cargo test …     # another batch size
+//! NACELLE_PURGE_BACKEND=mariadb cargo test … # or postgres: a test database on the server
 //! ```
 //!
-//! Fills `his_config_info` with the rows of 10 000 keys × 100 versions (bulk insert in one
-//! transaction), 90 of each key's versions 60 days old and 10 from yesterday, then purges
+//! Fills `his_config_info` with the rows of 10 000 keys × 100 versions (bulk insert, 1 000
+//! rows per statement; on SQLite in one transaction), 90 of each key's versions 60 days old and 10 from yesterday, then purges
 //! with the server's defaults (30 days, batches of 250 rows, 10 ms pause between batches)
 //! while a task publishes to other keys the whole time. Prints the rows/s of the purge, the
 //! longest single batch and the longest publish during it; checks that exactly the 10 recent
@@ -20,9 +21,10 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryRetention, OpSource,
-    PublishRecord,
+    md5_hex, ConfigKey, ConfigMeta, ConfigType, HistoryRetention, OpSource, PublishRecord,
 };
+use nacelle_testkit::{Backend, TestDb};
+use sqlx::Executor;
 
 const DAY: i64 = 86_400_000;
 /// As the server purges (`crates/nacelle/src/retention.rs`).
@@ -44,32 +46,79 @@ fn record(key: &ConfigKey, content: &str) -> PublishRecord {
     }
 }
 
-/// Inserts `keys` × [`VERSIONS`] history rows straight into the file, in one transaction.
-fn fill(path: &std::path::Path, keys: i64, now: i64) -> anyhow::Result<()> {
-    let mut conn = rusqlite::Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare(
-            "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, \
-             md5, gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) \
-             VALUES (?1, ?2, 'BENCH', '', '', ?3, ?4, ?5, ?5, 'bench', '127.0.0.1', 'U', '')",
-        )?;
-        let content = "key: value\n".repeat(10);
-        let md5 = md5_hex(content.as_bytes());
-        // Version by version, so a key's rows are spread over the whole log as in life.
-        for v in 0..VERSIONS {
-            let t = if v < OLD_VERSIONS {
-                now - 60 * DAY + v * 1000
-            } else {
-                now - DAY + v * 1000
-            };
-            for k in 0..keys {
-                insert.execute(rusqlite::params![k + 1, format!("k{k}"), content, md5, t])?;
+/// The `INSERT` of version `v` of keys `from..to`, at time `t` as `backend` spells it.
+fn insert_sql(backend: Backend, from: i64, to: i64, t: i64) -> String {
+    let content = "key: value\n".repeat(10);
+    let md5 = md5_hex(content.as_bytes());
+    let time = match backend {
+        Backend::Sqlite => t.to_string(),
+        Backend::MariaDb => format!("FROM_UNIXTIME({})", t / 1000),
+        Backend::Postgres => format!("(TIMESTAMP '1970-01-01' + {t} * INTERVAL '1 millisecond')"),
+    };
+    let rows: Vec<String> = (from..to)
+        .map(|k| {
+            format!(
+                "({}, 'k{k}', 'BENCH', '', '', '{content}', '{md5}', {time}, {time}, 'bench', \
+                 '127.0.0.1', 'U', '')",
+                k + 1
+            )
+        })
+        .collect();
+    format!(
+        "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, content, md5, \
+         gmt_create, gmt_modified, src_user, src_ip, op_type, encrypted_data_key) VALUES {}",
+        rows.join(", ")
+    )
+}
+
+/// The statements that insert `keys` × [`VERSIONS`] history rows, version by version (so a
+/// key's rows are spread over the whole log as in life), 1 000 rows per statement.
+fn fill_statements(backend: Backend, keys: i64, now: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in 0..VERSIONS {
+        let t = if v < OLD_VERSIONS {
+            now - 60 * DAY + v * 1000
+        } else {
+            now - DAY + v * 1000
+        };
+        for from in (0..keys).step_by(1000) {
+            out.push(insert_sql(backend, from, (from + 1000).min(keys), t));
+        }
+    }
+    out
+}
+
+/// Runs the fill straight on the database: SQLite in one transaction, the servers one
+/// statement at a time.
+async fn fill(db: &TestDb, backend: Backend, statements: Vec<String>) -> anyhow::Result<()> {
+    match backend {
+        Backend::Sqlite => {
+            let path = db.path().context("no SQLite file")?;
+            tokio::task::spawn_blocking(move || {
+                let mut conn = rusqlite::Connection::open(path)?;
+                conn.busy_timeout(Duration::from_secs(10))?;
+                let tx = conn.transaction()?;
+                for st in &statements {
+                    tx.execute_batch(st)?;
+                }
+                tx.commit()?;
+                Ok::<_, anyhow::Error>(())
+            })
+            .await??;
+        }
+        Backend::MariaDb => {
+            let mut conn = db.mysql().await?;
+            for st in &statements {
+                conn.execute(st.as_str()).await?;
+            }
+        }
+        Backend::Postgres => {
+            let mut conn = db.postgres().await?;
+            for st in &statements {
+                conn.execute(st.as_str()).await?;
             }
         }
     }
-    tx.commit()?;
     Ok(())
 }
 
@@ -86,16 +135,19 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
         .map(|v| v.parse())
         .transpose()?
         .unwrap_or(BATCH);
+    let backend = match std::env::var("NACELLE_PURGE_BACKEND").as_deref() {
+        Ok("mariadb") => Backend::MariaDb,
+        Ok("postgres") => Backend::Postgres,
+        _ => Backend::Sqlite,
+    };
     let keys = (rows / VERSIONS).max(1);
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("bench.db");
-    let store: Arc<dyn ConfigStore> = Arc::new(nacelle_store::SqliteStore::open_path(&path).await?);
+    let db = TestDb::create(backend).await?;
+    let store = nacelle_store::open(&db.url).await?;
     let now = nacelle_core::now_millis();
     let t = Instant::now();
-    let fill_path = path.clone();
-    tokio::task::spawn_blocking(move || fill(&fill_path, keys, now)).await??;
+    fill(&db, backend, fill_statements(backend, keys, now)).await?;
     println!(
-        "filled {} history rows ({keys} keys × {VERSIONS}) in {:.1} s",
+        "{backend:?}: filled {} history rows ({keys} keys × {VERSIONS}) in {:.1} s",
         keys * VERSIONS,
         t.elapsed().as_secs_f64()
     );
@@ -161,20 +213,17 @@ async fn purge_one_million_history_rows() -> anyhow::Result<()> {
     );
 
     ensure!(deleted == (keys * OLD_VERSIONS) as u64, "deleted {deleted}");
-    let conn = rusqlite::Connection::open(&path)?;
-    let left: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM his_config_info WHERE group_id = 'BENCH'",
-        [],
-        |r| r.get(0),
-    )?;
+    let left = store
+        .changes_since(0, u32::MAX)
+        .await?
+        .iter()
+        .filter(|r| r.key.group() == "BENCH")
+        .count() as i64;
     ensure!(
         left == keys * (VERSIONS - OLD_VERSIONS),
         "{left} rows left, expected the recent ones"
     );
-    let latest = store
-        .max_history_nid()
-        .await
-        .context("the log is still readable")?;
-    ensure!(latest > 0);
+    drop(store);
+    drop(db);
     Ok(())
 }
