@@ -151,6 +151,37 @@ pub struct ChangeRecord {
     pub modified_ms: i64,
 }
 
+/// Which `his_config_info` rows a purge removes: rows older than `older_than_ms`, and rows
+/// beyond the newest `keep_per_key` of their key. The newest row of a key is never removed,
+/// whatever its age: a config's revision, `history/previous` and the change-log follower
+/// rely on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistoryRetention {
+    /// Rows whose `gmt_modified` is before this time (ms since the epoch) are removed;
+    /// `None`: no age limit.
+    pub older_than_ms: Option<i64>,
+    /// Only the newest N rows of each key are kept (N is at least 1; 0 counts as 1);
+    /// `None`: no count limit.
+    pub keep_per_key: Option<u32>,
+}
+
+impl HistoryRetention {
+    /// Whether the rule removes nothing at all (neither limit set).
+    pub fn keeps_everything(&self) -> bool {
+        self.older_than_ms.is_none() && self.keep_per_key.is_none()
+    }
+}
+
+/// What one batch of a history purge did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PurgeStep {
+    /// Rows deleted by this batch.
+    pub deleted: u64,
+    /// The `after_nid` of the next batch; `None` when the purge has gone through the whole
+    /// log.
+    pub resume_after: Option<i64>,
+}
+
 /// A namespace (`tenant_info` row, or the built-in default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {

@@ -6,6 +6,7 @@
 //!   tag relations together);
 //! - every write appends one `his_config_info` row whose `nid` is the new revision;
 //!   [`StoredConfig::revision`] is the largest `nid` among the history rows of its key;
+//! - a history purge ([`ConfigStore::purge_history`]) never deletes the newest row of a key;
 //! - `publish` with `cas_md5` is atomic against concurrent writers on any node sharing the
 //!   database, and concurrent first publishes of one key never fail or duplicate it;
 //! - a backend that cannot reach its database fails with [`StoreError::Unavailable`] within
@@ -17,7 +18,8 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
-    ChangeRecord, HistoryEntry, Namespace, OpSource, Page, PageRequest, PublishRecord, StoredConfig,
+    ChangeRecord, HistoryEntry, HistoryRetention, Namespace, OpSource, Page, PageRequest,
+    PublishRecord, PurgeStep, StoredConfig,
 };
 
 /// Result of removing a config.
@@ -96,6 +98,23 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     /// The largest `nid` in the change log, 0 when it is empty: where a follower that has
     /// just loaded everything starts.
     async fn max_history_nid(&self) -> Result<i64, StoreError>;
+
+    /// One batch of a history purge: deletes at most `batch` `his_config_info` rows with
+    /// `nid > after_nid` that `rule` condemns, in `nid` order, and never the newest row of a
+    /// key (that row stays whatever its age). Call again from
+    /// [`PurgeStep::resume_after`] until it is `None`.
+    ///
+    /// A batch finds its rows with one read and removes them with one `DELETE` of at most
+    /// `batch` rows by primary key, its own short transaction, so writers wait at most for
+    /// one batch. A row is only removed while a newer row of its key exists and rows are
+    /// only ever removed by a purge, so purges running at once (every node of a cluster on
+    /// one database) are safe: the deletes are idempotent.
+    async fn purge_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError>;
 
     /// Checks that the database answers (used by readiness and reconnection).
     async fn ping(&self) -> Result<(), StoreError>;

@@ -82,6 +82,12 @@ pub(crate) struct Queries {
     pub delete_tags: String,
     pub insert_tag: String,
     pub insert_history: String,
+    /// Purge candidates by age: `after_nid`, `until_nid`, cutoff time, limit.
+    pub purge_by_age: String,
+    /// Purge candidates beyond the newest N: `after_nid`, `until_nid`, N - 1, limit.
+    pub purge_by_count: String,
+    /// Purge candidates by age or count: `after_nid`, `until_nid`, cutoff time, N - 1, limit.
+    pub purge_by_age_or_count: String,
 }
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
@@ -115,7 +121,16 @@ impl Queries {
             D::ms("gmt_modified"),
         );
         let q = |sql: String| spell::<D>(&sql);
+        let purge = |condemned: &str| q(purge_candidates::<D>(condemned));
+        let by_age = format!("h.gmt_modified < {time}");
+        // Older than the N-th newest row of its key (NULL, so false, with fewer rows).
+        let by_count = "h.nid < (SELECT n.nid FROM his_config_info n WHERE n.data_id = \
+             h.data_id AND n.group_id = h.group_id AND n.tenant_id = h.tenant_id \
+             ORDER BY n.nid DESC LIMIT 1 OFFSET ?)";
         Queries {
+            purge_by_age: purge(&by_age),
+            purge_by_count: purge(by_count),
+            purge_by_age_or_count: purge(&format!("({by_age} OR {by_count})")),
             load_all: q(format!(
                 "SELECT {config_columns} FROM config_info c ORDER BY c.id"
             )),
@@ -199,6 +214,33 @@ impl Queries {
             )),
         }
     }
+}
+
+/// The `nid`s of history rows in the window `(?, ?]` that `condemned` selects, oldest first,
+/// at most `?` of them; never the newest row of a key (a newer row of the key must exist).
+/// The window bounds what one statement reads, also when little of it is condemned. The row walk
+/// goes by primary key from the position; the newer-row test and the N-th newest row use
+/// `idx_did` (`data_id`, whose InnoDB entries end in the primary key `nid`; SQLite has
+/// `idx_his_key`), the age test `idx_gmt_modified` where the planner prefers it.
+fn purge_candidates<D: Dialect>(condemned: &str) -> String {
+    format!(
+        "SELECT {} AS nid FROM his_config_info h WHERE h.nid > ? AND h.nid <= ? AND {condemned} \
+         AND EXISTS \
+         (SELECT 1 FROM his_config_info n WHERE n.data_id = h.data_id AND n.group_id = \
+         h.group_id AND n.tenant_id = h.tenant_id AND n.nid > h.nid) ORDER BY h.nid LIMIT ?",
+        D::signed("h.nid")
+    )
+}
+
+/// Deletes the history rows `nids` in one statement. The ids are integers read from the
+/// database and written as literals, so the statement is the same in every dialect and
+/// needs no placeholders however many rows a batch holds.
+pub(crate) fn delete_history(nids: &[i64]) -> String {
+    let list: Vec<String> = nids.iter().map(i64::to_string).collect();
+    format!(
+        "DELETE FROM his_config_info WHERE nid IN ({})",
+        list.join(", ")
+    )
 }
 
 /// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our

@@ -12,8 +12,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
 use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool};
@@ -305,6 +305,17 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
             sql::max_history_nid(&self.pool, &self.queries),
         )
         .await
+    }
+
+    async fn purge_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let delete = |sql| sql::delete_history(&self.pool, sql);
+        let step = sql::purge_batch(&self.pool, &self.queries, rule, (after_nid, batch), delete);
+        timed(self.op_timeout, step).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

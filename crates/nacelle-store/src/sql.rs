@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, Namespace, OpSource, OpType,
-    Page, PageRequest, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, HistoryRetention, Namespace,
+    OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -327,6 +327,107 @@ pub(crate) async fn delete_namespace<DB: Exec>(
     .await
     .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
+}
+
+/// Most rows one purge batch deletes, whatever the caller asks.
+pub(crate) const MAX_PURGE_BATCH: u32 = 10_000;
+/// One batch reads the rows of at most this many times `batch` consecutive `nid`s.
+const PURGE_WINDOW: i64 = 8;
+
+/// The rows one purge batch deletes, and where the batch's read ended.
+#[derive(Debug)]
+pub(crate) struct PurgeCandidates {
+    /// The condemned `nid`s, oldest first.
+    pub nids: Vec<i64>,
+    /// Where the next batch starts; `None` when the log is done.
+    pub resume_after: Option<i64>,
+}
+
+/// The `nid`s the purge batch after `after_nid` removes: at most `batch` (capped at
+/// [`MAX_PURGE_BATCH`]), oldest first, read from a window of at most [`PURGE_WINDOW`] ×
+/// `batch` `nid`s; none when `rule` keeps everything.
+pub(crate) async fn purge_candidates<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    rule: &HistoryRetention,
+    after_nid: i64,
+    batch: u32,
+) -> Result<PurgeCandidates, StoreError> {
+    let cutoff = rule.older_than_ms.map(|ms| Arg::Int(DB::time_value(ms)));
+    let skip = rule.keep_per_key.map(|n| Arg::Int(i64::from(n.max(1)) - 1));
+    let (sql, rule_args) = match (cutoff, skip) {
+        (None, None) => {
+            return Ok(PurgeCandidates {
+                nids: Vec::new(),
+                resume_after: None,
+            })
+        }
+        (Some(c), None) => (&q.purge_by_age, vec![c]),
+        (None, Some(s)) => (&q.purge_by_count, vec![s]),
+        (Some(c), Some(s)) => (&q.purge_by_age_or_count, vec![c, s]),
+    };
+    let batch = i64::from(batch.clamp(1, MAX_PURGE_BATCH));
+    let until = after_nid.saturating_add(batch * PURGE_WINDOW);
+    let mut args = vec![Arg::Int(after_nid), Arg::Int(until)];
+    args.extend(rule_args);
+    args.push(Arg::Int(batch));
+    let mut c = conn(pool).await?;
+    let rows = DB::rows(&mut *c, sql, &args).await.map_err(map_err)?;
+    let nids = rows
+        .iter()
+        .map(|r| DB::int(r, "nid"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let resume_after = match nids.last() {
+        // A full batch: go on after its last row, inside the same window.
+        Some(&last) if nids.len() as i64 >= batch => Some(last),
+        // The window is done: the next one, unless the log ends in it.
+        _ => {
+            let newest = match DB::row(&mut *c, &q.max_nid, &[]).await.map_err(map_err)? {
+                Some(r) => DB::int(&r, "n")?,
+                None => 0,
+            };
+            (until < newest).then_some(until)
+        }
+    };
+    Ok(PurgeCandidates { nids, resume_after })
+}
+
+/// One purge batch: the candidates read from `pool`, then `delete` runs their one
+/// `DELETE` by primary key (its own transaction) and answers the rows it deleted. A database
+/// server runs it on the pool ([`delete_history`]); SQLite hands it to its writer thread.
+pub(crate) async fn purge_batch<DB, F, Fut>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    rule: &HistoryRetention,
+    (after_nid, batch): (i64, u32),
+    delete: F,
+) -> Result<PurgeStep, StoreError>
+where
+    DB: Exec,
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<u64, StoreError>>,
+{
+    let found = purge_candidates(pool, q, rule, after_nid, batch).await?;
+    let deleted = if found.nids.is_empty() {
+        0
+    } else {
+        delete(queries::delete_history(&found.nids)).await?
+    };
+    Ok(PurgeStep {
+        deleted,
+        resume_after: found.resume_after,
+    })
+}
+
+/// Runs a purge `DELETE` on a connection of `pool`: the rows deleted.
+pub(crate) async fn delete_history<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: String,
+) -> Result<u64, StoreError> {
+    let done = DB::run(&mut *conn(pool).await?, &sql, &[])
+        .await
+        .map_err(map_err)?;
+    Ok(DB::rows_affected(&done))
 }
 
 /// Checks that the database answers.

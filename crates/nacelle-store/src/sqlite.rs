@@ -19,8 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
@@ -199,6 +199,24 @@ impl ConfigStore for SqliteStore {
 
     async fn max_history_nid(&self) -> Result<i64, StoreError> {
         sql::max_history_nid(&self.reader, &self.queries).await
+    }
+
+    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
+    /// to the writer thread, queued behind the writes already waiting (no lock contention
+    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
+    async fn purge_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let delete = |sql| async move {
+            let (reply, answer) = oneshot::channel();
+            self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
+            answer.await.map_err(|_| writer_gone())?
+        };
+        let position = (after_nid, batch);
+        sql::purge_batch(&self.reader, &self.queries, rule, position, delete).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -46,6 +46,10 @@ pub(crate) enum WriteOp {
         i64,
         oneshot::Sender<Result<RemoveOutcome, StoreError>>,
     ),
+    /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_history`),
+    /// run in a transaction of its own between groups, so a failing purge never rolls back
+    /// a publish; answers the rows deleted.
+    PurgeHistory(String, oneshot::Sender<Result<u64, StoreError>>),
 }
 
 /// The error of a write whose writer thread is gone.
@@ -123,8 +127,28 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            self.run_group(batch);
+            let (purges, writes): (Vec<_>, Vec<_>) = batch
+                .into_iter()
+                .partition(|op| matches!(op, WriteOp::PurgeHistory(..)));
+            if !writes.is_empty() {
+                self.run_group(writes);
+            }
+            for op in purges {
+                if let WriteOp::PurgeHistory(sql, reply) = op {
+                    let result = self.purge(&sql);
+                    answer(reply, result);
+                }
+            }
         }
+    }
+
+    /// Runs one purge `DELETE` as its own (autocommit) transaction.
+    fn purge(&mut self, sql: &str) -> Result<u64, StoreError> {
+        if !self.conn.is_autocommit() {
+            self.rollback();
+        }
+        let deleted = self.conn.execute(sql, []).map_err(db_err)?;
+        Ok(deleted as u64)
     }
 
     fn run_group(&mut self, batch: Vec<WriteOp>) {
@@ -161,6 +185,9 @@ impl Writer {
                     }
                     done.push(Done::Remove(r, reply));
                 }
+                // `run` takes purges out of every group; should one get here, it is not
+                // run inside the group's transaction but failed as skipped.
+                op @ WriteOp::PurgeHistory(..) => done.push(Done::Skipped(op)),
             }
         }
         if let Some(msg) = abort {
@@ -318,6 +345,7 @@ fn fail_op(op: WriteOp, msg: &str) {
     match op {
         WriteOp::Publish(_, reply) => answer(reply, Err(err())),
         WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
+        WriteOp::PurgeHistory(_, reply) => answer(reply, Err(err())),
     }
 }
 

@@ -10,8 +10,8 @@ use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, Namespace, OpSource,
-    OpType, PageRequest, PublishRecord, StoreError,
+    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, HistoryRetention,
+    Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
 };
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
@@ -47,7 +47,10 @@ per_backend!(
     namespaces,
     change_log,
     load_all_and_get,
-    ping_and_backend_name;
+    ping_and_backend_name,
+    purge_by_age_keeps_the_newest_row_of_each_key,
+    purge_by_count_keeps_the_newest_n_per_key,
+    purge_batches_are_bounded;
     flavor = "multi_thread", worker_threads = 4
 );
 
@@ -830,5 +833,225 @@ async fn urls_are_checked_before_connecting() -> TestResult {
         nacelle_store::open("redis://127.0.0.1").await,
         Err(nacelle_store::OpenError::Unsupported(_))
     ));
+    Ok(())
+}
+
+// ------------------------------------------------------------------ history retention
+
+const DAY: i64 = 86_400_000;
+
+/// Runs a whole purge in batches of `batch`: what each batch deleted.
+async fn purge_all(
+    store: &Arc<dyn ConfigStore>,
+    rule: HistoryRetention,
+    batch: u32,
+) -> anyhow::Result<Vec<u64>> {
+    let mut after = 0;
+    let mut steps = Vec::new();
+    loop {
+        let step = store.purge_history(&rule, after, batch).await?;
+        steps.push(step.deleted);
+        match step.resume_after {
+            Some(next) => {
+                ensure!(next > after, "the purge went back from {after} to {next}");
+                after = next;
+            }
+            None => return Ok(steps),
+        }
+    }
+}
+
+/// The history of `k`, newest first: (nid, op, modified_ms).
+async fn history_of(
+    store: &Arc<dyn ConfigStore>,
+    k: &ConfigKey,
+) -> anyhow::Result<Vec<(i64, OpType, i64)>> {
+    let p = store.history_page(k, page(1, 500)).await?;
+    Ok(p.items
+        .iter()
+        .map(|h| (h.nid, h.op_type, h.modified_ms))
+        .collect())
+}
+
+/// Publishes `k` once per time in `times`; the revisions.
+async fn publish_at(
+    store: &Arc<dyn ConfigStore>,
+    k: &ConfigKey,
+    times: &[i64],
+) -> anyhow::Result<Vec<i64>> {
+    let mut revisions = Vec::new();
+    for (i, t) in times.iter().enumerate() {
+        revisions.push(
+            store
+                .publish(&record(k, &format!("v{i}"), *t))
+                .await?
+                .revision,
+        );
+    }
+    Ok(revisions)
+}
+
+async fn purge_by_age_keeps_the_newest_row_of_each_key(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    let (a, b, c, d, e) = (
+        key("", "G", "a"),
+        key("", "G", "b"),
+        key("ns", "G", "c"),
+        key("", "G", "d"),
+        key("", "G2", "a"),
+    );
+    let ra = publish_at(&store, &a, &[T0, T0 + DAY, T0 + 2 * DAY]).await?;
+    let rb = publish_at(&store, &b, &[T0]).await?;
+    publish_at(&store, &c, &[T0]).await?;
+    let RemoveOutcome::Removed { revision: rc } =
+        store.remove(&c, &OpSource::default(), T0 + DAY).await?
+    else {
+        anyhow::bail!("c was not removed");
+    };
+    let rd = publish_at(&store, &d, &[T0, T0 + 200 * DAY]).await?;
+    // Same data_id as `a`, another group: a key of its own.
+    let re = publish_at(&store, &e, &[T0 + 200 * DAY, T0 + 201 * DAY]).await?;
+    let a_row = store.get(&a).await?.context("a")?;
+    let previous = store.history_previous(a_row.id).await?;
+
+    let rule = HistoryRetention {
+        older_than_ms: Some(T0 + 100 * DAY),
+        keep_per_key: None,
+    };
+    let steps = purge_all(&store, rule, 100).await?;
+    assert_eq!(
+        steps.iter().sum::<u64>(),
+        4,
+        "a's two older rows, c's insert, d's first"
+    );
+
+    let nids = |h: Vec<(i64, OpType, i64)>| h.into_iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(
+        nids(history_of(&store, &a).await?),
+        vec![ra[2]],
+        "old, but the newest"
+    );
+    assert_eq!(
+        nids(history_of(&store, &b).await?),
+        rb,
+        "one old row: the newest"
+    );
+    let c_history = history_of(&store, &c).await?;
+    assert_eq!(c_history.len(), 1);
+    assert_eq!(
+        (c_history[0].0, c_history[0].1),
+        (rc, OpType::Delete),
+        "a deletion stays"
+    );
+    assert_eq!(nids(history_of(&store, &d).await?), vec![rd[1]]);
+    assert_eq!(
+        nids(history_of(&store, &e).await?),
+        vec![re[1], re[0]],
+        "newer than the age"
+    );
+
+    // What the newest row serves is unchanged: revision, `previous`, the change log.
+    assert_eq!(store.get(&a).await?.context("a")?.revision, a_row.revision);
+    assert_eq!(store.history_previous(a_row.id).await?, previous);
+    let log: Vec<i64> = store
+        .changes_since(0, 100)
+        .await?
+        .iter()
+        .map(|r| r.nid)
+        .collect();
+    let mut kept = vec![ra[2], rb[0], rc, rd[1], re[0], re[1]];
+    kept.sort_unstable();
+    assert_eq!(log, kept);
+    assert_eq!(store.max_history_nid().await?, re[1]);
+
+    // A second purge finds nothing; a rule without limits never deletes.
+    assert_eq!(purge_all(&store, rule, 100).await?.iter().sum::<u64>(), 0);
+    let forever = HistoryRetention::default();
+    assert_eq!(purge_all(&store, forever, 100).await?, vec![0]);
+    Ok(())
+}
+
+async fn purge_by_count_keeps_the_newest_n_per_key(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    let (k, j) = (key("", "G", "k"), key("", "G", "j"));
+    let times: Vec<i64> = (0..6).map(|i| T0 + i * 1000).collect();
+    let rk = publish_at(&store, &k, &times).await?;
+    let rj = publish_at(&store, &j, &times[..2]).await?;
+    let keep = |n| HistoryRetention {
+        older_than_ms: None,
+        keep_per_key: Some(n),
+    };
+    assert_eq!(purge_all(&store, keep(3), 2).await?.iter().sum::<u64>(), 3);
+    let nids = |h: Vec<(i64, OpType, i64)>| h.into_iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(
+        nids(history_of(&store, &k).await?),
+        vec![rk[5], rk[4], rk[3]]
+    );
+    assert_eq!(nids(history_of(&store, &j).await?), vec![rj[1], rj[0]]);
+    // Keeping 0 keeps the newest all the same.
+    assert_eq!(purge_all(&store, keep(0), 10).await?.iter().sum::<u64>(), 3);
+    assert_eq!(nids(history_of(&store, &k).await?), vec![rk[5]]);
+    assert_eq!(nids(history_of(&store, &j).await?), vec![rj[1]]);
+
+    // Age and count together: a row goes when either condemns it.
+    let (m, n) = (key("", "G", "m"), key("", "G", "n"));
+    let rm = publish_at(
+        &store,
+        &m,
+        &[T0, T0 + 200 * DAY, T0 + 201 * DAY, T0 + 202 * DAY],
+    )
+    .await?;
+    let rn = publish_at(&store, &n, &[T0, T0 + 200 * DAY]).await?;
+    let both = HistoryRetention {
+        older_than_ms: Some(T0 + 100 * DAY),
+        keep_per_key: Some(2),
+    };
+    assert_eq!(purge_all(&store, both, 10).await?.iter().sum::<u64>(), 3);
+    assert_eq!(nids(history_of(&store, &m).await?), vec![rm[3], rm[2]]);
+    assert_eq!(nids(history_of(&store, &n).await?), vec![rn[1]], "by age");
+    Ok(())
+}
+
+async fn purge_batches_are_bounded(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let long = key("", "G", "long");
+    let times: Vec<i64> = (0..30).map(|i| T0 + i * 1000).collect();
+    let newest_long = *publish_at(&store, &long, &times)
+        .await?
+        .last()
+        .context("none")?;
+    let mut newest = vec![newest_long];
+    for i in 0..10 {
+        let k = key("", "G", &format!("short{i}"));
+        newest.push(
+            *publish_at(&store, &k, &times[..3])
+                .await?
+                .last()
+                .context("none")?,
+        );
+    }
+    let rule = HistoryRetention {
+        older_than_ms: None,
+        keep_per_key: Some(1),
+    };
+    let steps = purge_all(&store, rule, 7).await?;
+    assert!(
+        steps.iter().all(|n| *n <= 7),
+        "a batch deleted more than 7: {steps:?}"
+    );
+    assert_eq!(steps.iter().sum::<u64>(), 29 + 10 * 2);
+    assert!(steps.len() >= 7, "{steps:?}");
+    let mut log: Vec<i64> = store
+        .changes_since(0, 100)
+        .await?
+        .iter()
+        .map(|r| r.nid)
+        .collect();
+    log.sort_unstable();
+    newest.sort_unstable();
+    assert_eq!(log, newest, "exactly the newest row of each key is left");
     Ok(())
 }

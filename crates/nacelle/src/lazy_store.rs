@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, StoreError, StoredConfig,
+    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
@@ -102,6 +102,16 @@ impl ConfigStore for LazyStore {
     }
     async fn max_history_nid(&self) -> Result<i64, StoreError> {
         self.get_store()?.max_history_nid().await
+    }
+    async fn purge_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        self.get_store()?
+            .purge_history(rule, after_nid, batch)
+            .await
     }
     async fn ping(&self) -> Result<(), StoreError> {
         self.get_store()?.ping().await

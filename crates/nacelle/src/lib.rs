@@ -12,10 +12,11 @@
 //! Every task a server spawns is either a listener's (awaited by
 //! [`RunningServer::shutdown`] after it has drained its requests) or a background task on
 //! the server's `TaskTracker` (database reconnect, cache load and change-log follower, the
-//! cluster module's member checks and notifier queues), which all watch the server's stop
+//! history purge ([`retention`]), the cluster module's member checks and notifier queues), which all watch the server's stop
 //! token and are waited for as well: once `shutdown` returns, nothing of the server runs.
 
 mod lazy_store;
+pub mod retention;
 pub mod settings;
 
 use lazy_store::LazyStore;
@@ -121,6 +122,11 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         Err(e) => return Err(e).with_context(|| format!("opening database {db_shown}")),
     }
     let store: Arc<dyn ConfigStore> = lazy;
+    background.spawn(retention::run(
+        store.clone(),
+        settings.retention,
+        stop.clone(),
+    ));
     let service = ConfigService::new(store, settings.limits());
 
     let http_listener = TcpListener::bind((settings.bind, settings.port))
@@ -360,8 +366,9 @@ mod tests {
         Ok(())
     }
 
-    /// A clustered node runs the change-log follower, the notifier's member follower, a
-    /// queue per peer and the member health checks; none of them outlives shutdown.
+    /// A clustered node runs the change-log follower, the history purge, the notifier's
+    /// member follower, a queue per peer and the member health checks; none of them
+    /// outlives shutdown.
     #[tokio::test]
     async fn shutdown_stops_every_cluster_task() -> TestResult {
         let dir = tempfile::tempdir()?;
@@ -381,11 +388,11 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "never ready");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        shutdown_leaves_nothing(server, 4).await
+        shutdown_leaves_nothing(server, 5).await
     }
 
     /// A node whose database is unreachable retries connecting and loading in the
-    /// background; shutdown stops both.
+    /// background (and waits to purge history); shutdown stops all three.
     #[tokio::test]
     async fn shutdown_stops_the_database_retries() -> TestResult {
         let dir = tempfile::tempdir()?;
@@ -395,6 +402,58 @@ mod tests {
         };
         let server = start(&settings).await?;
         assert!(!server.service().is_ready());
-        shutdown_leaves_nothing(server, 2).await
+        shutdown_leaves_nothing(server, 3).await
+    }
+
+    /// The background purge removes what the retention settings condemn while the server
+    /// runs (here: all but the newest row of a key), keeps the newest row, and stops at
+    /// shutdown.
+    #[tokio::test]
+    async fn the_background_purge_removes_condemned_history() -> TestResult {
+        use nacelle_core::{ConfigKey, ConfigMeta, ConfigType, OpSource, PageRequest};
+        let dir = tempfile::tempdir()?;
+        let settings = Settings {
+            retention: settings::Retention {
+                max_age: Some(Duration::from_secs(86_400)),
+                keep_per_key: Some(1),
+                interval: Duration::from_millis(200),
+            },
+            ..settings_for(dir.path())
+        };
+        let server = start(&settings).await?;
+        // A second store on the server's SQLite file writes and reads the history.
+        let store = nacelle_store::open(&settings.database_url()).await?;
+        let key = ConfigKey::from_trusted("", "G", "purged");
+        let mut newest = 0;
+        for i in 0..5 {
+            let content = format!("v{i}");
+            let rec = nacelle_core::PublishRecord {
+                key: key.clone(),
+                md5: nacelle_core::md5_hex(content.as_bytes()),
+                content: content.into(),
+                config_type: ConfigType::Text,
+                meta: ConfigMeta::default(),
+                source: OpSource::default(),
+                cas_md5: None,
+                now_ms: nacelle_core::now_millis(),
+            };
+            newest = store.publish(&rec).await?.revision;
+        }
+        let page = PageRequest {
+            page_no: 1,
+            page_size: 10,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let history = store.history_page(&key, page).await?;
+            let nids: Vec<i64> = history.items.iter().map(|h| h.nid).collect();
+            if nids == vec![newest] {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "not purged: {nids:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The purge task at least (the load may have finished).
+        shutdown_leaves_nothing(server, 1).await
     }
 }

@@ -39,6 +39,12 @@ const MIN_FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
 const DEFAULT_MEMBER_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 /// Shortest member check interval accepted (a smaller one is raised to it).
 const MIN_MEMBER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// Default history retention (Nacos keeps 30 days).
+const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
+/// Default interval between history purges.
+const DEFAULT_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+/// Shortest purge interval accepted (a smaller one is raised to it).
+const MIN_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(1);
 /// Shortest cluster secret accepted.
 const MIN_SECRET_LEN: usize = 16;
 
@@ -231,6 +237,17 @@ layer! {
         /// `public` is the default namespace). Default: none.
         #[arg(long, env = "NACELLE_CONTENT_VALIDATION_NAMESPACES")]
         pub content_validation_namespaces: Option<String>,
+        /// Days of config history kept; older rows are purged in the background (the newest
+        /// row of a config always stays). Default 30 (as Nacos); 0 keeps history forever.
+        #[arg(long, env = "NACELLE_HISTORY_RETENTION_DAYS")]
+        pub history_retention_days: Option<u32>,
+        /// Most history rows kept per config (the newest N); older ones are purged whatever
+        /// their age. Default: no count limit (0 too).
+        #[arg(long, env = "NACELLE_HISTORY_KEEP_PER_KEY")]
+        pub history_keep_per_key: Option<u32>,
+        /// Seconds between history purges. Default 3600 (at least 1).
+        #[arg(long, env = "NACELLE_HISTORY_PURGE_INTERVAL_S")]
+        pub history_purge_interval_s: Option<u64>,
     }
 }
 
@@ -288,6 +305,37 @@ pub struct Settings {
     pub fault_drop_cluster_notifications: bool,
     /// Limits and timings of the gRPC adapter.
     pub grpc: GrpcOptions,
+    /// What history the background purge removes, and how often it runs.
+    pub retention: Retention,
+}
+
+/// The history retention settings, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// History older than this is purged; `None`: kept forever (`history_retention_days`
+    /// 0).
+    pub max_age: Option<Duration>,
+    /// Only the newest N rows of a config are kept; `None`: no count limit.
+    pub keep_per_key: Option<u32>,
+    /// Time between purges.
+    pub interval: Duration,
+}
+
+impl Retention {
+    /// Whether anything is ever purged.
+    pub fn enabled(&self) -> bool {
+        self.max_age.is_some() || self.keep_per_key.is_some()
+    }
+
+    /// The store's rule for a purge starting at `now_ms`.
+    pub fn rule(&self, now_ms: i64) -> nacelle_core::HistoryRetention {
+        nacelle_core::HistoryRetention {
+            older_than_ms: self.max_age.map(|age| {
+                now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
+            }),
+            keep_per_key: self.keep_per_key,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -410,6 +458,20 @@ impl Settings {
                 ),
                 trusted_proxies,
                 ..grpc
+            },
+            retention: Retention {
+                max_age: Some(
+                    layer
+                        .history_retention_days
+                        .unwrap_or(DEFAULT_HISTORY_RETENTION_DAYS),
+                )
+                .filter(|days| *days > 0)
+                .map(|days| Duration::from_secs(u64::from(days) * 86_400)),
+                keep_per_key: layer.history_keep_per_key.filter(|n| *n > 0),
+                interval: layer
+                    .history_purge_interval_s
+                    .map_or(DEFAULT_HISTORY_PURGE_INTERVAL, Duration::from_secs)
+                    .max(MIN_HISTORY_PURGE_INTERVAL),
             },
         }
     }
@@ -591,6 +653,45 @@ mod tests {
         let file: FileSettings = toml::from_str("cluster_grpc_port = 9999").expect("valid toml");
         let s = Settings::merge(ServeArgs::default(), file).expect("valid");
         assert_eq!(s.effective_cluster_grpc_port(8848), 9999);
+    }
+
+    #[test]
+    fn history_retention_settings() -> Result<(), Box<dyn std::error::Error>> {
+        let d = Settings::default().retention;
+        assert_eq!(
+            d.max_age,
+            Some(Duration::from_secs(30 * 86_400)),
+            "Nacos's 30 days"
+        );
+        assert_eq!(
+            (d.keep_per_key, d.interval),
+            (None, Duration::from_secs(3600))
+        );
+        assert!(d.enabled());
+        let rule = d.rule(40 * 86_400_000);
+        assert_eq!(rule.older_than_ms, Some(10 * 86_400_000));
+        assert_eq!(rule.keep_per_key, None);
+
+        let file: FileSettings = toml::from_str(
+            "history_retention_days = 0\nhistory_keep_per_key = 5\nhistory_purge_interval_s = 0",
+        )?;
+        let r = Settings::merge(ServeArgs::default(), file)?.retention;
+        assert_eq!(r.max_age, None, "0 days: kept forever");
+        assert_eq!(r.keep_per_key, Some(5));
+        assert_eq!(r.interval, MIN_HISTORY_PURGE_INTERVAL);
+        assert_eq!(r.rule(1).older_than_ms, None);
+
+        let off = Settings::merge(
+            parse(&[
+                "--history-retention-days",
+                "0",
+                "--history-keep-per-key",
+                "0",
+            ])?,
+            FileSettings::default(),
+        )?;
+        assert!(!off.retention.enabled(), "nothing is ever purged");
+        Ok(())
     }
 
     #[test]

@@ -1,0 +1,108 @@
+//! The history purge in the background: every `history_purge_interval_s` the server removes
+//! the `his_config_info` rows its retention settings condemn ([`Retention`]), in batches of
+//! [`PURGE_BATCH`] rows with a short pause between them, through
+//! [`ConfigStore::purge_history`] (which never removes the newest row of a config).
+//!
+//! Every node purges, also in a cluster sharing one database: a batch deletes by primary
+//! key only rows that have a newer row of their key, so two nodes purging at once delete
+//! the same rows at most twice (the second delete finds nothing) and never a row either
+//! node needs. Nothing is elected, so a node that is down never stops the purge.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nacelle_core::{ConfigStore, HistoryRetention, StoreError};
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::Retention;
+
+/// Rows one batch deletes at most.
+pub const PURGE_BATCH: u32 = 250;
+/// Pause between two batches, so writers queue behind at most one batch at a time.
+const PAUSE: Duration = Duration::from_millis(10);
+/// The first purge runs this long after start (or after one interval, if shorter).
+const FIRST_PURGE_AFTER: Duration = Duration::from_secs(60);
+
+/// What one purge run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PurgeReport {
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Batches run.
+    pub batches: u32,
+    /// The longest single batch (its read and its `DELETE`).
+    pub longest_batch: Duration,
+    /// The whole run, pauses included.
+    pub elapsed: Duration,
+    /// Whether `stop` ended the run before it went through the whole log.
+    pub stopped: bool,
+}
+
+/// Runs one whole purge of `rule` in batches of `batch`, pausing `pause` between them;
+/// ends early (with what was done) once `stop` is cancelled.
+pub async fn purge_once(
+    store: &dyn ConfigStore,
+    rule: &HistoryRetention,
+    batch: u32,
+    pause: Duration,
+    stop: &CancellationToken,
+) -> Result<PurgeReport, StoreError> {
+    let started = Instant::now();
+    let mut report = PurgeReport::default();
+    let mut after = 0;
+    loop {
+        let t = Instant::now();
+        let step = store.purge_history(rule, after, batch).await?;
+        report.longest_batch = report.longest_batch.max(t.elapsed());
+        report.batches += 1;
+        report.deleted += step.deleted;
+        let Some(next) = step.resume_after else { break };
+        after = next;
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.cancelled() => {
+                report.stopped = true;
+                break;
+            }
+        }
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The background purge: runs shortly after start and then every `retention.interval`
+/// until `stop`. A failed run (database unreachable) is logged and tried again at the next
+/// interval.
+pub(crate) async fn run(
+    store: Arc<dyn ConfigStore>,
+    retention: Retention,
+    stop: CancellationToken,
+) {
+    if !retention.enabled() {
+        tracing::info!("history retention off: history is kept forever");
+        return;
+    }
+    let mut wait = retention.interval.min(FIRST_PURGE_AFTER);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.cancelled() => return,
+        }
+        wait = retention.interval;
+        let rule = retention.rule(nacelle_core::now_millis());
+        match purge_once(store.as_ref(), &rule, PURGE_BATCH, PAUSE, &stop).await {
+            Ok(r) if r.deleted > 0 || r.stopped => tracing::info!(
+                deleted = r.deleted,
+                batches = r.batches,
+                longest_batch_ms = r.longest_batch.as_millis() as u64,
+                elapsed_ms = r.elapsed.as_millis() as u64,
+                stopped = r.stopped,
+                "purged config history"
+            ),
+            Ok(r) => tracing::debug!(batches = r.batches, "history purge: nothing to remove"),
+            Err(e) => {
+                tracing::warn!(error = %e, "history purge failed; retrying at the next interval")
+            }
+        }
+    }
+}
