@@ -10,55 +10,17 @@
 
 mod common;
 
-use std::io;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use common::{Msg, RawClient, RawExt, TestServer, SOON};
 use nacelle_core::{Caller, ConfigKey, ValidationMode, ValidationPolicy};
 use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;
 use nacelle_service::Limits;
+use nacelle_testkit::logs::CapturedLog;
 use serde_json::{json, Value};
 
-/// A log sink shared by every thread of the binary.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
 /// The service's log, captured once for the whole binary.
-fn log() -> &'static Captured {
-    static LOG: OnceLock<Captured> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let log = Captured::default();
-        let sink = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("nacelle_service=warn")
-            .with_ansi(false)
-            .with_writer(move || sink.clone())
-            .finish();
-        let _already_set = tracing::subscriber::set_global_default(subscriber);
-        log
-    })
+fn log() -> &'static CapturedLog {
+    nacelle_testkit::logs::capture("nacelle_service=warn")
 }
 
 /// One service, its HTTP adapter and a set-up raw gRPC client.

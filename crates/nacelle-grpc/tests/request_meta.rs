@@ -8,48 +8,13 @@
 
 mod common;
 
-use std::io;
-use std::sync::{Arc, Mutex};
-
 use common::{RawExt, TestServer};
 use nacelle_grpc::GrpcOptions;
 use serde_json::json;
 
-/// A log sink shared by every thread of the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
 #[tokio::test]
 async fn headers_of_a_request_reach_the_handlers() -> anyhow::Result<()> {
-    let log = Captured::default();
-    let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("nacelle_grpc::handlers=trace")
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber)?;
+    let log = nacelle_testkit::logs::capture("nacelle_grpc::handlers=trace");
 
     let server = TestServer::start(GrpcOptions::default()).await?;
     let mut c = server.raw().await?;

@@ -28,6 +28,7 @@
 pub mod api;
 pub mod backend;
 pub mod db;
+pub mod logs;
 pub mod per_backend;
 pub mod proxy;
 
