@@ -819,16 +819,20 @@ mod tests {
         );
     }
 
-    /// The cost of checking a 1 MiB document of each type (printed, never asserted):
-    /// `cargo test -p nacelle-core --release --lib content::tests::cost -- --ignored --nocapture`.
+    /// A large valid document of each type passes, and the time of its check is printed
+    /// (never asserted). The suite checks 64 KiB documents; the figure in
+    /// `docs/operations.md` is 1 MiB:
+    /// `NACELLE_CONTENT_COST_BYTES=1048576 cargo test -p nacelle-core --release --lib content::tests::cost -- --nocapture`.
     #[test]
-    #[ignore = "a measurement, run by hand"]
     fn cost() {
-        const MIB: usize = 1024 * 1024;
+        let size: usize = std::env::var("NACELLE_CONTENT_COST_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64 * 1024);
         let fill = |entry: &dyn Fn(usize) -> String, head: &str, tail: &str| {
             let mut s = String::from(head);
             let mut i = 0;
-            while s.len() < MIB {
+            while s.len() < size {
                 s.push_str(&entry(i));
                 i += 1;
             }

@@ -32,7 +32,8 @@ impl ClusterPort {
         let stats = server.stats();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server.serve(listener, async {
-            let _ = rx.await;
+            // A dropped sender stops the server as a sent one does.
+            let _stopped = rx.await;
         }));
         Ok(ClusterPort {
             port,
@@ -44,7 +45,8 @@ impl ClusterPort {
 
     async fn stop(mut self) -> anyhow::Result<()> {
         if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
+            // Err: the server already ended; the join below reports how.
+            let _ended = tx.send(());
         }
         if let Some(task) = self.task.take() {
             tokio::time::timeout(Duration::from_secs(10), task).await???;

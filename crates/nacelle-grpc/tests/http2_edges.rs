@@ -301,7 +301,8 @@ async fn read_body(mut body: h2::RecvStream) -> anyhow::Result<(BytesMut, Header
     let mut data = BytesMut::new();
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
-        let _ = body.flow_control().release_capacity(chunk.len());
+        // Fails only when the stream is gone; the next read reports that.
+        let _stream_gone = body.flow_control().release_capacity(chunk.len());
         data.extend_from_slice(&chunk);
     }
     let trailers = body.trailers().await?.unwrap_or_default();

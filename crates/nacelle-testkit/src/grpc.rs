@@ -78,7 +78,7 @@ impl TestServer {
         self.stop = Some(tx);
         self.task = Some(tokio::spawn(server.serve(listener, async {
             // A dropped sender (the TestServer is gone) stops the server too.
-            let _ = rx.await;
+            let _stopped = rx.await;
         })));
     }
 
@@ -86,7 +86,7 @@ impl TestServer {
     pub async fn stop(&mut self) -> anyhow::Result<()> {
         if let Some(tx) = self.stop.take() {
             // Err: the server already ended; the join below reports how.
-            let _ = tx.send(());
+            let _ended = tx.send(());
         }
         if let Some(task) = self.task.take() {
             tokio::time::timeout(SOON, task)
@@ -176,7 +176,7 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {
             // Err: the server already ended.
-            let _ = tx.send(());
+            let _ended = tx.send(());
         }
     }
 }
@@ -232,7 +232,7 @@ pub struct Recorder {
 impl ConfigChangeListener for Recorder {
     fn notify(&self, resp: ConfigResponse) {
         // Err: the test stopped listening (dropped its Notifications).
-        let _ = self.tx.send((Instant::now(), resp));
+        let _not_listening = self.tx.send((Instant::now(), resp));
     }
 }
 

@@ -37,7 +37,7 @@ pub fn skipped(backend: Backend) -> bool {
     let line = skip_line(thread.name().unwrap_or("<test>"), &reason);
     // Straight to the process's stderr: `eprintln!` would be captured and hidden by
     // libtest for a test that passes. Nothing is left to do if stderr itself is gone.
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    let _stderr_gone = std::io::stderr().write_all(line.as_bytes());
     true
 }
 

@@ -47,7 +47,7 @@ impl Proxy {
                             // Hold the socket until the mode changes (or the proxy is
                             // dropped: the error), then close it.
                             let _held = client;
-                            let _ = rx.changed().await;
+                            let _changed_or_dropped = rx.changed().await;
                         });
                     }
                     ProxyMode::Up => {
@@ -75,7 +75,7 @@ impl Proxy {
                             }
                             // Blackhole: stop forwarding, hold both sockets until the next
                             // change (or the proxy's drop: the error), then close them.
-                            let _ = rx.changed().await;
+                            let _changed_or_dropped = rx.changed().await;
                         });
                     }
                 }

@@ -168,7 +168,7 @@ impl BinaryServer {
             }
             if !sent {
                 // Err: the test stopped waiting (it timed out and said so).
-                let _ = tx.send(Err(early.join("\n")));
+                let _not_waiting = tx.send(Err(early.join("\n")));
             }
         });
         let addr: SocketAddr = match rx.recv_timeout(Duration::from_secs(30))? {
@@ -199,7 +199,7 @@ impl BinaryServer {
 impl Drop for BinaryServer {
     fn drop(&mut self) {
         // Errors: the process already exited and was reaped (kill9, or the test waited).
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _exited = self.child.kill();
+        let _reaped = self.child.wait();
     }
 }

@@ -101,7 +101,8 @@ impl ClientRun<'_> {
         let mut stderr = child.stderr.take().ok_or("no stderr")?;
         let stderr_task = tokio::spawn(async move {
             let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s).await;
+            // What could be read is kept; a read error only shortens the report.
+            let _partial = stderr.read_to_string(&mut s).await;
             s
         });
 
@@ -245,7 +246,8 @@ fn tail(text: &str, n: usize) -> String {
 /// SIGKILLs the process group a client run started (the script and what it forked).
 fn kill_group(pgid: Option<u32>) {
     if let Some(pgid) = pgid {
-        let _ = std::process::Command::new("kill")
+        // The group may already be gone (the client exited): nothing to kill then.
+        let _gone = std::process::Command::new("kill")
             .args(["-KILL", "--", &format!("-{pgid}")])
             .status();
     }
