@@ -17,40 +17,15 @@ PASSES=${4:-2}
 PORT=${PORT:-38848}
 GPORT=$((PORT + 1000))
 BENCH="$B/nacelle-bench"
-SERVER_PID=""
 mkdir -p "$OUT"
-
-stop_server() {
-    if [ -n "$SERVER_PID" ]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
+. "$(dirname "$0")/server.sh"
 trap stop_server EXIT
-
-start_server() {
-    local bin=$1 dir=$2
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
-        --grpc-port "$GPORT" --log warn >"$dir.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 1 100); do
-        if curl -sf "http://127.0.0.1:$PORT/nacos/v1/console/health/readiness" >/dev/null; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "server did not become ready" >&2
-    exit 1
-}
 
 one() {
     local label=$1 bin=$2 pass=$3
     local res="$OUT/$label-$pass.jsonl"
     : >"$res"
-    start_server "$bin" "$OUT/data-$label-$pass"
+    start_server "$bin" "$OUT/data-$label-$pass" "$OUT/data-$label-$pass.log"
     sleep 2
     run() {
         echo "== $label pass $pass: $*" >&2

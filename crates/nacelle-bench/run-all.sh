@@ -18,35 +18,10 @@ TARGET=${TARGET:-target/release}
 CONNS_N=${CONNS_N:-19900}
 HOLD=${HOLD:-40}
 BENCH="$TARGET/nacelle-bench"
-SERVER_PID=""
 mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 : >"$OUT/load.txt"
-
-start_server() {
-    local dir="$OUT/data-$1"
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    "$TARGET/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
-        --grpc-port "$GPORT" --log warn >"$OUT/server-$1.log" 2>&1 &
-    SERVER_PID=$!
-    for _ in $(seq 1 100); do
-        if curl -sf "http://127.0.0.1:$PORT/nacos/v1/console/health/readiness" >/dev/null; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "server did not become ready" >&2
-    exit 1
-}
-
-stop_server() {
-    if [ -n "$SERVER_PID" ]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
+. "$(dirname "$0")/server.sh"
 trap stop_server EXIT
 
 rss_mib() {
@@ -63,7 +38,7 @@ run() {
     fi
 }
 
-start_server main
+start_server "$TARGET" "$OUT/data-main" "$OUT/server-main.log"
 sleep 5
 echo "{\"scenario\":\"idle\",\"server_rss_mib\":$(rss_mib "$SERVER_PID")}" | tee -a "$OUT/results.jsonl"
 
@@ -87,7 +62,7 @@ run fanout-ceiling-10000 fanout-ceiling --n 10000 --rounds 5
 stop_server
 
 # Connections on a fresh server: its RSS before is that of an idle server.
-start_server conns
+start_server "$TARGET" "$OUT/data-conns" "$OUT/server-conns.log"
 sleep 2
 run connections connections --addr "127.0.0.1:$GPORT" --n "$CONNS_N" --hold "$HOLD" --server-pid "$SERVER_PID"
 stop_server

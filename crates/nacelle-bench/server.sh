@@ -1,0 +1,30 @@
+# Sourced by run-all.sh and compare.sh: start and stop one `nacelle serve` on a fresh data
+# directory, on $PORT (HTTP) and $GPORT (gRPC), waiting for readiness.
+# start_server BIN_DIR DATA_DIR LOG_FILE  → sets SERVER_PID
+# stop_server                             → stops it (safe to call twice)
+SERVER_PID=""
+
+start_server() {
+    local bin=$1 dir=$2 log=$3
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
+        --grpc-port "$GPORT" --log warn >"$log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do
+        if curl -sf "http://127.0.0.1:$PORT/nacos/v1/console/health/readiness" >/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "server did not become ready" >&2
+    exit 1
+}
+
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+}
