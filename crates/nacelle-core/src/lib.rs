@@ -8,6 +8,8 @@
 //! - [`content`]: content validation by type (json, yaml, xml, toml, properties) and its
 //!   policy (`reject | warn | off`, globally and per namespace).
 //! - [`store`]: the storage trait every database backend implements.
+//! - [`gray`]: the gray model — rules (beta by IP/CIDR, tag, tagv2 label expressions),
+//!   priorities and the first-match selection of a caller's variant.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
@@ -16,6 +18,7 @@
 pub mod caller;
 pub mod content;
 pub mod error;
+pub mod gray;
 pub mod key;
 pub mod model;
 pub mod rules;
@@ -24,6 +27,7 @@ pub mod store;
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
 pub use content::{ContentError, ValidationMode, ValidationPolicy};
 pub use error::{CoreError, StoreError};
+pub use gray::{Gray, GrayRule, GraySet, GraySpec};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
 pub use store::ConfigStore;

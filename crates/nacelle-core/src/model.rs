@@ -5,6 +5,7 @@
 use bytes::Bytes;
 
 use crate::error::CoreError;
+use crate::gray::GraySpec;
 use crate::key::{tag_of, ConfigKey, ConfigType, NamespaceId};
 
 /// Optional descriptive fields of a config, stored beside its content.
@@ -27,35 +28,64 @@ pub struct OpSource {
     pub src_ip: String,
 }
 
-/// Which variant of a key a write or read addresses. The formal config is what every
-/// client gets; beta and tag variants are seams for gray release (not served yet).
+/// Which variant of a key a write addresses: the formal config every client gets, or a
+/// gray variant (beta by IP, tag, label rule — see [`crate::gray`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Variant {
     Formal,
-    Beta { ips: Vec<String> },
-    Tag(String),
+    Gray(GraySpec),
 }
 
 impl Variant {
     /// The variant a write names on the wire, with one "blank means absent" rule for both
-    /// fields: a `betaIps` list with at least one non-blank entry is a beta (entries
-    /// trimmed, blanks dropped; it wins over a tag, as in Nacos), else a non-blank tag
-    /// (checked by [`crate::key::check_tag`]), else the formal config.
+    /// fields: a `betaIps` list with at least one non-blank entry is the beta (every entry
+    /// must be an IP address or a CIDR; it wins over a tag, as in Nacos), else a non-blank
+    /// tag (checked by [`crate::key::check_tag`]), else the formal config.
     pub fn from_wire(beta_ips: Option<&str>, tag: Option<&str>) -> Result<Variant, CoreError> {
-        let ips: Vec<String> = beta_ips
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_string)
-            .collect();
-        if !ips.is_empty() {
-            return Ok(Variant::Beta { ips });
+        let beta = beta_ips.unwrap_or("");
+        if beta.split(',').any(|ip| !ip.trim().is_empty()) {
+            return Ok(Variant::Gray(GraySpec::beta(beta)?));
         }
         Ok(match tag_of(tag)? {
-            Some(t) => Variant::Tag(t.to_string()),
+            Some(t) => Variant::Gray(GraySpec::tag(t)?),
             None => Variant::Formal,
         })
+    }
+
+    /// [`Variant::from_wire`] plus Nacelle's extension for label rules: a non-blank
+    /// `grayName` with `grayRule` (a tagv2 expression such as `AppName=shop` or
+    /// `env=pre&&region=hz`) and an optional `grayPriority` (an integer, default 0). The
+    /// extension cannot be combined with `betaIps` or a tag.
+    pub fn from_wire_ext(
+        beta_ips: Option<&str>,
+        tag: Option<&str>,
+        gray_name: Option<&str>,
+        gray_rule: Option<&str>,
+        gray_priority: Option<&str>,
+    ) -> Result<Variant, CoreError> {
+        let blank = |v: Option<&str>| v.is_none_or(|v| v.trim().is_empty());
+        if blank(gray_name) {
+            if !blank(gray_rule) {
+                return Err(CoreError::invalid("grayRule needs a grayName"));
+            }
+            return Variant::from_wire(beta_ips, tag);
+        }
+        let name = gray_name.unwrap_or("");
+        if Variant::from_wire(beta_ips, tag)? != Variant::Formal {
+            return Err(CoreError::invalid(
+                "grayName cannot be combined with betaIps or tag",
+            ));
+        }
+        let rule = gray_rule
+            .filter(|r| !r.trim().is_empty())
+            .ok_or_else(|| CoreError::invalid("grayName needs a grayRule"))?;
+        let priority = match gray_priority.map(str::trim).filter(|p| !p.is_empty()) {
+            None => None,
+            Some(p) => Some(p.parse::<i32>().map_err(|_| {
+                CoreError::invalid(format!("grayPriority `{p}` is not an integer"))
+            })?),
+        };
+        Ok(Variant::Gray(GraySpec::labels(name, rule, priority)?))
     }
 }
 
@@ -91,6 +121,23 @@ pub struct PublishRecord {
     pub cas_md5: Option<String>,
     /// Time of the change in ms.
     pub now_ms: i64,
+    /// The gray variant written, `None` for the formal config. Compare-and-set then
+    /// compares with that variant's md5 (`""` when it does not exist yet).
+    pub gray: Option<GraySpec>,
+}
+
+/// One gray variant as stored (`config_info_gray`, or Nacos 2.4's `config_info_beta` /
+/// `config_info_tag`): its name, its rule as stored (type, expression, priority), and its
+/// content as a config record whose `id` is the gray row's and whose `revision` is the
+/// position of its last change in Nacelle's gray change log (0 for a row no Nacelle node
+/// has written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredGray {
+    pub name: String,
+    pub rule_type: String,
+    pub rule_expr: String,
+    pub priority: i32,
+    pub config: StoredConfig,
 }
 
 /// History operation types as Nacos writes them in `his_config_info.op_type`.
@@ -243,22 +290,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn variants_from_wire() {
-        assert_eq!(Variant::from_wire(None, None).ok(), Some(Variant::Formal));
+    fn variants_from_wire() -> Result<(), CoreError> {
+        assert_eq!(Variant::from_wire(None, None)?, Variant::Formal);
+        assert_eq!(Variant::from_wire(Some(" , "), Some(" "))?, Variant::Formal);
+        let Variant::Gray(beta) = Variant::from_wire(Some(" 1.1.1.1, ,2.2.2.2 "), Some("t"))?
+        else {
+            panic!("a beta list is a beta");
+        };
         assert_eq!(
-            Variant::from_wire(Some(" , "), Some(" ")).ok(),
-            Some(Variant::Formal)
+            (beta.name.as_str(), beta.rule.expr()),
+            ("beta", "1.1.1.1,2.2.2.2".to_string())
         );
-        assert_eq!(
-            Variant::from_wire(Some(" 1.1.1.1, ,2.2.2.2 "), Some("t")).ok(),
-            Some(Variant::Beta {
-                ips: vec!["1.1.1.1".into(), "2.2.2.2".into()]
-            })
-        );
-        assert_eq!(
-            Variant::from_wire(Some(""), Some(" t1 ")).ok(),
-            Some(Variant::Tag("t1".into()))
-        );
+        let Variant::Gray(tag) = Variant::from_wire(Some(""), Some(" t1 "))? else {
+            panic!("a tag is a tag variant");
+        };
+        assert_eq!(tag.name, "tag_t1");
         assert!(Variant::from_wire(None, Some("a b")).is_err());
+        assert!(Variant::from_wire(Some("1.1.1.1,nope"), None).is_err());
+        Ok(())
     }
 }

@@ -19,7 +19,7 @@ use crate::error::StoreError;
 use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
     ChangeRecord, HistoryEntry, HistoryRetention, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, PurgeStep, StoredConfig,
+    PublishRecord, PurgeStep, StoredConfig, StoredGray,
 };
 
 /// Result of removing a config.
@@ -44,8 +44,10 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError>;
 
     /// Inserts or updates a config in one transaction with its history row and tag
-    /// relations. Honors `record.cas_md5`: on mismatch nothing is written and
-    /// [`StoreError::CasMismatch`] is returned.
+    /// relations — or, when `record.gray` is set, that gray variant (`config_info_gray`)
+    /// with its row in the gray change log. Honors `record.cas_md5` (against the variant
+    /// written): on mismatch nothing is written and [`StoreError::CasMismatch`] is
+    /// returned.
     async fn publish(&self, record: &PublishRecord) -> Result<StoredConfig, StoreError>;
 
     /// Deletes a config in one transaction with its `D` history row.
@@ -55,6 +57,47 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
         source: &OpSource,
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError>;
+
+    /// Every gray variant of every key, for loading the cache at start: Nacelle's and Nacos
+    /// 2.5/3.0's `config_info_gray`, plus Nacos 2.4's `config_info_beta` / `config_info_tag`
+    /// rows that have no `config_info_gray` row of the same name.
+    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError>;
+
+    /// The gray variants of one key, read from the database (as in [`Self::load_grays`]).
+    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError>;
+
+    /// Deletes the gray variant `name` of `key` in one transaction with its `D` row in the
+    /// gray change log.
+    async fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError>;
+
+    /// Promotes the gray variant `name` of `record.key`: `record` (built by the service
+    /// from the variant's content and the formal config's metadata; `record.gray` is
+    /// `None`) becomes the formal config and the variant is deleted, in one transaction
+    /// with the formal history row and the gray change-log row. [`StoreError::NotFound`]
+    /// when the variant does not exist; [`StoreError::CasMismatch`] when its md5 is no
+    /// longer `record.md5` (it changed since the service read it).
+    async fn promote_gray(
+        &self,
+        record: &PublishRecord,
+        name: &str,
+    ) -> Result<StoredConfig, StoreError>;
+
+    /// The gray change log (`nacelle_gray_log`): rows with `nid > after_nid`, in `nid`
+    /// order, at most `limit` — the same contract as [`Self::changes_since`].
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError>;
+
+    /// The largest `nid` of the gray change log, 0 when it is empty.
+    async fn max_gray_nid(&self) -> Result<i64, StoreError>;
 
     /// History of one key, newest first.
     async fn history_page(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::TrustedProxies;
 use nacelle_service::{ConfigService, Limits};
@@ -138,6 +138,11 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
             get(v2::config::get_config)
                 .post(v2::config::post_config)
                 .delete(v2::config::delete_config),
+        )
+        .route("/nacos/v2/cs/config/gray", get(v2::config::list_grays))
+        .route(
+            "/nacos/v2/cs/config/gray/promote",
+            post(v2::config::promote_gray),
         )
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -222,7 +222,13 @@ impl Params {
         names: PublishNames,
     ) -> Result<PublishRequest, ApiError> {
         let content = self.required("content")?.to_string();
-        let variant = Variant::from_wire(self.header("betaIps"), self.get("tag"))?;
+        let variant = Variant::from_wire_ext(
+            self.header("betaIps"),
+            self.get("tag"),
+            self.get("grayName"),
+            self.get("grayRule"),
+            self.get("grayPriority"),
+        )?;
         Ok(PublishRequest {
             key,
             content,
@@ -240,6 +246,13 @@ impl Params {
             cas_md5: self.header("casMd5").map(str::to_string),
             variant,
         })
+    }
+
+    /// The tag a read asks for: the `tag` parameter, else the `Vipserver-Tag` header (as
+    /// Nacos reads it).
+    pub fn tag(&self) -> Option<&str> {
+        self.non_blank("tag")
+            .or_else(|| self.header("Vipserver-Tag"))
     }
 
     /// The `src_user`/`srcUser` parameter: who the client says makes the change.

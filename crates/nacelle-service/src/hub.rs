@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use nacelle_core::ConfigKey;
+use nacelle_core::{Caller, ConfigKey};
 
 /// Most subscribers of a key that [`WatchHub::publish`] notifies itself before returning.
 pub const INLINE_WALK_MAX: usize = 1024;
@@ -32,7 +32,8 @@ pub struct ChangeEvent {
     /// Sequence number of the event in this process, unique and increasing.
     pub seq: u64,
     pub key: ConfigKey,
-    /// The new md5, `""` when the config was removed.
+    /// The new md5 of the formal config, `""` when it was removed. A subscriber whose
+    /// caller sees a gray variant may be served another md5.
     pub md5: String,
     /// The revision (history `nid`) of the change.
     pub revision: i64,
@@ -49,10 +50,22 @@ pub trait Subscriber: Send + Sync + 'static {
 
 struct Entry {
     subscriber: Arc<dyn Subscriber>,
-    /// The md5 the client reported when it subscribed.
-    md5: String,
+    /// The md5 the client holds: what it reported when it subscribed, then what it was
+    /// last told of (a notified client reads the key again). A change is passed on only
+    /// when what the caller sees differs from it, so a caller whose variant did not change
+    /// is not woken.
+    md5: Arc<str>,
+    /// Who listens: decides which variant of the key it sees.
+    caller: Arc<Caller>,
     /// The watcher's client IP, for listener queries.
     ip: Arc<str>,
+}
+
+/// What each subscriber of a changed key now sees: one md5 for everyone (the key has no
+/// gray variant), or an md5 per caller.
+pub(crate) enum Visible<'a> {
+    All(Arc<str>),
+    PerCaller(&'a (dyn Fn(&Caller) -> Arc<str> + Sync)),
 }
 
 /// Key → subscribers index. Only the service uses it: adapters watch through
@@ -96,13 +109,15 @@ impl WatchHub {
         id: u64,
         key: &ConfigKey,
         md5: String,
+        caller: Arc<Caller>,
         ip: Arc<str>,
         subscriber: Arc<dyn Subscriber>,
     ) -> bool {
         let mut slot = self.index.entry(key.clone()).or_default();
         let entry = Entry {
             subscriber,
-            md5,
+            md5: md5.into(),
+            caller,
             ip,
         };
         let new = slot.insert(id, entry).is_none();
@@ -126,10 +141,17 @@ impl WatchHub {
         removed
     }
 
-    /// Builds the event for a change and hands it to every subscriber of its key: before
-    /// returning when there are at most [`INLINE_WALK_MAX`], else on a task of its own
-    /// (see the module docs). Returns how many subscribers are notified.
-    pub fn publish(&self, key: &ConfigKey, md5: &str, revision: i64) -> usize {
+    /// Builds the event for a change and hands it to every subscriber of its key whose
+    /// visible md5 (`visible`) differs from the one it holds: before returning when there
+    /// are at most [`INLINE_WALK_MAX`], else on a task of its own (see the module docs).
+    /// Returns how many subscribers are notified.
+    pub fn publish(
+        &self,
+        key: &ConfigKey,
+        md5: &str,
+        revision: i64,
+        visible: Visible<'_>,
+    ) -> usize {
         let event = Arc::new(ChangeEvent {
             seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
             key: key.clone(),
@@ -137,9 +159,22 @@ impl WatchHub {
             revision,
             encoded: OnceLock::new(),
         });
-        // Collect under the shard lock, notify outside it.
-        let targets: Vec<Arc<dyn Subscriber>> = match self.index.get(key) {
-            Some(subs) => subs.values().map(|e| e.subscriber.clone()).collect(),
+        // Collect under the shard lock (recording what each is told), notify outside it.
+        let targets: Vec<Arc<dyn Subscriber>> = match self.index.get_mut(key) {
+            Some(mut subs) => subs
+                .values_mut()
+                .filter_map(|e| {
+                    let now = match &visible {
+                        Visible::All(md5) => md5.clone(),
+                        Visible::PerCaller(f) => f(&e.caller),
+                    };
+                    if now == e.md5 {
+                        return None;
+                    }
+                    e.md5 = now;
+                    Some(e.subscriber.clone())
+                })
+                .collect(),
             None => return 0,
         };
         let n = targets.len();
@@ -178,7 +213,7 @@ impl WatchHub {
             .get(key)
             .map(|subs| {
                 subs.values()
-                    .map(|e| (e.ip.to_string(), e.md5.clone()))
+                    .map(|e| (e.ip.to_string(), e.md5.to_string()))
                     .collect()
             })
             .unwrap_or_default()
@@ -190,7 +225,7 @@ impl WatchHub {
         for item in self.index.iter() {
             for e in item.value().values() {
                 if &*e.ip == ip {
-                    out.push((item.key().clone(), e.md5.clone()));
+                    out.push((item.key().clone(), e.md5.to_string()));
                 }
             }
         }
@@ -202,6 +237,10 @@ impl WatchHub {
 mod tests {
     use super::*;
     use parking_lot::Mutex;
+
+    fn who() -> Arc<Caller> {
+        Arc::new(Caller::internal())
+    }
 
     #[derive(Default)]
     struct Rec {
@@ -221,22 +260,25 @@ mod tests {
         let ra = Arc::new(Rec::default());
         let rb = Arc::new(Rec::default());
         let (ia, ib) = (hub.next_watcher_id(), hub.next_watcher_id());
-        assert!(hub.subscribe(ia, &a, "m".into(), "1.1.1.1".into(), ra.clone()));
-        assert!(hub.subscribe(ib, &b, String::new(), "2.2.2.2".into(), rb.clone()));
-        assert!(!hub.subscribe(ia, &a, "m".into(), "1.1.1.1".into(), ra.clone()));
+        assert!(hub.subscribe(ia, &a, "m".into(), who(), "1.1.1.1".into(), ra.clone()));
+        assert!(hub.subscribe(ib, &b, String::new(), who(), "2.2.2.2".into(), rb.clone()));
+        assert!(!hub.subscribe(ia, &a, "m".into(), who(), "1.1.1.1".into(), ra.clone()));
+        // A change to what the subscriber already holds wakes nobody.
+        assert_eq!(hub.publish(&a, "m", 1, Visible::All("m".into())), 0);
         assert_eq!(hub.listener_count(), 2);
-        assert_eq!(hub.publish(&a, "x", 1), 1);
+        assert_eq!(hub.publish(&a, "x", 1, Visible::All("x".into())), 1);
         assert_eq!(ra.got.lock().len(), 1);
         assert!(rb.got.lock().is_empty());
         assert_eq!(
             hub.listeners_of(&a),
-            vec![("1.1.1.1".to_string(), "m".to_string())]
+            vec![("1.1.1.1".to_string(), "x".to_string())],
+            "the md5 it was last told of"
         );
         assert_eq!(hub.keys_of_ip("2.2.2.2").len(), 1);
         assert!(hub.unsubscribe(&a, ia));
         assert!(!hub.unsubscribe(&a, ia));
         assert_eq!(hub.listener_count(), 1);
-        assert_eq!(hub.publish(&a, "y", 2), 0);
+        assert_eq!(hub.publish(&a, "y", 2, Visible::All("y".into())), 0);
         assert_eq!(hub.watched_keys(), 1);
     }
 
@@ -268,10 +310,17 @@ mod tests {
         let n = INLINE_WALK_MAX + 100;
         for _ in 0..n {
             let id = hub.next_watcher_id();
-            hub.subscribe(id, &key, String::new(), "127.0.0.1".into(), gate.clone());
+            hub.subscribe(
+                id,
+                &key,
+                String::new(),
+                who(),
+                "127.0.0.1".into(),
+                gate.clone(),
+            );
         }
         // The walk blocks in its first notification, yet publish has returned.
-        assert_eq!(hub.publish(&key, "m", 1), n);
+        assert_eq!(hub.publish(&key, "m", 1, Visible::All("m".into())), n);
         assert!(
             gate.count.load(Ordering::SeqCst) < n,
             "publish waited for the whole walk"
@@ -288,8 +337,15 @@ mod tests {
         let small = ConfigKey::from_trusted("", "G", "few");
         let rec = Arc::new(Rec::default());
         let id = hub.next_watcher_id();
-        hub.subscribe(id, &small, String::new(), "3.3.3.3".into(), rec.clone());
-        assert_eq!(hub.publish(&small, "m", 2), 1);
+        hub.subscribe(
+            id,
+            &small,
+            String::new(),
+            who(),
+            "3.3.3.3".into(),
+            rec.clone(),
+        );
+        assert_eq!(hub.publish(&small, "m", 2, Visible::All("m".into())), 1);
         assert_eq!(rec.got.lock().len(), 1);
     }
 }

@@ -1,16 +1,24 @@
 //! Reads: one config, search, every config of a namespace — all from memory.
 //!
-//! Which variant a caller sees is decided here and nowhere else. Only formal configs are
-//! stored today (beta and tag publishes are refused), so a read that names a tag finds
-//! nothing — over every protocol — and a beta query shows no beta.
+//! Which variant a caller sees is decided here and nowhere else ([`ConfigService::select`]):
+//! the first gray variant of the key whose rule matches the caller, by priority (beta by
+//! IP, tag, label rules); else, when the request named a tag, nothing (as Nacos 3.0
+//! answers a tag it has no variant for); else the formal config. Listeners compare with
+//! the md5 of exactly that variant, and notifications go by it ([`ConfigService::notify`]).
 
 use std::sync::Arc;
 
+use nacelle_core::gray::GrayRule;
 use nacelle_core::key::tag_of;
-use nacelle_core::{Caller, ConfigKey, CoreError, NamespaceId, Page, StoredConfig};
+use nacelle_core::{Caller, ConfigKey, CoreError, Gray, NamespaceId, Page, StoredConfig};
 
+use crate::hub::Visible;
 use crate::request::{SearchMode, SearchQuery};
 use crate::service::ConfigService;
+
+/// The label (gRPC connection label, or HTTP header) by which a client names the tag it
+/// wants when a request names none, as Nacos's `Vipserver-Tag`.
+pub const TAG_LABEL: &str = "Vipserver-Tag";
 
 /// What a read serves: the config and which variant of its key it is.
 #[derive(Debug, Clone)]
@@ -21,6 +29,40 @@ pub struct Served {
     pub beta: bool,
     /// The tag of the variant served, `None` for the formal config.
     pub tag: Option<Arc<str>>,
+    /// The name of the gray variant served, `None` for the formal config.
+    pub gray: Option<Arc<str>>,
+}
+
+impl Served {
+    fn formal(config: Arc<StoredConfig>) -> Served {
+        Served {
+            config,
+            beta: false,
+            tag: None,
+            gray: None,
+        }
+    }
+
+    fn gray(g: &Gray) -> Served {
+        Served {
+            config: g.config.clone(),
+            beta: matches!(g.rule, GrayRule::Beta(_)),
+            tag: match &g.rule {
+                GrayRule::Tag(t) => Some(t.as_str().into()),
+                _ => None,
+            },
+            gray: Some(g.name.clone()),
+        }
+    }
+}
+
+/// A gray variant of a key, as listings show it.
+#[derive(Debug, Clone)]
+pub struct GrayView {
+    pub name: Arc<str>,
+    pub rule: GrayRule,
+    pub priority: i32,
+    pub config: Arc<StoredConfig>,
 }
 
 /// A key's beta (gray) variant and the IPs it is released to.
@@ -39,32 +81,103 @@ impl ConfigService {
         tag: Option<&str>,
     ) -> Result<Option<Served>, CoreError> {
         self.guard()?;
-        if tag_of(tag)?.is_some() {
-            // No tagged variant is ever stored yet, so a tagged read finds nothing.
-            return Ok(None);
+        let tag = tag_of(tag)?;
+        Ok(self.select(caller, key, tag))
+    }
+
+    /// Which variant of `key` `caller` sees, asking for `tag` (already checked): the first
+    /// gray whose rule matches (a rule of kind tag matches the request's tag, else the
+    /// caller's [`TAG_LABEL`] label); else nothing when the request named a tag; else the
+    /// formal config.
+    pub(crate) fn select(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        tag: Option<&str>,
+    ) -> Option<Served> {
+        if let Some(set) = self.inner.grays.get(key) {
+            let wanted = tag.or_else(|| caller.labels.get(TAG_LABEL));
+            if let Some(g) = set.select(caller, wanted) {
+                return Some(Served::gray(g));
+            }
         }
-        Ok(self.visible(caller, key).map(|config| Served {
-            config,
-            beta: false,
-            tag: None,
-        }))
+        if tag.is_some() {
+            return None;
+        }
+        self.inner
+            .cache
+            .get(key)
+            .map(|e| Served::formal(e.value().clone()))
     }
 
-    /// The beta (gray) variant of `key` with its IP list, for `?beta=true` queries; `None`
-    /// when the key has no beta (none is stored yet).
-    pub fn beta_of(&self, _caller: &Caller, _key: &ConfigKey) -> Result<Option<Beta>, CoreError> {
+    /// The beta (gray by IP) variant of `key` with its IP list, for `?beta=true` queries;
+    /// `None` when the key has no beta.
+    pub fn beta_of(&self, _caller: &Caller, key: &ConfigKey) -> Result<Option<Beta>, CoreError> {
         self.guard()?;
-        Ok(None)
+        let Some(set) = self.inner.grays.get(key) else {
+            return Ok(None);
+        };
+        let beta = set.iter().find_map(|g| match &g.rule {
+            GrayRule::Beta(ips) => Some(Beta {
+                config: g.config.clone(),
+                ips: ips.entries().to_vec(),
+            }),
+            _ => None,
+        });
+        Ok(beta)
     }
 
-    /// What `caller` sees of `key` without a tag: the formal config.
-    pub(crate) fn visible(&self, _caller: &Caller, key: &ConfigKey) -> Option<Arc<StoredConfig>> {
-        self.inner.cache.get(key).map(|e| e.value().clone())
+    /// Every gray variant of `key`, in match order (highest priority first).
+    pub fn grays_of(&self, _caller: &Caller, key: &ConfigKey) -> Result<Vec<GrayView>, CoreError> {
+        self.guard()?;
+        Ok(self
+            .inner
+            .grays
+            .get(key)
+            .map(|set| {
+                set.iter()
+                    .map(|g| GrayView {
+                        name: g.name.clone(),
+                        rule: g.rule.clone(),
+                        priority: g.priority,
+                        config: g.config.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// The md5 `caller` would be served for `key`, `""` when absent: what listeners compare.
     pub(crate) fn md5_for(&self, caller: &Caller, key: &ConfigKey) -> Option<String> {
-        self.visible(caller, key).map(|c| c.md5.clone())
+        self.select(caller, key, None).map(|s| s.config.md5.clone())
+    }
+
+    /// Tells the listeners of `key` that it changed (revision `revision`): each one whose
+    /// visible variant now has another md5 than the one it holds — nobody else.
+    pub(crate) fn notify(&self, key: &ConfigKey, revision: i64) {
+        let formal: Arc<str> = self
+            .inner
+            .cache
+            .get(key)
+            .map(|c| Arc::from(c.md5.as_str()))
+            .unwrap_or_else(|| Arc::from(""));
+        let hub = &self.inner.hub;
+        let Some(set) = self.inner.grays.get(key).map(|s| s.value().clone()) else {
+            hub.publish(key, &formal, revision, Visible::All(formal.clone()));
+            return;
+        };
+        let md5s: Vec<Arc<str>> = set
+            .iter()
+            .map(|g| Arc::from(g.config.md5.as_str()))
+            .collect();
+        let visible = |caller: &Caller| -> Arc<str> {
+            let wanted = caller.labels.get(TAG_LABEL);
+            set.iter()
+                .position(|g| g.rule.matches(caller, wanted))
+                .and_then(|i| md5s.get(i).cloned())
+                .unwrap_or_else(|| formal.clone())
+        };
+        hub.publish(key, &formal, revision, Visible::PerCaller(&visible));
     }
 
     /// Searches configs in memory, ordered by id.

@@ -13,13 +13,16 @@
 //! [`ConfigService::guard`]: nothing is served before the cache is loaded or after shutdown
 //! began.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use dashmap::DashMap;
-use nacelle_core::{ConfigKey, ConfigStore, CoreError, StoredConfig};
+use nacelle_core::{
+    ConfigKey, ConfigStore, CoreError, Gray, GraySet, GraySpec, StoredConfig, StoredGray,
+};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +43,9 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn ConfigStore>,
     /// The formal config of every key, loaded at start; reads never touch the database.
     pub(crate) cache: DashMap<ConfigKey, Arc<StoredConfig>>,
+    /// The gray variants of the keys that have any, loaded at start like formal configs.
+    /// Most keys have none, so a read of such a key costs one failed lookup here.
+    pub(crate) grays: DashMap<ConfigKey, Arc<GraySet>>,
     /// Who listens to which key.
     pub(crate) hub: Arc<WatchHub>,
     pub(crate) limits: Limits,
@@ -80,6 +86,7 @@ impl ConfigService {
             inner: Arc::new(Inner {
                 store,
                 cache: DashMap::new(),
+                grays: DashMap::new(),
                 hub: Arc::new(WatchHub::new()),
                 limits,
                 ready: AtomicBool::new(false),
@@ -92,20 +99,95 @@ impl ConfigService {
         }
     }
 
-    /// Loads every config into memory and marks the service ready.
+    /// Loads every config and every gray variant into memory and marks the service ready.
     pub async fn load(&self) -> Result<usize, CoreError> {
         let all = self.inner.store.load_all().await?;
         let n = all.len();
         for cfg in all {
             self.apply(Arc::new(cfg));
         }
+        let grays = self.inner.store.load_grays().await?;
+        let gray_count = grays.len();
+        let mut by_key: HashMap<ConfigKey, Vec<StoredGray>> = HashMap::new();
+        for g in grays {
+            by_key.entry(g.config.key.clone()).or_default().push(g);
+        }
+        for (key, rows) in by_key {
+            self.set_grays(&key, rows);
+        }
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,
+            grays = gray_count,
             backend = self.inner.store.backend(),
             "config cache loaded"
         );
         Ok(n)
+    }
+
+    /// Replaces the gray variants of `key` in memory by `rows` (as the database holds
+    /// them). A row whose rule cannot be parsed is left out with a warning. Returns
+    /// whether what the cache holds changed.
+    pub(crate) fn set_grays(&self, key: &ConfigKey, rows: Vec<StoredGray>) -> bool {
+        let config_type = self
+            .inner
+            .cache
+            .get(key)
+            .map(|c| c.config_type)
+            .unwrap_or_default();
+        let mut grays = Vec::with_capacity(rows.len());
+        for row in rows {
+            let spec = match GraySpec::from_stored(
+                &row.name,
+                &row.rule_type,
+                &row.rule_expr,
+                row.priority,
+            ) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    tracing::warn!(
+                        namespace = key.namespace().as_str(),
+                        group = key.group(),
+                        data_id = key.data_id(),
+                        gray = row.name,
+                        "ignoring a gray variant whose rule cannot be read: {e}"
+                    );
+                    continue;
+                }
+            };
+            let mut config = row.config;
+            // Gray rows have no type of their own: they are served as the formal type.
+            config.config_type = config_type;
+            grays.push(Gray {
+                name: spec.name.into(),
+                rule: spec.rule,
+                priority: spec.priority,
+                config: Arc::new(config),
+            });
+        }
+        let old = self.inner.grays.get(key).map(|g| g.clone());
+        let same = match &old {
+            Some(old) => {
+                old.len() == grays.len()
+                    && old.iter().all(|o| {
+                        grays.iter().any(|g| {
+                            g.name == o.name
+                                && g.config.md5 == o.config.md5
+                                && g.rule == o.rule
+                                && g.priority == o.priority
+                        })
+                    })
+            }
+            None => grays.is_empty(),
+        };
+        if grays.is_empty() {
+            self.inner.grays.remove(key);
+        } else {
+            self.inner
+                .grays
+                .insert(key.clone(), Arc::new(GraySet::new(grays)));
+        }
+        !same
     }
 
     /// Installs the observer told of every local commit; only the first call takes effect.

@@ -51,7 +51,7 @@ pub struct Added {
 /// The keys one listener watches; dropping it unsubscribes from all of them.
 pub struct Watch {
     service: ConfigService,
-    caller: Caller,
+    caller: Arc<Caller>,
     /// The caller's IP as listener queries show it.
     ip: Arc<str>,
     /// The hub's id of this watcher.
@@ -75,7 +75,7 @@ impl ConfigService {
         self.guard()?;
         Ok(Watch {
             service: self.clone(),
-            caller: caller.clone(),
+            caller: Arc::new(caller.clone()),
             ip: caller.ip_string().into(),
             id: self.inner.hub.next_watcher_id(),
             keys: Mutex::new(HashSet::new()),
@@ -163,6 +163,7 @@ impl Watch {
                 self.id,
                 &item.key,
                 item.md5.clone(),
+                self.caller.clone(),
                 self.ip.clone(),
                 item.subscriber,
             ) {

@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use nacelle_core::content::{check_syntax, is_checked, ContentError};
+use nacelle_core::gray::BETA_NAME;
 use nacelle_core::key::tag_of;
 use nacelle_core::rules::{check_content, check_meta, parse_config_type};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, OpSource, PublishRecord,
-    StoreError, StoredConfig, ValidationMode, Variant,
+    md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, GraySpec, OpSource,
+    PublishRecord, StoreError, StoredConfig, ValidationMode, Variant,
 };
 
 use crate::request::PublishRequest;
@@ -36,6 +37,9 @@ impl ConfigService {
         self.guard()?;
         let record = self.validate_publish(caller, req)?;
         self.check_content_type(&record).await?;
+        if record.gray.is_some() {
+            return self.publish_gray(record).await;
+        }
         let (stored, changed) = {
             let _guard = self.write_lock(&record.key).lock().await;
             let stored = match self.inner.store.publish(&record).await {
@@ -51,11 +55,139 @@ impl ConfigService {
         // key of the stripe) must not wait for. A listener woken late reads the cache, which
         // never goes back in revision.
         if changed {
-            self.inner
-                .hub
-                .publish(&stored.key, &stored.md5, stored.revision);
+            self.notify(&stored.key, stored.revision);
         }
         self.committed(&stored.key, stored.revision);
+        Ok(stored)
+    }
+
+    /// Publishes a gray variant: stored, then the key's grays re-read from the database
+    /// into memory (under the key's write lock), then the callers whose visible variant
+    /// changed are told. A gray needs the key's formal config to exist.
+    async fn publish_gray(&self, record: PublishRecord) -> Result<Arc<StoredConfig>, CoreError> {
+        let key = record.key.clone();
+        let (stored, changed) = {
+            let _guard = self.write_lock(&key).lock().await;
+            if !self.inner.cache.contains_key(&key) {
+                return Err(CoreError::NotFound(
+                    "config data not exist: publish the formal config before a gray (beta, \
+                     tag or label) variant of it"
+                        .into(),
+                ));
+            }
+            let stored = match self.inner.store.publish(&record).await {
+                Ok(s) => Arc::new(s),
+                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
+                Err(e) => return Err(e.into()),
+            };
+            (stored, self.refresh_grays(&key).await?)
+        };
+        if changed {
+            self.notify(&key, stored.revision);
+        }
+        self.committed(&key, stored.revision);
+        Ok(stored)
+    }
+
+    /// Re-reads the grays of `key` from the database into memory (the caller holds the
+    /// key's write lock). Returns whether they changed.
+    async fn refresh_grays(&self, key: &ConfigKey) -> Result<bool, CoreError> {
+        let rows = self.inner.store.grays_of(key).await?;
+        Ok(self.set_grays(key, rows))
+    }
+
+    /// Stops (deletes) the gray variant `name` of `key`; the callers that saw it are told
+    /// and get the config they see now. `Ok(false)` when there was no such gray.
+    pub async fn stop_gray(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        name: &str,
+        src_user: &str,
+    ) -> Result<bool, CoreError> {
+        self.guard()?;
+        let source = OpSource {
+            src_user: src_user.to_string(),
+            src_ip: caller.ip_string(),
+        };
+        let (outcome, changed) = {
+            let _guard = self.write_lock(key).lock().await;
+            let outcome = self
+                .inner
+                .store
+                .remove_gray(key, name, &source, now_millis())
+                .await?;
+            (outcome, self.refresh_grays(key).await?)
+        };
+        let RemoveOutcome::Removed { revision } = outcome else {
+            return Ok(false);
+        };
+        if changed {
+            self.notify(key, revision);
+        }
+        self.committed(key, revision);
+        Ok(true)
+    }
+
+    /// Promotes the gray variant `name` of `key`: its content becomes the formal config
+    /// (keeping the formal config's type, description and other metadata; the gray's app
+    /// name and encryption key) and the gray is removed, in one transaction with history.
+    /// Callers that saw the gray already hold its content and are not woken; every other
+    /// listener is told once. [`CoreError::NotFound`] when there is no such gray.
+    pub async fn promote_gray(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        name: &str,
+        src_user: &str,
+    ) -> Result<Arc<StoredConfig>, CoreError> {
+        self.guard()?;
+        let stored = {
+            let _guard = self.write_lock(key).lock().await;
+            let gray = self
+                .inner
+                .grays
+                .get(key)
+                .and_then(|set| set.get(name).map(|g| g.config.clone()))
+                .ok_or_else(|| CoreError::NotFound(format!("no gray `{name}` to promote")))?;
+            let formal = self.inner.cache.get(key).map(|c| c.value().clone());
+            let mut meta = formal.as_ref().map(|f| f.meta.clone()).unwrap_or_default();
+            meta.app_name = gray.meta.app_name.clone();
+            meta.encrypted_data_key = gray.meta.encrypted_data_key.clone();
+            let record = PublishRecord {
+                key: key.clone(),
+                content: gray.content.clone(),
+                md5: gray.md5.clone(),
+                config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
+                meta,
+                source: OpSource {
+                    src_user: src_user.to_string(),
+                    src_ip: caller.ip_string(),
+                },
+                cas_md5: None,
+                now_ms: now_millis(),
+                gray: None,
+            };
+            let stored = match self.inner.store.promote_gray(&record, name).await {
+                Ok(s) => Arc::new(s),
+                Err(StoreError::NotFound(_)) => {
+                    self.refresh_grays(key).await?;
+                    return Err(CoreError::NotFound(format!("no gray `{name}` to promote")));
+                }
+                Err(StoreError::CasMismatch) => {
+                    self.refresh_grays(key).await?;
+                    return Err(CoreError::Conflict(format!(
+                        "gray `{name}` changed while being promoted; try again"
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            self.apply(stored.clone());
+            self.refresh_grays(key).await?;
+            stored
+        };
+        self.notify(key, stored.revision);
+        self.committed(key, stored.revision);
         Ok(stored)
     }
 
@@ -64,19 +196,10 @@ impl ConfigService {
         caller: &Caller,
         req: PublishRequest,
     ) -> Result<PublishRecord, CoreError> {
-        match &req.variant {
-            Variant::Formal => {}
-            Variant::Beta { .. } => {
-                return Err(CoreError::Unsupported(
-                    "beta (gray) publish is not supported yet".into(),
-                ))
-            }
-            Variant::Tag(_) => {
-                return Err(CoreError::Unsupported(
-                    "tagged configs are not supported yet".into(),
-                ));
-            }
-        }
+        let gray = match req.variant {
+            Variant::Formal => None,
+            Variant::Gray(spec) => Some(spec),
+        };
         check_content(&req.content, self.inner.limits.max_content_bytes)?;
         let meta = check_meta(req.meta, &req.src_user)?;
         let config_type = parse_config_type(req.config_type.as_deref())?;
@@ -93,6 +216,7 @@ impl ConfigService {
             },
             cas_md5: req.cas_md5,
             now_ms: now_millis(),
+            gray,
         })
     }
 
@@ -153,10 +277,10 @@ impl ConfigService {
         src_user: &str,
     ) -> Result<bool, CoreError> {
         self.guard()?;
-        if tag_of(tag)?.is_some() {
-            return Err(CoreError::Unsupported(
-                "tagged configs are not supported yet".into(),
-            ));
+        if let Some(t) = tag_of(tag)? {
+            let name = GraySpec::tag(t)?.name;
+            self.stop_gray(caller, key, &name, src_user).await?;
+            return Ok(true);
         }
         let source = OpSource {
             src_user: src_user.to_string(),
@@ -171,16 +295,16 @@ impl ConfigService {
         };
         // Told outside the write lock, as in `publish`.
         if let RemoveOutcome::Removed { revision } = outcome {
-            self.inner.hub.publish(key, "", revision);
+            self.notify(key, revision);
             self.committed(key, revision);
         }
         Ok(true)
     }
 
-    /// Stops the beta (gray) release of `key`. No beta is ever stored yet, so there is
-    /// nothing to stop; the answer is success, as Nacos answers for a key without a beta.
-    pub async fn stop_beta(&self, _caller: &Caller, _key: &ConfigKey) -> Result<(), CoreError> {
-        self.guard()?;
+    /// Stops the beta (gray by IP) release of `key`; success also when it had none, as
+    /// Nacos answers.
+    pub async fn stop_beta(&self, caller: &Caller, key: &ConfigKey) -> Result<(), CoreError> {
+        self.stop_gray(caller, key, BETA_NAME, "").await?;
         Ok(())
     }
 
@@ -211,10 +335,10 @@ impl ConfigService {
     /// change-log follower, on behalf of no client: it has no caller and no readiness
     /// guard, because a change must reach the cache also while it is loading.
     pub async fn reload(&self, key: &ConfigKey) -> Result<bool, CoreError> {
-        // What to tell listeners: (md5, revision) of the change, if the cache changed.
+        // The revision to tell listeners of, if the cache changed.
         let event = {
             let _guard = self.write_lock(key).lock().await;
-            match self.inner.store.get(key).await? {
+            let formal = match self.inner.store.get(key).await? {
                 Some(cfg) => {
                     let cfg = Arc::new(cfg);
                     let changed = self
@@ -223,19 +347,27 @@ impl ConfigService {
                         .get(key)
                         .map(|c| c.md5 != cfg.md5 || c.revision < cfg.revision)
                         .unwrap_or(true);
-                    (changed && self.apply(cfg.clone())).then(|| (cfg.md5.clone(), cfg.revision))
+                    (changed && self.apply(cfg.clone())).then_some(cfg.revision)
                 }
-                None => self
-                    .inner
-                    .cache
-                    .remove(key)
-                    .map(|(_, old)| (String::new(), old.revision)),
+                None => self.inner.cache.remove(key).map(|(_, old)| old.revision),
+            };
+            let grays = self.refresh_grays(key).await?;
+            match (formal, grays) {
+                (Some(revision), _) => Some(revision),
+                (None, true) => Some(
+                    self.inner
+                        .cache
+                        .get(key)
+                        .map(|c| c.revision)
+                        .unwrap_or_default(),
+                ),
+                (None, false) => None,
             }
         };
         // Told outside the write lock, as in `publish`.
         match event {
-            Some((md5, revision)) => {
-                self.inner.hub.publish(key, &md5, revision);
+            Some(revision) => {
+                self.notify(key, revision);
                 Ok(true)
             }
             None => Ok(false),

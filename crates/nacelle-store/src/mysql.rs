@@ -76,6 +76,10 @@ impl Dialect for MySql {
     fn tag_list() -> &'static str {
         "GROUP_CONCAT(r.tag_name ORDER BY r.nid SEPARATOR ',')"
     }
+    /// `||` is OR in MySQL's default SQL mode.
+    fn concat(a: &str, b: &str) -> String {
+        format!("CONCAT({a}, {b})")
+    }
     /// Whole seconds, for `FROM_UNIXTIME`.
     fn time_value(ms: i64) -> i64 {
         ms.div_euclid(1000)
@@ -112,11 +116,18 @@ const SCHEMA_LOCK: &str = "CONCAT('nacelle_schema:', MD5(DATABASE()))";
 #[async_trait]
 impl Server for MySql {
     const BACKEND: &'static str = "mysql";
-    const MIGRATIONS: &'static [Migration] = &[(
-        1,
-        "Nacos 2.4 tables (created when absent)",
-        include_str!("../migrations/mysql/0001_nacos_tables.sql"),
-    )];
+    const MIGRATIONS: &'static [Migration] = &[
+        (
+            1,
+            "Nacos 2.4 tables (created when absent)",
+            include_str!("../migrations/mysql/0001_nacos_tables.sql"),
+        ),
+        (
+            2,
+            "gray release: config_info_gray (created when absent), nacelle_gray_log",
+            include_str!("../migrations/mysql/0002_gray.sql"),
+        ),
+    ];
     const SCHEMA_VERSION_DDL: &'static str =
         "CREATE TABLE IF NOT EXISTS `nacelle_schema_version` (\
         `version` int NOT NULL PRIMARY KEY, \

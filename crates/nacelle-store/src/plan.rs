@@ -25,17 +25,48 @@
 use std::borrow::Cow;
 
 use nacelle_core::{
-    ConfigKey, ConfigMeta, OpSource, OpType, PublishRecord, StoreError, StoredConfig,
+    ConfigKey, ConfigMeta, GraySpec, OpSource, OpType, PublishRecord, StoreError, StoredConfig,
 };
 
 use crate::common::split_tags;
 
-/// Which kind of row a plan writes. Today only the formal config (`config_info` with its
-/// `config_tags_relation` rows); gray release adds its own tables here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// `config_info`: what every client gets.
+/// Which kind of row a plan writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target<'a> {
+    /// `config_info` with its `config_tags_relation` rows, history in `his_config_info`:
+    /// what every client gets.
     Formal,
+    /// `config_info_gray` row `name` with its rule as Nacos 2.5/3.0 store it (`gray_rule`
+    /// JSON); history in Nacelle's gray change log (`nacelle_gray_log`). No tag relations.
+    Gray { name: &'a str, rule: String },
+}
+
+/// The `gray_rule` JSON of a gray, as Nacos 2.5/3.0 write it:
+/// `{"type":"beta","version":"1.0.0","expr":"1.1.1.1","priority":2147483647}`.
+pub(crate) fn gray_rule_json(spec: &GraySpec) -> String {
+    // Written by hand to keep Nacos's field order (type, version, expr, priority).
+    let quoted = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    format!(
+        r#"{{"type":{},"version":{},"expr":{},"priority":{}}}"#,
+        quoted(spec.rule.kind()),
+        quoted(spec.rule.version()),
+        quoted(&spec.rule.expr()),
+        spec.priority
+    )
+}
+
+/// The parts of a stored `gray_rule` JSON: type, expression, priority. Lenient as Nacos's
+/// reader is: a missing priority is 0.
+pub(crate) fn parse_gray_rule(json: &str) -> Result<(String, String, i32), StoreError> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| StoreError::Rejected(format!("gray_rule is not JSON: {e}")))?;
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+    let priority = v
+        .get("priority")
+        .and_then(|x| x.as_i64())
+        .and_then(|p| i32::try_from(p).ok())
+        .unwrap_or(0);
+    Ok((text("type"), text("expr"), priority))
 }
 
 /// What a write needs of the row it replaces, read under its row lock.
@@ -131,7 +162,7 @@ pub(crate) struct HistoryRow<'a> {
 /// Everything one write stores, in one transaction.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan<'a> {
-    pub target: Target,
+    pub target: Target<'a>,
     pub key: &'a ConfigKey,
     pub row: RowWrite<'a>,
     pub tags: TagWrite<'a>,
@@ -180,7 +211,19 @@ pub(crate) fn plan_publish<'a>(
         }
     }
     let content = String::from_utf8_lossy(&rec.content);
-    let tags = split_tags(&rec.meta.config_tags);
+    let target = match &rec.gray {
+        None => Target::Formal,
+        Some(spec) => Target::Gray {
+            name: &spec.name,
+            rule: gray_rule_json(spec),
+        },
+    };
+    // Gray rows have no tag relations.
+    let tags = match target {
+        Target::Formal => split_tags(&rec.meta.config_tags),
+        Target::Gray { .. } => Vec::new(),
+    };
+    let formal = target == Target::Formal;
     let (row, tags, history) = match current {
         None => (
             RowWrite::Insert(NewRow {
@@ -215,14 +258,14 @@ pub(crate) fn plan_publish<'a>(
                 },
             },
             TagWrite {
-                clear: true,
+                clear: formal,
                 insert: tags,
             },
             replaced(old, &rec.source, OpType::Update, now_ms),
         ),
     };
     Ok(Plan {
-        target: Target::Formal,
+        target,
         key: &rec.key,
         row,
         tags,
@@ -230,20 +273,44 @@ pub(crate) fn plan_publish<'a>(
     })
 }
 
-/// Plans the removal of `key`; `None` when nothing is stored under it.
+/// Plans the removal of `key`'s formal config; `None` when nothing is stored under it.
 pub(crate) fn plan_remove<'a>(
     key: &'a ConfigKey,
     source: &'a OpSource,
     current: Option<&'a Current>,
     now_ms: i64,
 ) -> Option<Plan<'a>> {
+    plan_delete(Target::Formal, key, source, current, now_ms)
+}
+
+/// Plans the removal of gray `name` of `key` whose stored rule is `rule` (recorded in
+/// the change log); `None` when that gray does not exist.
+pub(crate) fn plan_remove_gray<'a>(
+    key: &'a ConfigKey,
+    name: &'a str,
+    rule: String,
+    source: &'a OpSource,
+    current: Option<&'a Current>,
+    now_ms: i64,
+) -> Option<Plan<'a>> {
+    plan_delete(Target::Gray { name, rule }, key, source, current, now_ms)
+}
+
+fn plan_delete<'a>(
+    target: Target<'a>,
+    key: &'a ConfigKey,
+    source: &'a OpSource,
+    current: Option<&'a Current>,
+    now_ms: i64,
+) -> Option<Plan<'a>> {
     let old = current?;
+    let clear = target == Target::Formal;
     Some(Plan {
-        target: Target::Formal,
+        target,
         key,
         row: RowWrite::Delete { id: old.id },
         tags: TagWrite {
-            clear: true,
+            clear,
             insert: Vec::new(),
         },
         history: replaced(old, source, OpType::Delete, now_ms),
@@ -288,6 +355,7 @@ mod tests {
             },
             cas_md5: None,
             now_ms: 9_999,
+            gray: None,
         }
     }
 

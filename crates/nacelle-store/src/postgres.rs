@@ -82,11 +82,18 @@ impl GeneratedIds for Postgres {
 #[async_trait]
 impl Server for Postgres {
     const BACKEND: &'static str = "postgres";
-    const MIGRATIONS: &'static [Migration] = &[(
-        1,
-        "Nacos 2.4 tables (created when absent)",
-        include_str!("../migrations/postgres/0001_nacos_tables.sql"),
-    )];
+    const MIGRATIONS: &'static [Migration] = &[
+        (
+            1,
+            "Nacos 2.4 tables (created when absent)",
+            include_str!("../migrations/postgres/0001_nacos_tables.sql"),
+        ),
+        (
+            2,
+            "gray release: config_info_gray (created when absent), nacelle_gray_log",
+            include_str!("../migrations/postgres/0002_gray.sql"),
+        ),
+    ];
     const SCHEMA_VERSION_DDL: &'static str = "CREATE TABLE IF NOT EXISTS nacelle_schema_version (\
         version integer PRIMARY KEY, \
         description varchar(200) NOT NULL, \

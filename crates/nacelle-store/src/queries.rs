@@ -50,6 +50,10 @@ pub trait Dialect: sqlx::Database {
     }
     /// Rows an `UPDATE`/`DELETE` reported.
     fn rows_affected(done: &Self::QueryResult) -> u64;
+    /// String concatenation of two expressions (`||` by default, MySQL's `CONCAT`).
+    fn concat(a: &str, b: &str) -> String {
+        format!("({a} || {b})")
+    }
 }
 
 /// One bound value.
@@ -88,6 +92,23 @@ pub(crate) struct Queries {
     pub purge_by_count: String,
     /// Purge candidates by age or count: `after_nid`, `until_nid`, cutoff time, N - 1, limit.
     pub purge_by_age_or_count: String,
+    /// Every `config_info_gray` row / those of one key (columns of `config_from_row`
+    /// plus `gray_name`, `gray_rule`).
+    pub load_grays: String,
+    pub grays_of: String,
+    /// Nacos 2.4's beta and tag rows, all / of one key (`gray_name` and `gray_rule`
+    /// columns hold the beta list and the tag).
+    pub load_legacy_betas: String,
+    pub legacy_betas_of: String,
+    pub load_legacy_tags: String,
+    pub legacy_tags_of: String,
+    pub lock_gray: String,
+    pub insert_gray: String,
+    pub update_gray: String,
+    pub delete_gray: String,
+    pub insert_gray_log: String,
+    pub gray_changes_since: String,
+    pub max_gray_nid: String,
 }
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
@@ -120,6 +141,44 @@ impl Queries {
             D::ms("gmt_create"),
             D::ms("gmt_modified"),
         );
+        let gray_columns = |rule_cols: &str, table: &str, name_match: &str| {
+            format!(
+                "{} AS id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, \
+                 'text' AS type, c.app_name, '' AS c_desc, '' AS c_use, '' AS effect, \
+                 '' AS c_schema, {edk} AS encrypted_data_key, c.src_user, c.src_ip, \
+                 {} AS gmt_create, {} AS gmt_modified, '' AS config_tags, {rule_cols}, \
+                 {} AS revision FROM {table} c",
+                D::signed("c.id"),
+                D::ms("c.gmt_create"),
+                D::ms("c.gmt_modified"),
+                D::signed(&format!(
+                    "COALESCE((SELECT MAX(l.nid) FROM nacelle_gray_log l WHERE \
+                     l.data_id = c.data_id AND l.group_id = c.group_id AND \
+                     l.tenant_id = c.tenant_id AND l.gray_name = {name_match}), 0)"
+                )),
+                edk = if table == "config_info_tag" {
+                    "''"
+                } else {
+                    "c.encrypted_data_key"
+                },
+            )
+        };
+        let grays = gray_columns(
+            "c.gray_name, c.gray_rule",
+            "config_info_gray",
+            "c.gray_name",
+        );
+        let betas = gray_columns(
+            "'beta' AS gray_name, c.beta_ips AS gray_rule",
+            "config_info_beta",
+            "'beta'",
+        );
+        let tags = gray_columns(
+            "c.tag_id AS gray_name, c.tag_id AS gray_rule",
+            "config_info_tag",
+            &D::concat("'tag_'", "c.tag_id"),
+        );
+        let key_match_c = "c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?";
         let q = |sql: String| spell::<D>(&sql);
         let purge = |condemned: &str| q(purge_candidates::<D>(condemned));
         let by_age = format!("h.gmt_modified < {time}");
@@ -211,6 +270,49 @@ impl Queries {
                  content, md5, gmt_create, gmt_modified, src_user, src_ip, op_type, \
                  encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, {time}, {time}, ?, ?, ?, ?){}",
                 D::INSERT_HISTORY_TAIL
+            )),
+            load_grays: q(format!("SELECT {grays} ORDER BY c.id")),
+            grays_of: q(format!("SELECT {grays} WHERE {key_match_c} ORDER BY c.id")),
+            load_legacy_betas: q(format!("SELECT {betas} ORDER BY c.id")),
+            legacy_betas_of: q(format!("SELECT {betas} WHERE {key_match_c}")),
+            load_legacy_tags: q(format!("SELECT {tags} ORDER BY c.id")),
+            legacy_tags_of: q(format!("SELECT {tags} WHERE {key_match_c} ORDER BY c.id")),
+            lock_gray: q(format!(
+                "SELECT {} AS id, content, md5, app_name, encrypted_data_key, \
+                 {} AS gmt_create, gray_rule FROM config_info_gray WHERE {KEY_MATCH} \
+                 AND gray_name = ?{}",
+                D::signed("id"),
+                D::ms("gmt_create"),
+                D::FOR_UPDATE
+            )),
+            insert_gray: q(format!(
+                "INSERT INTO config_info_gray (data_id, group_id, tenant_id, content, md5, \
+                 gmt_create, gmt_modified, src_user, src_ip, app_name, gray_name, gray_rule, \
+                 encrypted_data_key) VALUES (?, ?, ?, ?, ?, {time}, {time}, ?, ?, ?, ?, ?, ?){}",
+                D::INSERT_CONFIG_TAIL
+            )),
+            update_gray: q(format!(
+                "UPDATE config_info_gray SET content = ?, md5 = ?, gmt_modified = {time}, \
+                 src_user = ?, src_ip = ?, app_name = ?, gray_rule = ?, \
+                 encrypted_data_key = ? WHERE id = ?"
+            )),
+            delete_gray: q("DELETE FROM config_info_gray WHERE id = ?".into()),
+            insert_gray_log: q(format!(
+                "INSERT INTO nacelle_gray_log (id, data_id, group_id, tenant_id, gray_name, \
+                 gray_rule, app_name, content, md5, gmt_create, gmt_modified, src_user, \
+                 src_ip, op_type, encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, \
+                 {time}, {time}, ?, ?, ?, ?){}",
+                D::INSERT_HISTORY_TAIL
+            )),
+            gray_changes_since: q(format!(
+                "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \
+                 FROM nacelle_gray_log WHERE nid > ? ORDER BY nid LIMIT ?",
+                D::signed("nid"),
+                D::ms("gmt_modified")
+            )),
+            max_gray_nid: q(format!(
+                "SELECT {} AS n FROM nacelle_gray_log",
+                D::signed("COALESCE(MAX(nid), 0)")
             )),
         }
     }
@@ -310,7 +412,10 @@ pub(crate) struct Statement<'a> {
 
 /// The statements that execute `plan`, spelled by `D`.
 pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> Vec<Statement<'a>> {
-    let Target::Formal = plan.target;
+    let gray = match &plan.target {
+        Target::Formal => None,
+        Target::Gray { name, rule } => Some((*name, rule.as_str())),
+    };
     let text = |s: &'a str| Param::Value(Arg::Text(s));
     let int = |i: i64| Param::Value(Arg::Int(i));
     let key = key_args(plan.key).map(Param::Value);
@@ -329,8 +434,8 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
             text(&m.encrypted_data_key),
         ]
     };
-    match &plan.row {
-        RowWrite::Insert(row) => {
+    match (&plan.row, gray) {
+        (RowWrite::Insert(row), None) => {
             let mut params = key.to_vec();
             params.extend([
                 text(&row.content),
@@ -345,7 +450,27 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
                 returns: Returns::RowId,
             });
         }
-        RowWrite::Update { id, row } => {
+        (RowWrite::Insert(row), Some((name, rule))) => {
+            let mut params = key.to_vec();
+            params.extend([
+                text(&row.content),
+                text(&row.rec.md5),
+                int(D::time_value(row.created_ms)),
+                int(D::time_value(row.modified_ms)),
+                text(&row.rec.source.src_user),
+                text(&row.rec.source.src_ip),
+                text(&row.rec.meta.app_name),
+                text(name),
+                text(rule),
+                text(&row.rec.meta.encrypted_data_key),
+            ]);
+            out.push(Statement {
+                sql: &q.insert_gray,
+                params,
+                returns: Returns::RowId,
+            });
+        }
+        (RowWrite::Update { id, row }, None) => {
             let mut params = vec![
                 text(&row.content),
                 text(&row.rec.md5),
@@ -359,8 +484,27 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
                 returns: Returns::Nothing,
             });
         }
-        RowWrite::Delete { id } => out.push(Statement {
-            sql: &q.delete_config,
+        (RowWrite::Update { id, row }, Some((_, rule))) => out.push(Statement {
+            sql: &q.update_gray,
+            params: vec![
+                text(&row.content),
+                text(&row.rec.md5),
+                int(D::time_value(row.modified_ms)),
+                text(&row.rec.source.src_user),
+                text(&row.rec.source.src_ip),
+                text(&row.rec.meta.app_name),
+                text(rule),
+                text(&row.rec.meta.encrypted_data_key),
+                int(*id),
+            ],
+            returns: Returns::Nothing,
+        }),
+        (RowWrite::Delete { id }, gray) => out.push(Statement {
+            sql: if gray.is_some() {
+                &q.delete_gray
+            } else {
+                &q.delete_config
+            },
             params: vec![int(*id)],
             returns: Returns::Nothing,
         }),
@@ -383,21 +527,30 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
     }
     let h = &plan.history;
     let now = int(D::time_value(h.now_ms));
-    let mut params = vec![int(h.config_id)];
-    params.extend(key);
+    let (sql, mut params) = match gray {
+        // The gray change log records the gray row's id (0 for an insert, as history
+        // does) and its name and rule.
+        Some((name, rule)) => {
+            let mut params = vec![int(h.config_id)];
+            params.extend(key);
+            params.extend([text(name), text(rule)]);
+            (&q.insert_gray_log, params)
+        }
+        None => {
+            let mut params = vec![int(h.config_id)];
+            params.extend(key);
+            (&q.insert_history, params)
+        }
+    };
+    params.extend([text(h.app_name), text(&h.content), text(&h.md5), now, now]);
     params.extend([
-        text(h.app_name),
-        text(&h.content),
-        text(&h.md5),
-        now,
-        now,
         text(&h.source.src_user),
         text(&h.source.src_ip),
         text(h.op.as_str()),
         text(h.encrypted_data_key),
     ]);
     out.push(Statement {
-        sql: &q.insert_history,
+        sql,
         params,
         returns: Returns::Revision,
     });
@@ -496,6 +649,7 @@ mod tests {
             source: OpSource::default(),
             cas_md5: None,
             now_ms: 1,
+            gray: None,
         };
         let old = Current::new(
             3,

@@ -13,13 +13,13 @@ use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
 };
 use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool};
 
 use crate::common::{self, timed, with_retries, TxError};
-use crate::plan::{plan_publish, plan_remove};
+use crate::plan::{plan_publish, plan_remove, plan_remove_gray};
 use crate::queries::{Arg, Queries};
 use crate::sql::{self, GeneratedIds};
 use crate::{map_err, OpenError, StoreOptions};
@@ -180,10 +180,15 @@ impl<DB: Server> SqlStore<DB> {
         }
     }
 
-    /// One attempt at a publish, in one transaction.
+    /// One attempt at a publish (of the formal config or of a gray), in one transaction.
     async fn publish_once(&self, rec: &PublishRecord) -> Result<StoredConfig, TxError> {
         let mut tx = self.pool.begin().await?;
-        let current = sql::lock_current::<DB>(&mut tx, &self.queries, &rec.key).await?;
+        let current = match &rec.gray {
+            None => sql::lock_current::<DB>(&mut tx, &self.queries, &rec.key).await?,
+            Some(spec) => sql::lock_gray::<DB>(&mut tx, &self.queries, &rec.key, &spec.name)
+                .await?
+                .map(|(current, _)| current),
+        };
         let plan = plan_publish(rec, current.as_ref(), DB::stored_ms(rec.now_ms))?;
         let (id, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
         tx.commit().await?;
@@ -207,6 +212,55 @@ impl<DB: Server> SqlStore<DB> {
         let (_, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
         tx.commit().await?;
         Ok(RemoveOutcome::Removed { revision })
+    }
+}
+
+impl<DB: Server> SqlStore<DB> {
+    /// One attempt at removing a gray, in one transaction.
+    async fn remove_gray_once(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, TxError> {
+        let mut tx = self.pool.begin().await?;
+        let Some((current, rule)) = sql::lock_gray::<DB>(&mut tx, &self.queries, key, name).await?
+        else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        let now = DB::stored_ms(now_ms);
+        let Some(plan) = plan_remove_gray(key, name, rule, source, Some(&current), now) else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        let (_, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
+        tx.commit().await?;
+        Ok(RemoveOutcome::Removed { revision })
+    }
+
+    /// One attempt at a promotion, in one transaction: the gray's row is locked first,
+    /// then the formal one (the order every gray write takes).
+    async fn promote_once(&self, rec: &PublishRecord, name: &str) -> Result<StoredConfig, TxError> {
+        let mut tx = self.pool.begin().await?;
+        let q = &self.queries;
+        let Some((gray, rule)) = sql::lock_gray::<DB>(&mut tx, q, &rec.key, name).await? else {
+            return Err(StoreError::NotFound(format!("no gray `{name}`")).into());
+        };
+        if gray.md5 != rec.md5 {
+            return Err(StoreError::CasMismatch.into());
+        }
+        let now = DB::stored_ms(rec.now_ms);
+        let current = sql::lock_current::<DB>(&mut tx, q, &rec.key).await?;
+        let plan = plan_publish(rec, current.as_ref(), now)?;
+        let (id, revision) = sql::execute::<DB>(&mut tx, q, &plan).await?;
+        let source = &rec.source;
+        if let Some(drop) = plan_remove_gray(&rec.key, name, rule, source, Some(&gray), now) {
+            sql::execute::<DB>(&mut tx, q, &drop).await?;
+        }
+        tx.commit().await?;
+        Ok(plan
+            .stored(id, revision)
+            .ok_or_else(|| StoreError::Unavailable("a promotion was planned as a delete".into()))?)
     }
 }
 
@@ -239,6 +293,63 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         timed(
             self.op_timeout,
             with_retries(|| self.remove_once(key, source, now_ms)),
+        )
+        .await
+    }
+
+    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
+        sql::load_grays(&self.pool, &self.queries).await
+    }
+
+    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
+        timed(
+            self.op_timeout,
+            sql::grays_of(&self.pool, &self.queries, key),
+        )
+        .await
+    }
+
+    async fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        DB::refuse_remove(key, source)?;
+        timed(
+            self.op_timeout,
+            with_retries(|| self.remove_gray_once(key, name, source, now_ms)),
+        )
+        .await
+    }
+
+    async fn promote_gray(
+        &self,
+        record: &PublishRecord,
+        name: &str,
+    ) -> Result<StoredConfig, StoreError> {
+        DB::refuse_publish(record)?;
+        timed(
+            self.op_timeout,
+            with_retries(|| self.promote_once(record, name)),
+        )
+        .await
+    }
+
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        let read = sql::gray_changes_since(&self.pool, &self.queries, after_nid, limit);
+        timed(self.op_timeout, read).await
+    }
+
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        timed(
+            self.op_timeout,
+            sql::max_gray_nid(&self.pool, &self.queries),
         )
         .await
     }

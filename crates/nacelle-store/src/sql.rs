@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, HistoryRetention, Namespace,
-    OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig,
+    OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig, StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -148,6 +148,127 @@ pub(crate) async fn get<DB: Exec>(
         .await
         .map_err(map_err)?;
     row.map(|r| config_from_row::<DB>(&r)).transpose()
+}
+
+/// Where a gray row was read from: decides how its `gray_name`/`gray_rule` columns read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GraySource {
+    /// `config_info_gray`: the name, and the rule as JSON.
+    Gray,
+    /// Nacos 2.4's `config_info_beta`: the rule column holds `beta_ips`.
+    LegacyBeta,
+    /// Nacos 2.4's `config_info_tag`: both columns hold `tag_id`.
+    LegacyTag,
+}
+
+/// Decodes a gray row of `source`.
+fn gray_from_row<DB: Exec>(row: &DB::Row, source: GraySource) -> Result<StoredGray, StoreError> {
+    use nacelle_core::gray::{BETA_PRIORITY, TAG_NAME_PREFIX, TAG_PRIORITY, TYPE_BETA, TYPE_TAG};
+    let config = config_from_row::<DB>(row)?;
+    let name = DB::text(row, "gray_name")?;
+    let rule = DB::text(row, "gray_rule")?;
+    let (name, rule_type, rule_expr, priority) = match source {
+        GraySource::Gray => {
+            let (kind, expr, priority) = crate::plan::parse_gray_rule(&rule)?;
+            (name, kind, expr, priority)
+        }
+        GraySource::LegacyBeta => (name, TYPE_BETA.into(), rule, BETA_PRIORITY),
+        GraySource::LegacyTag => (
+            format!("{TAG_NAME_PREFIX}{name}"),
+            TYPE_TAG.into(),
+            rule,
+            TAG_PRIORITY,
+        ),
+    };
+    Ok(StoredGray {
+        name,
+        rule_type,
+        rule_expr,
+        priority,
+        config,
+    })
+}
+
+/// Gray rows from the three statements (gray table, 2.4 beta, 2.4 tag), bound with `args`:
+/// a 2.4 row is kept only when `config_info_gray` has no row of its key and name (Nacos
+/// 2.5 migrates 2.4's rows into `config_info_gray`; the migrated row wins). A row whose
+/// rule cannot be read is skipped with a warning rather than failing every read.
+async fn read_grays<DB: Exec>(
+    pool: &Pool<DB>,
+    sqls: [&str; 3],
+    args: &[Arg<'_>],
+) -> Result<Vec<StoredGray>, StoreError> {
+    let mut c = conn(pool).await?;
+    let mut out: Vec<StoredGray> = Vec::new();
+    let sources = [
+        GraySource::Gray,
+        GraySource::LegacyBeta,
+        GraySource::LegacyTag,
+    ];
+    for (sql, source) in sqls.into_iter().zip(sources) {
+        let rows = DB::rows(&mut *c, sql, args).await.map_err(map_err)?;
+        for row in &rows {
+            let gray = match gray_from_row::<DB>(row, source) {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!("skipping a gray row that cannot be read: {e}");
+                    continue;
+                }
+            };
+            let taken = out
+                .iter()
+                .any(|g| g.name == gray.name && g.config.key == gray.config.key);
+            if !taken {
+                out.push(gray);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every gray variant (see [`ConfigStore::load_grays`](nacelle_core::ConfigStore)).
+pub(crate) async fn load_grays<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+) -> Result<Vec<StoredGray>, StoreError> {
+    let sqls = [
+        q.load_grays.as_str(),
+        &q.load_legacy_betas,
+        &q.load_legacy_tags,
+    ];
+    read_grays(pool, sqls, &[]).await
+}
+
+/// The gray variants of one key.
+pub(crate) async fn grays_of<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    key: &ConfigKey,
+) -> Result<Vec<StoredGray>, StoreError> {
+    let sqls = [q.grays_of.as_str(), &q.legacy_betas_of, &q.legacy_tags_of];
+    read_grays(pool, sqls, &key_args(key)).await
+}
+
+/// The gray change log after `after_nid`.
+pub(crate) async fn gray_changes_since<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    after_nid: i64,
+    limit: u32,
+) -> Result<Vec<ChangeRecord>, StoreError> {
+    let args = [Arg::Int(after_nid), Arg::Int(i64::from(limit))];
+    let rows = DB::rows(&mut *conn(pool).await?, &q.gray_changes_since, &args)
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(change_from_row::<DB>).collect()
+}
+
+/// The largest `nid` of the gray change log, 0 when there is none.
+pub(crate) async fn max_gray_nid<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+) -> Result<i64, StoreError> {
+    count(pool, &q.max_gray_nid, &[]).await
 }
 
 /// History of one key, newest first.
@@ -466,6 +587,31 @@ pub(crate) async fn lock_current<DB: Exec>(
         DB::text(&r, "app_name")?,
         DB::text(&r, "encrypted_data_key")?,
         DB::int(&r, "gmt_create")?,
+    )))
+}
+
+/// Reads gray `name` of `key` under the dialect's row lock: the current row and its
+/// stored rule JSON.
+pub(crate) async fn lock_gray<DB: Exec>(
+    conn: &mut DB::Connection,
+    q: &Queries,
+    key: &ConfigKey,
+    name: &str,
+) -> Result<Option<(Current, String)>, TxError> {
+    let [d, g, t] = key_args(key);
+    let Some(r) = DB::row(conn, &q.lock_gray, &[d, g, t, Arg::Text(name)]).await? else {
+        return Ok(None);
+    };
+    Ok(Some((
+        Current::new(
+            DB::int(&r, "id")?,
+            DB::text(&r, "content")?,
+            DB::text(&r, "md5")?,
+            DB::text(&r, "app_name")?,
+            DB::text(&r, "encrypted_data_key")?,
+            DB::int(&r, "gmt_create")?,
+        ),
+        DB::text(&r, "gray_rule")?,
     )))
 }
 

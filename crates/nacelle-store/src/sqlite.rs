@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
@@ -157,6 +157,53 @@ impl ConfigStore for SqliteStore {
         answer.await.map_err(|_| writer_gone())?
     }
 
+    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
+        sql::load_grays(&self.reader, &self.queries).await
+    }
+
+    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
+        sql::grays_of(&self.reader, &self.queries, key).await
+    }
+
+    async fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let op = WriteOp::RemoveGray(
+            Box::new((key.clone(), name.to_string(), source.clone(), now_ms)),
+            reply,
+        );
+        self.submit(op).await?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+
+    async fn promote_gray(
+        &self,
+        record: &PublishRecord,
+        name: &str,
+    ) -> Result<StoredConfig, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let op = WriteOp::Promote(Box::new((record.clone(), name.to_string())), reply);
+        self.submit(op).await?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::gray_changes_since(&self.reader, &self.queries, after_nid, limit).await
+    }
+
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        sql::max_gray_nid(&self.reader, &self.queries).await
+    }
+
     async fn history_page(
         &self,
         key: &ConfigKey,
@@ -246,6 +293,7 @@ mod tests {
             },
             cas_md5: None,
             now_ms: nacelle_core::now_millis(),
+            gray: None,
         }
     }
 

@@ -25,7 +25,7 @@ use rusqlite::{params_from_iter, Connection, OptionalExtension};
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::plan::{plan_publish, plan_remove, Current, Plan};
+use crate::plan::{plan_publish, plan_remove, plan_remove_gray, Current, Plan};
 use crate::queries::{self, key_args, Arg, Queries, Returns, Written};
 
 /// Most writes committed in one transaction.
@@ -45,6 +45,16 @@ pub(crate) enum WriteOp {
         OpSource,
         i64,
         oneshot::Sender<Result<RemoveOutcome, StoreError>>,
+    ),
+    /// Removal of a gray: key, gray name, source, time.
+    RemoveGray(
+        Box<(ConfigKey, String, OpSource, i64)>,
+        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
+    ),
+    /// Promotion of a gray: the formal record to write and the gray's name.
+    Promote(
+        Box<(PublishRecord, String)>,
+        oneshot::Sender<Result<StoredConfig, StoreError>>,
     ),
     /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_history`),
     /// run in a transaction of its own between groups, so a failing purge never rolls back
@@ -185,6 +195,25 @@ impl Writer {
                     }
                     done.push(Done::Remove(r, reply));
                 }
+                WriteOp::RemoveGray(op, reply) => {
+                    let (key, name, source, now_ms) = *op;
+                    let r = self.remove_gray(&key, &name, &source, now_ms);
+                    if let Err(e) = &r {
+                        abort = Some(e.to_string());
+                    }
+                    done.push(Done::Remove(r, reply));
+                }
+                WriteOp::Promote(op, reply) => {
+                    let (rec, name) = *op;
+                    let r = self.promote(&rec, &name);
+                    // Decided before anything is written, like a CAS failure.
+                    if let Err(e) = &r {
+                        if !matches!(e, StoreError::CasMismatch | StoreError::NotFound(_)) {
+                            abort = Some(e.to_string());
+                        }
+                    }
+                    done.push(Done::Publish(Box::new(r), reply));
+                }
                 // `run` takes purges out of every group; should one get here, it is not
                 // run inside the group's transaction but failed as skipped.
                 op @ WriteOp::PurgeHistory(..) => done.push(Done::Skipped(op)),
@@ -271,6 +300,37 @@ impl Writer {
             .map_err(db_err)
     }
 
+    /// Reads gray `name` of `key` and its stored rule JSON (the group's transaction holds
+    /// the write lock).
+    fn current_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+    ) -> Result<Option<(Current, String)>, StoreError> {
+        let text = |r: &rusqlite::Row<'_>, i: usize| {
+            r.get::<_, Option<String>>(i).map(Option::unwrap_or_default)
+        };
+        let [d, g, t] = key_args(key);
+        self.conn
+            .prepare_cached(&self.queries.lock_gray)
+            .map_err(db_err)?
+            .query_row(params_from_iter([d, g, t, Arg::Text(name)]), |r| {
+                Ok((
+                    Current::new(
+                        r.get(0)?,
+                        text(r, 1)?,
+                        text(r, 2)?,
+                        text(r, 3)?,
+                        text(r, 4)?,
+                        r.get(5)?,
+                    ),
+                    text(r, 6)?,
+                ))
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
     /// Runs the statements of `plan`: the config row's id and the new revision.
     fn execute(&self, plan: &Plan<'_>) -> Result<(i64, i64), StoreError> {
         let mut written = Written::new(plan);
@@ -295,7 +355,10 @@ impl Writer {
     }
 
     fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        let current = self.current(&rec.key)?;
+        let current = match &rec.gray {
+            None => self.current(&rec.key)?,
+            Some(spec) => self.current_gray(&rec.key, &spec.name)?.map(|(c, _)| c),
+        };
         let plan = plan_publish(rec, current.as_ref(), rec.now_ms)?;
         let (id, revision) = self.execute(&plan)?;
         plan.stored(id, revision)
@@ -314,6 +377,47 @@ impl Writer {
         };
         let (_, revision) = self.execute(&plan)?;
         Ok(RemoveOutcome::Removed { revision })
+    }
+}
+
+impl Writer {
+    fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        let Some((current, rule)) = self.current_gray(key, name)? else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        let Some(plan) = plan_remove_gray(key, name, rule, source, Some(&current), now_ms) else {
+            return Ok(RemoveOutcome::Absent);
+        };
+        let (_, revision) = self.execute(&plan)?;
+        Ok(RemoveOutcome::Removed { revision })
+    }
+
+    /// The gray's content becomes the formal config and the gray goes, as on the other
+    /// backends (`server.rs`, `promote_once`). Checks come first, so a refused promotion
+    /// writes nothing and its group goes on.
+    fn promote(&self, rec: &PublishRecord, name: &str) -> Result<StoredConfig, StoreError> {
+        let Some((gray, rule)) = self.current_gray(&rec.key, name)? else {
+            return Err(StoreError::NotFound(format!("no gray `{name}`")));
+        };
+        if gray.md5 != rec.md5 {
+            return Err(StoreError::CasMismatch);
+        }
+        let current = self.current(&rec.key)?;
+        let plan = plan_publish(rec, current.as_ref(), rec.now_ms)?;
+        let (id, revision) = self.execute(&plan)?;
+        let source = &rec.source;
+        if let Some(drop) = plan_remove_gray(&rec.key, name, rule, source, Some(&gray), rec.now_ms)
+        {
+            self.execute(&drop)?;
+        }
+        plan.stored(id, revision)
+            .ok_or_else(|| StoreError::Unavailable("a promotion was planned as a delete".into()))
     }
 }
 
@@ -345,6 +449,8 @@ fn fail_op(op: WriteOp, msg: &str) {
     match op {
         WriteOp::Publish(_, reply) => answer(reply, Err(err())),
         WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
+        WriteOp::RemoveGray(_, reply) => answer(reply, Err(err())),
+        WriteOp::Promote(_, reply) => answer(reply, Err(err())),
         WriteOp::PurgeHistory(_, reply) => answer(reply, Err(err())),
     }
 }
@@ -407,6 +513,7 @@ pub(crate) mod tests {
             source: OpSource::default(),
             cas_md5: None,
             now_ms,
+            gray: None,
         }
     }
 

@@ -74,6 +74,7 @@ fn record(key: &ConfigKey, content: &str, now_ms: i64) -> PublishRecord {
         },
         cas_md5: None,
         now_ms,
+        gray: None,
     }
 }
 

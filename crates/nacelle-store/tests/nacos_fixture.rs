@@ -332,6 +332,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
             source: source.clone(),
             cas_md5: Some(md5_hex(V2.as_bytes())),
             now_ms: now,
+            gray: None,
         })
         .await?;
     assert_eq!(updated.id, 1);
@@ -422,6 +423,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
             source: source.clone(),
             cas_md5: None,
             now_ms: now,
+            gray: None,
         })
         .await?;
     let row = conn
@@ -517,6 +519,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
             source,
             cas_md5: None,
             now_ms: now,
+            gray: None,
         })
         .await;
     assert!(

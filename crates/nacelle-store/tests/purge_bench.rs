@@ -45,6 +45,7 @@ fn record(key: &ConfigKey, content: &str) -> PublishRecord {
         source: OpSource::default(),
         cas_md5: None,
         now_ms: nacelle_core::now_millis(),
+        gray: None,
     }
 }
 

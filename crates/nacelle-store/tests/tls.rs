@@ -20,6 +20,7 @@ fn record(content: &str) -> PublishRecord {
         source: OpSource::default(),
         cas_md5: None,
         now_ms: 1_700_000_000_000,
+        gray: None,
     }
 }
 

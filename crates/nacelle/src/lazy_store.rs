@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
 };
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
@@ -67,6 +67,40 @@ impl ConfigStore for LazyStore {
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
         self.get_store()?.remove(key, source, now_ms).await
+    }
+    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
+        self.get_store()?.load_grays().await
+    }
+    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
+        self.get_store()?.grays_of(key).await
+    }
+    async fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        self.get_store()?
+            .remove_gray(key, name, source, now_ms)
+            .await
+    }
+    async fn promote_gray(
+        &self,
+        record: &PublishRecord,
+        name: &str,
+    ) -> Result<StoredConfig, StoreError> {
+        self.get_store()?.promote_gray(record, name).await
+    }
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        self.get_store()?.gray_changes_since(after_nid, limit).await
+    }
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        self.get_store()?.max_gray_nid().await
     }
     async fn history_page(
         &self,

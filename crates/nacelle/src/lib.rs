@@ -436,6 +436,7 @@ mod tests {
                 source: OpSource::default(),
                 cas_md5: None,
                 now_ms: nacelle_core::now_millis(),
+                gray: None,
             };
             newest = store.publish(&rec).await?.revision;
         }

@@ -45,7 +45,13 @@ fn to_service_request(req: ConfigPublishRequest) -> Result<PublishRequest, CoreE
     let add: HashMap<String, Option<String>> = req.addition_map.unwrap_or_default();
     let get = |name: &str| -> Option<&str> { non_blank(add.get(name).and_then(|v| v.as_deref())) };
     let owned = |name: &str| get(name).unwrap_or("").to_string();
-    let variant = Variant::from_wire(get("betaIps"), get("tag"))?;
+    let variant = Variant::from_wire_ext(
+        get("betaIps"),
+        get("tag"),
+        get("grayName"),
+        get("grayRule"),
+        get("grayPriority"),
+    )?;
     Ok(PublishRequest {
         key,
         content: req.content.unwrap_or_default(),
@@ -97,9 +103,20 @@ mod tests {
         assert_eq!(r.cas_md5.as_deref(), Some("abc"));
         assert_eq!(
             r.variant,
-            Variant::Beta {
-                ips: vec!["1.1.1.1".into(), "2.2.2.2".into()]
-            }
+            Variant::Gray(nacelle_core::GraySpec::beta("1.1.1.1,2.2.2.2").expect("valid"))
+        );
+
+        let req: ConfigPublishRequest = wire::from_json(
+            br#"{"dataId":"d","group":"G","content":"x",
+                "additionMap":{"grayName":"shop","grayRule":"AppName=shop","grayPriority":"7"}}"#,
+        )
+        .expect("parses");
+        let r = to_service_request(req).expect("valid");
+        assert_eq!(
+            r.variant,
+            Variant::Gray(
+                nacelle_core::GraySpec::labels("shop", "AppName=shop", Some(7)).expect("valid")
+            )
         );
     }
 }

@@ -163,20 +163,45 @@ pub(crate) async fn get_configs(
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
         let beta = st.service.beta_of(&p.caller, &key)?;
+        let ips = beta.as_ref().map(|b| b.ips.join(",")).unwrap_or_default();
         return Ok(json(&RestResult {
             code: 200,
             message: Some("query beta ok".into()),
-            data: beta.as_ref().map(|b| ConfigDetail::of(&b.config)),
+            data: beta.as_ref().map(|b| BetaDetail {
+                detail: ConfigDetail::of(&b.config),
+                beta_ips: &ips,
+            }),
         }));
     }
-    let Some(served) = st.service.get(&p.caller, &key, p.get("tag"))? else {
+    let Some(served) = st.service.get(&p.caller, &key, p.tag())? else {
         return Ok(not_found_response());
     };
-    let cfg = served.config;
+    let cfg = &served.config;
     if p.get("show") == Some("all") {
-        return Ok(json(&ConfigDetail::of(&cfg)));
+        return Ok(json(&ConfigDetail::of(cfg)));
     }
-    Ok(raw_config_response(&cfg))
+    let mut resp = raw_config_response(cfg);
+    let h = resp.headers_mut();
+    if served.beta {
+        h.insert("isBeta", HeaderValue::from_static("true"));
+    }
+    if let Some(tag) = served
+        .tag
+        .as_deref()
+        .and_then(|t| HeaderValue::from_str(t).ok())
+    {
+        h.insert("Vipserver-Tag", tag);
+    }
+    Ok(resp)
+}
+
+/// A beta with its IP list, as `?beta=true` answers it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BetaDetail<'a> {
+    #[serde(flatten)]
+    detail: ConfigDetail<'a>,
+    beta_ips: &'a str,
 }
 
 fn is_true(v: Option<&str>) -> bool {
@@ -257,6 +282,12 @@ pub(crate) async fn delete_configs(
         return Ok(json(&serde_json::json!({"code": 200, "data": true})));
     }
     let key = key_from_params(&p, "tenant")?;
+    if let Some(name) = p.non_blank("grayName") {
+        st.service
+            .stop_gray(&p.caller, &key, name, &src_user)
+            .await?;
+        return Ok(ok_true());
+    }
     if is_true(p.get("beta")) {
         st.service.stop_beta(&p.caller, &key).await?;
         return Ok(json(&RestResult {
