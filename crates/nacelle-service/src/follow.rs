@@ -19,9 +19,19 @@ pub const GAP_PATIENCE: Duration = Duration::from_secs(30);
 /// Rows read per query.
 const BATCH: u32 = 1000;
 
+/// Which change log a follower reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Log {
+    /// `his_config_info`: formal configs.
+    Formal,
+    /// `nacelle_gray_log`: gray variants.
+    Gray,
+}
+
 /// Position of a node in the change log.
 #[derive(Debug)]
 pub struct ChangeFollower {
+    log: Log,
     /// Every nid at or below this has been seen or given up on.
     low: i64,
     /// Seen nids above `low`.
@@ -33,7 +43,19 @@ pub struct ChangeFollower {
 impl ChangeFollower {
     /// Starts after `position` (the newest nid already reflected in the cache).
     pub fn starting_at(position: i64) -> Self {
+        Self::of(Log::Formal, position)
+    }
+
+    /// A follower of the gray change log (`nacelle_gray_log`) after `position`: gray
+    /// publishes, stops and promotions made on other nodes reach this one even when their
+    /// notification is lost, with the same gap handling.
+    pub fn grays_starting_at(position: i64) -> Self {
+        Self::of(Log::Gray, position)
+    }
+
+    fn of(log: Log, position: i64) -> Self {
         ChangeFollower {
+            log,
             low: position,
             seen: BTreeSet::new(),
             gaps: BTreeMap::new(),
@@ -49,7 +71,11 @@ impl ChangeFollower {
     pub async fn poll(&mut self, service: &ConfigService) -> Result<usize, CoreError> {
         let mut reloaded = 0;
         loop {
-            let rows = service.store().changes_since(self.low, BATCH).await?;
+            let store = service.store();
+            let rows = match self.log {
+                Log::Formal => store.changes_since(self.low, BATCH).await?,
+                Log::Gray => store.gray_changes_since(self.low, BATCH).await?,
+            };
             let full = rows.len() as u32 == BATCH;
             let mut keys: Vec<ConfigKey> = Vec::new();
             let mut last = self.low;

@@ -239,6 +239,12 @@ impl ConfigService {
         Ok(self.inner.store.max_history_nid().await?)
     }
 
+    /// The newest gray change-log `nid`: where following it starts (read it before
+    /// [`ConfigService::load`], as [`ConfigService::change_log_position`]).
+    pub async fn gray_log_position(&self) -> Result<i64, CoreError> {
+        Ok(self.inner.store.max_gray_nid().await?)
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits

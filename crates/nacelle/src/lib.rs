@@ -247,8 +247,9 @@ async fn load_then_follow(
         let attempt = async {
             // The position is read before the load, so no change can fall between them.
             let position = service.change_log_position().await?;
+            let gray_position = service.gray_log_position().await?;
             let n = service.load().await?;
-            Ok::<_, nacelle_core::CoreError>((position, n))
+            Ok::<_, nacelle_core::CoreError>(((position, gray_position), n))
         };
         match attempt.await {
             Ok((position, n)) => {
@@ -272,14 +273,19 @@ async fn load_then_follow(
         delay = (delay * 2).min(std::time::Duration::from_secs(10));
     };
     let Some(interval) = follow else { return };
-    let mut follower = nacelle_service::ChangeFollower::starting_at(position);
+    let mut follower = nacelle_service::ChangeFollower::starting_at(position.0);
+    let mut gray_follower = nacelle_service::ChangeFollower::grays_starting_at(position.1);
     let mut failing = false;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = stop.cancelled() => return,
         }
-        match follower.poll(&service).await {
+        let polled = match follower.poll(&service).await {
+            Ok(n) => gray_follower.poll(&service).await.map(|g| n + g),
+            Err(e) => Err(e),
+        };
+        match polled {
             Ok(n) => {
                 if failing {
                     tracing::info!("database reachable again; following its change log");

@@ -409,3 +409,101 @@ async fn grays_survive_a_restart(backend: Backend) -> TestResult {
     );
     Ok(())
 }
+
+/// Two nodes on one database with no cluster notifications between them (no members
+/// configured): the second learns of gray publishes, stops and promotions only from the
+/// gray change log it follows, within the 2 s bound.
+async fn a_node_that_misses_notifications_converges_on_grays(backend: Backend) -> TestResult {
+    let writer = server(backend).await?;
+    let url = writer
+        .db
+        .as_ref()
+        .map(|d| d.url.clone())
+        .ok_or("a shared database is needed")?;
+    let follower = TestServer::start_with_on(backend, |set| set.db = Some(url.clone())).await?;
+    let canary = client_from(&follower, "127.0.0.2")?;
+    let key = "shared.yaml";
+    writer.publish("", G, key, "s: 1").await?;
+    publish(
+        &writer.api,
+        key,
+        "s: beta",
+        &[("betaIps", "127.0.0.2")],
+        &[],
+    )
+    .await?;
+
+    let converge = |expect: (u16, bool, &'static str)| {
+        let canary = &canary;
+        async move {
+            let started = Instant::now();
+            loop {
+                let got = get(canary, key, &[], &[]).await?;
+                if (got.0, got.1, got.2.as_str()) == expect {
+                    return TestResult::Ok(started.elapsed());
+                }
+                if started.elapsed() > Duration::from_secs(2) {
+                    return Err(format!("not converged in 2 s: {got:?}, want {expect:?}").into());
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    println!(
+        "beta seen on the follower after {:?}",
+        converge((200, true, "s: beta")).await?
+    );
+    // Other addresses keep the formal config there.
+    assert_eq!(
+        get(&follower.api, key, &[], &[]).await?,
+        (200, false, "s: 1".into())
+    );
+
+    let resp = writer
+        .api
+        .http
+        .delete(writer.api.url(CONFIGS))
+        .query(&[("dataId", key), ("group", G), ("beta", "true")])
+        .send()
+        .await?;
+    assert_eq!(resp.status().as_u16(), 200);
+    println!(
+        "stop seen after {:?}",
+        converge((200, false, "s: 1")).await?
+    );
+
+    publish(&writer.api, key, "s: 2", &[("betaIps", "127.0.0.2")], &[]).await?;
+    converge((200, true, "s: 2")).await?;
+    let resp = writer
+        .api
+        .http
+        .post(writer.api.url("/nacos/v2/cs/config/gray/promote"))
+        .form(&[("dataId", key), ("group", G), ("grayName", "beta")])
+        .send()
+        .await?;
+    assert_eq!(resp.status().as_u16(), 200);
+    println!(
+        "promotion seen after {:?}",
+        converge((200, false, "s: 2")).await?
+    );
+    assert_eq!(get(&follower.api, key, &[], &[]).await?.2, "s: 2");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_misses_notifications_converges_on_grays_mariadb() -> TestResult {
+    nacelle_testkit::per_backend::run_on(
+        Backend::MariaDb,
+        a_node_that_misses_notifications_converges_on_grays,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_misses_notifications_converges_on_grays_postgres() -> TestResult {
+    nacelle_testkit::per_backend::run_on(
+        Backend::Postgres,
+        a_node_that_misses_notifications_converges_on_grays,
+    )
+    .await
+}
