@@ -16,7 +16,9 @@ use serde_json::Value;
 
 const G: &str = "DEFAULT_GROUP";
 const CONFIGS: &str = "/nacos/v1/cs/configs";
-const LISTENER: &str = "/nacos/v1/cs/configs/listener";
+
+/// A header or a form field.
+type Pair<'a> = (&'a str, &'a str);
 
 /// A client of `s` whose connections come from `source`.
 fn client_from(s: &TestServer, source: &str) -> TestResult<Api> {
@@ -347,7 +349,7 @@ async fn bad_gray_input_is_refused_and_nothing_is_written(backend: Backend) -> T
     let s = server(backend).await?;
     let key = "bad.yaml";
     s.publish("", G, key, "a: 1").await?;
-    let cases: [(&[(&str, &str)], &[(&str, &str)]); 7] = [
+    let cases: [(&[Pair], &[Pair]); 7] = [
         (&[("betaIps", "127.0.0.2,not-an-ip")], &[]),
         (&[], &[("grayName", "x"), ("grayRule", "a==b")]),
         (&[], &[("grayName", "x"), ("grayRule", "a=1&&a=2")]),
