@@ -79,9 +79,24 @@ impl RawClient {
 
     /// Connects with the given HTTP/2 receive windows (`None`: the defaults).
     pub async fn connect_with(port: u16, window: Option<u32>) -> anyhow::Result<Self> {
+        Self::connect_from_with(port, None, window).await
+    }
+
+    /// Connects from the source address `source` (e.g. 127.0.0.2: a client on another
+    /// host as the server sees it).
+    pub async fn connect_from(port: u16, source: std::net::IpAddr) -> anyhow::Result<Self> {
+        Self::connect_from_with(port, Some(source), None).await
+    }
+
+    async fn connect_from_with(
+        port: u16,
+        source: Option<std::net::IpAddr>,
+        window: Option<u32>,
+    ) -> anyhow::Result<Self> {
         let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))?
             .initial_stream_window_size(window)
             .initial_connection_window_size(window)
+            .local_address(source)
             .connect()
             .await?;
         Ok(RawClient {
@@ -150,10 +165,25 @@ impl RawClient {
 
     /// Opens the bi-stream and sends `ConnectionSetupRequest` reporting `client_ip`.
     pub async fn open_stream(&mut self, client_ip: &str) -> anyhow::Result<()> {
+        self.open_stream_labelled(client_ip, &[]).await
+    }
+
+    /// [`RawClient::open_stream`] with extra connection labels (e.g. `app_env=pre`, as a
+    /// Java client sends its application labels).
+    pub async fn open_stream_labelled(
+        &mut self,
+        client_ip: &str,
+        labels: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
         let (tx, rx) = mpsc::channel::<Payload>(64);
         let outbound =
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
-        let setup = ConnectionSetupRequest::new("raw-test", "", Some("raw"));
+        let mut setup = ConnectionSetupRequest::new("raw-test", "", Some("raw"));
+        if let Some(map) = setup.labels.as_mut() {
+            for (k, v) in labels {
+                map.insert(k.to_string(), Some(v.to_string()));
+            }
+        }
         tx.send(Payload::from_message(&setup)?.with_client_ip(client_ip))
             .await?;
         let inbound = self.stream.request_bi_stream(outbound).await?.into_inner();
@@ -164,7 +194,16 @@ impl RawClient {
 
     /// Opens the stream and waits until the server registered the connection.
     pub async fn setup(&mut self, client_ip: &str) -> anyhow::Result<()> {
-        self.open_stream(client_ip).await?;
+        self.setup_labelled(client_ip, &[]).await
+    }
+
+    /// [`RawClient::setup`] with extra connection labels.
+    pub async fn setup_labelled(
+        &mut self,
+        client_ip: &str,
+        labels: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
+        self.open_stream_labelled(client_ip, labels).await?;
         let deadline = Instant::now() + SOON;
         loop {
             let r = self

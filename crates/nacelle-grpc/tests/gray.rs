@@ -1,0 +1,249 @@
+//! Gray release over gRPC: raw clients on distinct source addresses (127.0.0.2, 127.0.0.3)
+//! and label-carrying clients — the real Rust `nacos-sdk` (unprefixed labels, its app
+//! name) and raw clients sending Java's `app_` labels — listening to one key. A gray
+//! reaches exactly the connections it targets (pushed, served with `beta`), the others are
+//! never pushed to; a connection holding its variant's md5 is up to date (no change loop);
+//! stop and promote push to the right connections; two rules on one key resolve by
+//! priority.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use common::{recorder, RawClient, TestServer};
+use nacelle_core::{Caller, ConfigKey};
+use nacelle_grpc::GrpcOptions;
+use nacelle_testkit::md5;
+use nacos_sdk::api::config::ConfigService as _;
+use serde_json::json;
+
+const G: &str = "DEFAULT_GROUP";
+const QUIET: Duration = Duration::from_millis(800);
+const SOON: Duration = Duration::from_secs(5);
+
+/// A registered raw client from `source` (reporting it as its IP) with `labels`, listening
+/// to `key` holding `md5`.
+async fn listener(
+    s: &TestServer,
+    source: &str,
+    labels: &[(&str, &str)],
+    key: &str,
+    held: &str,
+) -> anyhow::Result<RawClient> {
+    let ip: IpAddr = source.parse()?;
+    let mut c = RawClient::connect_from(s.port, ip).await?;
+    c.setup_labelled(source, labels).await?;
+    let r = c.listen(&[(key, G, "", held)], true).await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    assert_eq!(r.body["changedConfigs"], json!([]), "up to date: {r:?}");
+    Ok(c)
+}
+
+/// Waits for a change push of `key` and acks it.
+async fn pushed(c: &mut RawClient, key: &str) -> anyhow::Result<()> {
+    let Some(m) = c.next(SOON).await? else {
+        bail!("stream ended");
+    };
+    if m.type_name != "ConfigChangeNotifyRequest" || m.str("dataId") != Some(key) {
+        bail!("expected a change push of {key}, got {m:?}");
+    }
+    let id = m.str("requestId").context("push without requestId")?;
+    c.respond("ConfigChangeNotifyResponse", id).await
+}
+
+/// Asserts that nothing is pushed for a while.
+async fn quiet(c: &mut RawClient, who: &str) -> anyhow::Result<()> {
+    if let Ok(m) = c.next(QUIET).await {
+        bail!("{who} was pushed to: {m:?}");
+    }
+    Ok(())
+}
+
+/// `ConfigQueryRequest` of `key`: (content, beta).
+async fn query(c: &mut RawClient, key: &str) -> anyhow::Result<(String, bool)> {
+    let r = c
+        .call(
+            "ConfigQueryRequest",
+            json!({"dataId": key, "group": G, "tenant": "", "headers": {}}),
+        )
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    Ok((
+        r.str("content").unwrap_or_default().to_string(),
+        r.body["beta"].as_bool().unwrap_or(false),
+    ))
+}
+
+/// Publishes `content` to `key` over gRPC with `addition` (betaIps, grayName…).
+async fn publish(
+    admin: &mut RawClient,
+    key: &str,
+    content: &str,
+    addition: serde_json::Value,
+) -> anyhow::Result<()> {
+    let r = admin
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": key, "group": G, "tenant": "", "content": content,
+                   "additionMap": addition, "headers": {}}),
+        )
+        .await?;
+    if r.int("resultCode") != Some(200) {
+        bail!("publish failed: {r:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_right_ones(
+) -> anyhow::Result<()> {
+    let s = TestServer::start(GrpcOptions::default()).await?;
+    let key = "canary.json";
+    s.publish("", G, key, "{\"v\":1}").await?;
+    let formal = md5("{\"v\":1}");
+    let mut a = listener(&s, "127.0.0.2", &[], key, &formal).await?;
+    let mut b = listener(&s, "127.0.0.3", &[], key, &formal).await?;
+    let mut admin = RawClient::connect(s.port).await?;
+    admin.setup("127.0.0.1").await?;
+
+    publish(
+        &mut admin,
+        key,
+        "{\"v\":\"beta\"}",
+        json!({"betaIps": "127.0.0.2"}),
+    )
+    .await?;
+    pushed(&mut a, key).await?;
+    quiet(&mut b, "the client outside the beta").await?;
+    assert_eq!(query(&mut a, key).await?, ("{\"v\":\"beta\"}".into(), true));
+    assert_eq!(query(&mut b, key).await?, ("{\"v\":1}".into(), false));
+
+    // Holding the beta's md5 is up to date: no "changed" answer, no push loop.
+    let r = a
+        .listen(&[(key, G, "", &md5("{\"v\":\"beta\"}"))], true)
+        .await?;
+    assert_eq!(r.body["changedConfigs"], json!([]));
+    quiet(&mut a, "the beta client holding the beta").await?;
+
+    // Stop: the beta client is pushed and gets the formal content back; the other is not.
+    let service = &s.service;
+    service
+        .stop_beta(&Caller::internal(), &ConfigKey::from_trusted("", G, key))
+        .await?;
+    pushed(&mut a, key).await?;
+    quiet(&mut b, "the client outside the stopped beta").await?;
+    assert_eq!(query(&mut a, key).await?, ("{\"v\":1}".into(), false));
+
+    // Promote: the beta's client already has the content; every other one is pushed once.
+    publish(
+        &mut admin,
+        key,
+        "{\"v\":2}",
+        json!({"betaIps": "127.0.0.2"}),
+    )
+    .await?;
+    pushed(&mut a, key).await?;
+    let r = a.listen(&[(key, G, "", &md5("{\"v\":2}"))], true).await?;
+    assert_eq!(r.body["changedConfigs"], json!([]));
+    service
+        .promote_gray(
+            &Caller::internal(),
+            &ConfigKey::from_trusted("", G, key),
+            "beta",
+            "",
+        )
+        .await?;
+    pushed(&mut b, key).await?;
+    quiet(&mut a, "the beta client after its beta was promoted").await?;
+    quiet(&mut b, "the other client after one push").await?;
+    assert_eq!(query(&mut b, key).await?, ("{\"v\":2}".into(), false));
+    assert_eq!(query(&mut a, key).await?, ("{\"v\":2}".into(), false));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
+) -> anyhow::Result<()> {
+    let s = TestServer::start(GrpcOptions::default()).await?;
+    let key = "labels.yaml";
+    s.publish("", G, key, "l: formal").await?;
+    let formal = md5("l: formal");
+    // A Java-style client (`app_env=pre`), a Python-style dotted gray label, and a client
+    // without labels.
+    let mut java = listener(&s, "127.0.0.2", &[("app_env", "pre")], key, &formal).await?;
+    let mut python = listener(
+        &s,
+        "127.0.0.3",
+        &[("app_nacos_config_gray_label", "blue")],
+        key,
+        &formal,
+    )
+    .await?;
+    let mut plain = listener(&s, "127.0.0.4", &[], key, &formal).await?;
+    // The real Rust client: unprefixed labels, app name "shop".
+    let cache = tempfile::tempdir()?;
+    let props = nacos_sdk::api::props::ClientProps::new()
+        .server_addr(format!("127.0.0.1:{}", s.port))
+        .remote_grpc_port(s.port)
+        .namespace("")
+        .app_name("shop")
+        .labels(HashMap::from([("env".to_string(), "pre".to_string())]))
+        .cache_dir(cache.path())
+        .env_first(false);
+    let sdk = nacos_sdk::api::config::ConfigServiceBuilder::new(props)
+        .build()
+        .await
+        .map_err(|e| anyhow::anyhow!("sdk build: {e}"))?;
+    let (rec, mut notes) = recorder();
+    sdk.add_listener(key.into(), G.into(), rec)
+        .await
+        .map_err(|e| anyhow::anyhow!("add_listener: {e}"))?;
+    s.wait_listens(4).await?;
+
+    let mut admin = RawClient::connect(s.port).await?;
+    admin.setup("127.0.0.1").await?;
+    // env=pre at priority 5, the app "shop" at priority 9: the SDK (both) gets the app's.
+    publish(
+        &mut admin,
+        key,
+        "l: pre",
+        json!({"grayName": "pre", "grayRule": "env=pre", "grayPriority": "5"}),
+    )
+    .await?;
+    pushed(&mut java, key).await?;
+    quiet(&mut plain, "the client without labels").await?;
+    quiet(&mut python, "the blue client").await?;
+    assert_eq!(query(&mut java, key).await?.0, "l: pre");
+    notes.wait_for("l: pre", SOON).await?;
+
+    publish(
+        &mut admin,
+        key,
+        "l: shop",
+        json!({"grayName": "shop", "grayRule": "AppName=shop", "grayPriority": "9"}),
+    )
+    .await?;
+    notes.wait_for("l: shop", SOON).await?;
+    quiet(&mut java, "the env=pre client (its variant did not change)").await?;
+    let shop = sdk
+        .get_config(key.into(), G.into())
+        .await
+        .map_err(|e| anyhow::anyhow!("get_config: {e}"))?;
+    assert_eq!(shop.content(), "l: shop");
+
+    publish(
+        &mut admin,
+        key,
+        "l: blue",
+        json!({"grayName": "blue", "grayRule": "nacos.config.gray.label=blue"}),
+    )
+    .await?;
+    pushed(&mut python, key).await?;
+    assert_eq!(query(&mut python, key).await?.0, "l: blue");
+    quiet(&mut plain, "the client without labels").await?;
+    assert_eq!(query(&mut plain, key).await?.0, "l: formal");
+    Ok(())
+}
