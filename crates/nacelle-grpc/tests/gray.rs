@@ -17,7 +17,6 @@ use common::{recorder, RawClient, TestServer};
 use nacelle_core::{Caller, ConfigKey};
 use nacelle_grpc::GrpcOptions;
 use nacelle_testkit::md5;
-use nacos_sdk::api::config::ConfigService as _;
 use serde_json::json;
 
 const G: &str = "DEFAULT_GROUP";
