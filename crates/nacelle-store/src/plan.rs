@@ -38,7 +38,35 @@ pub(crate) enum Target<'a> {
     Formal,
     /// `config_info_gray` row `name` with its rule as Nacos 2.5/3.0 store it (`gray_rule`
     /// JSON); history in Nacelle's gray change log (`nacelle_gray_log`). No tag relations.
-    Gray { name: &'a str, rule: String },
+    Gray {
+        name: &'a str,
+        rule: String,
+        /// The Nacos 2.4 row that mirrors this gray, for the beta and tag variants.
+        legacy: Option<Legacy<'a>>,
+    },
+}
+
+/// The Nacos 2.4 table a beta or tag variant is mirrored in (as Nacos 2.5's compatible
+/// mode does), so a Nacos 2.4 node sharing the database sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Legacy<'a> {
+    /// `config_info_beta` with this `beta_ips` (empty for a delete).
+    Beta { ips: String },
+    /// `config_info_tag` with this `tag_id`.
+    Tag { tag: &'a str },
+}
+
+impl<'a> Legacy<'a> {
+    /// The mirror of gray `name` (`beta`, `tag_<t>`; none for other names), whose beta
+    /// list is `ips`.
+    fn of(name: &'a str, ips: impl FnOnce() -> String) -> Option<Legacy<'a>> {
+        use nacelle_core::gray::{BETA_NAME, TAG_NAME_PREFIX};
+        if name == BETA_NAME {
+            return Some(Legacy::Beta { ips: ips() });
+        }
+        name.strip_prefix(TAG_NAME_PREFIX)
+            .map(|tag| Legacy::Tag { tag })
+    }
 }
 
 /// The `gray_rule` JSON of a gray, as Nacos 2.5/3.0 write it:
@@ -216,6 +244,7 @@ pub(crate) fn plan_publish<'a>(
         Some(spec) => Target::Gray {
             name: &spec.name,
             rule: gray_rule_json(spec),
+            legacy: Legacy::of(&spec.name, || spec.rule.expr()),
         },
     };
     // Gray rows have no tag relations.
@@ -293,7 +322,9 @@ pub(crate) fn plan_remove_gray<'a>(
     current: Option<&'a Current>,
     now_ms: i64,
 ) -> Option<Plan<'a>> {
-    plan_delete(Target::Gray { name, rule }, key, source, current, now_ms)
+    let legacy = Legacy::of(name, String::new);
+    let target = Target::Gray { name, rule, legacy };
+    plan_delete(target, key, source, current, now_ms)
 }
 
 fn plan_delete<'a>(

@@ -12,7 +12,7 @@ use nacelle_core::ConfigKey;
 
 use nacelle_core::StoreError;
 
-use crate::plan::{NewRow, Plan, RowWrite, Target};
+use crate::plan::{Legacy, NewRow, Plan, RowWrite, Target};
 
 /// How a database spells what differs in our SQL. Implemented by sqlx's database types
 /// (`sqlx::Sqlite`, `sqlx::MySql`, `sqlx::Postgres`).
@@ -109,6 +109,13 @@ pub(crate) struct Queries {
     pub insert_gray_log: String,
     pub gray_changes_since: String,
     pub max_gray_nid: String,
+    /// Beta and tag variants are mirrored into Nacos 2.4's `config_info_beta` /
+    /// `config_info_tag`, which every Nacelle database has (schema script 1 creates
+    /// Nacos 2.4's tables when absent, also on a Nacos 3.0 database that dropped them).
+    pub delete_legacy_beta: String,
+    pub insert_legacy_beta: String,
+    pub delete_legacy_tag: String,
+    pub insert_legacy_tag: String,
 }
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
@@ -314,6 +321,20 @@ impl Queries {
                 "SELECT {} AS n FROM nacelle_gray_log",
                 D::signed("COALESCE(MAX(nid), 0)")
             )),
+            delete_legacy_beta: q(format!("DELETE FROM config_info_beta WHERE {KEY_MATCH}")),
+            insert_legacy_beta: q(format!(
+                "INSERT INTO config_info_beta (data_id, group_id, tenant_id, app_name, content, \
+                 md5, beta_ips, src_ip, src_user, gmt_create, gmt_modified, \
+                 encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time}, ?)"
+            )),
+            delete_legacy_tag: q(format!(
+                "DELETE FROM config_info_tag WHERE {KEY_MATCH} AND tag_id = ?"
+            )),
+            insert_legacy_tag: q(format!(
+                "INSERT INTO config_info_tag (data_id, group_id, tenant_id, tag_id, app_name, \
+                 content, md5, src_ip, src_user, gmt_create, gmt_modified) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
+            )),
         }
     }
 }
@@ -412,9 +433,9 @@ pub(crate) struct Statement<'a> {
 
 /// The statements that execute `plan`, spelled by `D`.
 pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> Vec<Statement<'a>> {
-    let gray = match &plan.target {
-        Target::Formal => None,
-        Target::Gray { name, rule } => Some((*name, rule.as_str())),
+    let (gray, legacy) = match &plan.target {
+        Target::Formal => (None, None),
+        Target::Gray { name, rule, legacy } => (Some((*name, rule.as_str())), legacy.as_ref()),
     };
     let text = |s: &'a str| Param::Value(Arg::Text(s));
     let int = |i: i64| Param::Value(Arg::Int(i));
@@ -508,6 +529,66 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
             params: vec![int(*id)],
             returns: Returns::Nothing,
         }),
+    }
+    if let Some(legacy) = legacy {
+        // The 2.4 mirror: deleted, then written again unless the gray goes.
+        let row = match &plan.row {
+            RowWrite::Insert(row) | RowWrite::Update { row, .. } => Some(row),
+            RowWrite::Delete { .. } => None,
+        };
+        match legacy {
+            Legacy::Beta { ips } => {
+                out.push(Statement {
+                    sql: &q.delete_legacy_beta,
+                    params: key.to_vec(),
+                    returns: Returns::Nothing,
+                });
+                if let Some(row) = row {
+                    let mut params = key.to_vec();
+                    params.extend([
+                        text(&row.rec.meta.app_name),
+                        text(&row.content),
+                        text(&row.rec.md5),
+                        text(ips),
+                        text(&row.rec.source.src_ip),
+                        text(&row.rec.source.src_user),
+                        int(D::time_value(row.created_ms)),
+                        int(D::time_value(row.modified_ms)),
+                        text(&row.rec.meta.encrypted_data_key),
+                    ]);
+                    out.push(Statement {
+                        sql: &q.insert_legacy_beta,
+                        params,
+                        returns: Returns::Nothing,
+                    });
+                }
+            }
+            Legacy::Tag { tag } => {
+                let mut params = key.to_vec();
+                params.push(text(tag));
+                out.push(Statement {
+                    sql: &q.delete_legacy_tag,
+                    params: params.clone(),
+                    returns: Returns::Nothing,
+                });
+                if let Some(row) = row {
+                    params.extend([
+                        text(&row.rec.meta.app_name),
+                        text(&row.content),
+                        text(&row.rec.md5),
+                        text(&row.rec.source.src_ip),
+                        text(&row.rec.source.src_user),
+                        int(D::time_value(row.created_ms)),
+                        int(D::time_value(row.modified_ms)),
+                    ]);
+                    out.push(Statement {
+                        sql: &q.insert_legacy_tag,
+                        params,
+                        returns: Returns::Nothing,
+                    });
+                }
+            }
+        }
     }
     if plan.tags.clear {
         out.push(Statement {

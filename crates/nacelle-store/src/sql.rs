@@ -190,9 +190,9 @@ fn gray_from_row<DB: Exec>(row: &DB::Row, source: GraySource) -> Result<StoredGr
 }
 
 /// Gray rows from the three statements (gray table, 2.4 beta, 2.4 tag), bound with `args`:
-/// a 2.4 row is kept only when `config_info_gray` has no row of its key and name (Nacos
-/// 2.5 migrates 2.4's rows into `config_info_gray`; the migrated row wins). A row whose
-/// rule cannot be read is skipped with a warning rather than failing every read.
+/// of a `config_info_gray` row and a 2.4 row of the same key and name, the one modified
+/// later wins (Nacelle and Nacos 2.5 write both; a Nacos 2.4 node only the 2.4 row). A row
+/// whose rule cannot be read is skipped with a warning rather than failing every read.
 async fn read_grays<DB: Exec>(
     pool: &Pool<DB>,
     sqls: [&str; 3],
@@ -215,11 +215,15 @@ async fn read_grays<DB: Exec>(
                     continue;
                 }
             };
-            let taken = out
-                .iter()
-                .any(|g| g.name == gray.name && g.config.key == gray.config.key);
-            if !taken {
-                out.push(gray);
+            let same = out
+                .iter_mut()
+                .find(|g| g.name == gray.name && g.config.key == gray.config.key);
+            match same {
+                None => out.push(gray),
+                // Nacelle mirrors beta and tag rows into the 2.4 tables; a 2.4 row newer
+                // than its mirror image was written by a Nacos 2.4 node since.
+                Some(g) if gray.config.modified_ms > g.config.modified_ms => *g = gray,
+                Some(_) => {}
             }
         }
     }

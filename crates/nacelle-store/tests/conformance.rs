@@ -10,8 +10,8 @@ use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryEntry, HistoryRetention,
-    Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
+    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry,
+    HistoryRetention, Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
 };
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
@@ -50,7 +50,9 @@ per_backend!(
     ping_and_backend_name,
     purge_by_age_keeps_the_newest_row_of_each_key,
     purge_by_count_keeps_the_newest_n_per_key,
-    purge_batches_are_bounded;
+    purge_batches_are_bounded,
+    gray_publish_update_remove_promote,
+    concurrent_gray_compare_and_set_has_one_winner;
     flavor = "multi_thread", worker_threads = 4
 );
 
@@ -284,7 +286,7 @@ async fn concurrent_compare_and_set_has_one_winner(
     store: Arc<dyn ConfigStore>,
     _b: Backend,
 ) -> TestResult {
-    const TASKS: usize = 8;
+    const TASKS: usize = 50;
     let k = key("", "G", "race");
     // Round 0 races to create the key (CAS ""); round 1 races to replace it.
     for round in 0..2 {
@@ -1054,5 +1056,187 @@ async fn purge_batches_are_bounded(store: Arc<dyn ConfigStore>, _b: Backend) -> 
     log.sort_unstable();
     newest.sort_unstable();
     assert_eq!(log, newest, "exactly the newest row of each key is left");
+    Ok(())
+}
+
+fn gray(k: &ConfigKey, content: &str, now_ms: i64, spec: GraySpec) -> PublishRecord {
+    PublishRecord {
+        gray: Some(spec),
+        ..record(k, content, now_ms)
+    }
+}
+
+async fn gray_publish_update_remove_promote(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    let k = key("ns", "G", "gray.yaml");
+    let formal = store.publish(&record(&k, "f: 1", T0)).await?;
+    assert!(store.load_grays().await?.is_empty());
+    assert_eq!(store.max_gray_nid().await?, 0);
+
+    // Insert, update (CAS against the gray's md5), a second gray.
+    let g1 = store
+        .publish(&gray(&k, "g: 1", T0 + 1_000, GraySpec::beta("10.0.0.1")?))
+        .await?;
+    assert!(g1.revision > 0);
+    let mut stale = gray(&k, "g: x", T0 + 2_000, GraySpec::beta("10.0.0.1")?);
+    stale.cas_md5 = Some(md5_hex(b"f: 1"));
+    assert!(matches!(
+        store.publish(&stale).await,
+        Err(StoreError::CasMismatch)
+    ));
+    let mut update = gray(
+        &k,
+        "g: 2",
+        T0 + 2_000,
+        GraySpec::beta("10.0.0.1,10.0.0.0/24")?,
+    );
+    update.cas_md5 = Some(md5_hex(b"g: 1"));
+    let g2 = store.publish(&update).await?;
+    assert_eq!(g2.id, g1.id, "an update keeps the gray row");
+    assert!(g2.revision > g1.revision);
+    store
+        .publish(&gray(
+            &k,
+            "l: 1",
+            T0 + 3_000,
+            GraySpec::labels("pre", "env=pre", Some(4))?,
+        ))
+        .await?;
+    // The formal config is untouched by gray writes.
+    assert_eq!(
+        store.get(&k).await?.map(|c| c.revision),
+        Some(formal.revision)
+    );
+
+    let grays = store.grays_of(&k).await?;
+    let view: Vec<(&str, &str, &str, i32)> = grays
+        .iter()
+        .map(|g| {
+            (
+                g.name.as_str(),
+                g.rule_type.as_str(),
+                g.rule_expr.as_str(),
+                g.priority,
+            )
+        })
+        .collect();
+    assert_eq!(
+        view,
+        [
+            ("beta", "beta", "10.0.0.1,10.0.0.0/24", i32::MAX),
+            ("pre", "tagv2", "env=pre", 4)
+        ]
+    );
+    assert_eq!(&grays[0].config.content[..], b"g: 2");
+    assert_eq!(grays[0].config.modified_ms, b.stored_ms(T0 + 2_000));
+    assert_eq!(grays[0].config.revision, g2.revision);
+    assert_eq!(store.load_grays().await?.len(), 2);
+    let log = store.gray_changes_since(0, 10).await?;
+    assert_eq!(log.len(), 3);
+    assert!(log.iter().all(|c| c.key == k));
+    assert_eq!(
+        log.iter().map(|c| c.op_type).collect::<Vec<_>>(),
+        [OpType::Insert, OpType::Update, OpType::Insert]
+    );
+    assert_eq!(store.max_gray_nid().await?, log[2].nid);
+
+    // Promote the beta: its content becomes formal (one more formal history row), it goes.
+    let mut promote = record(&k, "g: 2", T0 + 4_000);
+    promote.config_type = ConfigType::Json;
+    let promoted = store.promote_gray(&promote, "beta").await?;
+    assert_eq!(promoted.id, formal.id);
+    assert!(promoted.revision > formal.revision);
+    let now = store.get(&k).await?.context("formal")?;
+    assert_eq!(&now.content[..], b"g: 2");
+    assert_eq!(now.config_type, ConfigType::Json);
+    assert_eq!(store.history_page(&k, page(1, 10)).await?.total_count, 2);
+    let names: Vec<String> = store
+        .grays_of(&k)
+        .await?
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(names, ["pre"]);
+    // A promotion of a gray that is gone, or whose content changed, writes nothing.
+    assert!(matches!(
+        store.promote_gray(&promote, "beta").await,
+        Err(StoreError::NotFound(_))
+    ));
+    let mut wrong = record(&k, "l: changed", T0 + 5_000);
+    wrong.md5 = md5_hex(b"l: changed");
+    assert!(matches!(
+        store.promote_gray(&wrong, "pre").await,
+        Err(StoreError::CasMismatch)
+    ));
+    assert_eq!(
+        store.get(&k).await?.map(|c| c.revision),
+        Some(promoted.revision)
+    );
+
+    // Remove the label gray; removing it again is Absent.
+    assert!(matches!(
+        store
+            .remove_gray(&k, "pre", &OpSource::default(), T0 + 6_000)
+            .await?,
+        RemoveOutcome::Removed { .. }
+    ));
+    assert_eq!(
+        store
+            .remove_gray(&k, "pre", &OpSource::default(), T0 + 7_000)
+            .await?,
+        RemoveOutcome::Absent
+    );
+    assert!(store.grays_of(&k).await?.is_empty());
+    let log = store.gray_changes_since(0, 10).await?;
+    assert_eq!(
+        log.len(),
+        5,
+        "insert, update, insert, promote's delete, delete"
+    );
+    assert_eq!(log[3].op_type, OpType::Delete);
+    Ok(())
+}
+
+async fn concurrent_gray_compare_and_set_has_one_winner(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    const TASKS: usize = 50;
+    let k = key("", "G", "gray-race");
+    store.publish(&record(&k, "formal", T0)).await?;
+    // Round 0 races to create the beta (CAS ""); round 1 races to replace it.
+    for round in 0..2 {
+        let expected = store
+            .grays_of(&k)
+            .await?
+            .first()
+            .map(|g| g.config.md5.clone())
+            .unwrap_or_default();
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let (store, k, expected) = (store.clone(), k.clone(), expected.clone());
+            tasks.push(tokio::spawn(async move {
+                let content = format!("round {round} task {t}");
+                let mut r = gray(&k, &content, T0 + t as i64, GraySpec::beta("10.0.0.1")?);
+                r.cas_md5 = Some(expected);
+                anyhow::Ok((content, store.publish(&r).await))
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            match t.await?? {
+                (content, Ok(_)) => winners.push(content),
+                (_, Err(StoreError::CasMismatch)) => {}
+                (_, Err(e)) => anyhow::bail!("a racing gray CAS failed with {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let grays = store.grays_of(&k).await?;
+        assert_eq!(grays.len(), 1);
+        assert_eq!(
+            String::from_utf8_lossy(&grays[0].config.content),
+            winners[0]
+        );
+    }
+    assert_eq!(store.gray_changes_since(0, 100).await?.len(), 2);
     Ok(())
 }

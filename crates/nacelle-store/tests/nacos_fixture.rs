@@ -19,6 +19,8 @@ use sqlx::{Executor, MySqlConnection, Row};
 type TestResult = anyhow::Result<()>;
 
 const NACOS_DDL: &str = include_str!("fixtures/nacos-2.4-mysql.sql");
+/// `config_info_gray` as Nacos 2.5 creates it.
+const NACOS_GRAY_DDL: &str = include_str!("fixtures/nacos-2.5-config-info-gray.sql");
 
 const V1: &str = "server:\n  port: 80\n";
 const V2: &str = "server:\n  port: 8080\n";
@@ -158,6 +160,28 @@ async fn nacos_database(backend: Backend) -> anyhow::Result<(TestDb, MySqlConnec
         .execute(&mut conn)
         .await?;
     }
+    // A beta and a tag of app.yaml, as Nacos 2.4 writes them (`insertOrUpdateBeta`,
+    // `insertOrUpdateTag`).
+    sqlx::query(
+        "INSERT INTO config_info_beta (data_id, group_id, tenant_id, app_name, content, md5, \
+         beta_ips, src_ip, src_user, gmt_create, gmt_modified, encrypted_data_key) VALUES \
+         ('app.yaml', 'DEFAULT_GROUP', '', 'shop', ?, ?, '10.0.0.7,10.0.0.8', '192.168.1.10', \
+         'nacos', '2024-05-01 10:00:00', '2024-05-02 11:30:15', '')",
+    )
+    .bind("beta: on\n")
+    .bind(md5_hex(b"beta: on\n"))
+    .execute(&mut conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO config_info_tag (data_id, group_id, tenant_id, tag_id, app_name, content, \
+         md5, src_ip, src_user, gmt_create, gmt_modified) VALUES ('app.yaml', 'DEFAULT_GROUP', \
+         '', 'blue', 'shop', ?, ?, '192.168.1.10', 'nacos', '2024-05-01 10:00:00', \
+         '2024-05-02 11:30:15')",
+    )
+    .bind("tag: blue\n")
+    .bind(md5_hex(b"tag: blue\n"))
+    .execute(&mut conn)
+    .await?;
     sqlx::query(
         "INSERT INTO tenant_info (kp, tenant_id, tenant_name, tenant_desc, create_source, \
          gmt_create, gmt_modified) VALUES ('1', 'dev', 'Development', 'dev env', 'nacos', ?, ?)",
@@ -225,7 +249,44 @@ async fn serves_rows_written_by_nacos() -> TestResult {
     let version: i64 = sqlx::query_scalar("SELECT MAX(version) FROM nacelle_schema_version")
         .fetch_one(&mut conn)
         .await?;
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
+
+    // Nacos 2.4's beta and tag rows of app.yaml are served as the beta and tag variants.
+    let grays = store.grays_of(&key("", "app.yaml")).await?;
+    let view: Vec<(&str, &str, &str, i32, &[u8])> = grays
+        .iter()
+        .map(|g| {
+            (
+                g.name.as_str(),
+                g.rule_type.as_str(),
+                g.rule_expr.as_str(),
+                g.priority,
+                &g.config.content[..],
+            )
+        })
+        .collect();
+    assert_eq!(
+        view,
+        vec![
+            (
+                "beta",
+                "beta",
+                "10.0.0.7,10.0.0.8",
+                i32::MAX,
+                b"beta: on\n".as_slice()
+            ),
+            (
+                "tag_blue",
+                "tag",
+                "blue",
+                i32::MAX - 1,
+                b"tag: blue\n".as_slice()
+            ),
+        ]
+    );
+    assert_eq!(grays[0].config.md5, md5_hex(b"beta: on\n"));
+    assert_eq!(grays[0].config.modified_ms, MODIFIED_MS);
+    assert_eq!(store.load_grays().await?.len(), 2);
 
     let all = store.load_all().await?;
     assert_eq!(all.len(), 4);
@@ -591,6 +652,7 @@ async fn created_tables_match_nacos_column_for_column() -> TestResult {
         return Ok(());
     }
     let (nacos, mut nacos_conn) = nacos_database(Backend::MariaDb).await?;
+    run_script(&mut nacos_conn, NACOS_GRAY_DDL).await?;
     let ours = TestDb::create(Backend::MariaDb).await?;
     drop(nacelle_store::open(&ours.url).await?);
     let mut our_conn = ours.mysql().await?;
@@ -618,7 +680,7 @@ async fn created_tables_match_nacos_column_for_column() -> TestResult {
     let versions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
         .fetch_one(&mut our_conn)
         .await?;
-    assert_eq!(versions, 1);
+    assert_eq!(versions, 2);
     drop((nacos_conn, our_conn));
     drop((nacos, ours));
     Ok(())
@@ -646,6 +708,175 @@ async fn a_database_older_than_nacos_2_1_is_refused_clearly() -> TestResult {
             && msg.contains("his_config_info.encrypted_data_key"),
         "{msg}"
     );
+    drop(conn);
+    drop(db);
+    Ok(())
+}
+
+/// Gray rows as Nacos 2.5/3.0 write them in `config_info_gray` are served; grays Nacelle
+/// writes look like Java Nacos's: `config_info_gray` (gray name, `gray_rule` JSON in
+/// Nacos's field order) and, for beta and tag, the Nacos 2.4 rows a 2.4 node reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gray_rows_are_read_and_written_as_nacos_does() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let (db, mut conn) = nacos_database(Backend::MariaDb).await?;
+    run_script(&mut conn, NACOS_GRAY_DDL).await?;
+    // A Nacos 3.0 beta of db.properties (dev).
+    sqlx::query(
+        "INSERT INTO config_info_gray (data_id, group_id, content, md5, src_user, src_ip, \
+         gmt_create, gmt_modified, app_name, tenant_id, gray_name, gray_rule, \
+         encrypted_data_key) VALUES ('db.properties', 'DEFAULT_GROUP', 'a=beta', ?, 'nacos', \
+         '192.168.1.10', '2024-05-01 10:00:00.000', '2024-05-02 11:30:15.000', '', 'dev', \
+         'beta', ?, '')",
+    )
+    .bind(md5_hex(b"a=beta"))
+    .bind(r#"{"type":"beta","version":"1.0.0","expr":"10.0.0.9","priority":2147483647}"#)
+    .execute(&mut conn)
+    .await?;
+    let store = nacelle_store::open(&format!("{}?timezone=%2B00:00", db.url)).await?;
+    let grays = store.grays_of(&key("dev", "db.properties")).await?;
+    assert_eq!(grays.len(), 1);
+    let g = &grays[0];
+    assert_eq!(
+        (
+            g.name.as_str(),
+            g.rule_type.as_str(),
+            g.rule_expr.as_str(),
+            g.priority
+        ),
+        ("beta", "beta", "10.0.0.9", i32::MAX)
+    );
+    assert_eq!(&g.config.content[..], b"a=beta");
+    assert_eq!(g.config.modified_ms, MODIFIED_MS);
+
+    // Nacelle writes a beta, a tag and a label rule of app.yaml.
+    let source = OpSource {
+        src_user: "ops".into(),
+        src_ip: "10.1.1.1".into(),
+    };
+    let gray_record = |content: &str, spec: nacelle_core::GraySpec| PublishRecord {
+        key: key("", "app.yaml"),
+        content: Bytes::from(content.to_string()),
+        md5: md5_hex(content.as_bytes()),
+        config_type: ConfigType::Yaml,
+        meta: ConfigMeta {
+            app_name: "shop".into(),
+            ..Default::default()
+        },
+        source: source.clone(),
+        cas_md5: None,
+        now_ms: MODIFIED_MS + 60_000,
+        gray: Some(spec),
+    };
+    store
+        .publish(&gray_record(
+            "b: 2\n",
+            nacelle_core::GraySpec::beta("10.0.0.7")?,
+        ))
+        .await?;
+    store
+        .publish(&gray_record("t: 2\n", nacelle_core::GraySpec::tag("blue")?))
+        .await?;
+    store
+        .publish(&gray_record(
+            "l: 1\n",
+            nacelle_core::GraySpec::labels("pre", "env=pre&&region=hz", Some(3))?,
+        ))
+        .await?;
+    let rows = conn
+        .fetch_all(
+            "SELECT gray_name, gray_rule, content, md5, src_user, src_ip, app_name, tenant_id \
+             FROM config_info_gray WHERE data_id = 'app.yaml' ORDER BY id",
+        )
+        .await?;
+    let got: Vec<Vec<Option<String>>> = rows
+        .iter()
+        .map(|r| {
+            [
+                "gray_name",
+                "gray_rule",
+                "content",
+                "md5",
+                "src_user",
+                "src_ip",
+                "app_name",
+                "tenant_id",
+            ]
+            .iter()
+            .map(|c| s(r, c))
+            .collect::<anyhow::Result<Vec<_>>>()
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let row = |name: &str, rule: &str, content: &str| {
+        vec![
+            Some(name.to_string()),
+            Some(rule.to_string()),
+            Some(content.to_string()),
+            Some(md5_hex(content.as_bytes())),
+            Some("ops".to_string()),
+            Some("10.1.1.1".to_string()),
+            Some("shop".to_string()),
+            Some(String::new()),
+        ]
+    };
+    assert_eq!(
+        got,
+        vec![
+            row(
+                "beta",
+                r#"{"type":"beta","version":"1.0.0","expr":"10.0.0.7","priority":2147483647}"#,
+                "b: 2\n"
+            ),
+            row(
+                "tag_blue",
+                r#"{"type":"tag","version":"1.0.0","expr":"blue","priority":2147483646}"#,
+                "t: 2\n"
+            ),
+            row(
+                "pre",
+                r#"{"type":"tagv2","version":"1.1.0","expr":"env=pre&&region=hz","priority":3}"#,
+                "l: 1\n"
+            ),
+        ]
+    );
+    // The 2.4 mirror rows: one beta, one tag, replaced (not duplicated).
+    let beta = conn
+        .fetch_all(
+            "SELECT beta_ips, content, md5, src_ip, src_user, app_name FROM config_info_beta \
+             WHERE data_id = 'app.yaml'",
+        )
+        .await?;
+    assert_eq!(beta.len(), 1);
+    assert_eq!(s(&beta[0], "beta_ips")?.as_deref(), Some("10.0.0.7"));
+    assert_eq!(s(&beta[0], "content")?.as_deref(), Some("b: 2\n"));
+    assert_eq!(s(&beta[0], "src_ip")?.as_deref(), Some("10.1.1.1"));
+    let tags = conn
+        .fetch_all("SELECT tag_id, content FROM config_info_tag WHERE data_id = 'app.yaml'")
+        .await?;
+    assert_eq!(tags.len(), 1);
+    assert_eq!(s(&tags[0], "content")?.as_deref(), Some("t: 2\n"));
+    // Served: the gray rows (newer than the 2.4 rows they replaced).
+    let names: Vec<String> = store
+        .grays_of(&key("", "app.yaml"))
+        .await?
+        .into_iter()
+        .map(|g| format!("{}={}", g.name, String::from_utf8_lossy(&g.config.content)))
+        .collect();
+    assert_eq!(names, ["beta=b: 2\n", "tag_blue=t: 2\n", "pre=l: 1\n"]);
+    // The gray change log has one row per write.
+    assert_eq!(store.gray_changes_since(0, 10).await?.len(), 3);
+
+    // Stopping the beta removes it from both tables.
+    store
+        .remove_gray(&key("", "app.yaml"), "beta", &source, MODIFIED_MS + 120_000)
+        .await?;
+    let left: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM config_info_beta WHERE data_id = 'app.yaml'")
+            .fetch_one(&mut conn)
+            .await?;
+    assert_eq!(left, 0);
     drop(conn);
     drop(db);
     Ok(())
