@@ -53,6 +53,10 @@ enum Scenario {
         /// Content size in bytes.
         #[arg(long, default_value_t = 1024)]
         size: usize,
+        /// Also publish a beta of every key for these IPs (an address no bench client has
+        /// measures the cost of variant selection on every read).
+        #[arg(long)]
+        beta_ips: Option<String>,
     },
     /// The same GET load against a minimal hyper server with a fixed body (this machine's
     /// ceiling); run it in the same session as http-get and compare.
@@ -112,6 +116,10 @@ enum Scenario {
         /// PID of the server, to report its CPU per released poll.
         #[arg(long)]
         server_pid: Option<u32>,
+        /// Also publish a beta of the key for these IPs (not the pollers': every wake-up
+        /// then goes through per-listener variant selection).
+        #[arg(long)]
+        beta_ips: Option<String>,
     },
     /// N gRPC connections listening to one key, one publish per round, time from sending the
     /// publish to the arrival of each push; several rounds.
@@ -227,9 +235,14 @@ fn main() -> Result<()> {
         .build()?;
     rt.block_on(async move {
         match cli.scenario {
-            Scenario::HttpGet { load, keys, size } => {
+            Scenario::HttpGet {
+                load,
+                keys,
+                size,
+                beta_ips,
+            } => {
                 check_loopback(&load.addr)?;
-                scenarios::http_get(&load, keys, size).await
+                scenarios::http_get(&load, keys, size, beta_ips.as_deref()).await
             }
             Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
             Scenario::CeilingServe { size } => ceiling::serve(size).await,
@@ -297,9 +310,11 @@ fn main() -> Result<()> {
                 n,
                 rounds,
                 server_pid,
+                beta_ips,
             } => {
                 check_loopback(&addr)?;
-                scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid).await
+                let beta = beta_ips.as_deref();
+                scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid, beta).await
             }
             Scenario::Startup {
                 bin,

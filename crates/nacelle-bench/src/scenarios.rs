@@ -28,8 +28,20 @@ pub(crate) fn content_of(size: usize, seed: usize) -> String {
 }
 
 async fn publish_one(conn: &mut Conn, data_id: &str, content: &str) -> Result<()> {
+    publish_with(conn, data_id, content, &[]).await
+}
+
+/// Publishes with extra request headers (e.g. `betaIps`).
+async fn publish_with(
+    conn: &mut Conn,
+    data_id: &str,
+    content: &str,
+    headers: &[(&str, &str)],
+) -> Result<()> {
     let body = form(&[("dataId", data_id), ("group", GROUP), ("content", content)]);
-    let (status, resp) = conn.post_form("/nacos/v1/cs/configs", body, &[]).await?;
+    let (status, resp) = conn
+        .post_form("/nacos/v1/cs/configs", body, headers)
+        .await?;
     if status != 200 || &resp[..] != b"true" {
         bail!(
             "publish {data_id}: {status} {}",
@@ -94,19 +106,29 @@ pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
 }
 
 /// `http-get`: seeds `keys` configs of `size` bytes, then GETs them.
-pub async fn http_get(load: &Load, keys: usize, size: usize) -> Result<()> {
+pub async fn http_get(load: &Load, keys: usize, size: usize, beta_ips: Option<&str>) -> Result<()> {
     let keys = keys.clamp(1, 100_000);
     let mut conn = Conn::connect(load.addr).await?;
     let mut paths = Vec::with_capacity(keys);
     for k in 0..keys {
         let id = format!("bench-get-{k}");
         publish_one(&mut conn, &id, &content_of(size, k)).await?;
+        if let Some(ips) = beta_ips {
+            publish_with(
+                &mut conn,
+                &id,
+                &content_of(size, k + 1),
+                &[("betaIps", ips)],
+            )
+            .await?;
+        }
         paths.push(format!("/nacos/v1/cs/configs?dataId={id}&group={GROUP}"));
     }
     let mut result = get_load(load, paths).await?;
     if let Some(o) = result.as_object_mut() {
         o.insert("keys".into(), json!(keys));
         o.insert("size".into(), json!(size));
+        o.insert("beta_ips".into(), json!(beta_ips));
     }
     report("http-get", result);
     Ok(())
@@ -183,12 +205,16 @@ pub async fn longpoll_fanout(
     n: usize,
     rounds: usize,
     server_pid: Option<u32>,
+    beta_ips: Option<&str>,
 ) -> Result<()> {
     let n = n.clamp(1, 20_000);
     let data_id = format!("bench-fanout-{}", std::process::id());
     let mut admin = Conn::connect(addr).await?;
     let mut content = format!("round-0-{}", std::process::id());
     publish_one(&mut admin, &data_id, &content).await?;
+    if let Some(ips) = beta_ips {
+        publish_with(&mut admin, &data_id, "beta", &[("betaIps", ips)]).await?;
+    }
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
         conns.push(Conn::connect(addr).await?);
