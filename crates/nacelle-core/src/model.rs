@@ -185,6 +185,19 @@ pub struct HistoryEntry {
     pub encrypted_data_key: String,
 }
 
+/// One row of Nacelle's gray change log (`nacelle_gray_log`): a gray write with the
+/// variant's name and rule as they were. The entry holds the version the write replaced or
+/// removed (for `I`, the inserted one), as [`HistoryEntry`] does; `config_id` is the gray
+/// row's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrayHistoryEntry {
+    pub entry: HistoryEntry,
+    pub gray_name: String,
+    pub rule_type: String,
+    pub rule_expr: String,
+    pub priority: i32,
+}
+
 /// One change in the database's change log (`his_config_info`), as a cluster member
 /// following the log sees it: which key changed, how, and when. The content is not carried:
 /// a follower reloads the key from the database.

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
-    ChangeRecord, HistoryEntry, HistoryRetention, Namespace, OpSource, Page, PageRequest,
-    PublishRecord, PurgeStep, StoredConfig, StoredGray,
+    ChangeRecord, GrayHistoryEntry, HistoryEntry, HistoryRetention, Namespace, OpSource, Page,
+    PageRequest, PublishRecord, PurgeStep, StoredConfig, StoredGray,
 };
 
 /// Result of removing a config.
@@ -95,6 +95,13 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
         after_nid: i64,
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError>;
+
+    /// The gray change log of one key, newest first: the history of its gray operations.
+    async fn gray_history(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, StoreError>;
 
     /// The largest `nid` of the gray change log, 0 when it is empty.
     async fn max_gray_nid(&self) -> Result<i64, StoreError>;

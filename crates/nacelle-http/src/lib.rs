@@ -141,6 +141,10 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         )
         .route("/nacos/v2/cs/config/gray", get(v2::config::list_grays))
         .route(
+            "/nacos/v2/cs/config/gray/history",
+            get(v2::config::gray_history),
+        )
+        .route(
             "/nacos/v2/cs/config/gray/promote",
             post(v2::config::promote_gray),
         )

@@ -1,6 +1,8 @@
 //! History: a key's versions, one version, the version before the current one.
 
-use nacelle_core::{Caller, ConfigKey, CoreError, HistoryEntry, Page, PageRequest};
+use nacelle_core::{
+    Caller, ConfigKey, CoreError, GrayHistoryEntry, HistoryEntry, Page, PageRequest,
+};
 
 use crate::service::ConfigService;
 
@@ -14,6 +16,18 @@ impl ConfigService {
     ) -> Result<Page<HistoryEntry>, CoreError> {
         self.guard()?;
         Ok(self.inner.store.history_page(key, page).await?)
+    }
+
+    /// The history of a key's gray operations (publish, update, stop, promotion of its
+    /// variants), newest first, each with the variant's name and rule.
+    pub async fn gray_history(
+        &self,
+        _caller: &Caller,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, CoreError> {
+        self.guard()?;
+        Ok(self.inner.store.gray_history(key, page).await?)
     }
 
     /// One history entry, which must belong to `key`.

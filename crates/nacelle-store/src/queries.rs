@@ -108,6 +108,8 @@ pub(crate) struct Queries {
     pub delete_gray: String,
     pub insert_gray_log: String,
     pub gray_changes_since: String,
+    pub gray_history_count: String,
+    pub gray_history_page: String,
     pub max_gray_nid: String,
     /// Beta and tag variants are mirrored into Nacos 2.4's `config_info_beta` /
     /// `config_info_tag`, which every Nacelle database has (schema script 1 creates
@@ -310,6 +312,14 @@ impl Queries {
                  src_ip, op_type, encrypted_data_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, \
                  {time}, {time}, ?, ?, ?, ?){}",
                 D::INSERT_HISTORY_TAIL
+            )),
+            gray_history_count: q(format!(
+                "SELECT {} AS n FROM nacelle_gray_log WHERE {KEY_MATCH}",
+                D::signed("COUNT(*)")
+            )),
+            gray_history_page: q(format!(
+                "SELECT {history_columns}, gray_name, gray_rule FROM nacelle_gray_log \
+                 WHERE {KEY_MATCH} ORDER BY nid DESC LIMIT ? OFFSET ?"
             )),
             gray_changes_since: q(format!(
                 "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \

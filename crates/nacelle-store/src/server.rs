@@ -12,8 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
+    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    StoredGray,
 };
 use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool};
@@ -344,6 +345,14 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
     ) -> Result<Vec<ChangeRecord>, StoreError> {
         let read = sql::gray_changes_since(&self.pool, &self.queries, after_nid, limit);
         timed(self.op_timeout, read).await
+    }
+
+    async fn gray_history(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
+        sql::gray_history(&self.pool, &self.queries, key, page).await
     }
 
     async fn max_gray_nid(&self) -> Result<i64, StoreError> {

@@ -6,8 +6,9 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, HistoryEntry, HistoryRetention, Namespace,
-    OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig, StoredGray,
+    ChangeRecord, ConfigKey, ConfigMeta, ConfigType, GrayHistoryEntry, HistoryEntry,
+    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError,
+    StoredConfig, StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -282,8 +283,43 @@ pub(crate) async fn history_page<DB: Exec>(
     key: &ConfigKey,
     page: PageRequest,
 ) -> Result<Page<HistoryEntry>, StoreError> {
+    let sqls = (q.history_count.as_str(), q.history_page.as_str());
+    paged(pool, sqls, key, page, history_from_row::<DB>).await
+}
+
+/// The gray change log of one key, newest first.
+pub(crate) async fn gray_history<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    key: &ConfigKey,
+    page: PageRequest,
+) -> Result<Page<GrayHistoryEntry>, StoreError> {
+    let sqls = (q.gray_history_count.as_str(), q.gray_history_page.as_str());
+    paged(pool, sqls, key, page, |row| {
+        let (rule_type, rule_expr, priority) =
+            crate::plan::parse_gray_rule(&DB::text(row, "gray_rule")?)?;
+        Ok(GrayHistoryEntry {
+            entry: history_from_row::<DB>(row)?,
+            gray_name: DB::text(row, "gray_name")?,
+            rule_type,
+            rule_expr,
+            priority,
+        })
+    })
+    .await
+}
+
+/// A page of the rows of one key: `sqls` counts them (column `n`) and reads a page (key,
+/// limit, offset); `decode` turns a row into an item.
+async fn paged<DB: Exec, T>(
+    pool: &Pool<DB>,
+    sqls: (&str, &str),
+    key: &ConfigKey,
+    page: PageRequest,
+    decode: impl Fn(&DB::Row) -> Result<T, StoreError>,
+) -> Result<Page<T>, StoreError> {
     let mut c = conn(pool).await?;
-    let count = DB::row(&mut *c, &q.history_count, &key_args(key))
+    let count = DB::row(&mut *c, sqls.0, &key_args(key))
         .await
         .map_err(map_err)?;
     let total = match count {
@@ -293,13 +329,10 @@ pub(crate) async fn history_page<DB: Exec>(
     let [d, g, t] = key_args(key);
     let size = Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX));
     let offset = Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX));
-    let rows = DB::rows(&mut *c, &q.history_page, &[d, g, t, size, offset])
+    let rows = DB::rows(&mut *c, sqls.1, &[d, g, t, size, offset])
         .await
         .map_err(map_err)?;
-    let items = rows
-        .iter()
-        .map(history_from_row::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
+    let items = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
     Ok(Page::new(
         u64::try_from(total).unwrap_or(0),
         page.page_no,

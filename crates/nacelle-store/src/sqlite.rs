@@ -19,8 +19,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
+    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    StoredGray,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
@@ -198,6 +199,14 @@ impl ConfigStore for SqliteStore {
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
         sql::gray_changes_since(&self.reader, &self.queries, after_nid, limit).await
+    }
+
+    async fn gray_history(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
+        sql::gray_history(&self.reader, &self.queries, key, page).await
     }
 
     async fn max_gray_nid(&self) -> Result<i64, StoreError> {

@@ -7,8 +7,9 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
-    Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig, StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
+    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
+    StoredGray,
 };
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
@@ -98,6 +99,13 @@ impl ConfigStore for LazyStore {
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
         self.get_store()?.gray_changes_since(after_nid, limit).await
+    }
+    async fn gray_history(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
+        self.get_store()?.gray_history(key, page).await
     }
     async fn max_gray_nid(&self) -> Result<i64, StoreError> {
         self.get_store()?.max_gray_nid().await

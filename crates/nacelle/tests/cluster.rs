@@ -810,3 +810,103 @@ async fn starting_with_the_database_down_stays_not_ready_until_it_returns() -> T
     assert_eq!(status("/nacos/v1/cs/configs?dataId=a&group=G").await?, 404);
     Ok(())
 }
+
+/// A gray published on one node of a 3-node cluster is served with the right targeting by
+/// the others within 2 s — the one that drops every notification included (it follows the
+/// gray change log) — and so are its promotion and its stop.
+#[tokio::test]
+async fn grays_converge_on_every_node_within_2s() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
+    let (nodes, _) = start_cluster(&db.url, 3, |i| match i {
+        2 => vec!["--fault-drop-cluster-notifications"],
+        _ => vec![],
+    })
+    .await?;
+    let from = |ip: &str| -> TestResult<reqwest::Client> {
+        Ok(reqwest::Client::builder()
+            .local_address(ip.parse::<std::net::IpAddr>()?)
+            .build()?)
+    };
+    let (canary, other) = (from("127.0.0.2")?, from("127.0.0.3")?);
+    let http = reqwest::Client::new();
+    assert_eq!(publish(&http, &nodes[0], "gray", "g: formal").await?, 200);
+    let beta = http
+        .post(nodes[0].url("/nacos/v1/cs/configs"))
+        .header("betaIps", "127.0.0.2")
+        .form(&[
+            ("dataId", "gray"),
+            ("group", "CLUSTER"),
+            ("content", "g: beta"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(beta.text().await?, "true");
+    let published = Instant::now();
+    for (i, node) in nodes.iter().enumerate().skip(1) {
+        let limit = Duration::from_secs(2).saturating_sub(published.elapsed());
+        until_served(&canary, node, "gray", Some("g: beta"), limit).await?;
+        assert_eq!(
+            get(&other, node, "gray").await?.as_deref(),
+            Some("g: formal")
+        );
+        println!(
+            "beta served by node {} after {:?}",
+            i + 1,
+            published.elapsed()
+        );
+    }
+    // Promoted on node 2: everyone gets the beta's content, also on the lossy node 3.
+    let resp = http
+        .post(nodes[1].url("/nacos/v2/cs/config/gray/promote"))
+        .form(&[
+            ("dataId", "gray"),
+            ("group", "CLUSTER"),
+            ("grayName", "beta"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(resp.status().as_u16(), 200, "{}", resp.text().await?);
+    let promoted = Instant::now();
+    for node in &nodes {
+        let limit = Duration::from_secs(2).saturating_sub(promoted.elapsed());
+        until_served(&other, node, "gray", Some("g: beta"), limit).await?;
+    }
+    println!("promotion served everywhere after {:?}", promoted.elapsed());
+    // A new beta, stopped on node 3: the canary gets the formal content back everywhere.
+    let beta = http
+        .post(nodes[0].url("/nacos/v1/cs/configs"))
+        .header("betaIps", "127.0.0.2")
+        .form(&[
+            ("dataId", "gray"),
+            ("group", "CLUSTER"),
+            ("content", "g: next"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(beta.text().await?, "true");
+    for node in &nodes {
+        until_served(
+            &canary,
+            node,
+            "gray",
+            Some("g: next"),
+            Duration::from_secs(2),
+        )
+        .await?;
+    }
+    let stop = http
+        .delete(nodes[2].url("/nacos/v1/cs/configs?dataId=gray&group=CLUSTER&beta=true"))
+        .send()
+        .await?;
+    assert_eq!(stop.status().as_u16(), 200);
+    let stopped = Instant::now();
+    for node in &nodes {
+        let limit = Duration::from_secs(2).saturating_sub(stopped.elapsed());
+        until_served(&canary, node, "gray", Some("g: beta"), limit).await?;
+    }
+    println!("stop served everywhere after {:?}", stopped.elapsed());
+    Ok(())
+}

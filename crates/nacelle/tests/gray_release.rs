@@ -218,6 +218,33 @@ async fn a_beta_reaches_only_its_address_and_stop_and_promote_reach_the_right_cl
         .await?;
     assert_eq!(history["totalCount"], 2, "publish + promote: {history}");
 
+    // Every gray operation is in the gray history with its rule: publish, stop, publish,
+    // promotion (newest first).
+    let history = s
+        .api
+        .http
+        .get(s.api.url("/nacos/v2/cs/config/gray/history"))
+        .query(&[("dataId", key), ("group", G)])
+        .send()
+        .await?
+        .json::<Value>()
+        .await?;
+    let ops: Vec<(String, String, String)> = history["data"]["pageItems"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| {
+                    let text = |f: &str| i[f].as_str().unwrap_or_default().to_string();
+                    (text("opType"), text("type"), text("expr"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let op = |o: &str| (o.to_string(), "beta".to_string(), "127.0.0.2".to_string());
+    assert_eq!(ops, [op("D"), op("I"), op("D"), op("I")], "{history}");
+    assert_eq!(history["data"]["totalCount"], 4);
+
     // Promoting a gray that no longer exists is a clear 404.
     let resp = s
         .api
