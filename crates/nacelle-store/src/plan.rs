@@ -25,7 +25,7 @@
 use std::borrow::Cow;
 
 use nacelle_core::{
-    ConfigKey, ConfigMeta, OpSource, OpType, PublishRecord, StoreError, StoredConfig,
+    ConfigKey, ConfigMeta, OpSource, OpType, PublishRecord, SamePolicy, StoreError, StoredConfig,
 };
 
 use crate::common::split_tags;
@@ -261,6 +261,67 @@ fn replaced<'a>(old: &'a Current, source: &'a OpSource, op: OpType, now_ms: i64)
         source,
         op,
         now_ms,
+    }
+}
+
+/// What a batch publish does, decided from the current rows of its records (read under
+/// their locks, in the batch's transaction) before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BatchPlan {
+    /// [`SamePolicy::Abort`] and these keys exist: write nothing.
+    Aborted(Vec<ConfigKey>),
+    /// Per record, in order: `true` to publish it (each with [`plan_publish`]), `false` to
+    /// skip it.
+    Steps(Vec<bool>),
+}
+
+/// The order in which a batch locks and writes its records: by key, so that two batches
+/// (or a batch and single publishes) sharing keys take their row locks in one order.
+/// Refuses a batch with a repeated key or a compare-and-set (the current rows are read
+/// once, before any write).
+pub(crate) fn batch_order(records: &[PublishRecord]) -> Result<Vec<usize>, StoreError> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by(|&a, &b| records[a].key.cmp(&records[b].key));
+    for pair in order.windows(2) {
+        if records[pair[0]].key == records[pair[1]].key {
+            return Err(StoreError::Rejected(format!(
+                "a batch holds {} twice",
+                records[pair[0]].key.group_key()
+            )));
+        }
+    }
+    if records.iter().any(|r| r.cas_md5.is_some()) {
+        return Err(StoreError::Rejected(
+            "a batch publish takes no compare-and-set".into(),
+        ));
+    }
+    Ok(order)
+}
+
+/// Decides a batch from `currents` (one per record, same order as `records`).
+pub(crate) fn plan_batch(
+    records: &[PublishRecord],
+    currents: &[Option<Current>],
+    policy: SamePolicy,
+) -> BatchPlan {
+    let existing = || {
+        records
+            .iter()
+            .zip(currents)
+            .filter(|(_, c)| c.is_some())
+            .map(|(r, _)| r.key.clone())
+    };
+    match policy {
+        SamePolicy::Abort => {
+            let conflicts: Vec<ConfigKey> = existing().collect();
+            if conflicts.is_empty() {
+                BatchPlan::Steps(vec![true; records.len()])
+            } else {
+                BatchPlan::Aborted(conflicts)
+            }
+        }
+        SamePolicy::Skip => BatchPlan::Steps(currents.iter().map(Option::is_none).collect()),
+        SamePolicy::Overwrite => BatchPlan::Steps(vec![true; records.len()]),
     }
 }
 

@@ -10,6 +10,7 @@ use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
     Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
+use nacelle_core::{BatchOutcome, SamePolicy};
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
 #[derive(Debug)]
@@ -59,6 +60,13 @@ impl ConfigStore for LazyStore {
     }
     async fn publish(&self, record: &PublishRecord) -> Result<StoredConfig, StoreError> {
         self.get_store()?.publish(record).await
+    }
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        self.get_store()?.publish_batch(records, policy).await
     }
     async fn remove(
         &self,
