@@ -6,11 +6,11 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, HistoryEntry, HistoryRetention, Namespace, OpSource,
     Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
 };
-use nacelle_core::{BatchOutcome, SamePolicy};
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
 #[derive(Debug)]
