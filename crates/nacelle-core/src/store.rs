@@ -47,7 +47,7 @@ pub enum SamePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchItem {
     /// Written (inserted or, under [`SamePolicy::Overwrite`], updated).
-    Written(StoredConfig),
+    Written(Box<StoredConfig>),
     /// Its key existed and the policy was [`SamePolicy::Skip`]; nothing written.
     Skipped,
 }

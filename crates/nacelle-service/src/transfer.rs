@@ -305,7 +305,7 @@ impl ConfigService {
             if let BatchOutcome::Committed(items) = &outcome {
                 for item in items {
                     if let BatchItem::Written(stored) = item {
-                        let stored = Arc::new(stored.clone());
+                        let stored = Arc::new(stored.as_ref().clone());
                         if self.apply(stored.clone()) {
                             changed.push(stored);
                         }

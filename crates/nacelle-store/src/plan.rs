@@ -471,4 +471,33 @@ mod tests {
         assert_eq!(h.source, &who);
         assert!(plan.stored(7, 9).is_none());
     }
+
+    #[test]
+    fn batches_decide_per_policy_and_lock_in_key_order() {
+        let with_id = |id: &str| PublishRecord {
+            key: ConfigKey::from_trusted("ns", "G", id),
+            ..record("v", "")
+        };
+        let records = [with_id("c"), with_id("a"), with_id("b")];
+        assert_eq!(batch_order(&records).ok(), Some(vec![1, 2, 0]));
+        let currents = [None, Some(current("old", "")), None];
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Abort),
+            BatchPlan::Aborted(vec![records[1].key.clone()])
+        );
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Skip),
+            BatchPlan::Steps(vec![true, false, true])
+        );
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Overwrite),
+            BatchPlan::Steps(vec![true; 3])
+        );
+        assert_eq!(
+            plan_batch(&records, &[None, None, None], SamePolicy::Abort),
+            BatchPlan::Steps(vec![true; 3])
+        );
+        let twice = [with_id("a"), with_id("a")];
+        assert!(matches!(batch_order(&twice), Err(StoreError::Rejected(_))));
+    }
 }

@@ -519,7 +519,7 @@ pub(crate) async fn execute_batch<DB: GeneratedIds>(
         let stored = plan
             .stored(id, revision)
             .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))?;
-        items[i] = BatchItem::Written(stored);
+        items[i] = BatchItem::Written(Box::new(stored));
     }
     Ok(BatchOutcome::Committed(items))
 }

@@ -351,7 +351,7 @@ impl Writer {
             let stored = plan.stored(id, revision).ok_or_else(|| {
                 StoreError::Unavailable("a publish was planned as a delete".into())
             })?;
-            items[i] = BatchItem::Written(stored);
+            items[i] = BatchItem::Written(Box::new(stored));
         }
         Ok(BatchOutcome::Committed(items))
     }

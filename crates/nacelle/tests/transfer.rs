@@ -597,6 +597,17 @@ fn lying_zip() -> TestResult<Vec<u8>> {
     Ok(z)
 }
 
+/// A zip whose deflated data was damaged after it was written (its CRC no longer holds).
+fn corrupt_zip() -> TestResult<Vec<u8>> {
+    let data: String = (0..5_000).map(|i| format!("line {i}\n")).collect();
+    let mut z = zip_of(&[("G/damaged.txt", data.as_bytes())])?;
+    // The local header is 30 bytes plus the name; damage the middle of the data.
+    let at = 30 + "G/damaged.txt".len() + 200;
+    z[at] ^= 0xff;
+    z[at + 1] ^= 0xff;
+    Ok(z)
+}
+
 per_backend!(bad_archives_are_refused_and_change_nothing);
 async fn bad_archives_are_refused_and_change_nothing(backend: Backend) -> TestResult {
     let s = TestServer::start_on(backend).await?;
@@ -617,6 +628,7 @@ async fn bad_archives_are_refused_and_change_nothing(backend: Backend) -> TestRe
     let cases: Vec<(&str, Vec<u8>, i64)> = vec![
         ("not a zip", b"this is not a zip archive".to_vec(), 100004),
         ("truncated", truncated, 100004),
+        ("corrupt data", corrupt_zip()?, 100004),
         ("too many entries", zip_of(&many)?, 100004),
         ("over the total size", zip_of(&big)?, 100004),
         (
@@ -660,6 +672,14 @@ async fn bad_archives_are_refused_and_change_nothing(backend: Backend) -> TestRe
             zip_of(&[
                 ("G/good.txt", good),
                 (".metadata.yml", b"metadata: [unclosed"),
+            ])?,
+            100002,
+        ),
+        (
+            "metadata that is not YAML",
+            zip_of(&[
+                ("G/good.txt", good),
+                (".metadata.yml", b"metadata:\n- dataId: [a\n  group: {"),
             ])?,
             100002,
         ),
