@@ -799,3 +799,37 @@ async fn clone_between_namespaces(backend: Backend) -> TestResult {
     assert_eq!(unchanged.len(), 2);
     Ok(())
 }
+
+#[tokio::test]
+async fn listeners_hear_imported_keys() -> TestResult {
+    let s = TestServer::start().await?;
+    create_namespace(&s, "l").await?;
+    s.publish("l", "G", "a.txt", "old").await?;
+    let old_md5 = nacelle_testkit::md5("old");
+    // One held poll per key: the changed one and one that does not exist yet.
+    let poll = |data_id: &'static str, md5: String| {
+        let api = s.api.clone();
+        tokio::spawn(async move {
+            let listening = nacelle_testkit::listening_configs(&[(data_id, "G", &md5, Some("l"))]);
+            api.long_poll(&listening, Some(30_000), &[]).await
+        })
+    };
+    let polls = [poll("a.txt", old_md5), poll("b.txt", String::new())];
+    for id in ["a.txt", "b.txt"] {
+        s.wait_listener("l", "G", id, std::time::Duration::from_secs(10))
+            .await?;
+    }
+    let zip = zip_of(&[("G/a.txt", b"new"), ("G/b.txt", b"b")])?;
+    let (status, body) = import(&s, "l", Some("OVERWRITE"), Some(&zip)).await?;
+    assert_eq!(
+        (status, &body["data"]["succCount"]),
+        (200, &json!(2)),
+        "{body}"
+    );
+    for (poll, id) in polls.into_iter().zip(["a.txt", "b.txt"]) {
+        let reply = poll.await??;
+        assert_eq!(reply.status, 200);
+        assert!(reply.body.contains(id), "{id}: {}", reply.body);
+    }
+    Ok(())
+}
