@@ -833,3 +833,70 @@ async fn listeners_hear_imported_keys() -> TestResult {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn imports_follow_the_publish_rules() -> TestResult {
+    let s = TestServer::start_with(|s| {
+        s.content_validation =
+            nacelle_core::ValidationPolicy::uniform(nacelle_core::ValidationMode::Reject);
+        s.max_content_bytes = 1024;
+    })
+    .await?;
+    let good: &[u8] = b"a: 1\n";
+    let big = vec![b'x'; 2048];
+    for (what, zip) in [
+        (
+            "yaml that does not parse",
+            zip_of(&[("G/ok.yaml", good), ("G/bad.yaml", b"a: 1\nb: c: d\n")])?,
+        ),
+        (
+            "content over max_content_bytes",
+            zip_of(&[("G/ok.yaml", good), ("G/big.txt", &big)])?,
+        ),
+        (
+            "blank content",
+            zip_of(&[("G/ok.yaml", good), ("G/empty.txt", b"")])?,
+        ),
+    ] {
+        let (status, body) = import(&s, "", Some("OVERWRITE"), Some(&zip)).await?;
+        assert_eq!(
+            (status, &body["code"]),
+            (400, &json!(400)),
+            "{what}: {body}"
+        );
+        println!("{what}: {}", body["message"]);
+        assert_eq!(s.get("", "G", "ok.yaml").await?, None, "{what}");
+    }
+    // A valid import is recorded in history with the caller's address and src_user.
+    let (ct, body) = multipart(
+        Some(&zip_of(&[("G/ok.yaml", good)])?),
+        &[("namespace", ""), ("src_user", "importer")],
+    );
+    let r = s
+        .http
+        .post(s.url(&format!("{CONFIGS}?import=true")))
+        .header("Content-Type", ct)
+        .body(body)
+        .send()
+        .await?;
+    assert_eq!(r.status().as_u16(), 200);
+    let h: Value = s
+        .http
+        .get(s.url("/nacos/v1/cs/history"))
+        .query(&[
+            ("search", "accurate"),
+            ("dataId", "ok.yaml"),
+            ("group", "G"),
+        ])
+        .send()
+        .await?
+        .json()
+        .await?;
+    let item = &h["pageItems"][0];
+    assert_eq!(
+        (&item["srcIp"], &item["srcUser"]),
+        (&json!("127.0.0.1"), &json!("importer")),
+        "{h}"
+    );
+    Ok(())
+}
