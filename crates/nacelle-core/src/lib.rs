@@ -30,7 +30,7 @@ pub use error::{CoreError, StoreError};
 pub use gray::{Gray, GrayRule, GraySet, GraySpec};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
-pub use store::ConfigStore;
+pub use store::{BatchItem, BatchOutcome, ConfigStore, SamePolicy};
 
 /// Lowercase hex MD5 of the UTF-8 bytes of `content`, as Nacos computes it.
 pub fn md5_hex(content: &[u8]) -> String {

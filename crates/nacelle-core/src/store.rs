@@ -31,6 +31,36 @@ pub enum RemoveOutcome {
     Absent,
 }
 
+/// What a batch publish ([`ConfigStore::publish_batch`]) does with a record whose key
+/// already holds a config (Nacos's `SameConfigPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SamePolicy {
+    /// Any existing key aborts the whole batch: nothing is written.
+    Abort,
+    /// Records whose key exists are left out; the others are written.
+    Skip,
+    /// Records whose key exists replace it.
+    Overwrite,
+}
+
+/// What happened to one record of a committed batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchItem {
+    /// Written (inserted or, under [`SamePolicy::Overwrite`], updated).
+    Written(Box<StoredConfig>),
+    /// Its key existed and the policy was [`SamePolicy::Skip`]; nothing written.
+    Skipped,
+}
+
+/// The result of a batch publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// The transaction committed; one item per record, in the order of the records.
+    Committed(Vec<BatchItem>),
+    /// [`SamePolicy::Abort`] and these keys already hold a config: nothing was written.
+    Aborted(Vec<ConfigKey>),
+}
+
 /// Persistent storage of configs, their history and namespaces.
 #[async_trait]
 pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
@@ -49,6 +79,17 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     /// written): on mismatch nothing is written and [`StoreError::CasMismatch`] is
     /// returned.
     async fn publish(&self, record: &PublishRecord) -> Result<StoredConfig, StoreError>;
+
+    /// Publishes every record in **one** transaction (each with its history row and tag
+    /// relations, as [`ConfigStore::publish`]), deciding per record under `policy` what to
+    /// do when its key exists, from the rows read under their locks in that transaction.
+    /// Either every write of the batch commits or none does. Records must have distinct
+    /// keys and no `cas_md5` ([`StoreError::Rejected`] otherwise).
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError>;
 
     /// Deletes a config in one transaction with its `D` history row.
     async fn remove(

@@ -10,6 +10,7 @@
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
 
+mod archive;
 mod error;
 mod params;
 mod server;

@@ -24,6 +24,11 @@ pub(crate) struct Params {
     /// Who is asking: the client IP under the trusted-proxy policy, the protocol (v1 or
     /// v2 by path), the app name the client reported.
     pub caller: Caller,
+    /// The `file` part of a `multipart/form-data` body (a config import's archive); the
+    /// body's text parts are parameters like form fields.
+    pub file: Option<bytes::Bytes>,
+    /// An `application/json` body, as sent (a config clone's list).
+    pub json_body: Option<bytes::Bytes>,
 }
 
 impl Params {
@@ -75,6 +80,57 @@ fn is_form(headers: &HeaderMap) -> bool {
             ct.is_empty() || ct.starts_with("application/x-www-form-urlencoded")
         }
     }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.trim()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
+fn multipart_boundary(headers: &HeaderMap) -> Option<String> {
+    let ct = headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    multer::parse_boundary(ct).ok()
+}
+
+/// Reads a `multipart/form-data` body of at most `limit` bytes: text parts become
+/// parameters (after the query string's, the first value of a name winning), the part
+/// named `file` is returned.
+async fn read_multipart(
+    body: axum::body::Body,
+    boundary: String,
+    limit: usize,
+    values: &mut HashMap<String, String>,
+) -> Result<Option<bytes::Bytes>, ApiError> {
+    let constraints =
+        multer::Constraints::new().size_limit(multer::SizeLimit::new().whole_stream(limit as u64));
+    let mut parts =
+        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut file = None;
+    let refused = |e: multer::Error| match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
+            ApiError::TooLarge(format!("request body too large: over {limit} bytes"))
+        }
+        e => ApiError::Invalid(format!("could not read the multipart body: {e}")),
+    };
+    while let Some(part) = parts.next_field().await.map_err(refused)? {
+        let name = part.name().unwrap_or_default().to_string();
+        if name == "file" {
+            let data = part.bytes().await.map_err(refused)?;
+            file.get_or_insert(data);
+            continue;
+        }
+        let data = part.bytes().await.map_err(refused)?;
+        let text = String::from_utf8(data.to_vec())
+            .map_err(|_| ApiError::Invalid(format!("parameter {name} is not UTF-8")))?;
+        values.entry(name).or_insert(text);
+    }
+    Ok(file)
 }
 
 /// Decodes `a=b&c=d` form encoding into `out`, keeping the first value of each name.
@@ -164,6 +220,7 @@ impl FromRequest<AppState> for Params {
         if let Some(q) = parts.uri.query() {
             decode_form_into(q.as_bytes(), &mut values)?;
         }
+        let (mut file, mut json_body) = (None, None);
         if is_form(&parts.headers) {
             let bytes = axum::body::to_bytes(body, st.options.max_request_bytes)
                 .await
@@ -171,6 +228,21 @@ impl FromRequest<AppState> for Params {
             if !bytes.is_empty() {
                 decode_form_into(&bytes, &mut values)?;
             }
+        } else if let Some(boundary) = multipart_boundary(&parts.headers) {
+            // An import's archive may be larger than a publish's body.
+            let limit = if values.get("import").map(String::as_str) == Some("true") {
+                st.options
+                    .max_request_bytes
+                    .max(crate::archive::MAX_UPLOAD_BYTES)
+            } else {
+                st.options.max_request_bytes
+            };
+            file = read_multipart(body, boundary, limit, &mut values).await?;
+        } else if is_json(&parts.headers) {
+            let bytes = axum::body::to_bytes(body, st.options.max_request_bytes)
+                .await
+                .map_err(|e| body_error(&e, st.options.max_request_bytes))?;
+            json_body = Some(bytes);
         }
         let ip = client_ip(&parts.headers, peer, &st.options.trusted_proxies);
         let caller = caller_of(parts.uri.path(), &parts.headers, ip);
@@ -178,6 +250,8 @@ impl FromRequest<AppState> for Params {
             values,
             headers: parts.headers,
             caller,
+            file,
+            json_body,
         })
     }
 }

@@ -16,6 +16,7 @@
 //! - [`follow`]: following the database's change log so no node stays stale.
 //! - [`limits`]: the explicit limits (content size, listened keys, held polls).
 //! - [`request`]: inputs of the service operations, built by adapters.
+//! - [`transfer`]: export, import and clone — batches written in one transaction.
 
 pub mod cluster;
 pub mod follow;
@@ -26,6 +27,7 @@ mod namespaces;
 mod read;
 pub mod request;
 pub mod service;
+pub mod transfer;
 pub mod watch;
 mod write;
 
@@ -37,4 +39,7 @@ pub use namespaces::NamespaceInfo;
 pub use read::{Beta, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};
 pub use service::{CommitObserver, ConfigService};
+pub use transfer::{
+    CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,
+};
 pub use watch::{Added, ChangeEvent, Subscriber, Watch, WatchItem};

@@ -246,7 +246,7 @@ impl ConfigService {
 }
 
 /// SQL-`LIKE`-style match where `*` stands for any run of characters.
-fn wildcard_match(pattern: &str, value: &str) -> bool {
+pub(crate) fn wildcard_match(pattern: &str, value: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let v: Vec<char> = value.chars().collect();
     let (mut pi, mut vi) = (0usize, 0usize);

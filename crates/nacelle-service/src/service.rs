@@ -23,7 +23,7 @@ use dashmap::DashMap;
 use nacelle_core::{
     ConfigKey, ConfigStore, CoreError, Gray, GraySet, GraySpec, StoredConfig, StoredGray,
 };
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::{MemberInfo, MembershipView};
@@ -276,8 +276,29 @@ impl ConfigService {
     }
 
     pub(crate) fn write_lock(&self, key: &ConfigKey) -> &Mutex<()> {
+        &self.inner.write_locks[self.stripe_of(key)]
+    }
+
+    fn stripe_of(&self, key: &ConfigKey) -> usize {
         let h = self.inner.hasher.hash_one(key);
-        &self.inner.write_locks[(h as usize) % WRITE_STRIPES]
+        (h as usize) % WRITE_STRIPES
+    }
+
+    /// The write locks of every key of a batch, each stripe once, taken in stripe order:
+    /// a batch never waits for a stripe while holding a higher one, and a single write
+    /// holds one stripe only, so batches and single writes cannot deadlock.
+    pub(crate) async fn write_locks_of<'a>(
+        &self,
+        keys: impl Iterator<Item = &'a ConfigKey>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = keys.map(|k| self.stripe_of(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            guards.push(self.inner.write_locks[s].lock().await);
+        }
+        guards
     }
 
     /// Puts `cfg` in the cache unless the cache already holds a newer revision.

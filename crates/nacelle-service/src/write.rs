@@ -191,7 +191,7 @@ impl ConfigService {
         Ok(stored)
     }
 
-    fn validate_publish(
+    pub(crate) fn validate_publish(
         &self,
         caller: &Caller,
         req: PublishRequest,
@@ -224,7 +224,7 @@ impl ConfigService {
     /// `reject` refuses content that does not parse ([`CoreError::Invalid`] with the
     /// parser's problem and line), `warn` logs the key and the problem (never the content)
     /// and lets it through, `off` does not parse.
-    async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
+    pub(crate) async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
         let key = &record.key;
         let config_type = record.config_type;
         let mode = self

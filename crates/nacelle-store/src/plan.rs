@@ -25,7 +25,8 @@
 use std::borrow::Cow;
 
 use nacelle_core::{
-    ConfigKey, ConfigMeta, GraySpec, OpSource, OpType, PublishRecord, StoreError, StoredConfig,
+    ConfigKey, ConfigMeta, GraySpec, OpSource, OpType, PublishRecord, SamePolicy, StoreError,
+    StoredConfig,
 };
 
 use crate::common::split_tags;
@@ -362,6 +363,67 @@ fn replaced<'a>(old: &'a Current, source: &'a OpSource, op: OpType, now_ms: i64)
     }
 }
 
+/// What a batch publish does, decided from the current rows of its records (read under
+/// their locks, in the batch's transaction) before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BatchPlan {
+    /// [`SamePolicy::Abort`] and these keys exist: write nothing.
+    Aborted(Vec<ConfigKey>),
+    /// Per record, in order: `true` to publish it (each with [`plan_publish`]), `false` to
+    /// skip it.
+    Steps(Vec<bool>),
+}
+
+/// The order in which a batch locks and writes its records: by key, so that two batches
+/// (or a batch and single publishes) sharing keys take their row locks in one order.
+/// Refuses a batch with a repeated key or a compare-and-set (the current rows are read
+/// once, before any write).
+pub(crate) fn batch_order(records: &[PublishRecord]) -> Result<Vec<usize>, StoreError> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by(|&a, &b| records[a].key.cmp(&records[b].key));
+    for pair in order.windows(2) {
+        if records[pair[0]].key == records[pair[1]].key {
+            return Err(StoreError::Rejected(format!(
+                "a batch holds {} twice",
+                records[pair[0]].key.group_key()
+            )));
+        }
+    }
+    if records.iter().any(|r| r.cas_md5.is_some()) {
+        return Err(StoreError::Rejected(
+            "a batch publish takes no compare-and-set".into(),
+        ));
+    }
+    Ok(order)
+}
+
+/// Decides a batch from `currents` (one per record, same order as `records`).
+pub(crate) fn plan_batch(
+    records: &[PublishRecord],
+    currents: &[Option<Current>],
+    policy: SamePolicy,
+) -> BatchPlan {
+    let existing = || {
+        records
+            .iter()
+            .zip(currents)
+            .filter(|(_, c)| c.is_some())
+            .map(|(r, _)| r.key.clone())
+    };
+    match policy {
+        SamePolicy::Abort => {
+            let conflicts: Vec<ConfigKey> = existing().collect();
+            if conflicts.is_empty() {
+                BatchPlan::Steps(vec![true; records.len()])
+            } else {
+                BatchPlan::Aborted(conflicts)
+            }
+        }
+        SamePolicy::Skip => BatchPlan::Steps(currents.iter().map(Option::is_none).collect()),
+        SamePolicy::Overwrite => BatchPlan::Steps(vec![true; records.len()]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,5 +570,34 @@ mod tests {
         assert_eq!((h.content.as_ref(), h.app_name), ("v1", "old-app"));
         assert_eq!(h.source, &who);
         assert!(plan.stored(7, 9).is_none());
+    }
+
+    #[test]
+    fn batches_decide_per_policy_and_lock_in_key_order() {
+        let with_id = |id: &str| PublishRecord {
+            key: ConfigKey::from_trusted("ns", "G", id),
+            ..record("v", "")
+        };
+        let records = [with_id("c"), with_id("a"), with_id("b")];
+        assert_eq!(batch_order(&records).ok(), Some(vec![1, 2, 0]));
+        let currents = [None, Some(current("old", "")), None];
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Abort),
+            BatchPlan::Aborted(vec![records[1].key.clone()])
+        );
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Skip),
+            BatchPlan::Steps(vec![true, false, true])
+        );
+        assert_eq!(
+            plan_batch(&records, &currents, SamePolicy::Overwrite),
+            BatchPlan::Steps(vec![true; 3])
+        );
+        assert_eq!(
+            plan_batch(&records, &[None, None, None], SamePolicy::Abort),
+            BatchPlan::Steps(vec![true; 3])
+        );
+        let twice = [with_id("a"), with_id("a")];
+        assert!(matches!(batch_order(&twice), Err(StoreError::Rejected(_))));
     }
 }

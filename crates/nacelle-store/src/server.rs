@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
     Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
@@ -198,6 +199,21 @@ impl<DB: Server> SqlStore<DB> {
             .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))?)
     }
 
+    /// One attempt at a batch publish, in one transaction (committed only when the batch
+    /// was not aborted).
+    async fn publish_batch_once(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, TxError> {
+        let mut tx = self.pool.begin().await?;
+        let outcome = sql::execute_batch::<DB>(&mut tx, &self.queries, records, policy).await?;
+        if matches!(outcome, BatchOutcome::Committed(_)) {
+            tx.commit().await?;
+        }
+        Ok(outcome)
+    }
+
     /// One attempt at a remove, in one transaction.
     async fn remove_once(
         &self,
@@ -282,6 +298,24 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
         DB::refuse_publish(rec)?;
         timed(self.op_timeout, with_retries(|| self.publish_once(rec))).await
+    }
+
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        for rec in records {
+            DB::refuse_publish(rec)?;
+        }
+        // A batch holds many writes: its deadline grows with it (one operation deadline per
+        // started 100 records), so a large import is not cut off while it makes progress.
+        let parts = u32::try_from(records.len().div_ceil(100).max(1)).unwrap_or(u32::MAX);
+        timed(
+            self.op_timeout.saturating_mul(parts),
+            with_retries(|| self.publish_batch_once(records, policy)),
+        )
+        .await
     }
 
     async fn remove(

@@ -5,17 +5,18 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use nacelle_core::{BatchItem, BatchOutcome};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigMeta, ConfigType, GrayHistoryEntry, HistoryEntry,
-    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError,
-    StoredConfig, StoredGray,
+    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PublishRecord, PurgeStep,
+    SamePolicy, StoreError, StoredConfig, StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
 use crate::common::TxError;
 use crate::map_err;
-use crate::plan::{Current, Plan};
+use crate::plan::{batch_order, plan_batch, plan_publish, BatchPlan, Current, Plan};
 use crate::queries::{self, key_args, Arg, Dialect, Queries, Returns, Written};
 
 /// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
@@ -671,6 +672,38 @@ pub(crate) async fn execute<DB: GeneratedIds>(
         }
     }
     Ok(written.finish()?)
+}
+
+/// Executes a batch publish on `conn`, inside the one transaction the caller commits:
+/// locks the current row of every record in key order ([`batch_order`]), decides the
+/// batch ([`plan_batch`]) and executes each written record's plan with [`execute`].
+/// On [`BatchOutcome::Aborted`] nothing was written and the caller must not commit.
+pub(crate) async fn execute_batch<DB: GeneratedIds>(
+    conn: &mut DB::Connection,
+    q: &Queries,
+    records: &[PublishRecord],
+    policy: SamePolicy,
+) -> Result<BatchOutcome, TxError> {
+    let order = batch_order(records)?;
+    let mut currents: Vec<Option<Current>> = vec![None; records.len()];
+    for &i in &order {
+        currents[i] = lock_current::<DB>(&mut *conn, q, &records[i].key).await?;
+    }
+    let steps = match plan_batch(records, &currents, policy) {
+        BatchPlan::Aborted(keys) => return Ok(BatchOutcome::Aborted(keys)),
+        BatchPlan::Steps(steps) => steps,
+    };
+    let mut items = vec![BatchItem::Skipped; records.len()];
+    for &i in order.iter().filter(|&&i| steps[i]) {
+        let rec = &records[i];
+        let plan = plan_publish(rec, currents[i].as_ref(), DB::stored_ms(rec.now_ms))?;
+        let (id, revision) = execute::<DB>(&mut *conn, q, &plan).await?;
+        let stored = plan
+            .stored(id, revision)
+            .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))?;
+        items[i] = BatchItem::Written(Box::new(stored));
+    }
+    Ok(BatchOutcome::Committed(items))
 }
 
 // ------------------------------------------------------------------ row decoding

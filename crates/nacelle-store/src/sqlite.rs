@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
     Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
@@ -33,7 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::map_err;
 use crate::queries::{Dialect, Queries};
 use crate::sql;
-use crate::sqlite_writer::{self, writer_gone, WriteOp};
+use crate::sqlite_writer::{self, writer_gone, BatchOp, WriteOp};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -143,6 +144,21 @@ impl ConfigStore for SqliteStore {
         let (reply, answer) = oneshot::channel();
         self.submit(WriteOp::Publish(Box::new(rec.clone()), reply))
             .await?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::PublishBatch(Box::new(BatchOp {
+            records: records.to_vec(),
+            policy,
+            reply,
+        })))
+        .await?;
         answer.await.map_err(|_| writer_gone())?
     }
 

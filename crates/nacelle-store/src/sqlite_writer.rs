@@ -19,13 +19,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nacelle_core::store::RemoveOutcome;
-use nacelle_core::{ConfigKey, OpSource, PublishRecord, StoreError, StoredConfig};
+use nacelle_core::{
+    BatchItem, BatchOutcome, ConfigKey, OpSource, PublishRecord, SamePolicy, StoreError,
+    StoredConfig,
+};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::plan::{plan_publish, plan_remove, plan_remove_gray, Current, Plan};
+use crate::plan::{
+    batch_order, plan_batch, plan_publish, plan_remove, plan_remove_gray, BatchPlan, Current, Plan,
+};
 use crate::queries::{self, key_args, Arg, Queries, Returns, Written};
 
 /// Most writes committed in one transaction.
@@ -56,10 +61,21 @@ pub(crate) enum WriteOp {
         Box<(PublishRecord, String)>,
         oneshot::Sender<Result<StoredConfig, StoreError>>,
     ),
+    /// A batch publish (`ConfigStore::publish_batch`): all of it runs inside the group's
+    /// transaction, so it commits or rolls back with the group, never in part.
+    PublishBatch(Box<BatchOp>),
     /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_history`),
     /// run in a transaction of its own between groups, so a failing purge never rolls back
     /// a publish; answers the rows deleted.
     PurgeHistory(String, oneshot::Sender<Result<u64, StoreError>>),
+}
+
+/// The records of a batch publish, its policy and where to send its result.
+#[derive(Debug)]
+pub(crate) struct BatchOp {
+    pub records: Vec<PublishRecord>,
+    pub policy: SamePolicy,
+    pub reply: oneshot::Sender<Result<BatchOutcome, StoreError>>,
 }
 
 /// The error of a write whose writer thread is gone.
@@ -214,6 +230,15 @@ impl Writer {
                     }
                     done.push(Done::Publish(Box::new(r), reply));
                 }
+                WriteOp::PublishBatch(op) => {
+                    // An aborted batch is decided before it writes anything (as a
+                    // compare-and-set failure is), so the group goes on.
+                    let r = self.publish_batch(&op.records, op.policy);
+                    if let Err(e) = &r {
+                        abort = Some(e.to_string());
+                    }
+                    done.push(Done::Batch(r, op.reply));
+                }
                 // `run` takes purges out of every group; should one get here, it is not
                 // run inside the group's transaction but failed as skipped.
                 op @ WriteOp::PurgeHistory(..) => done.push(Done::Skipped(op)),
@@ -236,6 +261,7 @@ impl Writer {
             match d {
                 Done::Publish(r, reply) => answer(reply, *r),
                 Done::Remove(r, reply) => answer(reply, r),
+                Done::Batch(r, reply) => answer(reply, r),
                 Done::Skipped(op) => fail_op(op, "skipped"),
             }
         }
@@ -365,6 +391,36 @@ impl Writer {
             .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))
     }
 
+    /// A batch publish inside the group's transaction: the same decisions
+    /// (`plan::batch_order`, `plan::plan_batch`) and per-record plans as `sql::execute_batch`
+    /// on the other backends, executed by [`Writer::execute`].
+    fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        let order = batch_order(records)?;
+        let mut currents: Vec<Option<Current>> = vec![None; records.len()];
+        for &i in &order {
+            currents[i] = self.current(&records[i].key)?;
+        }
+        let steps = match plan_batch(records, &currents, policy) {
+            BatchPlan::Aborted(keys) => return Ok(BatchOutcome::Aborted(keys)),
+            BatchPlan::Steps(steps) => steps,
+        };
+        let mut items = vec![BatchItem::Skipped; records.len()];
+        for &i in order.iter().filter(|&&i| steps[i]) {
+            let rec = &records[i];
+            let plan = plan_publish(rec, currents[i].as_ref(), rec.now_ms)?;
+            let (id, revision) = self.execute(&plan)?;
+            let stored = plan.stored(id, revision).ok_or_else(|| {
+                StoreError::Unavailable("a publish was planned as a delete".into())
+            })?;
+            items[i] = BatchItem::Written(Box::new(stored));
+        }
+        Ok(BatchOutcome::Committed(items))
+    }
+
     fn remove(
         &self,
         key: &ConfigKey,
@@ -440,6 +496,10 @@ enum Done {
         Result<RemoveOutcome, StoreError>,
         oneshot::Sender<Result<RemoveOutcome, StoreError>>,
     ),
+    Batch(
+        Result<BatchOutcome, StoreError>,
+        oneshot::Sender<Result<BatchOutcome, StoreError>>,
+    ),
     /// Never ran because an earlier write of its group failed.
     Skipped(WriteOp),
 }
@@ -451,6 +511,7 @@ fn fail_op(op: WriteOp, msg: &str) {
         WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
         WriteOp::RemoveGray(_, reply) => answer(reply, Err(err())),
         WriteOp::Promote(_, reply) => answer(reply, Err(err())),
+        WriteOp::PublishBatch(op) => answer(op.reply, Err(err())),
         WriteOp::PurgeHistory(_, reply) => answer(reply, Err(err())),
     }
 }
@@ -463,6 +524,7 @@ fn fail_all(done: Vec<Done>, msg: &str) {
         match d {
             Done::Publish(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Remove(r, reply) => answer(reply, r.and(Err(err()))),
+            Done::Batch(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Skipped(op) => fail_op(op, msg),
         }
     }

@@ -13,6 +13,7 @@ use nacelle_core::{
     md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry,
     HistoryRetention, Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
 };
+use nacelle_core::{BatchItem, BatchOutcome, SamePolicy};
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
 
@@ -1238,5 +1239,114 @@ async fn concurrent_gray_compare_and_set_has_one_winner(
         );
     }
     assert_eq!(store.gray_changes_since(0, 100).await?.len(), 2);
+    Ok(())
+}
+
+// The batch publish of imports and clones (`ConfigStore::publish_batch`), on every backend.
+per_backend!(
+    with with_store:
+    batch_publish_policies,
+    a_failing_batch_writes_nothing;
+    flavor = "multi_thread", worker_threads = 4
+);
+
+/// The keys a batch wrote (`None` for a skipped record).
+fn written(outcome: &BatchOutcome) -> anyhow::Result<Vec<Option<String>>> {
+    let BatchOutcome::Committed(items) = outcome else {
+        anyhow::bail!("not committed: {outcome:?}");
+    };
+    Ok(items
+        .iter()
+        .map(|i| match i {
+            BatchItem::Written(c) => Some(c.key.data_id().to_string()),
+            BatchItem::Skipped => None,
+        })
+        .collect())
+}
+
+async fn batch_publish_policies(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let (a, b, c) = (
+        key("ns", "G", "a"),
+        key("ns", "G", "b"),
+        key("ns", "G", "c"),
+    );
+    let first = store.publish(&record(&a, "a-old", T0)).await?;
+    let batch = [
+        record(&b, "b1", T0 + 1),
+        record(&a, "a1", T0 + 1),
+        record(&c, "c1", T0 + 1),
+    ];
+
+    // ABORT: the existing key is named and nothing is written.
+    let nid = store.max_history_nid().await?;
+    let outcome = store.publish_batch(&batch, SamePolicy::Abort).await?;
+    assert_eq!(outcome, BatchOutcome::Aborted(vec![a.clone()]));
+    ensure!(store.get(&b).await?.is_none());
+    assert_eq!(store.max_history_nid().await?, nid, "no history row");
+
+    // SKIP: the others are written, in one transaction, each with its history row.
+    let outcome = store.publish_batch(&batch, SamePolicy::Skip).await?;
+    assert_eq!(
+        written(&outcome)?,
+        [Some("b".into()), None, Some("c".into())]
+    );
+    assert_eq!(store.get(&a).await?.context("a")?.content, "a-old");
+    assert_eq!(&store.get(&c).await?.context("c")?.content[..], b"c1");
+    assert_eq!(store.max_history_nid().await?, nid + 2);
+    if let BatchOutcome::Committed(items) = &outcome {
+        for item in items {
+            if let BatchItem::Written(cfg) = item {
+                assert_eq!(Some(cfg.as_ref()), store.get(&cfg.key).await?.as_ref());
+            }
+        }
+    }
+
+    // OVERWRITE: every record is written; the update's history row keeps the replaced
+    // version, as a single publish's does.
+    let outcome = store.publish_batch(&batch, SamePolicy::Overwrite).await?;
+    assert_eq!(written(&outcome)?.iter().flatten().count(), 3);
+    let now = store.get(&a).await?.context("a")?;
+    assert_eq!((now.id, &now.content[..]), (first.id, &b"a1"[..]));
+    let hist = store.history_page(&a, page(1, 10)).await?;
+    assert_eq!(hist.items[0].content, "a-old");
+    assert_eq!(hist.items[0].op_type, OpType::Update);
+
+    // A repeated key or a compare-and-set is refused before anything is written.
+    let nid = store.max_history_nid().await?;
+    let twice = [record(&b, "x", T0 + 2), record(&b, "y", T0 + 2)];
+    let refused = store.publish_batch(&twice, SamePolicy::Overwrite).await;
+    ensure!(
+        matches!(refused, Err(StoreError::Rejected(_))),
+        "{refused:?}"
+    );
+    let mut cas = record(&b, "z", T0 + 2);
+    cas.cas_md5 = Some(String::new());
+    let refused = store.publish_batch(&[cas], SamePolicy::Overwrite).await;
+    ensure!(
+        matches!(refused, Err(StoreError::Rejected(_))),
+        "{refused:?}"
+    );
+    assert_eq!(store.max_history_nid().await?, nid);
+    Ok(())
+}
+
+async fn a_failing_batch_writes_nothing(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
+    // A value the database refuses in the middle of the batch (an app name longer than
+    // `app_name varchar(128)`): the records before it are rolled back with it. SQLite does
+    // not enforce column lengths, so there the batch commits.
+    let (x, y) = (key("ns", "G", "x"), key("ns", "G", "y"));
+    let mut long = record(&y, "y", T0);
+    long.meta.app_name = "a".repeat(300);
+    let nid = store.max_history_nid().await?;
+    let outcome = store
+        .publish_batch(&[record(&x, "x", T0), long], SamePolicy::Abort)
+        .await;
+    if b == Backend::Sqlite {
+        assert_eq!(written(&outcome?)?.len(), 2);
+        return Ok(());
+    }
+    ensure!(outcome.is_err(), "{b:?}: {outcome:?}");
+    ensure!(store.get(&x).await?.is_none(), "{b:?}: x was written");
+    assert_eq!(store.max_history_nid().await?, nid);
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
+use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
     Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
@@ -60,6 +61,13 @@ impl ConfigStore for LazyStore {
     }
     async fn publish(&self, record: &PublishRecord) -> Result<StoredConfig, StoreError> {
         self.get_store()?.publish(record).await
+    }
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        self.get_store()?.publish_batch(records, policy).await
     }
     async fn remove(
         &self,

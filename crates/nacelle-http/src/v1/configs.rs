@@ -1,4 +1,5 @@
-//! `/nacos/v1/cs/configs`: get (raw, `show=all`, search), publish, delete.
+//! `/nacos/v1/cs/configs`: get (raw, `show=all`, search), publish, delete; export, import
+//! and clone are in `transfer.rs`.
 
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -155,10 +156,11 @@ pub(crate) async fn get_configs(
     if let Some(mode) = p.non_blank("search") {
         return search(&st, &p, mode);
     }
-    if is_true(p.get("export")) || is_true(p.get("exportV2")) {
-        return Err(ApiError::Unsupported(
-            "config export is not supported yet".into(),
-        ));
+    if is_true(p.get("exportV2")) {
+        return super::transfer::export(&st, &p, crate::archive::Layout::V2);
+    }
+    if is_true(p.get("export")) {
+        return super::transfer::export(&st, &p, crate::archive::Layout::V1);
     }
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
@@ -260,9 +262,10 @@ pub(crate) async fn post_configs(
     p: Params,
 ) -> Result<Response, ApiError> {
     if is_true(p.get("import")) {
-        return Err(ApiError::Unsupported(
-            "config import is not supported yet".into(),
-        ));
+        return super::transfer::import(&st, &p).await;
+    }
+    if is_true(p.get("clone")) {
+        return super::transfer::clone(&st, &p).await;
     }
     let key = key_from_params(&p, "tenant")?;
     let req = p.publish_request(key, PublishNames::V1)?;

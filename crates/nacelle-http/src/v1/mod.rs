@@ -6,6 +6,7 @@ pub(crate) mod health;
 pub(crate) mod history;
 pub(crate) mod listener;
 pub(crate) mod namespaces;
+pub(crate) mod transfer;
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};

@@ -1,0 +1,349 @@
+//! Moving configs in bulk: export (a selection of the cache), import (a batch of configs
+//! read from an archive by an adapter) and clone (configs copied into another namespace).
+//!
+//! Import and clone share one path: every config is validated as a publish is (names,
+//! metadata, content size, content by type under the target namespace's mode), then the
+//! whole batch goes to the store in **one** transaction ([`ConfigStore::publish_batch`])
+//! under the [`SamePolicy`]; after the commit each written key goes through the cache and
+//! its listeners exactly as a single publish does. An invalid config refuses the whole
+//! batch, whatever the policy; under [`SamePolicy::Abort`] an existing key writes nothing
+//! at all (Nacos 2.4 keeps the configs it wrote before the conflict — we do not).
+//!
+//! [`ConfigStore::publish_batch`]: nacelle_core::ConfigStore::publish_batch
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use nacelle_core::{
+    BatchItem, BatchOutcome, Caller, ConfigKey, ConfigMeta, CoreError, NamespaceId, SamePolicy,
+    StoreError, StoredConfig, Variant,
+};
+
+use crate::read::wildcard_match;
+use crate::request::PublishRequest;
+use crate::service::ConfigService;
+
+/// Most configs one import or clone may hold: the batch is one transaction and is
+/// validated in memory before it is written.
+pub const MAX_BATCH_CONFIGS: usize = 10_000;
+
+/// One config to import, as an archive holds it.
+#[derive(Debug, Clone, Default)]
+pub struct ImportItem {
+    pub group: String,
+    pub data_id: String,
+    pub content: String,
+    /// The type from the archive's metadata; blank or absent: from the dataId's extension
+    /// (Nacos's rule), `text` otherwise.
+    pub config_type: Option<String>,
+    pub desc: String,
+    pub app_name: String,
+    /// Carried over by a clone; empty for an import.
+    pub encrypted_data_key: String,
+}
+
+/// One config a clone copies: the source row id and, when not blank, a new dataId/group.
+#[derive(Debug, Clone, Default)]
+pub struct CloneItem {
+    pub cfg_id: i64,
+    pub data_id: Option<String>,
+    pub group: Option<String>,
+}
+
+/// What to export (Nacos's `findAllConfigInfo4Export`): by row ids when any are given
+/// (in any namespace), else the configs of `namespace` whose dataId matches `data_id`
+/// (`*` is a wildcard; blank matches all), of group `group` and app `app_name` (blank
+/// matches all).
+#[derive(Debug, Clone, Default)]
+pub struct ExportQuery {
+    pub namespace: NamespaceId,
+    pub data_id: String,
+    pub group: String,
+    pub app_name: String,
+    pub ids: Vec<i64>,
+}
+
+/// A config named in a report: (dataId, group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedConfig {
+    pub data_id: String,
+    pub group: String,
+}
+
+impl NamedConfig {
+    fn of(key: &ConfigKey) -> Self {
+        NamedConfig {
+            data_id: key.data_id().to_string(),
+            group: key.group().to_string(),
+        }
+    }
+}
+
+/// The outcome of an import or clone, as Nacos reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Configs written (inserted or overwritten).
+    pub succ_count: usize,
+    /// Configs not written: existing under `SKIP`, every other one under an aborted
+    /// `ABORT`.
+    pub skip_count: usize,
+    /// The existing keys that aborted an `ABORT` import.
+    pub fail_data: Vec<NamedConfig>,
+    pub skip_data: Vec<NamedConfig>,
+}
+
+/// Why an import or clone was refused as a whole (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum TransferError {
+    /// The target namespace does not exist.
+    #[error("namespace {0} does not exist")]
+    NamespaceMissing(String),
+    /// Nothing to write: no config in the archive, none of the clone's ids exists.
+    #[error("{0}")]
+    NothingToWrite(String),
+    /// A config of the batch is invalid, or the service or store failed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+/// The type Nacos gives a config whose metadata names none: by the dataId's extension
+/// (`FileTypeEnum`: yml/yaml, txt/text, json, xml, htm/html, properties), `text` otherwise.
+pub fn type_from_extension(data_id: &str) -> &'static str {
+    let ext = data_id
+        .rsplit_once('.')
+        .map(|(_, e)| e.trim().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("yml" | "yaml") => "yaml",
+        Some("json") => "json",
+        Some("xml") => "xml",
+        Some("htm" | "html") => "html",
+        Some("properties") => "properties",
+        _ => "text",
+    }
+}
+
+impl ConfigService {
+    /// The configs `q` selects, ordered by id, from memory.
+    pub fn export(
+        &self,
+        _caller: &Caller,
+        q: &ExportQuery,
+    ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
+        self.guard()?;
+        let ids: HashSet<i64> = q.ids.iter().copied().collect();
+        let selected = |c: &StoredConfig| {
+            if !ids.is_empty() {
+                return ids.contains(&c.id);
+            }
+            c.key.namespace() == &q.namespace
+                && (q.data_id.trim().is_empty() || wildcard_match(&q.data_id, c.key.data_id()))
+                && (q.group.trim().is_empty() || q.group == c.key.group())
+                && (q.app_name.trim().is_empty() || q.app_name == c.meta.app_name)
+        };
+        let mut out: Vec<Arc<StoredConfig>> = self
+            .inner
+            .cache
+            .iter()
+            .filter(|e| selected(e.value()))
+            .map(|e| e.value().clone())
+            .collect();
+        out.sort_by_key(|c| c.id);
+        Ok(out)
+    }
+
+    /// Imports `items` into `namespace` under `policy`, all or nothing (see the module
+    /// documentation). History records `src_user` and the caller's IP.
+    pub async fn import(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+        items: Vec<ImportItem>,
+        policy: SamePolicy,
+        src_user: &str,
+    ) -> Result<ImportReport, TransferError> {
+        self.guard()?;
+        let namespace = self.target_namespace(caller, namespace).await?;
+        if items.is_empty() {
+            return Err(TransferError::NothingToWrite(
+                "the archive holds no config".into(),
+            ));
+        }
+        self.write_batch(caller, &namespace, items, policy, src_user)
+            .await
+    }
+
+    /// Copies the configs with the row ids of `items` into `namespace` (with a new dataId
+    /// or group where given) under `policy`, as an import of them would. Unknown ids are
+    /// left out; when none is known nothing is written.
+    pub async fn clone_configs(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+        items: &[CloneItem],
+        policy: SamePolicy,
+        src_user: &str,
+    ) -> Result<ImportReport, TransferError> {
+        self.guard()?;
+        let namespace = self.target_namespace(caller, namespace).await?;
+        // The first item of an id wins, as Nacos's `toMap(…, (k1, k2) -> k1)`.
+        let mut wanted: HashMap<i64, &CloneItem> = HashMap::new();
+        for item in items {
+            wanted.entry(item.cfg_id).or_insert(item);
+        }
+        let mut sources: Vec<Arc<StoredConfig>> = self
+            .inner
+            .cache
+            .iter()
+            .filter(|e| wanted.contains_key(&e.value().id))
+            .map(|e| e.value().clone())
+            .collect();
+        if sources.is_empty() {
+            return Err(TransferError::NothingToWrite(
+                "none of the selected configs exists".into(),
+            ));
+        }
+        sources.sort_by_key(|c| c.id);
+        let not_blank = |v: Option<&String>| v.filter(|s| !s.trim().is_empty()).cloned();
+        let batch = sources
+            .iter()
+            .map(|c| {
+                let item = wanted.get(&c.id);
+                ImportItem {
+                    group: not_blank(item.and_then(|i| i.group.as_ref()))
+                        .unwrap_or_else(|| c.key.group().to_string()),
+                    data_id: not_blank(item.and_then(|i| i.data_id.as_ref()))
+                        .unwrap_or_else(|| c.key.data_id().to_string()),
+                    content: String::from_utf8_lossy(&c.content).into_owned(),
+                    config_type: Some(c.config_type.as_str().to_string()),
+                    desc: c.meta.desc.clone(),
+                    app_name: c.meta.app_name.clone(),
+                    encrypted_data_key: c.meta.encrypted_data_key.clone(),
+                }
+            })
+            .collect();
+        self.write_batch(caller, &namespace, batch, policy, src_user)
+            .await
+    }
+
+    /// The namespace a batch writes into; it must exist (the default one always does).
+    async fn target_namespace(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+    ) -> Result<NamespaceId, TransferError> {
+        let id = NamespaceId::parse(Some(namespace))
+            .map_err(|_| TransferError::NamespaceMissing(namespace.to_string()))?;
+        if !id.is_default() && !self.namespace_exists(caller, id.as_str()).await? {
+            return Err(TransferError::NamespaceMissing(id.as_str().to_string()));
+        }
+        Ok(id)
+    }
+
+    /// Validates every item as a publish, then writes the batch in one store transaction,
+    /// then updates the cache and tells listeners and the cluster, key by key.
+    async fn write_batch(
+        &self,
+        caller: &Caller,
+        namespace: &NamespaceId,
+        items: Vec<ImportItem>,
+        policy: SamePolicy,
+        src_user: &str,
+    ) -> Result<ImportReport, TransferError> {
+        if items.len() > MAX_BATCH_CONFIGS {
+            return Err(CoreError::Invalid(format!(
+                "too many configs: {} (at most {MAX_BATCH_CONFIGS} in one import or clone)",
+                items.len()
+            ))
+            .into());
+        }
+        let mut records = Vec::with_capacity(items.len());
+        let mut seen = HashSet::with_capacity(items.len());
+        for item in items {
+            let name = format!("{}/{}", item.group, item.data_id);
+            let in_entry = |e: CoreError| match e {
+                CoreError::Invalid(m) | CoreError::TooLarge(m) => {
+                    CoreError::Invalid(format!("config {name}: {m}"))
+                }
+                other => other,
+            };
+            let key = ConfigKey::parse(Some(namespace.as_str()), &item.group, &item.data_id)
+                .map_err(in_entry)?;
+            if !seen.insert(key.clone()) {
+                return Err(CoreError::Invalid(format!("config {name} appears twice")).into());
+            }
+            let config_type = match item.config_type.as_deref().map(str::trim) {
+                Some(t) if !t.is_empty() => t.to_string(),
+                _ => type_from_extension(&item.data_id).to_string(),
+            };
+            let req = PublishRequest {
+                key,
+                content: item.content,
+                config_type: Some(config_type),
+                meta: ConfigMeta {
+                    app_name: item.app_name,
+                    desc: item.desc,
+                    encrypted_data_key: item.encrypted_data_key,
+                    ..ConfigMeta::default()
+                },
+                src_user: src_user.to_string(),
+                cas_md5: None,
+                variant: Variant::Formal,
+            };
+            let record = self.validate_publish(caller, req).map_err(in_entry)?;
+            self.check_content_type(&record).await.map_err(in_entry)?;
+            records.push(record);
+        }
+
+        let (outcome, changed) = {
+            let _guards = self.write_locks_of(records.iter().map(|r| &r.key)).await;
+            let outcome = match self.inner.store.publish_batch(&records, policy).await {
+                Ok(o) => o,
+                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch.into()),
+                Err(e) => return Err(CoreError::from(e).into()),
+            };
+            let mut changed = Vec::new();
+            if let BatchOutcome::Committed(items) = &outcome {
+                for item in items {
+                    if let BatchItem::Written(stored) = item {
+                        let stored = Arc::new(stored.as_ref().clone());
+                        if self.apply(stored.clone()) {
+                            changed.push(stored);
+                        }
+                    }
+                }
+            }
+            (outcome, changed)
+        };
+        // Told outside the write locks, as a publish does.
+        for stored in &changed {
+            self.notify(&stored.key, stored.revision);
+        }
+        let mut report = ImportReport::default();
+        match outcome {
+            BatchOutcome::Aborted(conflicts) => {
+                let conflicts: HashSet<ConfigKey> = conflicts.into_iter().collect();
+                for rec in &records {
+                    if conflicts.contains(&rec.key) {
+                        report.fail_data.push(NamedConfig::of(&rec.key));
+                    } else {
+                        report.skip_data.push(NamedConfig::of(&rec.key));
+                    }
+                }
+                report.skip_count = report.skip_data.len();
+            }
+            BatchOutcome::Committed(items) => {
+                for (rec, item) in records.iter().zip(&items) {
+                    match item {
+                        BatchItem::Written(stored) => {
+                            report.succ_count += 1;
+                            self.committed(&stored.key, stored.revision);
+                        }
+                        BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
+                    }
+                }
+                report.skip_count = report.skip_data.len();
+            }
+        }
+        Ok(report)
+    }
+}
