@@ -246,3 +246,58 @@ async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
     assert_eq!(query(&mut plain, key).await?.0, "l: formal");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_and_compare_and_set_over_grpc() -> anyhow::Result<()> {
+    let s = TestServer::start(GrpcOptions::default()).await?;
+    let key = "tagged.properties";
+    s.publish("", G, key, "t=formal").await?;
+    let mut c = RawClient::connect(s.port).await?;
+    c.setup("127.0.0.1").await?;
+    publish(&mut c, key, "t=blue", json!({"tag": "blue"})).await?;
+    let q = |tag: &str| json!({"dataId": key, "group": G, "tenant": "", "tag": tag, "headers": {}});
+    let r = c.call("ConfigQueryRequest", q("blue")).await?;
+    assert_eq!(r.str("content"), Some("t=blue"), "{r:?}");
+    assert_eq!(r.str("md5"), Some(md5("t=blue").as_str()));
+    // A tag with no variant is not found, as over HTTP; no tag is the formal config.
+    let r = c.call("ConfigQueryRequest", q("red")).await?;
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(500), Some(300))
+    );
+    assert_eq!(query(&mut c, key).await?, ("t=formal".into(), false));
+
+    // Compare-and-set on the tag variant: a stale md5 fails with Nacos's message, the
+    // variant's own md5 succeeds.
+    let cas = |content: &str, md5: &str| {
+        json!({"dataId": key, "group": G, "tenant": "", "content": content, "casMd5": md5,
+               "additionMap": {"tag": "blue"}, "headers": {}})
+    };
+    let r = c
+        .call("ConfigPublishRequest", cas("t=blue2", &md5("t=formal")))
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(500), "{r:?}");
+    assert_eq!(
+        r.str("message"),
+        Some("Cas publish fail,server md5 may have changed.")
+    );
+    let r = c
+        .call("ConfigPublishRequest", cas("t=blue2", &md5("t=blue")))
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    let r = c.call("ConfigQueryRequest", q("blue")).await?;
+    assert_eq!(r.str("content"), Some("t=blue2"));
+
+    // Removing the tag over gRPC removes the variant only.
+    let r = c
+        .call(
+            "ConfigRemoveRequest",
+            json!({"dataId": key, "group": G, "tenant": "", "tag": "blue", "headers": {}}),
+        )
+        .await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+    let r = c.call("ConfigQueryRequest", q("blue")).await?;
+    assert_eq!(r.int("errorCode"), Some(300));
+    assert_eq!(query(&mut c, key).await?.0, "t=formal");
+    Ok(())
+}
