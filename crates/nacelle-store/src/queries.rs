@@ -221,16 +221,8 @@ impl Queries {
                 "SELECT {history_columns} FROM his_config_info WHERE id = ? \
                  ORDER BY nid DESC LIMIT 1"
             )),
-            changes_since: q(format!(
-                "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \
-                 FROM his_config_info WHERE nid > ? ORDER BY nid LIMIT ?",
-                D::signed("nid"),
-                D::ms("gmt_modified")
-            )),
-            max_nid: q(format!(
-                "SELECT {} AS n FROM his_config_info",
-                D::signed("COALESCE(MAX(nid), 0)")
-            )),
+            changes_since: q(change_log::<D>("his_config_info")),
+            max_nid: q(newest_nid::<D>("his_config_info")),
             list_namespaces: q(
                 "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info \
                  WHERE kp = '1' ORDER BY id"
@@ -321,16 +313,8 @@ impl Queries {
                 "SELECT {history_columns}, gray_name, gray_rule FROM nacelle_gray_log \
                  WHERE {KEY_MATCH} ORDER BY nid DESC LIMIT ? OFFSET ?"
             )),
-            gray_changes_since: q(format!(
-                "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \
-                 FROM nacelle_gray_log WHERE nid > ? ORDER BY nid LIMIT ?",
-                D::signed("nid"),
-                D::ms("gmt_modified")
-            )),
-            max_gray_nid: q(format!(
-                "SELECT {} AS n FROM nacelle_gray_log",
-                D::signed("COALESCE(MAX(nid), 0)")
-            )),
+            gray_changes_since: q(change_log::<D>("nacelle_gray_log")),
+            max_gray_nid: q(newest_nid::<D>("nacelle_gray_log")),
             delete_legacy_beta: q(format!("DELETE FROM config_info_beta WHERE {KEY_MATCH}")),
             insert_legacy_beta: q(format!(
                 "INSERT INTO config_info_beta (data_id, group_id, tenant_id, app_name, content, \
@@ -347,6 +331,24 @@ impl Queries {
             )),
         }
     }
+}
+
+/// The rows of change log `table` after a `nid` (`?`), in `nid` order, at most `?`.
+fn change_log<D: Dialect>(table: &str) -> String {
+    format!(
+        "SELECT {} AS nid, data_id, group_id, tenant_id, op_type, {} AS gmt_modified \
+         FROM {table} WHERE nid > ? ORDER BY nid LIMIT ?",
+        D::signed("nid"),
+        D::ms("gmt_modified")
+    )
+}
+
+/// The newest `nid` of change log `table` as column `n`, 0 when it is empty.
+fn newest_nid<D: Dialect>(table: &str) -> String {
+    format!(
+        "SELECT {} AS n FROM {table}",
+        D::signed("COALESCE(MAX(nid), 0)")
+    )
 }
 
 /// The `nid`s of history rows in the window `(?, ?]` that `condemned` selects, oldest first,

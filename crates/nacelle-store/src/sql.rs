@@ -262,11 +262,7 @@ pub(crate) async fn gray_changes_since<DB: Exec>(
     after_nid: i64,
     limit: u32,
 ) -> Result<Vec<ChangeRecord>, StoreError> {
-    let args = [Arg::Int(after_nid), Arg::Int(i64::from(limit))];
-    let rows = DB::rows(&mut *conn(pool).await?, &q.gray_changes_since, &args)
-        .await
-        .map_err(map_err)?;
-    rows.iter().map(change_from_row::<DB>).collect()
+    change_log(pool, &q.gray_changes_since, after_nid, limit).await
 }
 
 /// The largest `nid` of the gray change log, 0 when there is none.
@@ -379,8 +375,18 @@ pub(crate) async fn changes_since<DB: Exec>(
     after_nid: i64,
     limit: u32,
 ) -> Result<Vec<ChangeRecord>, StoreError> {
+    change_log(pool, &q.changes_since, after_nid, limit).await
+}
+
+/// The rows of a change log statement (`sql`: after a `nid`, at most `limit`).
+async fn change_log<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: &str,
+    after_nid: i64,
+    limit: u32,
+) -> Result<Vec<ChangeRecord>, StoreError> {
     let args = [Arg::Int(after_nid), Arg::Int(i64::from(limit))];
-    let rows = DB::rows(&mut *conn(pool).await?, &q.changes_since, &args)
+    let rows = DB::rows(&mut *conn(pool).await?, sql, &args)
         .await
         .map_err(map_err)?;
     rows.iter().map(change_from_row::<DB>).collect()

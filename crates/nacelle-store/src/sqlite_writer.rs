@@ -306,24 +306,8 @@ impl Writer {
 
     /// Reads the current row of `key` (the group's `BEGIN IMMEDIATE` holds the write lock).
     fn current(&self, key: &ConfigKey) -> Result<Option<Current>, StoreError> {
-        let text = |r: &rusqlite::Row<'_>, i: usize| {
-            r.get::<_, Option<String>>(i).map(Option::unwrap_or_default)
-        };
-        self.conn
-            .prepare_cached(&self.queries.lock_current)
-            .map_err(db_err)?
-            .query_row(params_from_iter(key_args(key)), |r| {
-                Ok(Current::new(
-                    r.get(0)?,
-                    text(r, 1)?,
-                    text(r, 2)?,
-                    text(r, 3)?,
-                    text(r, 4)?,
-                    r.get(5)?,
-                ))
-            })
-            .optional()
-            .map_err(db_err)
+        let found = self.locked_row(&self.queries.lock_current, &key_args(key))?;
+        Ok(found.map(|(current, _)| current))
     }
 
     /// Reads gray `name` of `key` and its stored rule JSON (the group's transaction holds
@@ -333,14 +317,30 @@ impl Writer {
         key: &ConfigKey,
         name: &str,
     ) -> Result<Option<(Current, String)>, StoreError> {
+        let [d, g, t] = key_args(key);
+        self.locked_row(&self.queries.lock_gray, &[d, g, t, Arg::Text(name)])
+    }
+
+    /// A row read by `lock_current` / `lock_gray` (`id, content, md5, app_name,
+    /// encrypted_data_key, gmt_create[, gray_rule]`): the current row and the rule column
+    /// (`""` where the statement has none).
+    fn locked_row(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<(Current, String)>, StoreError> {
         let text = |r: &rusqlite::Row<'_>, i: usize| {
             r.get::<_, Option<String>>(i).map(Option::unwrap_or_default)
         };
-        let [d, g, t] = key_args(key);
         self.conn
-            .prepare_cached(&self.queries.lock_gray)
+            .prepare_cached(sql)
             .map_err(db_err)?
-            .query_row(params_from_iter([d, g, t, Arg::Text(name)]), |r| {
+            .query_row(params_from_iter(args), |r| {
+                let rule = if r.as_ref().column_count() > 6 {
+                    text(r, 6)?
+                } else {
+                    String::new()
+                };
                 Ok((
                     Current::new(
                         r.get(0)?,
@@ -350,7 +350,7 @@ impl Writer {
                         text(r, 4)?,
                         r.get(5)?,
                     ),
-                    text(r, 6)?,
+                    rule,
                 ))
             })
             .optional()
