@@ -35,7 +35,9 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         let record = self.validate_publish(caller, req)?;
-        self.check_content_type(&record).await?;
+        // The content is checked by its type on the plaintext; an encrypted dataId's is
+        // then encrypted (crate::cipher).
+        let record = self.checked_and_sealed(record).await?;
         let (stored, changed) = {
             let _guard = self.write_lock(&record.key).lock().await;
             let stored = match self.inner.store.publish(&record).await {
@@ -100,7 +102,7 @@ impl ConfigService {
     /// `reject` refuses content that does not parse ([`CoreError::Invalid`] with the
     /// parser's problem and line), `warn` logs the key and the problem (never the content)
     /// and lets it through, `off` does not parse.
-    async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
+    pub(crate) async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
         let key = &record.key;
         let config_type = record.config_type;
         let mode = self
