@@ -279,8 +279,8 @@ async fn a_row_in_nacos_format_is_served_decrypted() -> anyhow::Result<()> {
     db.execute(
         "INSERT INTO config_info (data_id, group_id, tenant_id, content, md5, gmt_create, \
          gmt_modified, src_user, src_ip, type, encrypted_data_key) \
-         VALUES ('cipher-aes-nacos.yml', 'G', '', ?1, ?2, '2024-01-01 00:00:00', \
-         '2024-01-01 00:00:00', 'nacos', '10.0.0.1', 'yaml', ?3)",
+         VALUES ('cipher-aes-nacos.yml', 'G', '', ?1, ?2, 1704067200000, \
+         1704067200000, 'nacos', '10.0.0.1', 'yaml', ?3)",
         rusqlite::params![VECTOR_CT, md5_hex(VECTOR_CT.as_bytes()), VECTOR_KEY],
     )?;
     let key = nacelle_core::ConfigKey::parse(None, "G", "cipher-aes-nacos.yml")?;
