@@ -133,6 +133,80 @@ impl MasterKey {
     }
 }
 
+/// The configured master keys: the current one, which wraps every new data key, and
+/// previous ones, which only unwrap (key rotation, `docs/encryption.md`). Read from a key
+/// file of one base64 key per line, the current key first; blank lines and `#` comments
+/// are ignored.
+#[derive(Debug)]
+pub struct MasterKeys {
+    /// Never empty; the first is the current key.
+    keys: Vec<MasterKey>,
+}
+
+impl MasterKeys {
+    /// The keys of a key file's text.
+    pub fn parse(text: &str) -> Result<MasterKeys, CipherError> {
+        let mut keys: Vec<MasterKey> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let key = MasterKey::from_base64(line).map_err(|e| match e {
+                CipherError::BadMasterKey(m) => {
+                    CipherError::BadMasterKey(format!("line {}: {m}", n + 1))
+                }
+                other => other,
+            })?;
+            if keys.iter().any(|k| k.id() == key.id()) {
+                return Err(CipherError::BadMasterKey(format!(
+                    "line {}: the key {} is listed twice",
+                    n + 1,
+                    key.id()
+                )));
+            }
+            keys.push(key);
+        }
+        if keys.is_empty() {
+            return Err(CipherError::BadMasterKey("the file holds no key".into()));
+        }
+        Ok(MasterKeys { keys })
+    }
+
+    /// One key, current, with no previous ones.
+    pub fn single(key: MasterKey) -> MasterKeys {
+        MasterKeys { keys: vec![key] }
+    }
+
+    /// The key that wraps new data keys.
+    pub fn current(&self) -> &MasterKey {
+        // `keys` is never empty (see `parse` and `single`).
+        &self.keys[0]
+    }
+
+    /// The ids of every key, the current one first.
+    pub fn ids(&self) -> Vec<&str> {
+        self.keys.iter().map(MasterKey::id).collect()
+    }
+
+    /// Wraps a data key with the current key.
+    pub fn wrap(&self, data_key: &str) -> Result<String, CipherError> {
+        self.current().wrap(data_key)
+    }
+
+    /// Opens a wrapped data key with whichever configured key wrapped it.
+    pub fn unwrap(&self, stored: &str) -> Result<String, CipherError> {
+        let (key_id, _) = split_wrapped(stored)?;
+        match self.keys.iter().find(|k| k.id() == key_id) {
+            Some(k) => k.unwrap(stored),
+            None => Err(CipherError::WrongMasterKey {
+                stored: key_id.to_string(),
+                configured: self.ids().join(", "),
+            }),
+        }
+    }
+}
+
 /// Whether a stored `encrypted_data_key` is wrapped by a master key (Nacelle's format)
 /// rather than a data key in clear (Nacos's).
 pub fn is_wrapped(stored: &str) -> bool {
@@ -166,7 +240,7 @@ fn split_wrapped(stored: &str) -> Result<(&str, &str), CipherError> {
 /// in Nacelle's wrapped format; as stored when it is in clear (rows Nacos wrote, or rows
 /// written without a master key). A wrapped key without a master key is
 /// [`CipherError::NoMasterKey`].
-pub fn open_data_key(stored: &str, master: Option<&MasterKey>) -> Result<String, CipherError> {
+pub fn open_data_key(stored: &str, master: Option<&MasterKeys>) -> Result<String, CipherError> {
     if !is_wrapped(stored) {
         return Ok(stored.to_string());
     }
@@ -199,8 +273,9 @@ mod tests {
         // A fresh nonce each time.
         assert_ne!(m.wrap(dk)?, w);
         assert!(w.len() < 1024);
-        assert_eq!(open_data_key(&w, Some(&m))?, dk);
-        assert_eq!(open_data_key(dk, Some(&m))?, dk);
+        let keys = MasterKeys::single(key(7));
+        assert_eq!(open_data_key(&w, Some(&keys))?, dk);
+        assert_eq!(open_data_key(dk, Some(&keys))?, dk);
         assert_eq!(open_data_key(dk, None)?, dk);
         Ok(())
     }
@@ -242,6 +317,42 @@ mod tests {
             m.unwrap("nacelle:v1:zz:AAAA"),
             Err(CipherError::BadWrapped(_))
         ));
+        Ok(())
+    }
+
+    #[test]
+    fn previous_keys_unwrap_and_the_current_one_wraps() -> Result<(), CipherError> {
+        let old = key(1).wrap("ZGF0YQ==")?;
+        let text = format!(
+            "# current\n{}\n\n{}\n",
+            BASE64.encode([2u8; 32]),
+            BASE64.encode([1u8; 32])
+        );
+        let keys = MasterKeys::parse(&text)?;
+        assert_eq!(keys.ids(), vec![key(2).id(), key(1).id()]);
+        assert_eq!(keys.unwrap(&old)?, "ZGF0YQ==");
+        let new = keys.wrap("ZGF0YQ==")?;
+        assert_eq!(wrapped_key_id(&new), Some(key(2).id()));
+        let unknown = key(3).wrap("ZGF0YQ==")?;
+        assert!(matches!(
+            keys.unwrap(&unknown),
+            Err(CipherError::WrongMasterKey { .. })
+        ));
+        let twice = format!(
+            "{}\n{}\n",
+            BASE64.encode([2u8; 32]),
+            BASE64.encode([2u8; 32])
+        );
+        assert!(
+            matches!(MasterKeys::parse(&twice), Err(CipherError::BadMasterKey(m)) if m.contains("twice"))
+        );
+        assert!(matches!(
+            MasterKeys::parse("# nothing\n"),
+            Err(CipherError::BadMasterKey(_))
+        ));
+        assert!(
+            matches!(MasterKeys::parse("short\n"), Err(CipherError::BadMasterKey(m)) if m.contains("line 1"))
+        );
         Ok(())
     }
 

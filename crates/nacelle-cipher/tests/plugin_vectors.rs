@@ -3,7 +3,7 @@
 //! equivalent openssl command; the first vector was checked with `openssl enc`): each
 //! decrypts to its plaintext, and encrypting the plaintext gives the same hex.
 
-use nacelle_cipher::{CipherError, DataKey, MasterKey};
+use nacelle_cipher::{CipherError, DataKey, MasterKey, MasterKeys};
 
 fn vectors() -> Vec<(String, String, String)> {
     include_str!("fixtures/plugin_vectors.txt")
@@ -63,7 +63,7 @@ fn plugin_vectors_decrypt_and_encrypt_byte_for_byte() -> Result<(), CipherError>
 #[test]
 fn a_wrapped_vector_key_still_decrypts() -> Result<(), CipherError> {
     let (key, plain, ct) = vectors().remove(0);
-    let master = MasterKey::from_bytes(&[9u8; 32]);
+    let master = MasterKeys::single(MasterKey::from_bytes(&[9u8; 32]));
     let wrapped = master.wrap(&key)?;
     let opened = nacelle_cipher::open_data_key(&wrapped, Some(&master))?;
     assert_eq!(DataKey::parse(&opened)?.decrypt(&ct)?, plain);

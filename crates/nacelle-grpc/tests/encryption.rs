@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use common::{Msg, RawClient, RawExt, TestServer};
-use nacelle_cipher::{DataKey, MasterKey};
+use nacelle_cipher::{DataKey, MasterKey, MasterKeys};
 use nacelle_core::md5_hex;
 use nacelle_grpc::{GrpcOptions, GrpcServer};
 use nacelle_http::HttpOptions;
@@ -30,11 +30,22 @@ fn log() -> &'static CapturedLog {
     nacelle_testkit::logs::capture("trace")
 }
 
-fn master(b: u8) -> Arc<MasterKey> {
-    Arc::new(MasterKey::from_bytes(&[b; 32]))
+fn master(b: u8) -> Arc<MasterKeys> {
+    Arc::new(MasterKeys::single(MasterKey::from_bytes(&[b; 32])))
 }
 
-fn limits(master: Option<Arc<MasterKey>>) -> Limits {
+/// Standard base64 (a master key file's line).
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The id of the master key made of bytes `b`.
+fn id(b: u8) -> String {
+    MasterKey::from_bytes(&[b; 32]).id().to_string()
+}
+
+fn limits(master: Option<Arc<MasterKeys>>) -> Limits {
     Limits {
         cipher_master_key: master,
         ..Limits::default()
@@ -42,7 +53,9 @@ fn limits(master: Option<Arc<MasterKey>>) -> Limits {
 }
 
 /// The HTTP adapter over `service` on a free port: its base URL and its stop handle.
-async fn http_over(service: ConfigService) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
+async fn http_over(
+    service: ConfigService,
+) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let opts = HttpOptions::default();
@@ -57,14 +70,18 @@ async fn http_over(service: ConfigService) -> anyhow::Result<(String, tokio::syn
 }
 
 /// A gRPC server over `service` on a free port, and a set-up raw client of it.
-async fn grpc_over(service: ConfigService) -> anyhow::Result<(RawClient, tokio::sync::oneshot::Sender<()>)> {
+async fn grpc_over(
+    service: ConfigService,
+) -> anyhow::Result<(RawClient, tokio::sync::oneshot::Sender<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(GrpcServer::new(service, GrpcOptions::default()).serve(listener, async {
-        // A dropped sender stops the server too.
-        let _stopped = rx.await;
-    }));
+    tokio::spawn(
+        GrpcServer::new(service, GrpcOptions::default()).serve(listener, async {
+            // A dropped sender stops the server too.
+            let _stopped = rx.await;
+        }),
+    );
     let mut c = RawClient::connect(port).await?;
     c.setup("127.0.0.1").await?;
     Ok((c, tx))
@@ -79,7 +96,7 @@ struct Node {
 }
 
 impl Node {
-    async fn start(master: Option<Arc<MasterKey>>) -> anyhow::Result<Node> {
+    async fn start(master: Option<Arc<MasterKeys>>) -> anyhow::Result<Node> {
         log();
         let server = TestServer::start_with_limits(GrpcOptions::default(), limits(master)).await?;
         let (base, stop) = server.start_http(HttpOptions::default()).await?;
@@ -163,15 +180,25 @@ async fn http_round_trip_stores_ciphertext_and_serves_plaintext() -> anyhow::Res
     let (status, body) = publish(
         &n.http,
         &n.base,
-        &[("dataId", "cipher-aes-http.yml"), ("group", "G"), ("content", &plain), ("type", "yaml")],
+        &[
+            ("dataId", "cipher-aes-http.yml"),
+            ("group", "G"),
+            ("content", &plain),
+            ("type", "yaml"),
+        ],
     )
     .await?;
     assert_eq!((status, body.as_str()), (200, "true"));
 
     // The table holds the plugin's hex ciphertext, its md5, and the data key in clear.
     let (stored, key, md5) = row(&n.db()?, "cipher-aes-http.yml")?;
-    assert!(!stored.contains(MARK), "stored content is ciphertext: {stored}");
-    assert!(stored.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(
+        !stored.contains(MARK),
+        "stored content is ciphertext: {stored}"
+    );
+    assert!(stored
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     assert_eq!(md5, md5_hex(stored.as_bytes()));
     assert_eq!(DataKey::parse(&key)?.decrypt(&stored)?, plain);
     let his: String = n.db()?.query_row(
@@ -182,15 +209,23 @@ async fn http_round_trip_stores_ciphertext_and_serves_plaintext() -> anyhow::Res
     assert_eq!(his, stored, "history holds what the table holds");
 
     // v1 GET decrypts, still sends the key, and Content-MD5 is the stored md5.
-    let (status, body, got_md5, got_key) = get(&n.http, &n.base, "cipher-aes-http.yml", &[]).await?;
+    let (status, body, got_md5, got_key) =
+        get(&n.http, &n.base, "cipher-aes-http.yml", &[]).await?;
     assert_eq!((status, body.as_str()), (200, plain.as_str()));
-    assert_eq!((got_md5.as_str(), got_key.as_str()), (md5.as_str(), key.as_str()));
+    assert_eq!(
+        (got_md5.as_str(), got_key.as_str()),
+        (md5.as_str(), key.as_str())
+    );
 
     // show=all: plaintext, the stored md5, the key.
     let r = n
         .http
         .get(format!("{}/nacos/v1/cs/configs", n.base))
-        .query(&[("dataId", "cipher-aes-http.yml"), ("group", "G"), ("show", "all")])
+        .query(&[
+            ("dataId", "cipher-aes-http.yml"),
+            ("group", "G"),
+            ("show", "all"),
+        ])
         .send()
         .await?;
     let detail: serde_json::Value = r.json().await?;
@@ -217,7 +252,11 @@ async fn http_round_trip_stores_ciphertext_and_serves_plaintext() -> anyhow::Res
     let r = n
         .http
         .get(format!("{}/nacos/v1/cs/history", n.base))
-        .query(&[("dataId", "cipher-aes-http.yml"), ("group", "G"), ("nid", &nid.to_string())])
+        .query(&[
+            ("dataId", "cipher-aes-http.yml"),
+            ("group", "G"),
+            ("nid", &nid.to_string()),
+        ])
         .send()
         .await?;
     let h: serde_json::Value = r.json().await?;
@@ -230,7 +269,12 @@ async fn http_round_trip_stores_ciphertext_and_serves_plaintext() -> anyhow::Res
     assert_eq!(q.str("md5"), Some(md5.as_str()));
 
     // A plain key is untouched.
-    publish(&n.http, &n.base, &[("dataId", "plain.yml"), ("group", "G"), ("content", "a: 1")]).await?;
+    publish(
+        &n.http,
+        &n.base,
+        &[("dataId", "plain.yml"), ("group", "G"), ("content", "a: 1")],
+    )
+    .await?;
     assert_eq!(row(&n.db()?, "plain.yml")?.0, "a: 1");
     assert!(!log().text().contains(MARK), "no plaintext in the log");
     Ok(())
@@ -249,7 +293,12 @@ async fn grpc_publish_is_encrypted_on_the_server_and_queries_return_ciphertext_a
                    "content": plain, "additionMap": {"type": "json"}}),
         )
         .await?;
-    assert_eq!((r.int("resultCode"), r.int("errorCode")), (Some(200), Some(0)), "{:?}", r.body);
+    assert_eq!(
+        (r.int("resultCode"), r.int("errorCode")),
+        (Some(200), Some(0)),
+        "{:?}",
+        r.body
+    );
     let q = query(&mut n.grpc, "cipher-aes-grpc.json").await?;
     let content = q.str("content").context("content")?;
     let key = q.str("encryptedDataKey").context("key")?;
@@ -290,7 +339,10 @@ async fn a_row_in_nacos_format_is_served_decrypted() -> anyhow::Result<()> {
     assert_eq!(md5, md5_hex(VECTOR_CT.as_bytes()));
     assert_eq!(got_key, VECTOR_KEY);
     let q = query(&mut n.grpc, "cipher-aes-nacos.yml").await?;
-    assert_eq!((q.str("content"), q.str("encryptedDataKey")), (Some(VECTOR_CT), Some(VECTOR_KEY)));
+    assert_eq!(
+        (q.str("content"), q.str("encryptedDataKey")),
+        (Some(VECTOR_CT), Some(VECTOR_KEY))
+    );
     Ok(())
 }
 
@@ -300,8 +352,13 @@ async fn a_client_encrypted_publish_is_stored_as_given() -> anyhow::Result<()> {
     let (status, body) = publish(
         &n.http,
         &n.base,
-        &[("dataId", "cipher-aes-client.yml"), ("group", "G"), ("content", VECTOR_CT),
-          ("type", "yaml"), ("encryptedDataKey", VECTOR_KEY)],
+        &[
+            ("dataId", "cipher-aes-client.yml"),
+            ("group", "G"),
+            ("content", VECTOR_CT),
+            ("type", "yaml"),
+            ("encryptedDataKey", VECTOR_KEY),
+        ],
     )
     .await?;
     assert_eq!((status, body.as_str()), (200, "true"));
@@ -314,8 +371,12 @@ async fn a_client_encrypted_publish_is_stored_as_given() -> anyhow::Result<()> {
     let (status, body) = publish(
         &n.http,
         &n.base,
-        &[("dataId", "cipher-aes-client-bad.yml"), ("group", "G"), ("content", "not hex"),
-          ("encryptedDataKey", VECTOR_KEY)],
+        &[
+            ("dataId", "cipher-aes-client-bad.yml"),
+            ("group", "G"),
+            ("content", "not hex"),
+            ("encryptedDataKey", VECTOR_KEY),
+        ],
     )
     .await?;
     assert_eq!(status, 400, "{body}");
@@ -324,7 +385,16 @@ async fn a_client_encrypted_publish_is_stored_as_given() -> anyhow::Result<()> {
     assert_eq!(status, 404);
 
     // An algorithm nobody implements is stored in clear, as Nacos does.
-    publish(&n.http, &n.base, &[("dataId", "cipher-sm4-x"), ("group", "G"), ("content", "k=v")]).await?;
+    publish(
+        &n.http,
+        &n.base,
+        &[
+            ("dataId", "cipher-sm4-x"),
+            ("group", "G"),
+            ("content", "k=v"),
+        ],
+    )
+    .await?;
     let (stored, key, _) = row(&n.db()?, "cipher-sm4-x")?;
     assert_eq!((stored.as_str(), key.as_str()), ("k=v", ""));
     Ok(())
@@ -336,9 +406,18 @@ async fn with_a_master_key_the_data_key_is_wrapped_and_a_wrong_or_missing_key_fa
     let key_a = master(7);
     let mut n = Node::start(Some(key_a.clone())).await?;
     let plain = format!("secret={MARK}-wrapped");
-    publish(&n.http, &n.base, &[("dataId", "cipher-aes-wrapped"), ("group", "G"), ("content", &plain)]).await?;
+    publish(
+        &n.http,
+        &n.base,
+        &[
+            ("dataId", "cipher-aes-wrapped"),
+            ("group", "G"),
+            ("content", &plain),
+        ],
+    )
+    .await?;
     let (stored, stored_key, _) = row(&n.db()?, "cipher-aes-wrapped")?;
-    let prefix = format!("nacelle:v1:{}:", key_a.id());
+    let prefix = format!("nacelle:v1:{}:", id(7));
     assert!(stored_key.starts_with(&prefix), "wrapped: {stored_key}");
     // Reads unwrap: HTTP gets the plaintext and the data key in clear, gRPC the ciphertext.
     let (status, body, _, header_key) = get(&n.http, &n.base, "cipher-aes-wrapped", &[]).await?;
@@ -352,38 +431,113 @@ async fn with_a_master_key_the_data_key_is_wrapped_and_a_wrong_or_missing_key_fa
     publish(
         &n.http,
         &n.base,
-        &[("dataId", "cipher-aes-wrapped-client"), ("group", "G"), ("content", VECTOR_CT),
-          ("encryptedDataKey", VECTOR_KEY)],
+        &[
+            ("dataId", "cipher-aes-wrapped-client"),
+            ("group", "G"),
+            ("content", VECTOR_CT),
+            ("encryptedDataKey", VECTOR_KEY),
+        ],
     )
     .await?;
     let (stored_ct, k, _) = row(&n.db()?, "cipher-aes-wrapped-client")?;
     assert_eq!(stored_ct, VECTOR_CT);
     assert!(k.starts_with(&prefix));
     let (_, body, _, header_key) = get(&n.http, &n.base, "cipher-aes-wrapped-client", &[]).await?;
-    assert_eq!((body.as_str(), header_key.as_str()), (VECTOR_PLAIN, VECTOR_KEY));
+    assert_eq!(
+        (body.as_str(), header_key.as_str()),
+        (VECTOR_PLAIN, VECTOR_KEY)
+    );
+
+    publish(
+        &n.http,
+        &n.base,
+        &[
+            ("dataId", "plain-beside-wrapped"),
+            ("group", "G"),
+            ("content", "a=1"),
+        ],
+    )
+    .await?;
 
     // "Restart" with another master key, then with none: a new service over the same file.
     let path = n.server.db.path().context("path")?;
     for (other, expected) in [
-        (Some(master(8)), format!("wrapped with master key {}, but the configured master key is {}", key_a.id(), master(8).id())),
-        (None, format!("wrapped with master key {}, but no master key is configured", key_a.id())),
+        (
+            Some(master(8)),
+            format!(
+                "wrapped with master key {}, but the configured master key is {}",
+                id(7),
+                id(8)
+            ),
+        ),
+        (
+            None,
+            format!(
+                "wrapped with master key {}, but no master key is configured",
+                id(7)
+            ),
+        ),
     ] {
-        let service = nacelle_testkit::service::open_sqlite_with(&path, true, limits(other)).await?;
+        let service =
+            nacelle_testkit::service::open_sqlite_with(&path, true, limits(other)).await?;
         let (base, _stop) = http_over(service.clone()).await?;
         let (status, body, _, key) = get(&n.http, &base, "cipher-aes-wrapped", &[]).await?;
         assert_eq!(status, 500, "{body}");
-        assert!(body.contains(&expected) && body.contains("cipher-aes-wrapped"), "{body}");
-        assert!(!body.contains(MARK) && key.is_empty(), "no plaintext, no key: {body}");
+        assert!(
+            body.contains(&expected) && body.contains("cipher-aes-wrapped"),
+            "{body}"
+        );
+        assert!(
+            !body.contains(MARK) && key.is_empty(),
+            "no plaintext, no key: {body}"
+        );
         let (mut c, _stop_grpc) = grpc_over(service.clone()).await?;
         let q = query(&mut c, "cipher-aes-wrapped").await?;
-        assert_eq!((q.int("resultCode"), q.int("errorCode")), (Some(500), Some(500)), "{:?}", q.body);
-        assert!(q.str("message").unwrap_or("").contains(&expected), "{:?}", q.body);
+        assert_eq!(
+            (q.int("resultCode"), q.int("errorCode")),
+            (Some(500), Some(500)),
+            "{:?}",
+            q.body
+        );
+        assert!(
+            q.str("message").unwrap_or("").contains(&expected),
+            "{:?}",
+            q.body
+        );
         assert!(q.str("content").is_none());
-        // Plain keys and Nacos-format rows are unaffected.
-        let (status, ..) = get(&n.http, &base, "cipher-aes-missing", &[]).await?;
-        assert_eq!(status, 404);
+        // Plain configs are unaffected.
+        let (status, body, ..) = get(&n.http, &base, "plain-beside-wrapped", &[]).await?;
+        assert_eq!((status, body.as_str()), (200, "a=1"));
         service.begin_shutdown();
     }
+
+    // Rotation: the new key first, the old one after it — old rows read, new ones are
+    // wrapped with the new key.
+    let text = format!("{}\n{}\n", base64_of(&[8u8; 32]), base64_of(&[7u8; 32]));
+    let rotated = Arc::new(MasterKeys::parse(&text)?);
+    let service =
+        nacelle_testkit::service::open_sqlite_with(&path, true, limits(Some(rotated))).await?;
+    let census = service.cipher_census();
+    assert_eq!((census.wrapped, census.previous, census.foreign), (0, 2, 0));
+    let (base, _stop) = http_over(service.clone()).await?;
+    let (status, body, ..) = get(&n.http, &base, "cipher-aes-wrapped", &[]).await?;
+    assert_eq!((status, body.as_str()), (200, plain.as_str()));
+    // Republishing the plaintext (the documented rewrap) wraps with the new key.
+    publish(
+        &n.http,
+        &base,
+        &[
+            ("dataId", "cipher-aes-wrapped"),
+            ("group", "G"),
+            ("content", &plain),
+        ],
+    )
+    .await?;
+    let (_, k, _) = row(&n.db()?, "cipher-aes-wrapped")?;
+    assert!(k.starts_with(&format!("nacelle:v1:{}:", id(8))), "{k}");
+    let census = service.cipher_census();
+    assert_eq!((census.wrapped, census.previous), (1, 1));
+    service.begin_shutdown();
     let text = log().text();
     assert!(
         text.contains("wrapped by a master key that is not configured"),

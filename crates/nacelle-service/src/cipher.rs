@@ -27,17 +27,18 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use nacelle_cipher::{
     cipher_rule, is_wrapped, open_data_key, wrapped_key_id, CipherError, CipherRule, DataKey,
-    MasterKey,
+    MasterKeys,
 };
-use nacelle_core::{md5_hex, Caller, ConfigKey, CoreError, PublishRecord, Protocol, StoredConfig};
+use nacelle_core::{md5_hex, Caller, ConfigKey, CoreError, Protocol, PublishRecord, StoredConfig};
 
 use crate::service::ConfigService;
 
 /// The state of encrypted configs: the master key and the opened versions.
 #[derive(Debug, Default)]
 pub(crate) struct CipherState {
-    /// Wraps data keys at rest when set (`--cipher-master-key-file`).
-    master: Option<Arc<MasterKey>>,
+    /// Wraps data keys at rest when set (`--cipher-master-key-file`): the current key
+    /// wraps, previous ones still unwrap.
+    master: Option<Arc<MasterKeys>>,
     /// The opened version of each encrypted key, checked against the stored version on
     /// every read (md5 and stored data key), so a new version — or another variant of the
     /// key — is opened afresh.
@@ -70,14 +71,16 @@ pub struct Revealed<'a> {
 pub struct CipherCensus {
     /// Data key in clear (as Nacos writes it).
     pub clear: usize,
-    /// Wrapped by the configured master key.
+    /// Wrapped by the current master key.
     pub wrapped: usize,
-    /// Wrapped by another master key than the configured one (or with none configured).
+    /// Wrapped by a previous master key that is still configured (to be rewrapped).
+    pub previous: usize,
+    /// Wrapped by a master key that is not configured (or with none configured).
     pub foreign: usize,
 }
 
 impl CipherState {
-    pub(crate) fn new(master: Option<Arc<MasterKey>>) -> Self {
+    pub(crate) fn new(master: Option<Arc<MasterKeys>>) -> Self {
         CipherState {
             master,
             opened: DashMap::new(),
@@ -135,7 +138,8 @@ impl ConfigService {
                     .map_err(|e| cipher_error(&record.key, &e))?;
                 record.md5 = md5_hex(ciphertext.as_bytes());
                 record.content = Bytes::from(ciphertext);
-                record.meta.encrypted_data_key = self.stored_form(&record.key, data_key.as_str())?;
+                record.meta.encrypted_data_key =
+                    self.stored_form(&record.key, data_key.as_str())?;
                 Ok(record)
             }
             Seal::ClientEncrypted => {
@@ -272,7 +276,13 @@ impl ConfigService {
 
     /// Counts the encrypted configs in memory by how their data key is kept.
     pub fn cipher_census(&self) -> CipherCensus {
-        let master_id = self.inner.cipher.master.as_ref().map(|m| m.id().to_string());
+        let ids: Vec<&str> = self
+            .inner
+            .cipher
+            .master
+            .as_ref()
+            .map(|m| m.ids())
+            .unwrap_or_default();
         let mut census = CipherCensus::default();
         for e in self.inner.cache.iter() {
             let c = e.value();
@@ -282,13 +292,11 @@ impl ConfigService {
                 continue;
             }
             let stored = &c.meta.encrypted_data_key;
-            if !is_wrapped(stored) {
-                census.clear += 1;
-            } else if wrapped_key_id(stored).is_some() && wrapped_key_id(stored) == master_id.as_deref()
-            {
-                census.wrapped += 1;
-            } else {
-                census.foreign += 1;
+            match wrapped_key_id(stored) {
+                _ if !is_wrapped(stored) => census.clear += 1,
+                Some(id) if ids.first() == Some(&id) => census.wrapped += 1,
+                Some(id) if ids.contains(&id) => census.previous += 1,
+                _ => census.foreign += 1,
             }
         }
         census
@@ -308,15 +316,24 @@ impl ConfigService {
                 ),
                 Some(m) => tracing::warn!(
                     configs = census.clear,
-                    master_key_id = m.id(),
+                    master_key_id = m.current().id(),
                     "encrypted configs keep their data key in clear (written by Nacos or before the master key was set); they are wrapped when next published (docs/encryption.md)"
                 ),
             }
         }
+        if census.previous > 0 {
+            tracing::warn!(
+                configs = census.previous,
+                "encrypted configs have a data key wrapped by a previous master key; they read, and are rewrapped with the current key when next published (docs/encryption.md, rotation)"
+            );
+        }
         if census.foreign > 0 {
+            let ids = master
+                .map(|m| m.ids().join(","))
+                .unwrap_or_else(|| "none".into());
             tracing::error!(
                 configs = census.foreign,
-                master_key_id = master.map(|m| m.id()).unwrap_or("none"),
+                master_key_ids = ids.as_str(),
                 "encrypted configs have a data key wrapped by a master key that is not configured; their reads fail (docs/encryption.md)"
             );
         }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use nacelle_cipher::MasterKey;
+use nacelle_cipher::MasterKeys;
 use nacelle_core::ValidationPolicy;
 
 /// Limits and policies enforced by the config service and its adapters.
@@ -18,10 +18,11 @@ pub struct Limits {
     /// What a publish whose content does not parse as its type does, by namespace
     /// (`reject | warn | off`; default `warn`). See `nacelle_core::content`.
     pub content_validation: ValidationPolicy,
-    /// The master key that wraps the data keys of encrypted configs at rest
-    /// (`--cipher-master-key-file`); `None`: data keys are stored in clear, as Nacos does.
-    /// Never a built-in default. See `docs/encryption.md`.
-    pub cipher_master_key: Option<Arc<MasterKey>>,
+    /// The master keys that wrap the data keys of encrypted configs at rest
+    /// (`--cipher-master-key-file`: the current key, then previous ones that only unwrap);
+    /// `None`: data keys are stored in clear, as Nacos does. Never a built-in default. See
+    /// `docs/encryption.md`.
+    pub cipher_master_key: Option<Arc<MasterKeys>>,
 }
 
 impl Default for Limits {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use nacelle_cipher::MasterKey;
+use nacelle_cipher::MasterKeys;
 use nacelle_core::{TrustedProxies, ValidationMode, ValidationPolicy};
 use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;
@@ -251,8 +251,9 @@ layer! {
         #[arg(long, env = "NACELLE_HISTORY_PURGE_INTERVAL_S")]
         pub history_purge_interval_s: Option<u64>,
         /// File holding the master key that wraps the data keys of encrypted configs
-        /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`).
-        /// Default: none — data keys are stored in clear, as Nacos does (docs/encryption.md).
+        /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
+        /// then, one per line, previous keys that only unwrap (rotation). Default: none —
+        /// data keys are stored in clear, as Nacos does (docs/encryption.md).
         #[arg(long, env = "NACELLE_CIPHER_MASTER_KEY_FILE")]
         pub cipher_master_key_file: Option<PathBuf>,
     }
@@ -316,7 +317,7 @@ pub struct Settings {
     pub retention: Retention,
     /// The master key of encrypted configs, read from `cipher_master_key_file`; `None`:
     /// data keys are stored in clear (as Nacos does). Never a built-in default.
-    pub cipher_master_key: Option<Arc<MasterKey>>,
+    pub cipher_master_key: Option<Arc<MasterKeys>>,
 }
 
 /// The history retention settings, resolved.
@@ -608,14 +609,15 @@ impl Settings {
     }
 }
 
-/// The master key in `path`: base64 of 32 bytes, whitespace around it ignored. An
-/// unreadable file or a key of another length stops the start with the path and the reason.
-fn read_master_key(path: &Path) -> Result<MasterKey, SettingsError> {
+/// The master keys in `path`: one base64 key of 32 bytes per line, the current key first
+/// (previous ones only unwrap); blank lines and `#` comments ignored. An unreadable file
+/// or a key of another length stops the start with the path and the reason.
+fn read_master_key(path: &Path) -> Result<MasterKeys, SettingsError> {
     let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    MasterKey::from_base64(&text).map_err(|e| {
+    MasterKeys::parse(&text).map_err(|e| {
         SettingsError::Invalid(format!("cipher_master_key_file {}: {e}", path.display()))
     })
 }
@@ -977,7 +979,10 @@ mod tests {
         let good = dir.path().join("master.key");
         // `openssl rand -base64 32` output: 44 characters and a newline.
         std::fs::write(&good, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n")?;
-        assert!(Settings::default().cipher_master_key.is_none(), "no default key");
+        assert!(
+            Settings::default().cipher_master_key.is_none(),
+            "no default key"
+        );
         let file: FileSettings = toml::from_str(&format!(
             "cipher_master_key_file = {:?}",
             good.display().to_string()
@@ -985,8 +990,11 @@ mod tests {
         let s = Settings::merge(ServeArgs::default(), file)?;
         let key = s.cipher_master_key.as_ref().ok_or("key read")?;
         assert_eq!(
-            s.limits().cipher_master_key.as_ref().map(|k| k.id().to_string()),
-            Some(key.id().to_string())
+            s.limits()
+                .cipher_master_key
+                .as_ref()
+                .map(|k| k.current().id().to_string()),
+            Some(key.current().id().to_string())
         );
         let short = dir.path().join("short.key");
         std::fs::write(&short, "AAECAwQFBgcICQoLDA0ODw==")?;
@@ -996,7 +1004,10 @@ mod tests {
         };
         match Settings::merge(args, FileSettings::default()) {
             Err(SettingsError::Invalid(m)) => {
-                assert!(m.contains("short.key") && m.contains("16 bytes, not 32"), "{m}")
+                assert!(
+                    m.contains("short.key") && m.contains("16 bytes, not 32"),
+                    "{m}"
+                )
             }
             other => panic!("a short key must stop the start: {other:?}"),
         }

@@ -33,9 +33,13 @@ pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u
         Ok((s, content, key))
     });
     match served {
-        Ok((Served {
-            config: cfg, beta, ..
-        }, content, encrypted_data_key)) => wire::message(&ConfigQueryResponse {
+        Ok((
+            Served {
+                config: cfg, beta, ..
+            },
+            content,
+            encrypted_data_key,
+        )) => wire::message(&ConfigQueryResponse {
             head: ResponseHead::ok(req.request_id),
             content: Some(String::from_utf8_lossy(&content).into_owned()),
             encrypted_data_key: Some(encrypted_data_key),
