@@ -53,6 +53,10 @@ enum Scenario {
         /// Content size in bytes.
         #[arg(long, default_value_t = 1024)]
         size: usize,
+        /// Encrypted configs: the keys are `cipher-aes-…` dataIds, so the server encrypts
+        /// them on publish and decrypts for every GET (docs/encryption.md).
+        #[arg(long)]
+        cipher: bool,
     },
     /// The same GET load against a minimal hyper server with a fixed body (this machine's
     /// ceiling); run it in the same session as http-get and compare.
@@ -227,9 +231,14 @@ fn main() -> Result<()> {
         .build()?;
     rt.block_on(async move {
         match cli.scenario {
-            Scenario::HttpGet { load, keys, size } => {
+            Scenario::HttpGet {
+                load,
+                keys,
+                size,
+                cipher,
+            } => {
                 check_loopback(&load.addr)?;
-                scenarios::http_get(&load, keys, size).await
+                scenarios::http_get(&load, keys, size, cipher).await
             }
             Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
             Scenario::CeilingServe { size } => ceiling::serve(size).await,

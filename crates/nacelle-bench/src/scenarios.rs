@@ -93,13 +93,18 @@ pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
     }))
 }
 
-/// `http-get`: seeds `keys` configs of `size` bytes, then GETs them.
-pub async fn http_get(load: &Load, keys: usize, size: usize) -> Result<()> {
+/// `http-get`: seeds `keys` configs of `size` bytes, then GETs them; with `cipher`, as
+/// encrypted configs (`cipher-aes-…`), which the server decrypts for each GET.
+pub async fn http_get(load: &Load, keys: usize, size: usize, cipher: bool) -> Result<()> {
     let keys = keys.clamp(1, 100_000);
     let mut conn = Conn::connect(load.addr).await?;
     let mut paths = Vec::with_capacity(keys);
     for k in 0..keys {
-        let id = format!("bench-get-{k}");
+        let id = if cipher {
+            format!("cipher-aes-bench-get-{k}")
+        } else {
+            format!("bench-get-{k}")
+        };
         publish_one(&mut conn, &id, &content_of(size, k)).await?;
         paths.push(format!("/nacos/v1/cs/configs?dataId={id}&group={GROUP}"));
     }
@@ -107,6 +112,7 @@ pub async fn http_get(load: &Load, keys: usize, size: usize) -> Result<()> {
     if let Some(o) = result.as_object_mut() {
         o.insert("keys".into(), json!(keys));
         o.insert("size".into(), json!(size));
+        o.insert("cipher".into(), json!(cipher));
     }
     report("http-get", result);
     Ok(())
