@@ -45,8 +45,8 @@ pub(crate) struct CipherState {
     opened: DashMap<ConfigKey, Arc<Opened>>,
 }
 
-/// One stored version of an encrypted config, opened.
-#[derive(Debug)]
+/// One stored version of an encrypted config, opened. Its `Debug` shows neither the key
+/// nor the plaintext.
 struct Opened {
     md5: String,
     stored_key: String,
@@ -56,14 +56,34 @@ struct Opened {
     plaintext: Result<Bytes, CipherError>,
 }
 
-/// What a caller is served of a stored config.
-#[derive(Debug, Clone)]
+/// What a caller is served of a stored config. Its `Debug` shows only sizes: it may hold
+/// an encrypted config's plaintext and data key.
+#[derive(Clone)]
 pub struct Revealed<'a> {
     /// The content for this caller: plaintext over HTTP, as stored over gRPC.
     pub content: Bytes,
     /// The data key to send as `encryptedDataKey` / `Encrypted-Data-Key` (empty: none), in
     /// clear — Nacos's clients expect it so.
     pub encrypted_data_key: Cow<'a, str>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("md5", &self.md5)
+            .field("data_key", &self.data_key.as_ref().map(|_| "…"))
+            .field("plaintext", &self.plaintext.as_ref().map(Bytes::len))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Revealed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Revealed")
+            .field("content_bytes", &self.content.len())
+            .field("has_data_key", &!self.encrypted_data_key.is_empty())
+            .finish()
+    }
 }
 
 /// How many stored encrypted configs there are, by how their data key is kept.
