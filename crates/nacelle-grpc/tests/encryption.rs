@@ -397,6 +397,15 @@ async fn a_client_encrypted_publish_is_stored_as_given() -> anyhow::Result<()> {
     .await?;
     let (stored, key, _) = row(&n.db()?, "cipher-sm4-x")?;
     assert_eq!((stored.as_str(), key.as_str()), ("k=v", ""));
+
+    // A start without a master key over encrypted rows warns that their keys are in clear.
+    let path = n.server.db.path().context("path")?;
+    let service = nacelle_testkit::service::open_sqlite_with(&path, true, limits(None)).await?;
+    assert_eq!(service.cipher_census().clear, 1);
+    assert!(log()
+        .text()
+        .contains("keep their data key in clear next to the ciphertext"));
+    service.begin_shutdown();
     Ok(())
 }
 
