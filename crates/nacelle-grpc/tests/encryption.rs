@@ -272,6 +272,29 @@ async fn http_round_trip_stores_ciphertext_and_serves_plaintext() -> anyhow::Res
     assert_eq!(q.str("encryptedDataKey"), Some(key.as_str()));
     assert_eq!(q.str("md5"), Some(md5.as_str()));
 
+    // Long polling: an HTTP client that hashes the plaintext it was served (Python 1.x,
+    // Java 1.x) is up to date, as is one holding the stored md5; another md5 is a change.
+    for (held, changed) in [
+        (md5_hex(plain.as_bytes()), false),
+        (md5.clone(), false),
+        ("0".repeat(32), true),
+    ] {
+        let r = n
+            .http
+            .post(format!("{}/nacos/v1/cs/configs/listener", n.base))
+            .header("Long-Pulling-Timeout", "30000")
+            .header("Long-Pulling-Timeout-No-Hangup", "true")
+            .form(&[(
+                "Listening-Configs",
+                format!("cipher-aes-http.yml\u{2}G\u{2}{held}\u{1}"),
+            )])
+            .send()
+            .await?;
+        assert_eq!(r.status().as_u16(), 200);
+        let body = r.text().await?;
+        assert_eq!(!body.trim().is_empty(), changed, "held {held}: {body:?}");
+    }
+
     // A plain key is untouched.
     publish(
         &n.http,

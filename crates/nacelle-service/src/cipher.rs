@@ -54,6 +54,8 @@ struct Opened {
     data_key: Result<Arc<str>, CipherError>,
     /// The plaintext, as HTTP callers get it.
     plaintext: Result<Bytes, CipherError>,
+    /// md5 of the plaintext: what an HTTP client that hashes what it was served holds.
+    plaintext_md5: Option<String>,
 }
 
 /// What a caller is served of a stored config. Its `Debug` shows only sizes: it may hold
@@ -290,8 +292,30 @@ impl ConfigService {
             md5: cfg.md5.clone(),
             stored_key: cfg.meta.encrypted_data_key.clone(),
             data_key: data_key.map(Arc::from),
+            plaintext_md5: plaintext.as_ref().ok().map(|p| md5_hex(p)),
             plaintext,
         }
+    }
+
+    /// Whether a listener of `key` holding `client_md5` is up to date: it holds the md5 it
+    /// would be served (the stored md5) — or, for an HTTP caller of an encrypted config,
+    /// the md5 of the plaintext it was served: HTTP clients (Python 1.x, Java 1.x, Node)
+    /// hash the content they got, while `Content-MD5` and Nacos's comparison use the
+    /// ciphertext's md5, which would answer "changed" to every long poll of such a key.
+    pub(crate) fn holds_current(&self, caller: &Caller, key: &ConfigKey, client_md5: &str) -> bool {
+        if self.md5_for(caller, key).as_deref().unwrap_or("") == client_md5 {
+            return true;
+        }
+        let Some(cfg) = self.visible(caller, key) else {
+            return false;
+        };
+        if !serves_plaintext(caller.protocol)
+            || !matches!(cipher_rule(key.data_id()), CipherRule::Known(_))
+            || cfg.meta.encrypted_data_key.is_empty()
+        {
+            return false;
+        }
+        self.opened(&cfg).plaintext_md5.as_deref() == Some(client_md5)
     }
 
     /// Counts the encrypted configs in memory by how their data key is kept.
