@@ -57,6 +57,10 @@ enum Scenario {
         /// measures the cost of variant selection on every read).
         #[arg(long)]
         beta_ips: Option<String>,
+        /// Encrypted configs: the keys are `cipher-aes-…` dataIds, so the server encrypts
+        /// them on publish and decrypts for every GET (docs/encryption.md).
+        #[arg(long)]
+        cipher: bool,
     },
     /// The same GET load against a minimal hyper server with a fixed body (this machine's
     /// ceiling); run it in the same session as http-get and compare.
@@ -240,9 +244,11 @@ fn main() -> Result<()> {
                 keys,
                 size,
                 beta_ips,
+                cipher,
             } => {
                 check_loopback(&load.addr)?;
-                scenarios::http_get(&load, keys, size, beta_ips.as_deref()).await
+                let beta = beta_ips.as_deref();
+                scenarios::http_get(&load, keys, size, beta, cipher).await
             }
             Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
             Scenario::CeilingServe { size } => ceiling::serve(size).await,

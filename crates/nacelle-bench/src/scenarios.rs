@@ -105,13 +105,25 @@ pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
     }))
 }
 
-/// `http-get`: seeds `keys` configs of `size` bytes, then GETs them.
-pub async fn http_get(load: &Load, keys: usize, size: usize, beta_ips: Option<&str>) -> Result<()> {
+/// `http-get`: seeds `keys` configs of `size` bytes, then GETs them; with `cipher`, as
+/// encrypted configs (`cipher-aes-…`), which the server decrypts for each GET; with
+/// `beta_ips`, each key also gets a beta for those addresses.
+pub async fn http_get(
+    load: &Load,
+    keys: usize,
+    size: usize,
+    beta_ips: Option<&str>,
+    cipher: bool,
+) -> Result<()> {
     let keys = keys.clamp(1, 100_000);
     let mut conn = Conn::connect(load.addr).await?;
     let mut paths = Vec::with_capacity(keys);
     for k in 0..keys {
-        let id = format!("bench-get-{k}");
+        let id = if cipher {
+            format!("cipher-aes-bench-get-{k}")
+        } else {
+            format!("bench-get-{k}")
+        };
         publish_one(&mut conn, &id, &content_of(size, k)).await?;
         if let Some(ips) = beta_ips {
             publish_with(
@@ -129,6 +141,7 @@ pub async fn http_get(load: &Load, keys: usize, size: usize, beta_ips: Option<&s
         o.insert("keys".into(), json!(keys));
         o.insert("size".into(), json!(size));
         o.insert("beta_ips".into(), json!(beta_ips));
+        o.insert("cipher".into(), json!(cipher));
     }
     report("http-get", result);
     Ok(())

@@ -53,6 +53,11 @@ pub enum CoreError {
     /// The database failed; reads keep working from memory.
     #[error("{0}")]
     Store(#[source] StoreError),
+    /// An encrypted config cannot be served: its stored data key does not unwrap (wrong or
+    /// missing master key) or its content does not decrypt. A server-side condition: the
+    /// message names the key and the reason, never a key or any content.
+    #[error("{0}")]
+    Cipher(String),
 }
 
 /// A value the database refused is bad input ([`CoreError::Invalid`]); every other store

@@ -72,6 +72,7 @@ impl From<CoreError> for ApiError {
             CoreError::TooLarge(m) => ApiError::TooLarge(m),
             CoreError::Unsupported(m) => ApiError::Unsupported(m),
             CoreError::NotReady(m) => ApiError::Unavailable(format!("server is not ready: {m}")),
+            CoreError::Cipher(m) => ApiError::Internal(m),
             CoreError::Store(StoreError::CasMismatch) => ApiError::CasMismatch,
             CoreError::Store(StoreError::NotFound(m)) => ApiError::NotFound(m),
             CoreError::Store(StoreError::Conflict(m)) => ApiError::Conflict(m),

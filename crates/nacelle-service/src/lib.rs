@@ -12,12 +12,15 @@
 //!   subscribe-then-compare.
 //! - `hub` (private): who listens to which key; a change touches only that key's
 //!   subscribers.
+//! - `cipher`: encrypted configs (`cipher-aes-…`): sealed on publish, revealed per
+//!   protocol on read, data keys wrapped by the master key.
 //! - [`cluster`]: the read-only view of cluster members adapters show.
 //! - [`follow`]: following the database's change log so no node stays stale.
 //! - [`limits`]: the explicit limits (content size, listened keys, held polls).
 //! - [`request`]: inputs of the service operations, built by adapters.
 //! - [`transfer`]: export, import and clone — batches written in one transaction.
 
+mod cipher;
 pub mod cluster;
 pub mod follow;
 mod history;
@@ -31,6 +34,7 @@ pub mod transfer;
 pub mod watch;
 mod write;
 
+pub use cipher::{CipherCensus, Revealed};
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;
 pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};

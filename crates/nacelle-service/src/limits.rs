@@ -1,6 +1,9 @@
 //! Explicit limits of the service. Every one is configurable and documented in
 //! `docs/configuration.md`.
 
+use std::sync::Arc;
+
+use nacelle_cipher::MasterKeys;
 use nacelle_core::ValidationPolicy;
 
 /// Limits and policies enforced by the config service and its adapters.
@@ -15,6 +18,11 @@ pub struct Limits {
     /// What a publish whose content does not parse as its type does, by namespace
     /// (`reject | warn | off`; default `warn`). See `nacelle_core::content`.
     pub content_validation: ValidationPolicy,
+    /// The master keys that wrap the data keys of encrypted configs at rest
+    /// (`--cipher-master-key-file`: the current key, then previous ones that only unwrap);
+    /// `None`: data keys are stored in clear, as Nacos does. Never a built-in default. See
+    /// `docs/encryption.md`.
+    pub cipher_master_key: Option<Arc<MasterKeys>>,
 }
 
 impl Default for Limits {
@@ -24,6 +32,7 @@ impl Default for Limits {
             max_listen_keys: 10_000,
             max_held_polls: 100_000,
             content_validation: ValidationPolicy::default(),
+            cipher_master_key: None,
         }
     }
 }

@@ -26,6 +26,7 @@ use nacelle_core::{
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::cipher::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
 use crate::limits::Limits;
@@ -49,6 +50,8 @@ pub(crate) struct Inner {
     /// Who listens to which key.
     pub(crate) hub: Arc<WatchHub>,
     pub(crate) limits: Limits,
+    /// The master key and the opened versions of encrypted configs (`crate::cipher`).
+    pub(crate) cipher: CipherState,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -88,6 +91,7 @@ impl ConfigService {
                 cache: DashMap::new(),
                 grays: DashMap::new(),
                 hub: Arc::new(WatchHub::new()),
+                cipher: CipherState::new(limits.cipher_master_key.clone()),
                 limits,
                 ready: AtomicBool::new(false),
                 write_locks,
@@ -122,6 +126,7 @@ impl ConfigService {
             backend = self.inner.store.backend(),
             "config cache loaded"
         );
+        self.warn_about_cipher_configs();
         Ok(n)
     }
 

@@ -123,10 +123,11 @@ pub fn type_from_extension(data_id: &str) -> &'static str {
 }
 
 impl ConfigService {
-    /// The configs `q` selects, ordered by id, from memory.
+    /// The configs `q` selects, ordered by id, from memory; encrypted configs in plaintext
+    /// (as Nacos exports them, so that an import encrypts them again with a fresh key).
     pub fn export(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         q: &ExportQuery,
     ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
         self.guard()?;
@@ -148,7 +149,30 @@ impl ConfigService {
             .map(|e| e.value().clone())
             .collect();
         out.sort_by_key(|c| c.id);
-        Ok(out)
+        out.into_iter()
+            .map(|c| self.in_plaintext(caller, c))
+            .collect()
+    }
+
+    /// `c` with an encrypted config's content in plaintext and no data key (`c` itself
+    /// when it is not encrypted).
+    fn in_plaintext(
+        &self,
+        caller: &Caller,
+        c: Arc<StoredConfig>,
+    ) -> Result<Arc<StoredConfig>, CoreError> {
+        if c.meta.encrypted_data_key.is_empty() {
+            return Ok(c);
+        }
+        let http = Caller {
+            protocol: nacelle_core::Protocol::HttpV1,
+            ..caller.clone()
+        };
+        let plain = self.reveal(&http, &c)?.content;
+        let mut copy = StoredConfig::clone(&c);
+        copy.content = plain;
+        copy.meta.encrypted_data_key = String::new();
+        Ok(Arc::new(copy))
     }
 
     /// Imports `items` into `namespace` under `policy`, all or nothing (see the module
@@ -190,13 +214,20 @@ impl ConfigService {
         for item in items {
             wanted.entry(item.cfg_id).or_insert(item);
         }
-        let mut sources: Vec<Arc<StoredConfig>> = self
+        let sources: Vec<Arc<StoredConfig>> = self
             .inner
             .cache
             .iter()
             .filter(|e| wanted.contains_key(&e.value().id))
             .map(|e| e.value().clone())
             .collect();
+        // Encrypted configs are copied by their plaintext and encrypted again, each copy
+        // with a data key of its own.
+        let sources = sources
+            .into_iter()
+            .map(|c| self.in_plaintext(caller, c))
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        let mut sources = sources;
         if sources.is_empty() {
             return Err(TransferError::NothingToWrite(
                 "none of the selected configs exists".into(),
@@ -290,7 +321,9 @@ impl ConfigService {
                 variant: Variant::Formal,
             };
             let record = self.validate_publish(caller, req).map_err(in_entry)?;
-            self.check_content_type(&record).await.map_err(in_entry)?;
+            // Checked by type on the plaintext, and sealed when encrypted (crate::cipher),
+            // as a publish is.
+            let record = self.checked_and_sealed(record).await.map_err(in_entry)?;
             records.push(record);
         }
 

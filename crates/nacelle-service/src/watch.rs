@@ -95,7 +95,7 @@ impl ConfigService {
         self.check_listen_limit(distinct.len())?;
         Ok(items
             .iter()
-            .filter(|(k, md5)| self.md5_for(caller, k).as_deref().unwrap_or("") != *md5)
+            .filter(|(k, md5)| !self.holds_current(caller, k, md5))
             .map(|(k, _)| k.clone())
             .collect())
     }
@@ -170,8 +170,7 @@ impl Watch {
                 added.new_keys += 1;
             }
             keys.insert(item.key.clone());
-            let current = service.md5_for(&self.caller, &item.key);
-            if current.as_deref().unwrap_or("") != item.md5 {
+            if !service.holds_current(&self.caller, &item.key, &item.md5) {
                 added.changed.push(item.key);
             }
         }

@@ -36,7 +36,9 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         let record = self.validate_publish(caller, req)?;
-        self.check_content_type(&record).await?;
+        // The content is checked by its type on the plaintext; an encrypted dataId's is
+        // then encrypted (crate::cipher).
+        let record = self.checked_and_sealed(record).await?;
         if record.gray.is_some() {
             return self.publish_gray(record).await;
         }

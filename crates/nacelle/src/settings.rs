@@ -13,9 +13,11 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use nacelle_cipher::MasterKeys;
 use nacelle_core::{TrustedProxies, ValidationMode, ValidationPolicy};
 use nacelle_grpc::GrpcOptions;
 use nacelle_http::HttpOptions;
@@ -248,6 +250,12 @@ layer! {
         /// Seconds between history purges. Default 3600 (at least 1).
         #[arg(long, env = "NACELLE_HISTORY_PURGE_INTERVAL_S")]
         pub history_purge_interval_s: Option<u64>,
+        /// File holding the master key that wraps the data keys of encrypted configs
+        /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
+        /// then, one per line, previous keys that only unwrap (rotation). Default: none —
+        /// data keys are stored in clear, as Nacos does (docs/encryption.md).
+        #[arg(long, env = "NACELLE_CIPHER_MASTER_KEY_FILE")]
+        pub cipher_master_key_file: Option<PathBuf>,
     }
 }
 
@@ -307,6 +315,9 @@ pub struct Settings {
     pub grpc: GrpcOptions,
     /// What history the background purge removes, and how often it runs.
     pub retention: Retention,
+    /// The master key of encrypted configs, read from `cipher_master_key_file`; `None`:
+    /// data keys are stored in clear (as Nacos does). Never a built-in default.
+    pub cipher_master_key: Option<Arc<MasterKeys>>,
 }
 
 /// The history retention settings, resolved.
@@ -375,6 +386,10 @@ impl Settings {
     /// checked.
     pub fn merge(a: ServeArgs, f: FileSettings) -> Result<Self, SettingsError> {
         let layer = a.or(f);
+        let cipher_master_key = match &layer.cipher_master_key_file {
+            Some(path) => Some(Arc::new(read_master_key(path)?)),
+            None => None,
+        };
         let cluster_secret = read_secret(
             layer.cluster_secret.clone(),
             layer.cluster_secret_file.as_deref(),
@@ -391,8 +406,9 @@ impl Settings {
             layer.content_validation_namespaces.as_deref().unwrap_or(""),
         )
         .map_err(|e| SettingsError::Invalid(format!("content_validation_namespaces: {e}")))?;
-        let settings =
+        let mut settings =
             Settings::resolve(layer, cluster_secret, trusted_proxies, content_validation);
+        settings.cipher_master_key = cipher_master_key;
         settings.validate()?;
         Ok(settings)
     }
@@ -473,6 +489,8 @@ impl Settings {
                     .map_or(DEFAULT_HISTORY_PURGE_INTERVAL, Duration::from_secs)
                     .max(MIN_HISTORY_PURGE_INTERVAL),
             },
+            // Read from its file in `merge` (it can fail); none by default.
+            cipher_master_key: None,
         }
     }
 
@@ -530,6 +548,7 @@ impl Settings {
             max_listen_keys: self.max_listen_keys,
             max_held_polls: self.max_held_polls,
             content_validation: self.content_validation.clone(),
+            cipher_master_key: self.cipher_master_key.clone(),
         }
     }
 
@@ -588,6 +607,19 @@ impl Settings {
             None => nacelle_cluster::cluster_grpc_port(http_port).unwrap_or(0),
         }
     }
+}
+
+/// The master keys in `path`: one base64 key of 32 bytes per line, the current key first
+/// (previous ones only unwrap); blank lines and `#` comments ignored. An unreadable file
+/// or a key of another length stops the start with the path and the reason.
+fn read_master_key(path: &Path) -> Result<MasterKeys, SettingsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    MasterKeys::parse(&text).map_err(|e| {
+        SettingsError::Invalid(format!("cipher_master_key_file {}: {e}", path.display()))
+    })
 }
 
 /// The cluster secret: given directly, else the first line of the secret file; blank means
@@ -938,6 +970,55 @@ mod tests {
         assert!(s.fault_drop_cluster_notifications);
         assert!(!Settings::default().fault_drop_cluster_notifications);
         assert!(toml::from_str::<FileSettings>("fault_drop_cluster_notifications = true").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn the_master_key_file_is_read_or_stops_the_start() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let good = dir.path().join("master.key");
+        // `openssl rand -base64 32` output: 44 characters and a newline.
+        std::fs::write(&good, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n")?;
+        assert!(
+            Settings::default().cipher_master_key.is_none(),
+            "no default key"
+        );
+        let file: FileSettings = toml::from_str(&format!(
+            "cipher_master_key_file = {:?}",
+            good.display().to_string()
+        ))?;
+        let s = Settings::merge(ServeArgs::default(), file)?;
+        let key = s.cipher_master_key.as_ref().ok_or("key read")?;
+        assert_eq!(
+            s.limits()
+                .cipher_master_key
+                .as_ref()
+                .map(|k| k.current().id().to_string()),
+            Some(key.current().id().to_string())
+        );
+        let short = dir.path().join("short.key");
+        std::fs::write(&short, "AAECAwQFBgcICQoLDA0ODw==")?;
+        let args = ServeArgs {
+            cipher_master_key_file: Some(short),
+            ..ServeArgs::default()
+        };
+        match Settings::merge(args, FileSettings::default()) {
+            Err(SettingsError::Invalid(m)) => {
+                assert!(
+                    m.contains("short.key") && m.contains("16 bytes, not 32"),
+                    "{m}"
+                )
+            }
+            other => panic!("a short key must stop the start: {other:?}"),
+        }
+        let args = ServeArgs {
+            cipher_master_key_file: Some(dir.path().join("absent.key")),
+            ..ServeArgs::default()
+        };
+        assert!(matches!(
+            Settings::merge(args, FileSettings::default()),
+            Err(SettingsError::Read { .. })
+        ));
         Ok(())
     }
 }

@@ -26,13 +26,23 @@ pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u
         notify = meta.header(NOTIFY_HEADER),
         "config query"
     );
-    match lookup(ctx, conn, &req) {
-        Ok(Served {
-            config: cfg, beta, ..
-        }) => wire::message(&ConfigQueryResponse {
+    let served = lookup(ctx, conn, &req).and_then(|s| {
+        // What a gRPC caller gets of an encrypted config: its ciphertext and data key.
+        let shown = ctx.service.reveal(&conn.meta.caller, &s.config)?;
+        let (content, key) = (shown.content, shown.encrypted_data_key.into_owned());
+        Ok((s, content, key))
+    });
+    match served {
+        Ok((
+            Served {
+                config: cfg, beta, ..
+            },
+            content,
+            encrypted_data_key,
+        )) => wire::message(&ConfigQueryResponse {
             head: ResponseHead::ok(req.request_id),
-            content: Some(String::from_utf8_lossy(&cfg.content).into_owned()),
-            encrypted_data_key: Some(cfg.meta.encrypted_data_key.clone()),
+            content: Some(String::from_utf8_lossy(&content).into_owned()),
+            encrypted_data_key: Some(encrypted_data_key),
             content_type: Some(cfg.config_type.as_str().to_string()),
             md5: Some(cfg.md5.clone()),
             last_modified: cfg.modified_ms,

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use nacelle_core::{ConfigType, NamespaceId, PageRequest, StoredConfig};
-use nacelle_service::{SearchMode, SearchQuery};
+use nacelle_service::{Revealed, SearchMode, SearchQuery};
 use serde::Serialize;
 
 use super::{json, key_from_params, ok_true, RestResult};
@@ -41,9 +41,11 @@ fn no_cache(h: &mut HeaderMap) {
     );
 }
 
-/// The raw-content answer of a config GET, with Nacos's headers.
-pub(crate) fn raw_config_response(cfg: &StoredConfig) -> Response {
-    let mut resp = (StatusCode::OK, cfg.content.clone()).into_response();
+/// The raw-content answer of a config GET, with Nacos's headers: the content and data key
+/// as the service reveals them to this caller (an encrypted config's plaintext, with its
+/// data key; `Content-MD5` stays the md5 of what is stored, as Nacos sends it).
+pub(crate) fn raw_config_response(cfg: &StoredConfig, shown: &Revealed<'_>) -> Response {
+    let mut resp = (StatusCode::OK, shown.content.clone()).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -60,8 +62,8 @@ pub(crate) fn raw_config_response(cfg: &StoredConfig) -> Response {
     if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(modified)) {
         h.insert(header::LAST_MODIFIED, v);
     }
-    if !cfg.meta.encrypted_data_key.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&cfg.meta.encrypted_data_key) {
+    if !shown.encrypted_data_key.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&shown.encrypted_data_key) {
             h.insert("Encrypted-Data-Key", v);
         }
     }
@@ -102,14 +104,16 @@ struct ConfigDetail<'a> {
 }
 
 impl<'a> ConfigDetail<'a> {
-    fn of(c: &'a StoredConfig) -> Self {
+    /// The full record (`show=all`, `beta=true`) with its content and data key as revealed
+    /// to the caller; `md5` is the stored one, as Nacos shows it.
+    fn of(c: &'a StoredConfig, shown: &'a Revealed<'a>) -> Self {
         ConfigDetail {
             id: c.id.to_string(),
             data_id: c.key.data_id(),
             group: c.key.group(),
-            content: String::from_utf8_lossy(&c.content),
+            content: String::from_utf8_lossy(&shown.content),
             md5: &c.md5,
-            encrypted_data_key: &c.meta.encrypted_data_key,
+            encrypted_data_key: &shown.encrypted_data_key,
             tenant: c.key.tenant(),
             app_name: &c.meta.app_name,
             r#type: c.config_type.as_str(),
@@ -165,24 +169,32 @@ pub(crate) async fn get_configs(
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
         let beta = st.service.beta_of(&p.caller, &key)?;
+        let shown = match &beta {
+            Some(b) => Some(st.service.reveal(&p.caller, &b.config)?),
+            None => None,
+        };
         let ips = beta.as_ref().map(|b| b.ips.join(",")).unwrap_or_default();
         return Ok(json(&RestResult {
             code: 200,
             message: Some("query beta ok".into()),
-            data: beta.as_ref().map(|b| BetaDetail {
-                detail: ConfigDetail::of(&b.config),
-                beta_ips: &ips,
-            }),
+            data: beta
+                .as_ref()
+                .zip(shown.as_ref())
+                .map(|(b, shown)| BetaDetail {
+                    detail: ConfigDetail::of(&b.config, shown),
+                    beta_ips: &ips,
+                }),
         }));
     }
     let Some(served) = st.service.get(&p.caller, &key, p.tag())? else {
         return Ok(not_found_response());
     };
     let cfg = &served.config;
+    let shown = st.service.reveal(&p.caller, cfg)?;
     if p.get("show") == Some("all") {
-        return Ok(json(&ConfigDetail::of(cfg)));
+        return Ok(json(&ConfigDetail::of(cfg, &shown)));
     }
-    let mut resp = raw_config_response(cfg);
+    let mut resp = raw_config_response(cfg, &shown);
     let h = resp.headers_mut();
     if served.beta {
         h.insert("isBeta", HeaderValue::from_static("true"));
@@ -246,7 +258,13 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
                 id: c.id.to_string(),
                 data_id: c.key.data_id(),
                 group: c.key.group(),
-                content: String::from_utf8_lossy(&c.content),
+                // Plaintext of an encrypted config, as Nacos's search shows; one that
+                // cannot be opened shows empty content (the service logged why) rather
+                // than failing the whole page or showing ciphertext as its content.
+                content: match st.service.reveal(&p.caller, c) {
+                    Ok(shown) => String::from_utf8_lossy(&shown.content).into_owned().into(),
+                    Err(_) => "".into(),
+                },
                 md5: &c.md5,
                 tenant: c.key.tenant(),
                 app_name: &c.meta.app_name,

@@ -33,7 +33,10 @@ struct HistoryJson<'a> {
 }
 
 impl<'a> HistoryJson<'a> {
-    fn of(h: &'a HistoryEntry, with_content: bool) -> Self {
+    /// An entry; `content` is what the caller is shown (an encrypted config's plaintext,
+    /// see [`entry_json`]), `None` for page items, which carry no content.
+    fn of(h: &'a HistoryEntry, content: Option<&'a str>) -> Self {
+        let with_content = content.is_some();
         HistoryJson {
             id: h.nid.to_string(),
             last_id: -1,
@@ -42,7 +45,7 @@ impl<'a> HistoryJson<'a> {
             tenant: h.key.tenant(),
             app_name: &h.app_name,
             md5: with_content.then_some(h.md5.as_str()),
-            content: with_content.then_some(h.content.as_str()),
+            content,
             src_ip: &h.source.src_ip,
             src_user: &h.source.src_user,
             op_type: h.op_type.as_str(),
@@ -66,7 +69,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
     if p.get("nid").is_some() {
         let nid = parse_id(&p, "nid")?;
         let entry = st.service.history_entry(&p.caller, &key, nid).await?;
-        return Ok(json(&HistoryJson::of(&entry, true)));
+        return entry_json(&st, &p, &entry);
     }
     if let Some(mode) = p.non_blank("search") {
         if mode != "accurate" {
@@ -90,7 +93,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
         page_items: result
             .items
             .iter()
-            .map(|h| HistoryJson::of(h, false))
+            .map(|h| HistoryJson::of(h, None))
             .collect(),
     }))
 }
@@ -100,7 +103,16 @@ pub(crate) async fn previous(State(st): State<AppState>, p: Params) -> Result<Re
     let key = key_from_params(&p, "tenant")?;
     let id = parse_id(&p, "id")?;
     let entry = st.service.history_previous(&p.caller, &key, id).await?;
-    Ok(json(&HistoryJson::of(&entry, true)))
+    entry_json(&st, &p, &entry)
+}
+
+/// One entry with its content as the service reveals it: an encrypted config's history
+/// holds ciphertext (what the table holds), shown decrypted as Nacos's history does.
+fn entry_json(st: &AppState, p: &Params, h: &HistoryEntry) -> Result<Response, ApiError> {
+    let content =
+        st.service
+            .reveal_history(&p.caller, &h.key, &h.content, &h.encrypted_data_key)?;
+    Ok(json(&HistoryJson::of(h, Some(&content))))
 }
 
 #[derive(Serialize)]

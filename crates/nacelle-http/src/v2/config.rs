@@ -39,7 +39,11 @@ pub(crate) async fn get_config(
     let p = p?;
     let key = key_of(&p)?;
     match st.service.get(&p.caller, &key, p.tag())? {
-        Some(served) => Ok(success(String::from_utf8_lossy(&served.config.content))),
+        Some(served) => {
+            // An encrypted config's plaintext, as Nacos's v2 GET decrypts it.
+            let shown = st.service.reveal(&p.caller, &served.config)?;
+            Ok(success(String::from_utf8_lossy(&shown.content)))
+        }
         None => Err(ApiError::NotFound("config data not exist".into()).into()),
     }
 }
