@@ -2,6 +2,8 @@
 
 use nacelle_core::{Caller, ConfigKey, CoreError, HistoryEntry, Page, PageRequest};
 
+use nacelle_metrics::StoreOp;
+
 use crate::service::ConfigService;
 
 impl ConfigService {
@@ -13,7 +15,9 @@ impl ConfigService {
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, CoreError> {
         self.guard()?;
-        Ok(self.inner.store.history_page(key, page).await?)
+        Ok(self
+            .store_call(StoreOp::History, self.inner.store.history_page(key, page))
+            .await?)
     }
 
     /// One history entry, which must belong to `key`.
@@ -24,7 +28,10 @@ impl ConfigService {
         nid: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
-        match self.inner.store.history_entry(nid).await? {
+        match self
+            .store_call(StoreOp::History, self.inner.store.history_entry(nid))
+            .await?
+        {
             Some(h) if &h.key == key => Ok(h),
             _ => Err(CoreError::NotFound(format!(
                 "history entry {nid} of {key} does not exist"
@@ -40,7 +47,13 @@ impl ConfigService {
         config_id: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
-        match self.inner.store.history_previous(config_id).await? {
+        match self
+            .store_call(
+                StoreOp::History,
+                self.inner.store.history_previous(config_id),
+            )
+            .await?
+        {
             Some(h) if &h.key == key => Ok(h),
             _ => Err(CoreError::NotFound(format!(
                 "no previous version of config {config_id} ({key})"

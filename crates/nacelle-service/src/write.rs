@@ -5,6 +5,7 @@
 //! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use nacelle_core::content::{check_syntax, is_checked, ContentError};
@@ -15,6 +16,8 @@ use nacelle_core::{
     md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, OpSource, PublishRecord,
     StoreError, StoredConfig, ValidationMode, Variant,
 };
+
+use nacelle_metrics::StoreOp;
 
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
@@ -37,8 +40,13 @@ impl ConfigService {
         let record = self.validate_publish(caller, req)?;
         self.check_content_type(&record).await?;
         let (stored, changed) = {
+            let started = Instant::now();
             let _guard = self.write_lock(&record.key).lock().await;
-            let stored = match self.inner.store.publish(&record).await {
+            let stored = self.store_call(StoreOp::Publish, self.inner.store.publish(&record));
+            let stored = stored.await;
+            self.metrics()
+                .write(StoreOp::Publish, write_result(&stored), started.elapsed());
+            let stored = match stored {
                 Ok(s) => Arc::new(s),
                 Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
                 Err(e) => return Err(e.into()),
@@ -163,8 +171,13 @@ impl ConfigService {
             src_ip: caller.ip_string(),
         };
         let outcome = {
+            let started = Instant::now();
             let _guard = self.write_lock(key).lock().await;
-            let outcome = self.inner.store.remove(key, &source, now_millis()).await?;
+            let removed = self.inner.store.remove(key, &source, now_millis());
+            let outcome = self.store_call(StoreOp::Remove, removed).await;
+            self.metrics()
+                .write(StoreOp::Remove, write_result(&outcome), started.elapsed());
+            let outcome = outcome?;
             // Keep memory true to the database even if it had drifted (`Absent`).
             self.inner.cache.remove(key);
             outcome
@@ -214,7 +227,10 @@ impl ConfigService {
         // What to tell listeners: (md5, revision) of the change, if the cache changed.
         let event = {
             let _guard = self.write_lock(key).lock().await;
-            match self.inner.store.get(key).await? {
+            match self
+                .store_call(StoreOp::Get, self.inner.store.get(key))
+                .await?
+            {
                 Some(cfg) => {
                     let cfg = Arc::new(cfg);
                     let changed = self
@@ -253,5 +269,14 @@ fn syntax_of(config_type: ConfigType, content: &[u8]) -> Result<(), ContentError
             column: None,
             message: format!("not UTF-8: {e}"),
         }),
+    }
+}
+
+/// The `result` label of a write that reached the store.
+fn write_result<T>(outcome: &Result<T, StoreError>) -> &'static str {
+    match outcome {
+        Ok(_) => "ok",
+        Err(StoreError::CasMismatch) => "cas_mismatch",
+        Err(_) => "error",
     }
 }
