@@ -58,7 +58,7 @@ pub(crate) async fn unary(ctx: &Ctx, tag: &ConnTag, payload: Payload) -> Payload
     let code = error_code(&resp);
     let metrics = ctx.service.metrics();
     metrics.grpc_request(request, code, took);
-    let duration_ms = took.as_secs_f64() * 1000.0;
+    let duration_ms = millis(took);
     span.record("code", code);
     span.record("duration_ms", duration_ms);
     if took >= metrics.slow_request_threshold() {
@@ -69,7 +69,7 @@ pub(crate) async fn unary(ctx: &Ctx, tag: &ConnTag, payload: Payload) -> Payload
             request,
             code,
             duration_ms,
-            store_ms = store.as_secs_f64() * 1000.0,
+            store_ms = millis(store),
             cause = timing::slow_cause(took, store),
             "slow gRPC request"
         );
@@ -104,6 +104,11 @@ impl Source for GrpcGauges {
             );
         }
     }
+}
+
+/// A duration in milliseconds, to the microsecond (for logs).
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
     let status = resp.status().as_u16();
     let metrics = st.service.metrics();
     metrics.http_request(route, method, status, took);
-    let duration_ms = took.as_secs_f64() * 1000.0;
+    let duration_ms = millis(took);
     span.record("route", route);
     span.record("status", status);
     span.record("duration_ms", duration_ms);
@@ -98,7 +98,7 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
             method,
             status,
             duration_ms,
-            store_ms = store.as_secs_f64() * 1000.0,
+            store_ms = millis(store),
             cause = timing::slow_cause(took, store),
             "slow request"
         );
@@ -141,6 +141,11 @@ impl Source for HeldPolls {
         let held = self.0.load(std::sync::atomic::Ordering::Relaxed);
         out.set(names::HELD_LONG_POLLS, held as f64);
     }
+}
+
+/// A duration in milliseconds, to the microsecond (for logs).
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }
 
 #[cfg(test)]

@@ -624,10 +624,13 @@ pub trait Source: Send + Sync + 'static {
     fn collect(&self, out: &mut Samples);
 }
 
+/// A label set of a scrape-time series: (name, value) pairs.
+pub type LabelPairs = Vec<(&'static str, String)>;
+
 /// The values a [`Source`] reports in one scrape, grouped by metric.
 #[derive(Debug, Default)]
 pub struct Samples {
-    groups: Vec<(Desc, Vec<(Vec<(&'static str, String)>, f64)>)>,
+    groups: Vec<(Desc, Vec<(LabelPairs, f64)>)>,
 }
 
 impl Samples {
@@ -637,7 +640,7 @@ impl Samples {
     }
 
     /// One series of `desc` with `labels` (bounded values only, see the crate docs).
-    pub fn set_with(&mut self, desc: Desc, labels: Vec<(&'static str, String)>, value: f64) {
+    pub fn set_with(&mut self, desc: Desc, labels: LabelPairs, value: f64) {
         match self.groups.iter_mut().find(|(d, _)| d.name == desc.name) {
             Some((_, series)) => series.push((labels, value)),
             None => self.groups.push((desc, vec![(labels, value)])),

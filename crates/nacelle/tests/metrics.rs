@@ -75,7 +75,10 @@ async fn scrape(api: &Api, path: &str) -> TestResult<Scraped> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    assert!(content_type.starts_with("text/plain; version=0.0.4"), "{content_type}");
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
     let text = resp.text().await?;
     let lines = text.lines().map(|l| Ok(l.to_string()));
     Ok(Scraped(Scrape::parse(lines)?))
@@ -150,14 +153,20 @@ async fn counters_move_by_the_requests_made() -> TestResult {
     assert_eq!(delta(http, &[get[0], get[1], ("status", "200")]), 3.0);
     assert_eq!(delta(http, &[get[0], get[1], ("status", "404")]), 1.0);
     assert_eq!(
-        delta(http, &[("route", CONFIGS), ("method", "POST"), ("status", "200")]),
+        delta(
+            http,
+            &[("route", CONFIGS), ("method", "POST"), ("status", "200")]
+        ),
         1.0
     );
     assert_eq!(
         delta(http, &[("route", "/nacos/v2/cs/config"), ("method", "GET")]),
         1.0
     );
-    assert_eq!(delta(http, &[("route", "unmatched"), ("status", "404")]), 1.0);
+    assert_eq!(
+        delta(http, &[("route", "unmatched"), ("status", "404")]),
+        1.0
+    );
     // Each scrape counts itself on its own route (seen by the next one).
     assert_eq!(delta(http, &[("route", "/metrics")]), 1.0);
     let hist = "nacelle_http_request_duration_seconds";
@@ -216,6 +225,64 @@ async fn counters_move_by_the_requests_made() -> TestResult {
         2.0
     );
     assert_eq!(after_nacos.value("nacelle_configs", &[]), 3.0);
+    // Read-only: the scrape paths answer GET only.
+    for path in ["/metrics", "/nacos/actuator/prometheus"] {
+        let post = ts.http.post(ts.url(path)).send().await?;
+        assert_eq!(post.status(), 405, "{path}");
+    }
+    Ok(())
+}
+
+/// The `nacelle_*` names in `text`, histogram suffixes removed.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("nacelle_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        names.insert(base.to_string());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[tokio::test]
+async fn every_metric_is_documented_and_the_dashboard_uses_real_names() -> TestResult {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/");
+    let operations = std::fs::read_to_string(format!("{root}operations.md"))?;
+    let monitoring = operations
+        .split("## Monitoring")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .ok_or("docs/operations.md has no Monitoring section")?;
+    let documented = metric_names(monitoring);
+    let ts = TestServer::start().await?;
+    let served = ts.http.get(ts.url("/metrics")).send().await?.text().await?;
+    let undocumented: Vec<_> = metric_names(&served)
+        .difference(&documented)
+        .cloned()
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/operations.md: {undocumented:?}"
+    );
+    let dashboard = std::fs::read_to_string(format!("{root}grafana-dashboard.json"))?;
+    serde_json::from_str::<serde_json::Value>(&dashboard)?;
+    let unknown: Vec<_> = metric_names(&dashboard)
+        .difference(&documented)
+        .cloned()
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "the dashboard uses unknown metrics: {unknown:?}"
+    );
     Ok(())
 }
 
@@ -260,7 +327,11 @@ async fn a_fan_out_and_a_released_long_poll_record_their_latencies() -> TestResu
 
     let base = before.observations(push, &[]);
     let after = scrape_until(&ts, "/metrics", |s| s.observations(push, &[]) >= base + 3.0).await?;
-    assert_eq!(after.observations(push, &[]) - base, 3.0, "one ack per listener");
+    assert_eq!(
+        after.observations(push, &[]) - base,
+        3.0,
+        "one ack per listener"
+    );
     assert_eq!(
         after.observations(release, &[]) - before.observations(release, &[]),
         1.0
@@ -323,13 +394,17 @@ async fn slow_requests_are_logged_with_route_and_cause_never_content() -> TestRe
         .lines()
         .find(|l| l.contains("slow request") && l.contains("method=\"POST\""))
         .ok_or("no slow publish logged")?;
-    assert!(http_line.contains(&format!("route=\"{CONFIGS}\"")), "{http_line}");
+    assert!(
+        http_line.contains(&format!("route=\"{CONFIGS}\"")),
+        "{http_line}"
+    );
     assert!(http_line.contains("status=200"), "{http_line}");
     assert!(
         http_line.contains("cause=\"store\"") || http_line.contains("cause=\"queueing\""),
         "{http_line}"
     );
     assert!(http_line.contains("store_ms="), "{http_line}");
+    println!("{http_line}");
     let grpc_line = text
         .lines()
         .find(|l| l.contains("slow gRPC request") && l.contains("ConfigQueryRequest"))
