@@ -53,7 +53,8 @@ pub(crate) async fn unary(ctx: &Ctx, tag: &ConnTag, payload: Payload) -> Payload
     let span = tracing::debug_span!("grpc", request, code = Empty, duration_ms = Empty);
     let started = Instant::now();
     let work = handlers::unary(ctx, Some(tag), payload);
-    let (resp, store) = timing::scope(work).instrument(span.clone()).await;
+    let (resp, gathered) = timing::scope(work).instrument(span.clone()).await;
+    let store = gathered.store;
     let took = started.elapsed();
     let code = error_code(&resp);
     let metrics = ctx.service.metrics();

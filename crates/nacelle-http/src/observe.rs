@@ -5,7 +5,8 @@
 //!
 //! Two layers: [`observe`] wraps the whole router (so unmatched paths are counted too) and
 //! does the timing; [`tag_route`] runs after routing, where axum knows the matched route
-//! template, and hands that template back on the response.
+//! template, and hands that template back through the request's timing scope (a
+//! task-local cell: nothing allocated).
 
 use std::time::Instant;
 
@@ -42,10 +43,6 @@ const ROUTES: &[&str] = &[
     "/metrics",
 ];
 
-/// The matched route template, carried from [`tag_route`] to [`observe`] on the response.
-#[derive(Debug, Clone, Copy)]
-struct RouteName(&'static str);
-
 fn route_label(template: &str) -> &'static str {
     ROUTES
         .iter()
@@ -76,12 +73,10 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
         duration_ms = Empty
     );
     let started = Instant::now();
-    let (resp, store) = timing::scope(next.run(req)).instrument(span.clone()).await;
+    let (resp, gathered) = timing::scope(next.run(req)).instrument(span.clone()).await;
     let took = started.elapsed();
-    let route = resp
-        .extensions()
-        .get::<RouteName>()
-        .map_or("unmatched", |r| r.0);
+    let store = gathered.store;
+    let route = gathered.route.unwrap_or("unmatched");
     let status = resp.status().as_u16();
     let metrics = st.service.metrics();
     metrics.http_request(route, method, status, took);
@@ -108,13 +103,12 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
     resp
 }
 
-/// Inner layer (after routing): names the route on the span and on the response.
+/// Inner layer (after routing): names the route on the span and for [`observe`].
 pub(crate) async fn tag_route(matched: MatchedPath, req: Request, next: Next) -> Response {
     let route = route_label(matched.as_str());
     tracing::Span::current().record("route", route);
-    let mut resp = next.run(req).await;
-    resp.extensions_mut().insert(RouteName(route));
-    resp
+    timing::set_route(route);
+    next.run(req).await
 }
 
 /// `GET /metrics` and `GET /nacos/actuator/prometheus`: every metric of this server in the

@@ -5,24 +5,51 @@
 //! An adapter runs each request inside [`scope`]; the service adds the duration of each
 //! store call it makes with [`add_store_time`] (a no-op outside a scope: the change-log
 //! follower, the cache load). Both run in the request's task, so a task-local cell is
-//! enough: no lock, no allocation.
+//! enough: no lock, no allocation. The same scope carries the request's route label
+//! ([`set_route`]) from the layer that knows it (after routing) to the one that records.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::time::Duration;
 
-tokio::task_local! {
-    static STORE_NANOS: Cell<u64>;
+struct Request {
+    store_nanos: Cell<u64>,
+    route: Cell<Option<&'static str>>,
 }
 
-/// Runs `fut` with a fresh store-time counter; returns its output and the store time it
-/// accumulated.
-pub async fn scope<F: Future>(fut: F) -> (F::Output, Duration) {
-    STORE_NANOS
-        .scope(Cell::new(0), async move {
+tokio::task_local! {
+    static REQUEST: Request;
+}
+
+/// What a request's scope gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gathered {
+    /// Time spent in store calls.
+    pub store: Duration,
+    /// The route label set by [`set_route`], if any.
+    pub route: Option<&'static str>,
+}
+
+/// Runs `fut` as one request (a fresh store-time counter, no route); returns its output
+/// and what it gathered.
+pub async fn scope<F: Future>(fut: F) -> (F::Output, Gathered) {
+    let fresh = Request {
+        store_nanos: Cell::new(0),
+        route: Cell::new(None),
+    };
+    REQUEST
+        .scope(fresh, async move {
             let out = fut.await;
-            let nanos = STORE_NANOS.try_with(Cell::get).unwrap_or(0);
-            (out, Duration::from_nanos(nanos))
+            let gathered = REQUEST
+                .try_with(|r| Gathered {
+                    store: Duration::from_nanos(r.store_nanos.get()),
+                    route: r.route.get(),
+                })
+                .unwrap_or(Gathered {
+                    store: Duration::ZERO,
+                    route: None,
+                });
+            (out, gathered)
         })
         .await
 }
@@ -31,7 +58,14 @@ pub async fn scope<F: Future>(fut: F) -> (F::Output, Duration) {
 pub fn add_store_time(d: Duration) {
     let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     // Outside a request scope there is nobody to tell: not an error.
-    let _outside_a_request = STORE_NANOS.try_with(|c| c.set(c.get().saturating_add(nanos)));
+    let _outside_a_request =
+        REQUEST.try_with(|r| r.store_nanos.set(r.store_nanos.get().saturating_add(nanos)));
+}
+
+/// Names the route of the current request (a bounded label), if inside a scope.
+pub fn set_route(route: &'static str) {
+    // Outside a request scope there is nobody to tell: not an error.
+    let _outside_a_request = REQUEST.try_with(|r| r.route.set(Some(route)));
 }
 
 /// Why a slow request was slow, from its total time and its store time.
@@ -50,12 +84,15 @@ mod tests {
     #[tokio::test]
     async fn store_time_is_summed_inside_a_scope_only() {
         add_store_time(Duration::from_millis(5));
-        let ((), store) = scope(async {
+        let ((), gathered) = scope(async {
             add_store_time(Duration::from_millis(2));
             tokio::task::yield_now().await;
             add_store_time(Duration::from_millis(3));
+            set_route("/r");
         })
         .await;
+        assert_eq!(gathered.route, Some("/r"));
+        let store = gathered.store;
         assert_eq!(store, Duration::from_millis(5));
         assert_eq!(
             slow_cause(Duration::from_millis(8), store),
