@@ -147,8 +147,7 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         )
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
-        // Every route above: a new one also goes into observe::ROUTES (its metric label).
-        .route_layer(axum::middleware::from_fn(observe::tag_route))
+        // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(

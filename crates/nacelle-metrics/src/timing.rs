@@ -5,8 +5,7 @@
 //! An adapter runs each request inside [`scope`]; the service adds the duration of each
 //! store call it makes with [`add_store_time`] (a no-op outside a scope: the change-log
 //! follower, the cache load). Both run in the request's task, so a task-local cell is
-//! enough: no lock, no allocation. The same scope carries the request's route label
-//! ([`set_route`]) from the layer that knows it (after routing) to the one that records.
+//! enough: no lock, no allocation.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -14,7 +13,6 @@ use std::time::Duration;
 
 struct Request {
     store_nanos: Cell<u64>,
-    route: Cell<Option<&'static str>>,
 }
 
 tokio::task_local! {
@@ -26,16 +24,13 @@ tokio::task_local! {
 pub struct Gathered {
     /// Time spent in store calls.
     pub store: Duration,
-    /// The route label set by [`set_route`], if any.
-    pub route: Option<&'static str>,
 }
 
-/// Runs `fut` as one request (a fresh store-time counter, no route); returns its output
-/// and what it gathered.
+/// Runs `fut` as one request (a fresh store-time counter); returns its output and what it
+/// gathered.
 pub async fn scope<F: Future>(fut: F) -> (F::Output, Gathered) {
     let fresh = Request {
         store_nanos: Cell::new(0),
-        route: Cell::new(None),
     };
     REQUEST
         .scope(fresh, async move {
@@ -43,11 +38,9 @@ pub async fn scope<F: Future>(fut: F) -> (F::Output, Gathered) {
             let gathered = REQUEST
                 .try_with(|r| Gathered {
                     store: Duration::from_nanos(r.store_nanos.get()),
-                    route: r.route.get(),
                 })
                 .unwrap_or(Gathered {
                     store: Duration::ZERO,
-                    route: None,
                 });
             (out, gathered)
         })
@@ -60,12 +53,6 @@ pub fn add_store_time(d: Duration) {
     // Outside a request scope there is nobody to tell: not an error.
     let _outside_a_request =
         REQUEST.try_with(|r| r.store_nanos.set(r.store_nanos.get().saturating_add(nanos)));
-}
-
-/// Names the route of the current request (a bounded label), if inside a scope.
-pub fn set_route(route: &'static str) {
-    // Outside a request scope there is nobody to tell: not an error.
-    let _outside_a_request = REQUEST.try_with(|r| r.route.set(Some(route)));
 }
 
 /// Why a slow request was slow, from its total time and its store time.
@@ -88,10 +75,8 @@ mod tests {
             add_store_time(Duration::from_millis(2));
             tokio::task::yield_now().await;
             add_store_time(Duration::from_millis(3));
-            set_route("/r");
         })
         .await;
-        assert_eq!(gathered.route, Some("/r"));
         let store = gathered.store;
         assert_eq!(store, Duration::from_millis(5));
         assert_eq!(
