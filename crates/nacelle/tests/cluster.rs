@@ -449,9 +449,19 @@ async fn http_carries_notifications_when_a_members_cluster_port_is_unreachable()
     let failures = "nacelle_cluster_notify_failures_total";
     let (failed, listed) = metric(&http, &nodes[0], failures, &[("member", &m3)]).await?;
     assert!(listed && failed == 0.0, "{failures} of node 3: {failed}");
-    // Every node on the shared database follows its change log.
-    let (_, following) = metric(&http, &nodes[2], "nacelle_follower_applied_nid", &[]).await?;
-    assert!(following, "node 3 shows no follower position");
+    // Every node on the shared database follows its change log (its first read comes one
+    // follow interval after the load).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !metric(&http, &nodes[2], "nacelle_follower_applied_nid", &[])
+        .await?
+        .1
+    {
+        assert!(
+            Instant::now() < deadline,
+            "node 3 shows no follower position"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     until_served(
         &http,
         &nodes[2],
