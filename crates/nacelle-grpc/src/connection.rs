@@ -18,6 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::task::AtomicWaker;
 use nacelle_core::{Caller, ConfigKey, CoreError};
+use nacelle_metrics::Metrics;
 use nacelle_proto::config::ConfigChangeNotifyRequest;
 use nacelle_proto::connection::{ClientDetectionRequest, ConnectResetRequest};
 use nacelle_proto::Payload;
@@ -154,6 +155,8 @@ pub(crate) struct Connection {
     probe: Mutex<Option<(String, u64)>>,
     policy: PushPolicy,
     stats: GrpcStats,
+    /// The server's metrics (push latency).
+    metrics: Metrics,
 }
 
 impl std::fmt::Debug for Connection {
@@ -174,6 +177,7 @@ pub(crate) struct ConnDeps {
     pub policy: PushPolicy,
     pub stats: GrpcStats,
     pub clock: Arc<CoarseClock>,
+    pub metrics: Metrics,
 }
 
 impl Connection {
@@ -197,6 +201,7 @@ impl Connection {
             probe: Mutex::new(None),
             policy: deps.policy,
             stats: deps.stats,
+            metrics: deps.metrics,
         }
     }
 
@@ -317,6 +322,7 @@ impl Connection {
             &request_id,
             frame.clone(),
             self.clock.now() + self.policy.ack_timeout,
+            event.committed_at,
         );
         stats::inc(&self.stats.counters().pushes_sent);
         self.send_framed(frame);
@@ -325,8 +331,10 @@ impl Connection {
     /// A response arrived on the stream: the ack of a push or of a probe.
     pub fn on_ack(&self, request_id: &str) {
         self.out.answered();
-        if self.pending.lock().ack(request_id) {
+        let acked = self.pending.lock().ack(request_id);
+        if let Some(committed_at) = acked {
             stats::inc(&self.stats.counters().push_acks);
+            self.metrics.push_acked(committed_at.elapsed());
         }
         let mut probe = self.probe.lock();
         if probe.as_ref().map(|(id, _)| id.as_str()) == Some(request_id) {

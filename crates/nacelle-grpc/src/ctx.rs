@@ -67,6 +67,7 @@ impl Ctx {
             },
             stats: self.stats.clone(),
             clock: self.clock.clone(),
+            metrics: self.service.metrics().clone(),
         })
     }
 

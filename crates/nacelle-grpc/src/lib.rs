@@ -48,6 +48,7 @@ mod ctx;
 pub mod error;
 mod errors;
 mod handlers;
+mod observe;
 pub mod options;
 mod push;
 mod registry;

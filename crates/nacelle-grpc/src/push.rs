@@ -33,6 +33,9 @@ enum State {
 #[derive(Debug)]
 struct Pending {
     key: ConfigKey,
+    /// When the change reached the hub (`ChangeEvent::committed_at`): the push latency's
+    /// start.
+    committed_at: std::time::Instant,
     frame: Bytes,
     failures: u32,
     state: State,
@@ -58,7 +61,14 @@ pub(crate) struct PushTable {
 impl PushTable {
     /// Records a push just sent. Replaces the pending push of the same key, if any,
     /// inheriting its failure count.
-    pub fn sent(&mut self, key: &ConfigKey, request_id: &str, frame: Bytes, due: Instant) {
+    pub fn sent(
+        &mut self,
+        key: &ConfigKey,
+        request_id: &str,
+        frame: Bytes,
+        due: Instant,
+        committed_at: std::time::Instant,
+    ) {
         let mut failures = 0;
         if let Some(old_id) = self.by_key.insert(key.clone(), request_id.to_string()) {
             if let Some(old) = self.by_id.remove(&old_id) {
@@ -69,6 +79,7 @@ impl PushTable {
             request_id.to_string(),
             Pending {
                 key: key.clone(),
+                committed_at,
                 frame,
                 failures,
                 state: State::AwaitingAck,
@@ -77,17 +88,14 @@ impl PushTable {
         );
     }
 
-    /// An ack arrived; returns whether it matched a pending push.
-    pub fn ack(&mut self, request_id: &str) -> bool {
-        match self.by_id.remove(request_id) {
-            Some(p) => {
-                if self.by_key.get(&p.key).map(String::as_str) == Some(request_id) {
-                    self.by_key.remove(&p.key);
-                }
-                true
-            }
-            None => false,
+    /// An ack arrived; returns when the change of the push it matched reached the hub,
+    /// `None` when it matched none.
+    pub fn ack(&mut self, request_id: &str) -> Option<std::time::Instant> {
+        let p = self.by_id.remove(request_id)?;
+        if self.by_key.get(&p.key).map(String::as_str) == Some(request_id) {
+            self.by_key.remove(&p.key);
         }
+        Some(p.committed_at)
     }
 
     /// The earliest instant something is due, if anything is pending.
@@ -152,9 +160,9 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Bytes::new(), now);
-        assert!(!t.ack("2"));
-        assert!(t.ack("1"));
+        t.sent(&k, "1", Bytes::new(), now, std::time::Instant::now());
+        assert!(t.ack("2").is_none());
+        assert!(t.ack("1").is_some());
         assert_eq!(t.len(), 0);
         assert!(t.next_due().is_none());
     }
@@ -165,7 +173,13 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let start = Instant::now();
-        t.sent(&k, "1", Bytes::new(), start + p.ack_timeout);
+        t.sent(
+            &k,
+            "1",
+            Bytes::new(),
+            start + p.ack_timeout,
+            std::time::Instant::now(),
+        );
         let mut now;
         let mut resends = 0;
         let mut delays = Vec::new();
@@ -191,11 +205,11 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Bytes::new(), now);
+        t.sent(&k, "1", Bytes::new(), now, std::time::Instant::now());
         let _resent = t.fire_due(now, &p); // one failure
-        t.sent(&k, "2", Bytes::new(), now);
+        t.sent(&k, "2", Bytes::new(), now, std::time::Instant::now());
         assert_eq!(t.len(), 1);
-        assert!(!t.ack("1"));
+        assert!(t.ack("1").is_none());
         let due = t.fire_due(now, &p);
         assert!(!due.give_up);
         let next = t.next_due().expect("retry");

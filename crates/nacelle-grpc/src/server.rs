@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use crate::connection::CloseReason;
 use crate::ctx::Ctx;
 use crate::error::GrpcError;
-use crate::handlers;
+use crate::observe;
 use crate::options::GrpcOptions;
 use crate::rpc::{Inbound, Methods, Outbound};
 use crate::session;
@@ -37,9 +37,10 @@ impl GrpcServer {
     /// A server over `service` (which should be loaded, or be loading: until it is ready,
     /// requests are answered with error code 300).
     pub fn new(service: ConfigService, opts: GrpcOptions) -> Self {
-        GrpcServer {
-            ctx: Arc::new(Ctx::new(service, opts)),
-        }
+        let ctx = Arc::new(Ctx::new(service, opts));
+        let gauges = observe::GrpcGauges(ctx.stats.clone());
+        ctx.service.metrics().add_source("grpc", gauges);
+        GrpcServer { ctx }
     }
 
     /// The counters of this server; the handle stays valid after the server stops.
@@ -163,7 +164,7 @@ impl Methods for Ctx {
     }
 
     async fn unary(self: Arc<Self>, tag: ConnTag, request: Payload) -> Payload {
-        handlers::unary(&self, Some(&tag), request).await
+        observe::unary(&self, &tag, request).await
     }
 
     fn idle_connection_timeout(&self) -> Option<Duration> {

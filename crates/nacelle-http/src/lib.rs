@@ -9,9 +9,12 @@
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
+//! - `observe`: per-request metrics, span and slow-request log; the scrape endpoints
+//!   (`/metrics`, `/nacos/actuator/prometheus`).
 
 mod archive;
 mod error;
+mod observe;
 mod params;
 mod server;
 mod v1;
@@ -92,6 +95,9 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         options: Arc::new(options),
         held_polls: Arc::new(AtomicUsize::new(0)),
     };
+    // The first router over a service reports its held polls (tests may build two).
+    let held = observe::HeldPolls(state.held_polls.clone());
+    state.service.metrics().add_source("http", held);
     Router::new()
         .route(
             "/nacos/v1/cs/configs",
@@ -149,7 +155,14 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
             "/nacos/v2/cs/config/gray/promote",
             post(v2::config::promote_gray),
         )
+        .route("/nacos/actuator/prometheus", get(observe::scrape))
+        .route("/metrics", get(observe::scrape))
+        // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
         .with_state(state)
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use nacelle_core::{ConfigKey, CoreError};
 
+use nacelle_metrics::StoreOp;
+
 use crate::service::ConfigService;
 
 /// How long a missing `nid` is waited for before it is taken as rolled back.
@@ -67,14 +69,26 @@ impl ChangeFollower {
         self.seen.last().copied().unwrap_or(self.low).max(self.low)
     }
 
+    /// The nid up to which every change has been applied (or given up on); a gap holds
+    /// it below [`ChangeFollower::position`].
+    pub fn applied(&self) -> i64 {
+        self.low
+    }
+
     /// Reads new history rows and reloads their keys. Returns how many keys were reloaded.
     pub async fn poll(&mut self, service: &ConfigService) -> Result<usize, CoreError> {
         let mut reloaded = 0;
         loop {
             let store = service.store();
             let rows = match self.log {
-                Log::Formal => store.changes_since(self.low, BATCH).await?,
-                Log::Gray => store.gray_changes_since(self.low, BATCH).await?,
+                Log::Formal => {
+                    let read = store.changes_since(self.low, BATCH);
+                    service.store_call(StoreOp::ChangeLog, read).await?
+                }
+                Log::Gray => {
+                    let read = store.gray_changes_since(self.low, BATCH);
+                    service.store_call(StoreOp::ChangeLog, read).await?
+                }
             };
             let full = rows.len() as u32 == BATCH;
             let mut keys: Vec<ConfigKey> = Vec::new();

@@ -4,6 +4,8 @@ use nacelle_core::{
     Caller, ConfigKey, CoreError, GrayHistoryEntry, HistoryEntry, Page, PageRequest,
 };
 
+use nacelle_metrics::StoreOp;
+
 use crate::service::ConfigService;
 
 impl ConfigService {
@@ -15,7 +17,9 @@ impl ConfigService {
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, CoreError> {
         self.guard()?;
-        Ok(self.inner.store.history_page(key, page).await?)
+        Ok(self
+            .store_call(StoreOp::History, self.inner.store.history_page(key, page))
+            .await?)
     }
 
     /// The history of a key's gray operations (publish, update, stop, promotion of its
@@ -27,7 +31,9 @@ impl ConfigService {
         page: PageRequest,
     ) -> Result<Page<GrayHistoryEntry>, CoreError> {
         self.guard()?;
-        Ok(self.inner.store.gray_history(key, page).await?)
+        Ok(self
+            .store_call(StoreOp::GrayRead, self.inner.store.gray_history(key, page))
+            .await?)
     }
 
     /// One history entry, which must belong to `key`.
@@ -38,7 +44,10 @@ impl ConfigService {
         nid: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
-        match self.inner.store.history_entry(nid).await? {
+        match self
+            .store_call(StoreOp::History, self.inner.store.history_entry(nid))
+            .await?
+        {
             Some(h) if &h.key == key => Ok(h),
             _ => Err(CoreError::NotFound(format!(
                 "history entry {nid} of {key} does not exist"
@@ -54,7 +63,13 @@ impl ConfigService {
         config_id: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
-        match self.inner.store.history_previous(config_id).await? {
+        match self
+            .store_call(
+                StoreOp::History,
+                self.inner.store.history_previous(config_id),
+            )
+            .await?
+        {
             Some(h) if &h.key == key => Ok(h),
             _ => Err(CoreError::NotFound(format!(
                 "no previous version of config {config_id} ({key})"

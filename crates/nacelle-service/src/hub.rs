@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -37,6 +38,10 @@ pub struct ChangeEvent {
     pub md5: String,
     /// The revision (history `nid`) of the change.
     pub revision: i64,
+    /// When the change reached this hub: right after its commit for a write on this node,
+    /// after the reload for a change made elsewhere. Push and long-poll release latencies
+    /// are measured from here.
+    pub committed_at: Instant,
     /// A serialized push message for this event, built once by the first protocol adapter
     /// that needs it and reused for every connection it goes to.
     pub encoded: OnceLock<Bytes>,
@@ -157,6 +162,7 @@ impl WatchHub {
             key: key.clone(),
             md5: md5.to_string(),
             revision,
+            committed_at: Instant::now(),
             encoded: OnceLock::new(),
         });
         // Collect under the shard lock (recording what each is told), notify outside it.

@@ -8,6 +8,8 @@ use nacelle_core::key::DEFAULT_NAMESPACE_NAME;
 use nacelle_core::rules::{check_namespace_desc, check_namespace_name};
 use nacelle_core::{now_millis, Caller, CoreError, Namespace, NamespaceId, StoreError};
 
+use nacelle_metrics::StoreOp;
+
 use crate::service::ConfigService;
 
 /// Description of the built-in default namespace, as Nacos shows it.
@@ -26,7 +28,9 @@ impl ConfigService {
     /// The default namespace then custom ones, with config counts from memory.
     pub async fn namespaces(&self, _caller: &Caller) -> Result<Vec<NamespaceInfo>, CoreError> {
         self.guard()?;
-        let stored = self.inner.store.list_namespaces().await?;
+        let stored = self
+            .store_call(StoreOp::Namespaces, self.inner.store.list_namespaces())
+            .await?;
         let mut counts: HashMap<String, usize> = HashMap::new();
         for e in self.inner.cache.iter() {
             *counts.entry(e.key.tenant().to_string()).or_default() += 1;
@@ -95,7 +99,13 @@ impl ConfigService {
             name: name.to_string(),
             desc: desc.to_string(),
         };
-        match self.inner.store.create_namespace(&ns, now_millis()).await {
+        match self
+            .store_call(
+                StoreOp::Namespaces,
+                self.inner.store.create_namespace(&ns, now_millis()),
+            )
+            .await
+        {
             Ok(()) => Ok(id),
             Err(StoreError::Conflict(_)) => Err(CoreError::Conflict(format!(
                 "namespace `{id}` already exists"
@@ -121,7 +131,13 @@ impl ConfigService {
             name: name.to_string(),
             desc: desc.to_string(),
         };
-        match self.inner.store.update_namespace(&ns, now_millis()).await {
+        match self
+            .store_call(
+                StoreOp::Namespaces,
+                self.inner.store.update_namespace(&ns, now_millis()),
+            )
+            .await
+        {
             Ok(()) => Ok(()),
             Err(StoreError::NotFound(m)) => Err(CoreError::NotFound(format!("{m} does not exist"))),
             Err(e) => Err(e.into()),
@@ -137,7 +153,9 @@ impl ConfigService {
             ));
         }
         let id = custom_id(id)?;
-        Ok(self.inner.store.delete_namespace(&id).await?)
+        Ok(self
+            .store_call(StoreOp::Namespaces, self.inner.store.delete_namespace(&id))
+            .await?)
     }
 }
 

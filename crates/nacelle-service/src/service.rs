@@ -15,14 +15,18 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use dashmap::DashMap;
 use nacelle_core::{
-    ConfigKey, ConfigStore, CoreError, Gray, GraySet, GraySpec, StoredConfig, StoredGray,
+    ConfigKey, ConfigStore, CoreError, Gray, GraySet, GraySpec, StoreError, StoredConfig,
+    StoredGray,
 };
+use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +66,8 @@ pub(crate) struct Inner {
     commit_observer: OnceLock<Arc<dyn CommitObserver>>,
     /// The cluster membership, when this node runs in a cluster.
     membership: OnceLock<Arc<dyn MembershipView>>,
+    /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
+    metrics: Metrics,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -85,7 +91,7 @@ impl ConfigService {
     /// A service over `store`; not ready until [`ConfigService::load`] completes.
     pub fn new(store: Arc<dyn ConfigStore>, limits: Limits) -> Self {
         let write_locks = (0..WRITE_STRIPES).map(|_| Mutex::new(())).collect();
-        ConfigService {
+        let service = ConfigService {
             inner: Arc::new(Inner {
                 store,
                 cache: DashMap::new(),
@@ -99,18 +105,47 @@ impl ConfigService {
                 shutdown: CancellationToken::new(),
                 commit_observer: OnceLock::new(),
                 membership: OnceLock::new(),
+                metrics: Metrics::new(),
             }),
-        }
+        };
+        // Weak: the metrics live inside the state they read.
+        let state = ServiceGauges(Arc::downgrade(&service.inner));
+        service.inner.metrics.add_source("service", state);
+        service
+    }
+
+    /// This server's metrics (one registry per service, so per server).
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Awaits one store call, recording its duration and failure under `op` (and adding
+    /// it to the current request's store time). A compare-and-set mismatch is an answer,
+    /// not a failure.
+    pub(crate) async fn store_call<T>(
+        &self,
+        op: StoreOp,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let result = call.await;
+        let ok = !matches!(&result, Err(e) if !matches!(e, StoreError::CasMismatch));
+        self.inner.metrics.store_call(op, started.elapsed(), ok);
+        result
     }
 
     /// Loads every config and every gray variant into memory and marks the service ready.
     pub async fn load(&self) -> Result<usize, CoreError> {
-        let all = self.inner.store.load_all().await?;
+        let all = self
+            .store_call(StoreOp::LoadAll, self.inner.store.load_all())
+            .await?;
         let n = all.len();
         for cfg in all {
             self.apply(Arc::new(cfg));
         }
-        let grays = self.inner.store.load_grays().await?;
+        let grays = self
+            .store_call(StoreOp::GrayRead, self.inner.store.load_grays())
+            .await?;
         let gray_count = grays.len();
         let mut by_key: HashMap<ConfigKey, Vec<StoredGray>> = HashMap::new();
         for g in grays {
@@ -241,13 +276,17 @@ impl ConfigService {
     /// The newest history `nid` in the database: where following the change log starts.
     /// Read it *before* [`ConfigService::load`] so no change falls between the two.
     pub async fn change_log_position(&self) -> Result<i64, CoreError> {
-        Ok(self.inner.store.max_history_nid().await?)
+        Ok(self
+            .store_call(StoreOp::ChangeLog, self.inner.store.max_history_nid())
+            .await?)
     }
 
     /// The newest gray change-log `nid`: where following it starts (read it before
     /// [`ConfigService::load`], as [`ConfigService::change_log_position`]).
     pub async fn gray_log_position(&self) -> Result<i64, CoreError> {
-        Ok(self.inner.store.max_gray_nid().await?)
+        Ok(self
+            .store_call(StoreOp::ChangeLog, self.inner.store.max_gray_nid())
+            .await?)
     }
 
     /// The limits in force.
@@ -277,7 +316,9 @@ impl ConfigService {
 
     /// Checks the database answers (readiness probes; no caller, no guard).
     pub async fn ping_store(&self) -> Result<(), CoreError> {
-        Ok(self.inner.store.ping().await?)
+        Ok(self
+            .store_call(StoreOp::Ping, self.inner.store.ping())
+            .await?)
     }
 
     pub(crate) fn write_lock(&self, key: &ConfigKey) -> &Mutex<()> {
@@ -322,6 +363,58 @@ impl ConfigService {
                 v.insert(cfg);
                 true
             }
+        }
+    }
+}
+
+/// The service's scrape-time gauges: readiness, cache, hub and cluster members.
+struct ServiceGauges(Weak<Inner>);
+
+impl Source for ServiceGauges {
+    fn collect(&self, out: &mut Samples) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        let ready = inner.ready.load(Ordering::Acquire) && !inner.shutdown.is_cancelled();
+        out.set(names::READY, if ready { 1.0 } else { 0.0 });
+        out.set(names::CONFIGS, inner.cache.len() as f64);
+        out.set(names::LISTENED_KEYS, inner.hub.watched_keys() as f64);
+        out.set(names::LISTENERS, inner.hub.listener_count() as f64);
+        let Some(view) = inner.membership.get() else {
+            return;
+        };
+        // Members are configured (`--members`, cluster.conf): a bounded label.
+        for m in view.members().into_iter().filter(|m| !m.is_self) {
+            let member = m.address();
+            let up = if m.state == crate::cluster::MemberState::Up {
+                1.0
+            } else {
+                0.0
+            };
+            out.set_with(
+                names::CLUSTER_MEMBER_UP,
+                vec![("member", member.clone())],
+                up,
+            );
+            for (path, n) in [("grpc", m.notified.via_grpc), ("http", m.notified.via_http)] {
+                out.set_with(
+                    names::CLUSTER_NOTIFICATIONS,
+                    vec![("member", member.clone()), ("path", path.to_string())],
+                    n as f64,
+                );
+            }
+            let failed = m.notified.failed as f64;
+            out.set_with(
+                names::CLUSTER_NOTIFY_FAILURES,
+                vec![("member", member.clone())],
+                failed,
+            );
+            // Every failed attempt is retried (a down member is never skipped).
+            out.set_with(
+                names::CLUSTER_NOTIFY_RETRIES,
+                vec![("member", member)],
+                failed,
+            );
         }
     }
 }

@@ -19,6 +19,8 @@ use nacelle_core::{
     StoreError, StoredConfig, Variant,
 };
 
+use nacelle_metrics::StoreOp;
+
 use crate::read::wildcard_match;
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
@@ -329,7 +331,13 @@ impl ConfigService {
 
         let (outcome, changed) = {
             let _guards = self.write_locks_of(records.iter().map(|r| &r.key)).await;
-            let outcome = match self.inner.store.publish_batch(&records, policy).await {
+            let outcome = match self
+                .store_call(
+                    StoreOp::PublishBatch,
+                    self.inner.store.publish_batch(&records, policy),
+                )
+                .await
+            {
                 Ok(o) => o,
                 Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch.into()),
                 Err(e) => return Err(CoreError::from(e).into()),

@@ -5,6 +5,7 @@
 //! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use nacelle_core::content::{check_syntax, is_checked, ContentError};
@@ -16,6 +17,8 @@ use nacelle_core::{
     md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, GraySpec, OpSource,
     PublishRecord, StoreError, StoredConfig, ValidationMode, Variant,
 };
+
+use nacelle_metrics::StoreOp;
 
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
@@ -43,8 +46,13 @@ impl ConfigService {
             return self.publish_gray(record).await;
         }
         let (stored, changed) = {
+            let started = Instant::now();
             let _guard = self.write_lock(&record.key).lock().await;
-            let stored = match self.inner.store.publish(&record).await {
+            let stored = self.store_call(StoreOp::Publish, self.inner.store.publish(&record));
+            let stored = stored.await;
+            self.metrics()
+                .write(StoreOp::Publish, write_result(&stored), started.elapsed());
+            let stored = match stored {
                 Ok(s) => Arc::new(s),
                 Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
                 Err(e) => return Err(e.into()),
@@ -77,7 +85,10 @@ impl ConfigService {
                         .into(),
                 ));
             }
-            let stored = match self.inner.store.publish(&record).await {
+            let stored = match self
+                .store_call(StoreOp::Publish, self.inner.store.publish(&record))
+                .await
+            {
                 Ok(s) => Arc::new(s),
                 Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
                 Err(e) => return Err(e.into()),
@@ -94,7 +105,9 @@ impl ConfigService {
     /// Re-reads the grays of `key` from the database into memory (the caller holds the
     /// key's write lock). Returns whether they changed.
     async fn refresh_grays(&self, key: &ConfigKey) -> Result<bool, CoreError> {
-        let rows = self.inner.store.grays_of(key).await?;
+        let rows = self
+            .store_call(StoreOp::GrayRead, self.inner.store.grays_of(key))
+            .await?;
         Ok(self.set_grays(key, rows))
     }
 
@@ -114,11 +127,11 @@ impl ConfigService {
         };
         let (outcome, changed) = {
             let _guard = self.write_lock(key).lock().await;
-            let outcome = self
+            let removal = self
                 .inner
                 .store
-                .remove_gray(key, name, &source, now_millis())
-                .await?;
+                .remove_gray(key, name, &source, now_millis());
+            let outcome = self.store_call(StoreOp::GrayWrite, removal).await?;
             (outcome, self.refresh_grays(key).await?)
         };
         let RemoveOutcome::Removed { revision } = outcome else {
@@ -170,7 +183,13 @@ impl ConfigService {
                 now_ms: now_millis(),
                 gray: None,
             };
-            let stored = match self.inner.store.promote_gray(&record, name).await {
+            let stored = match self
+                .store_call(
+                    StoreOp::GrayWrite,
+                    self.inner.store.promote_gray(&record, name),
+                )
+                .await
+            {
                 Ok(s) => Arc::new(s),
                 Err(StoreError::NotFound(_)) => {
                     self.refresh_grays(key).await?;
@@ -289,8 +308,13 @@ impl ConfigService {
             src_ip: caller.ip_string(),
         };
         let outcome = {
+            let started = Instant::now();
             let _guard = self.write_lock(key).lock().await;
-            let outcome = self.inner.store.remove(key, &source, now_millis()).await?;
+            let removed = self.inner.store.remove(key, &source, now_millis());
+            let outcome = self.store_call(StoreOp::Remove, removed).await;
+            self.metrics()
+                .write(StoreOp::Remove, write_result(&outcome), started.elapsed());
+            let outcome = outcome?;
             // Keep memory true to the database even if it had drifted (`Absent`).
             self.inner.cache.remove(key);
             outcome
@@ -340,7 +364,10 @@ impl ConfigService {
         // The revision to tell listeners of, if the cache changed.
         let event = {
             let _guard = self.write_lock(key).lock().await;
-            let formal = match self.inner.store.get(key).await? {
+            let formal = match self
+                .store_call(StoreOp::Get, self.inner.store.get(key))
+                .await?
+            {
                 Some(cfg) => {
                     let cfg = Arc::new(cfg);
                     let changed = self
@@ -387,5 +414,14 @@ fn syntax_of(config_type: ConfigType, content: &[u8]) -> Result<(), ContentError
             column: None,
             message: format!("not UTF-8: {e}"),
         }),
+    }
+}
+
+/// The `result` label of a write that reached the store.
+fn write_result<T>(outcome: &Result<T, StoreError>) -> &'static str {
+    match outcome {
+        Ok(_) => "ok",
+        Err(StoreError::CasMismatch) => "cas_mismatch",
+        Err(_) => "error",
     }
 }

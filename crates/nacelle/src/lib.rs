@@ -128,6 +128,9 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         stop.clone(),
     ));
     let service = ConfigService::new(store, settings.limits());
+    service
+        .metrics()
+        .set_slow_request_threshold(settings.slow_request);
 
     let http_listener = TcpListener::bind((settings.bind, settings.port))
         .await
@@ -287,6 +290,8 @@ async fn load_then_follow(
         };
         match polled {
             Ok(n) => {
+                let metrics = service.metrics();
+                metrics.follower_followed(follower.position(), follower.applied());
                 if failing {
                     tracing::info!("database reachable again; following its change log");
                     failing = false;
@@ -300,6 +305,7 @@ async fn load_then_follow(
                 }
             }
             Err(e) => {
+                service.metrics().follower_failed();
                 if !failing {
                     tracing::warn!(error = %e, "following the change log failed; serving from memory and retrying");
                     failing = true;

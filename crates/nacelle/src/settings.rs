@@ -221,6 +221,10 @@ layer! {
         /// How often members are health-checked and cluster.conf re-read, in ms. Default 2000.
         #[arg(long, env = "NACELLE_MEMBER_CHECK_INTERVAL_MS")]
         pub member_check_interval_ms: Option<u64>,
+        /// Requests (HTTP and gRPC) taking at least this many ms are logged at warn with
+        /// their route and cause; 0 logs every request. Default 1000.
+        #[arg(long, env = "NACELLE_SLOW_REQUEST_MS")]
+        pub slow_request_ms: Option<u64>,
         /// Most gRPC connections at once (more are told to reconnect elsewhere). Default 200000.
         #[arg(long, env = "NACELLE_GRPC_MAX_CONNECTIONS")]
         pub grpc_max_connections: Option<usize>,
@@ -304,6 +308,8 @@ pub struct Settings {
     pub cluster_secret: Option<String>,
     pub follow_interval: Duration,
     pub member_check_interval: Duration,
+    /// Requests taking at least this long are logged at warn (`slow_request_ms`).
+    pub slow_request: Duration,
     /// Proxies whose forwarded client addresses both adapters believe.
     pub trusted_proxies: TrustedProxies,
     /// Content validation: the default mode and the per-namespace overrides.
@@ -460,6 +466,7 @@ impl Settings {
                 DEFAULT_MEMBER_CHECK_INTERVAL,
             )
             .max(MIN_MEMBER_CHECK_INTERVAL),
+            slow_request: millis(layer.slow_request_ms, nacelle_metrics::DEFAULT_SLOW_REQUEST),
             trusted_proxies: trusted_proxies.clone(),
             content_validation,
             #[cfg(feature = "fault-injection")]

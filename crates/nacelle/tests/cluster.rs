@@ -156,6 +156,30 @@ async fn publish(
     Ok(reply.status)
 }
 
+/// The sum of the series `name` in `node`'s `/metrics` whose labels include `labels`, and
+/// whether any matched.
+async fn metric(
+    http: &reqwest::Client,
+    node: &Node,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> TestResult<(f64, bool)> {
+    let text = http.get(node.url("/metrics")).send().await?.text().await?;
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))?;
+    let mut found = false;
+    let mut sum = 0.0;
+    for s in &scrape.samples {
+        if s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)) {
+            found = true;
+            if let prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) = s.value
+            {
+                sum += v;
+            }
+        }
+    }
+    Ok((sum, found))
+}
+
 async fn get(http: &reqwest::Client, node: &Node, data_id: &str) -> TestResult<Option<String>> {
     Ok(api(http, node).get("", "CLUSTER", data_id).await?)
 }
@@ -401,6 +425,43 @@ async fn http_carries_notifications_when_a_members_cluster_port_is_unreachable()
     );
     assert_eq!((c3.grpc, c3.failed), (0, 0), "node 3: {c3:?}");
     assert_eq!((c2.http, c2.failed), (0, 0), "node 2: {c2:?}");
+    // The same counts in node 1's metrics, by member and path.
+    let notified = "nacelle_cluster_notifications_total";
+    let (m3, m2) = (
+        nodes[2].server.addr.to_string(),
+        nodes[1].server.addr.to_string(),
+    );
+    let (via_http, _) = metric(
+        &http,
+        &nodes[0],
+        notified,
+        &[("member", &m3), ("path", "http")],
+    )
+    .await?;
+    let (via_grpc, _) = metric(
+        &http,
+        &nodes[0],
+        notified,
+        &[("member", &m2), ("path", "grpc")],
+    )
+    .await?;
+    assert_eq!((via_http, via_grpc), (c3.http as f64, c2.grpc as f64));
+    let failures = "nacelle_cluster_notify_failures_total";
+    let (failed, listed) = metric(&http, &nodes[0], failures, &[("member", &m3)]).await?;
+    assert!(listed && failed == 0.0, "{failures} of node 3: {failed}");
+    // Every node on the shared database follows its change log (its first read comes one
+    // follow interval after the load).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !metric(&http, &nodes[2], "nacelle_follower_applied_nid", &[])
+        .await?
+        .1
+    {
+        assert!(
+            Instant::now() < deadline,
+            "node 3 shows no follower position"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     until_served(
         &http,
         &nodes[2],
@@ -549,6 +610,17 @@ async fn database_outage(kind: Backend) -> TestResult {
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("database"), "{body}");
     assert_eq!(get(&http, &node, "before").await?.as_deref(), Some("kept"));
+    // The failed write shows in the metrics as a store error of its operation.
+    let errors = metric(
+        &http,
+        &node,
+        "nacelle_store_errors_total",
+        &[("op", "publish")],
+    );
+    assert!(errors.await?.0 >= 1.0, "no store error counted");
+    let writes = [("op", "publish"), ("result", "error")];
+    let failed = metric(&http, &node, "nacelle_config_writes_total", &writes);
+    assert!(failed.await?.0 >= 1.0, "no failed write counted");
     // Whether a namespace exists is not known while the database is away: an error, never
     // a "no" that a console would act on.
     let resp = http

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -143,6 +143,8 @@ fn poll_response(body: String) -> Response {
 struct PollWaiter {
     wake: Notify,
     changed: Mutex<Vec<ConfigKey>>,
+    /// When the first change that woke it reached the hub (the release latency's start).
+    first_change: Mutex<Option<Instant>>,
 }
 
 impl Subscriber for PollWaiter {
@@ -152,6 +154,7 @@ impl Subscriber for PollWaiter {
             changed.push(event.key.clone());
         }
         drop(changed);
+        self.first_change.lock().get_or_insert(event.committed_at);
         self.wake.notify_one();
     }
 }
@@ -201,6 +204,7 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
     let waiter = Arc::new(PollWaiter {
         wake: Notify::new(),
         changed: Mutex::new(Vec::new()),
+        first_change: Mutex::new(None),
     });
     let watch = st.service.watch(&p.caller)?;
     let subscriber: Arc<dyn Subscriber> = waiter.clone();
@@ -222,6 +226,9 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
     tokio::select! {
         _ = waiter.wake.notified() => {
             let changed = std::mem::take(&mut *waiter.changed.lock());
+            if let Some(at) = *waiter.first_change.lock() {
+                st.service.metrics().long_poll_released(at.elapsed());
+            }
             Ok(poll_response(changed_body(&items, &changed)))
         }
         _ = tokio::time::sleep(hold) => Ok(poll_response(String::new())),

@@ -1,0 +1,144 @@
+//! What every HTTP request leaves behind: its counter and latency in the server's metrics
+//! (by route template, method and status), one tracing span, and a warning when it was
+//! slow — plus the two read-only scrape endpoints, `/metrics` and Nacos's
+//! `/nacos/actuator/prometheus`.
+//!
+//! One layer, [`observe`], wraps the whole router (so unmatched paths are counted too).
+//! Every route of the API is a literal path (no path parameters), so a request's route
+//! template is its path when that path is one of [`ROUTES`], and `unmatched` otherwise;
+//! no routing information is needed (axum's `MatchedPath` would cost an allocation per
+//! request). A route with path parameters would need it.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use nacelle_metrics::{names, timing, Samples, Source, CONTENT_TYPE};
+use tracing::field::Empty;
+use tracing::Instrument;
+
+use crate::AppState;
+
+/// The route of a held long poll: its duration is its hold, so it is never "slow".
+const LONG_POLL: &str = "/nacos/v1/cs/configs/listener";
+
+/// The route templates of [`crate::router`], as metric labels. A route missing here is
+/// labelled `unmatched` (still bounded); keep the list in step with the router.
+const ROUTES: &[&str] = &[
+    "/nacos/v1/cs/configs",
+    LONG_POLL,
+    "/nacos/v1/cs/listener",
+    "/nacos/v1/cs/history",
+    "/nacos/v1/cs/history/previous",
+    "/nacos/v1/cs/history/configs",
+    "/nacos/v1/console/namespaces",
+    "/nacos/v1/cs/communication/dataChange",
+    "/nacos/v1/core/cluster/nodes",
+    "/nacos/v1/console/health/liveness",
+    "/nacos/v1/console/health/readiness",
+    "/nacos/v1/console/server/state",
+    "/nacos/v2/cs/config",
+    "/nacos/v2/cs/config/gray",
+    "/nacos/v2/cs/config/gray/history",
+    "/nacos/v2/cs/config/gray/promote",
+    "/nacos/actuator/prometheus",
+    "/metrics",
+];
+
+fn route_label(path: &str) -> &'static str {
+    ROUTES
+        .iter()
+        .find(|r| **r == path)
+        .copied()
+        .unwrap_or("unmatched")
+}
+
+fn method_label(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        _ => "other",
+    }
+}
+
+/// Outer layer: times the request inside its span, records it, logs it when slow.
+pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let method = method_label(req.method());
+    let route = route_label(req.uri().path());
+    let span = tracing::debug_span!("http", route, method, status = Empty, duration_ms = Empty);
+    let started = Instant::now();
+    let (resp, gathered) = timing::scope(next.run(req)).instrument(span.clone()).await;
+    let took = started.elapsed();
+    let store = gathered.store;
+    let status = resp.status().as_u16();
+    let metrics = st.service.metrics();
+    metrics.http_request(route, method, status, took);
+    let duration_ms = millis(took);
+    span.record("status", status);
+    span.record("duration_ms", duration_ms);
+    if took >= metrics.slow_request_threshold() && !(route == LONG_POLL && method == "POST") {
+        metrics.slow_request();
+        // Route, status and timings only: never a parameter or the content.
+        tracing::warn!(
+            parent: &span,
+            route,
+            method,
+            status,
+            duration_ms,
+            store_ms = millis(store),
+            cause = timing::slow_cause(took, store),
+            "slow request"
+        );
+    } else {
+        tracing::debug!(parent: &span, "request");
+    }
+    resp
+}
+
+/// `GET /metrics` and `GET /nacos/actuator/prometheus`: every metric of this server in the
+/// Prometheus text format. Read-only; served also while the cache loads.
+pub(crate) async fn scrape(State(st): State<AppState>) -> Response {
+    match st.service.metrics().encode() {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
+            text,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "encoding the metrics failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// The HTTP adapter's scrape-time gauge: long polls held.
+pub(crate) struct HeldPolls(pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Source for HeldPolls {
+    fn collect(&self, out: &mut Samples) {
+        let held = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        out.set(names::HELD_LONG_POLLS, held as f64);
+    }
+}
+
+/// A duration in milliseconds, to the microsecond (for logs).
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_templates_are_one_label() {
+        assert_eq!(route_label("/nacos/v2/cs/config"), "/nacos/v2/cs/config");
+        assert_eq!(route_label("/nacos/v3/anything"), "unmatched");
+        assert_eq!(route_label("/nacos/v2/cs/config/"), "unmatched");
+    }
+}
