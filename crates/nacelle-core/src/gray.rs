@@ -18,14 +18,12 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::str::FromStr;
-use std::sync::Arc;
 
 use ipnet::IpNet;
 
 use crate::caller::Caller;
 use crate::error::CoreError;
 use crate::key::check_tag;
-use crate::model::StoredConfig;
 
 /// The gray name of the beta (IP list) variant.
 pub const BETA_NAME: &str = "beta";
@@ -218,54 +216,6 @@ fn is_rule_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.')
 }
 
-/// One gray variant of a key, as served: its rule, priority and content.
-#[derive(Debug, Clone)]
-pub struct Gray {
-    pub name: Arc<str>,
-    pub rule: GrayRule,
-    pub priority: i32,
-    /// The variant's content and metadata (`id` is the gray row's, `revision` its change
-    /// log position).
-    pub config: Arc<StoredConfig>,
-}
-
-/// The gray variants of one key, highest priority first (ties by name).
-#[derive(Debug, Clone, Default)]
-pub struct GraySet {
-    grays: Vec<Gray>,
-}
-
-impl GraySet {
-    /// A set from its variants, sorted as they are matched.
-    pub fn new(mut grays: Vec<Gray>) -> GraySet {
-        grays.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
-        GraySet { grays }
-    }
-
-    /// The first variant whose rule selects `caller` asking for `tag`.
-    pub fn select(&self, caller: &Caller, tag: Option<&str>) -> Option<&Gray> {
-        self.grays.iter().find(|g| g.rule.matches(caller, tag))
-    }
-
-    /// The variant named `name`.
-    pub fn get(&self, name: &str) -> Option<&Gray> {
-        self.grays.iter().find(|g| &*g.name == name)
-    }
-
-    /// Every variant, in match order.
-    pub fn iter(&self) -> impl Iterator<Item = &Gray> {
-        self.grays.iter()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.grays.is_empty()
-    }
-
-    pub fn len(&self) -> usize {
-        self.grays.len()
-    }
-}
-
 /// A beta list: addresses and networks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IpList {
@@ -441,6 +391,7 @@ fn label_of(caller: &Caller, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use std::sync::Arc;
 
     use super::*;
     use crate::caller::{Labels, Protocol};
@@ -524,48 +475,6 @@ mod tests {
         assert!(GraySpec::labels("canary", "a=b", Some(i32::MAX)).is_err());
         assert!(GraySpec::labels("bad name", "a=b", None).is_err());
         assert_eq!(GraySpec::labels(" canary ", "a=b", Some(5))?.name, "canary");
-        Ok(())
-    }
-
-    #[test]
-    fn the_first_matching_rule_by_priority_wins() -> Result<(), CoreError> {
-        let config = Arc::new(StoredConfig {
-            id: 1,
-            key: crate::ConfigKey::from_trusted("", "G", "d"),
-            content: bytes::Bytes::new(),
-            md5: String::new(),
-            config_type: crate::ConfigType::Text,
-            meta: Default::default(),
-            source: Default::default(),
-            created_ms: 0,
-            modified_ms: 0,
-            revision: 0,
-        });
-        let gray = |spec: GraySpec| Gray {
-            name: spec.name.into(),
-            rule: spec.rule,
-            priority: spec.priority,
-            config: config.clone(),
-        };
-        let set = GraySet::new(vec![
-            gray(GraySpec::labels("low", "AppName=shop", Some(1))?),
-            gray(GraySpec::labels("high", "env=pre", Some(10))?),
-            gray(GraySpec::beta("127.0.0.2")?),
-        ]);
-        let name = |c: &Caller| set.select(c, None).map(|g| g.name.to_string());
-        assert_eq!(
-            name(&caller("127.0.0.2", Some("shop"), &[("env", "pre")])).as_deref(),
-            Some("beta")
-        );
-        assert_eq!(
-            name(&caller("127.0.0.3", Some("shop"), &[("env", "pre")])).as_deref(),
-            Some("high")
-        );
-        assert_eq!(
-            name(&caller("127.0.0.3", Some("shop"), &[])).as_deref(),
-            Some("low")
-        );
-        assert_eq!(name(&caller("127.0.0.3", None, &[])), None);
         Ok(())
     }
 }

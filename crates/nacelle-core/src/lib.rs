@@ -27,7 +27,7 @@ pub mod store;
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
 pub use content::{ContentError, ValidationMode, ValidationPolicy};
 pub use error::{CoreError, StoreError};
-pub use gray::{Gray, GrayRule, GraySet, GraySpec};
+pub use gray::{GrayRule, GraySpec};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
 pub use store::{BatchItem, BatchOutcome, ConfigStore, SamePolicy};

@@ -5,7 +5,10 @@
 use bytes::Bytes;
 
 use crate::error::CoreError;
-use crate::gray::GraySpec;
+use std::sync::Arc;
+
+use crate::caller::Caller;
+use crate::gray::{GrayRule, GraySpec};
 use crate::key::{tag_of, ConfigKey, ConfigType, NamespaceId};
 
 /// Optional descriptive fields of a config, stored beside its content.
@@ -86,6 +89,54 @@ impl Variant {
             })?),
         };
         Ok(Variant::Gray(GraySpec::labels(name, rule, priority)?))
+    }
+}
+
+/// One gray variant of a key, as served: its rule, priority and content.
+#[derive(Debug, Clone)]
+pub struct Gray {
+    pub name: Arc<str>,
+    pub rule: GrayRule,
+    pub priority: i32,
+    /// The variant's content and metadata (`id` is the gray row's, `revision` its change
+    /// log position).
+    pub config: Arc<StoredConfig>,
+}
+
+/// The gray variants of one key, highest priority first (ties by name).
+#[derive(Debug, Clone, Default)]
+pub struct GraySet {
+    grays: Vec<Gray>,
+}
+
+impl GraySet {
+    /// A set from its variants, sorted as they are matched.
+    pub fn new(mut grays: Vec<Gray>) -> GraySet {
+        grays.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
+        GraySet { grays }
+    }
+
+    /// The first variant whose rule selects `caller` asking for `tag`.
+    pub fn select(&self, caller: &Caller, tag: Option<&str>) -> Option<&Gray> {
+        self.grays.iter().find(|g| g.rule.matches(caller, tag))
+    }
+
+    /// The variant named `name`.
+    pub fn get(&self, name: &str) -> Option<&Gray> {
+        self.grays.iter().find(|g| &*g.name == name)
+    }
+
+    /// Every variant, in match order.
+    pub fn iter(&self) -> impl Iterator<Item = &Gray> {
+        self.grays.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.grays.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.grays.len()
     }
 }
 
@@ -320,6 +371,60 @@ mod tests {
         assert_eq!(tag.name, "tag_t1");
         assert!(Variant::from_wire(None, Some("a b")).is_err());
         assert!(Variant::from_wire(Some("1.1.1.1,nope"), None).is_err());
+        Ok(())
+    }
+
+    fn caller(ip: &str, app: Option<&str>, labels: &[(&str, &str)]) -> Caller {
+        let mut c = Caller::anonymous(crate::Protocol::Grpc, ip.parse().ok());
+        c.app_name = app.map(Arc::from);
+        c.labels = crate::Labels::new(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        c
+    }
+
+    #[test]
+    fn the_first_matching_rule_by_priority_wins() -> Result<(), CoreError> {
+        let config = Arc::new(StoredConfig {
+            id: 1,
+            key: ConfigKey::from_trusted("", "G", "d"),
+            content: bytes::Bytes::new(),
+            md5: String::new(),
+            config_type: ConfigType::Text,
+            meta: Default::default(),
+            source: Default::default(),
+            created_ms: 0,
+            modified_ms: 0,
+            revision: 0,
+        });
+        let gray = |spec: GraySpec| Gray {
+            name: spec.name.into(),
+            rule: spec.rule,
+            priority: spec.priority,
+            config: config.clone(),
+        };
+        let set = GraySet::new(vec![
+            gray(GraySpec::labels("low", "AppName=shop", Some(1))?),
+            gray(GraySpec::labels("high", "env=pre", Some(10))?),
+            gray(GraySpec::beta("127.0.0.2")?),
+        ]);
+        let name = |c: &Caller| set.select(c, None).map(|g| g.name.to_string());
+        assert_eq!(
+            name(&caller("127.0.0.2", Some("shop"), &[("env", "pre")])).as_deref(),
+            Some("beta")
+        );
+        assert_eq!(
+            name(&caller("127.0.0.3", Some("shop"), &[("env", "pre")])).as_deref(),
+            Some("high")
+        );
+        assert_eq!(
+            name(&caller("127.0.0.3", Some("shop"), &[])).as_deref(),
+            Some("low")
+        );
+        assert_eq!(name(&caller("127.0.0.3", None, &[])), None);
         Ok(())
     }
 }

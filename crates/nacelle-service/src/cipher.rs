@@ -24,39 +24,13 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dashmap::DashMap;
 use nacelle_cipher::{
     cipher_rule, is_wrapped, open_data_key, wrapped_key_id, CipherError, CipherRule, DataKey,
-    MasterKeys,
 };
 use nacelle_core::{md5_hex, Caller, ConfigKey, CoreError, Protocol, PublishRecord, StoredConfig};
 
+use crate::cipher_state::Opened;
 use crate::service::ConfigService;
-
-/// The state of encrypted configs: the master key and the opened versions.
-#[derive(Debug, Default)]
-pub(crate) struct CipherState {
-    /// Wraps data keys at rest when set (`--cipher-master-key-file`): the current key
-    /// wraps, previous ones still unwrap.
-    master: Option<Arc<MasterKeys>>,
-    /// The opened version of each encrypted key, checked against the stored version on
-    /// every read (md5 and stored data key), so a new version — or another variant of the
-    /// key — is opened afresh.
-    opened: DashMap<ConfigKey, Arc<Opened>>,
-}
-
-/// One stored version of an encrypted config, opened. Its `Debug` shows neither the key
-/// nor the plaintext.
-struct Opened {
-    md5: String,
-    stored_key: String,
-    /// The data key in clear, as clients get it in `encryptedDataKey`.
-    data_key: Result<Arc<str>, CipherError>,
-    /// The plaintext, as HTTP callers get it.
-    plaintext: Result<Bytes, CipherError>,
-    /// md5 of the plaintext: what an HTTP client that hashes what it was served holds.
-    plaintext_md5: Option<String>,
-}
 
 /// What a caller is served of a stored config. Its `Debug` shows only sizes: it may hold
 /// an encrypted config's plaintext and data key.
@@ -67,16 +41,6 @@ pub struct Revealed<'a> {
     /// The data key to send as `encryptedDataKey` / `Encrypted-Data-Key` (empty: none), in
     /// clear — Nacos's clients expect it so.
     pub encrypted_data_key: Cow<'a, str>,
-}
-
-impl std::fmt::Debug for Opened {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Opened")
-            .field("md5", &self.md5)
-            .field("data_key", &self.data_key.as_ref().map(|_| "…"))
-            .field("plaintext", &self.plaintext.as_ref().map(Bytes::len))
-            .finish()
-    }
 }
 
 impl std::fmt::Debug for Revealed<'_> {
@@ -99,15 +63,6 @@ pub struct CipherCensus {
     pub previous: usize,
     /// Wrapped by a master key that is not configured (or with none configured).
     pub foreign: usize,
-}
-
-impl CipherState {
-    pub(crate) fn new(master: Option<Arc<MasterKeys>>) -> Self {
-        CipherState {
-            master,
-            opened: DashMap::new(),
-        }
-    }
 }
 
 /// What the cipher rule makes of a publish.

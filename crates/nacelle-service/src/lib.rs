@@ -21,6 +21,7 @@
 //! - [`transfer`]: export, import and clone — batches written in one transaction.
 
 mod cipher;
+mod cipher_state;
 pub mod cluster;
 pub mod follow;
 mod history;
