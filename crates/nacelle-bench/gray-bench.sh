@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Variant selection cost: http-get and 1000-listener long-poll fan-out, with one beta per
+# key for an address no bench client has (every read/wake-up runs the selection and
+# misses) vs without. Two servers (A plain, B with betas), alternating.
+set -euo pipefail
+T=${T:-target/release}
+B=$T/nacelle-bench
+OUT=${1:-/tmp/gray-bench}
+mkdir -p "$OUT"
+start() { # dir port
+  rm -rf "$1"; "$T/nacelle" serve --data-dir "$1" --bind 127.0.0.1 --port "$2" --grpc-port $(( $2 + 1000 )) --log warn > "$1.log" 2>&1 &
+  echo $!
+}
+PA=$(start /tmp/gb-a 38848)
+PB=$(start /tmp/gb-b 38858)
+sleep 2
+for i in 1 2; do
+  $B http-get --addr 127.0.0.1:38848 --connections 32 --duration 10 | tail -1 >> "$OUT/get-plain.jsonl"
+  $B http-get --addr 127.0.0.1:38858 --connections 32 --duration 10 --beta-ips 10.255.255.1 | tail -1 >> "$OUT/get-beta.jsonl"
+done
+for i in 1 2; do
+  $B longpoll-fanout --addr 127.0.0.1:38848 --n 1000 --rounds 5 --server-pid "$PA" | tail -1 >> "$OUT/fanout-plain.jsonl"
+  $B longpoll-fanout --addr 127.0.0.1:38858 --n 1000 --rounds 5 --server-pid "$PB" --beta-ips 10.255.255.1 | tail -1 >> "$OUT/fanout-beta.jsonl"
+done
+kill "$PA" "$PB"
+wait 2>/dev/null || true
