@@ -104,6 +104,30 @@ async fn get(
     Ok((status, beta, resp.text().await?))
 }
 
+/// `POST …/gray/promote` of `key`'s beta through `api`: status and body.
+async fn promote_beta(api: &Api, key: &str) -> TestResult<(u16, Value)> {
+    let resp = api
+        .http
+        .post(api.url("/nacos/v2/cs/config/gray/promote"))
+        .form(&[("dataId", key), ("group", G), ("grayName", "beta")])
+        .send()
+        .await?;
+    let status = resp.status().as_u16();
+    Ok((status, resp.json().await?))
+}
+
+/// `DELETE …?beta=true` of `key` through `api`: status and body.
+async fn stop_beta(api: &Api, key: &str) -> TestResult<(u16, Value)> {
+    let resp = api
+        .http
+        .delete(api.url(CONFIGS))
+        .query(&[("dataId", key), ("group", G), ("beta", "true")])
+        .send()
+        .await?;
+    let status = resp.status().as_u16();
+    Ok((status, resp.json().await?))
+}
+
 fn woken(body: &str, data_id: &str) -> bool {
     body == format!("{data_id}%02{G}%01\n")
 }
@@ -158,15 +182,7 @@ async fn a_beta_reaches_only_its_address_and_stop_and_promote_reach_the_right_cl
     let (pa, pb) = (poll(&a, key, &beta_md5), poll(&b, key, &formal));
     let stop = async {
         wait_listeners(&s, key, 2).await?;
-        let resp = s
-            .api
-            .http
-            .delete(s.api.url(CONFIGS))
-            .query(&[("dataId", key), ("group", G), ("beta", "true")])
-            .send()
-            .await?;
-        let v: Value = resp.json().await?;
-        TestResult::Ok(v)
+        TestResult::Ok(stop_beta(&s.api, key).await?.1)
     };
     let ((body_a, _), (body_b, _), v) = tokio::try_join!(pa, pb, stop)?;
     assert_eq!(v["message"], "stop beta ok");
@@ -185,15 +201,7 @@ async fn a_beta_reaches_only_its_address_and_stop_and_promote_reach_the_right_cl
     let (pa, pb) = (poll(&a, key, &v2_md5), poll(&b, key, &formal));
     let promote = async {
         wait_listeners(&s, key, 2).await?;
-        let resp = s
-            .api
-            .http
-            .post(s.api.url("/nacos/v2/cs/config/gray/promote"))
-            .form(&[("dataId", key), ("group", G), ("grayName", "beta")])
-            .send()
-            .await?;
-        let v: Value = resp.json().await?;
-        TestResult::Ok(v)
+        TestResult::Ok(promote_beta(&s.api, key).await?.1)
     };
     let ((body_a, _), (body_b, _), v) = tokio::try_join!(pa, pb, promote)?;
     assert_eq!(v["data"], true, "{v}");
@@ -246,14 +254,7 @@ async fn a_beta_reaches_only_its_address_and_stop_and_promote_reach_the_right_cl
     assert_eq!(history["data"]["totalCount"], 4);
 
     // Promoting a gray that no longer exists is a clear 404.
-    let resp = s
-        .api
-        .http
-        .post(s.api.url("/nacos/v2/cs/config/gray/promote"))
-        .form(&[("dataId", key), ("group", G), ("grayName", "beta")])
-        .send()
-        .await?;
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(promote_beta(&s.api, key).await?.0, 404);
     Ok(())
 }
 
@@ -488,14 +489,7 @@ async fn a_node_that_misses_notifications_converges_on_grays(backend: Backend) -
         (200, false, "s: 1".into())
     );
 
-    let resp = writer
-        .api
-        .http
-        .delete(writer.api.url(CONFIGS))
-        .query(&[("dataId", key), ("group", G), ("beta", "true")])
-        .send()
-        .await?;
-    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(stop_beta(&writer.api, key).await?.0, 200);
     println!(
         "stop seen after {:?}",
         converge((200, false, "s: 1")).await?
@@ -503,14 +497,7 @@ async fn a_node_that_misses_notifications_converges_on_grays(backend: Backend) -
 
     publish(&writer.api, key, "s: 2", &[("betaIps", "127.0.0.2")], &[]).await?;
     converge((200, true, "s: 2")).await?;
-    let resp = writer
-        .api
-        .http
-        .post(writer.api.url("/nacos/v2/cs/config/gray/promote"))
-        .form(&[("dataId", key), ("group", G), ("grayName", "beta")])
-        .send()
-        .await?;
-    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(promote_beta(&writer.api, key).await?.0, 200);
     println!(
         "promotion seen after {:?}",
         converge((200, false, "s: 2")).await?
