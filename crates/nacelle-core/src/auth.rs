@@ -27,6 +27,9 @@ pub enum Identity {
     User(Arc<str>),
     /// Credentials were presented and refused: every secured operation answers this.
     Refused(AuthFailure),
+    /// A user name and password from a (user, address) pair or an address that failed too
+    /// often: refused without checking, for this many more seconds.
+    Throttled { retry_after_s: u64 },
     /// The server itself or a cluster member holding the cluster secret.
     Trusted,
 }
@@ -280,6 +283,42 @@ impl Directory {
             .iter()
             .filter(|u| self.users.contains_key(u.as_str()))
             .count()
+    }
+
+    /// Every user name, sorted.
+    pub fn user_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.users.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Every role binding, sorted by role, then user.
+    pub fn role_records(&self) -> Vec<RoleRecord> {
+        let mut out: Vec<RoleRecord> = self
+            .roles_of
+            .iter()
+            .flat_map(|(user, roles)| {
+                roles.iter().map(|role| RoleRecord {
+                    role: role.clone(),
+                    username: user.clone(),
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Every permission, sorted by role, resource, action.
+    pub fn permission_records(&self) -> Vec<PermissionRecord> {
+        let mut out: Vec<PermissionRecord> =
+            self.permissions_of.values().flatten().cloned().collect();
+        out.sort();
+        out
+    }
+
+    /// Whether any user holds `role`.
+    pub fn role_exists(&self, role: &str) -> bool {
+        self.roles_of.values().any(|roles| roles.iter().any(|r| r == role))
     }
 
     /// The roles of `name`.
