@@ -41,7 +41,13 @@ impl ConfigService {
         let key = req.key.to_string();
         let result = self.publish_checked(caller, req).await;
         if !matches!(result, Err(CoreError::Auth(_) | CoreError::NotReady(_))) {
-            crate::auth::audit("config.publish", caller.user(), caller, &key, result.is_ok());
+            crate::auth::audit(
+                "config.publish",
+                caller.user(),
+                caller,
+                &key,
+                result.is_ok(),
+            );
         }
         result
     }
@@ -346,7 +352,13 @@ impl ConfigService {
         if let RemoveOutcome::Removed { revision } = outcome {
             self.notify(key, revision);
             self.committed(key, revision);
-            crate::auth::audit("config.remove", caller.user(), caller, &key.to_string(), true);
+            crate::auth::audit(
+                "config.remove",
+                caller.user(),
+                caller,
+                &key.to_string(),
+                true,
+            );
         }
         Ok(true)
     }

@@ -32,9 +32,18 @@ pub(crate) enum Flavor {
 pub(crate) fn routes() -> Router<AppState> {
     use Flavor::{V1, V3};
     Router::new()
-        .route("/nacos/v1/auth/login", post(|s: State<AppState>, p: Params| login(s, p, V1)))
-        .route("/nacos/v1/auth/users/login", post(|s: State<AppState>, p: Params| login(s, p, V1)))
-        .route("/nacos/v3/auth/user/login", post(|s: State<AppState>, p: Params| login(s, p, V3)))
+        .route(
+            "/nacos/v1/auth/login",
+            post(|s: State<AppState>, p: Params| login(s, p, V1)),
+        )
+        .route(
+            "/nacos/v1/auth/users/login",
+            post(|s: State<AppState>, p: Params| login(s, p, V1)),
+        )
+        .route(
+            "/nacos/v3/auth/user/login",
+            post(|s: State<AppState>, p: Params| login(s, p, V3)),
+        )
         .route(
             "/nacos/v1/auth/users",
             get(|s: State<AppState>, p: Params| list_users(s, p, V1))
@@ -48,11 +57,26 @@ pub(crate) fn routes() -> Router<AppState> {
                 .put(|s: State<AppState>, p: Params| update_user(s, p, V3))
                 .delete(|s: State<AppState>, p: Params| delete_user(s, p, V3)),
         )
-        .route("/nacos/v3/auth/user/list", get(|s: State<AppState>, p: Params| list_users(s, p, V3)))
-        .route("/nacos/v1/auth/users/search", get(|s: State<AppState>, p: Params| search_users(s, p, V1)))
-        .route("/nacos/v3/auth/user/search", get(|s: State<AppState>, p: Params| search_users(s, p, V3)))
-        .route("/nacos/v1/auth/users/admin", post(|s: State<AppState>, p: Params| create_admin(s, p, V1)))
-        .route("/nacos/v3/auth/user/admin", post(|s: State<AppState>, p: Params| create_admin(s, p, V3)))
+        .route(
+            "/nacos/v3/auth/user/list",
+            get(|s: State<AppState>, p: Params| list_users(s, p, V3)),
+        )
+        .route(
+            "/nacos/v1/auth/users/search",
+            get(|s: State<AppState>, p: Params| search_users(s, p, V1)),
+        )
+        .route(
+            "/nacos/v3/auth/user/search",
+            get(|s: State<AppState>, p: Params| search_users(s, p, V3)),
+        )
+        .route(
+            "/nacos/v1/auth/users/admin",
+            post(|s: State<AppState>, p: Params| create_admin(s, p, V1)),
+        )
+        .route(
+            "/nacos/v3/auth/user/admin",
+            post(|s: State<AppState>, p: Params| create_admin(s, p, V3)),
+        )
         .route(
             "/nacos/v1/auth/roles",
             get(|s: State<AppState>, p: Params| list_roles(s, p, V1))
@@ -61,11 +85,21 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route(
             "/nacos/v3/auth/role",
-            post(|s: State<AppState>, p: Params| add_role(s, p, V3)).delete(|s: State<AppState>, p: Params| delete_role(s, p, V3)),
+            post(|s: State<AppState>, p: Params| add_role(s, p, V3))
+                .delete(|s: State<AppState>, p: Params| delete_role(s, p, V3)),
         )
-        .route("/nacos/v3/auth/role/list", get(|s: State<AppState>, p: Params| list_roles(s, p, V3)))
-        .route("/nacos/v1/auth/roles/search", get(|s: State<AppState>, p: Params| search_roles(s, p, V1)))
-        .route("/nacos/v3/auth/role/search", get(|s: State<AppState>, p: Params| search_roles(s, p, V3)))
+        .route(
+            "/nacos/v3/auth/role/list",
+            get(|s: State<AppState>, p: Params| list_roles(s, p, V3)),
+        )
+        .route(
+            "/nacos/v1/auth/roles/search",
+            get(|s: State<AppState>, p: Params| search_roles(s, p, V1)),
+        )
+        .route(
+            "/nacos/v3/auth/role/search",
+            get(|s: State<AppState>, p: Params| search_roles(s, p, V3)),
+        )
         .route(
             "/nacos/v1/auth/permissions",
             get(|s: State<AppState>, p: Params| list_permissions(s, p, V1))
@@ -74,7 +108,8 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route(
             "/nacos/v3/auth/permission",
-            post(|s: State<AppState>, p: Params| add_permission(s, p, V3)).delete(|s: State<AppState>, p: Params| delete_permission(s, p, V3)),
+            post(|s: State<AppState>, p: Params| add_permission(s, p, V3))
+                .delete(|s: State<AppState>, p: Params| delete_permission(s, p, V3)),
         )
         .route(
             "/nacos/v3/auth/permission/list",
@@ -335,9 +370,10 @@ async fn list_permissions(State(st): State<AppState>, p: Params, flavor: Flavor)
     match st.service.permissions(&p.caller, &filter(&p, "role"), page) {
         Ok(page) => reply(
             flavor,
-            page_json(page, |r| {
-                json!({"role": r.role, "resource": r.resource, "action": r.action})
-            }),
+            page_json(
+                page,
+                |r| json!({"role": r.role, "resource": r.resource, "action": r.action}),
+            ),
         ),
         Err(e) => fail(flavor, e),
     }

@@ -5,9 +5,7 @@
 //! Beyond Nacos: the last administrator cannot be deleted or lose `ROLE_ADMIN` (Nacos
 //! refuses to delete any administrator); a password change refuses the user's older tokens.
 
-use nacelle_core::auth::{
-    IdentityWrite, PermissionRecord, RoleRecord, ADMIN_ROLE, DEFAULT_ADMIN,
-};
+use nacelle_core::auth::{IdentityWrite, PermissionRecord, RoleRecord, ADMIN_ROLE, DEFAULT_ADMIN};
 use nacelle_core::{Caller, CoreError, Page, PageRequest, StoreError};
 
 use super::{audit, generate_password, now_s, password};
@@ -52,7 +50,9 @@ fn page_of<T>(items: Vec<T>, page: PageRequest) -> Page<T> {
 
 fn check_name(what: &str, name: &str) -> Result<(), CoreError> {
     if name.trim().is_empty() {
-        return Err(CoreError::Invalid(format!("Required parameter '{what}' is not present")));
+        return Err(CoreError::Invalid(format!(
+            "Required parameter '{what}' is not present"
+        )));
     }
     if name.chars().count() > MAX_NAME {
         return Err(CoreError::Invalid(format!(
@@ -60,7 +60,9 @@ fn check_name(what: &str, name: &str) -> Result<(), CoreError> {
         )));
     }
     if name.chars().any(char::is_control) {
-        return Err(CoreError::Invalid(format!("{what} has a control character")));
+        return Err(CoreError::Invalid(format!(
+            "{what} has a control character"
+        )));
     }
     Ok(())
 }
@@ -149,7 +151,13 @@ impl ConfigService {
             })
             .await
             .map_err(|e| conflict(e, format!("user '{username}' already exist!")));
-        audit("user.create", caller.user(), caller, username, result.is_ok());
+        audit(
+            "user.create",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
         result
     }
 
@@ -179,7 +187,13 @@ impl ConfigService {
             })
             .await;
         self.auth().passwords.forget(username);
-        audit("user.password", caller.user(), caller, username, result.is_ok());
+        audit(
+            "user.password",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
         result
     }
 
@@ -201,7 +215,13 @@ impl ConfigService {
             })
             .await;
         self.auth().passwords.forget(username);
-        audit("user.delete", caller.user(), caller, username, result.is_ok());
+        audit(
+            "user.delete",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
         result
     }
 
@@ -256,8 +276,19 @@ impl ConfigService {
                 username: username.into(),
             })
             .await
-            .map_err(|e| conflict(e, format!("user '{username}' already bound to the role '{role}'!")));
-        audit("role.add", caller.user(), caller, &format!("{role} {username}"), result.is_ok());
+            .map_err(|e| {
+                conflict(
+                    e,
+                    format!("user '{username}' already bound to the role '{role}'!"),
+                )
+            });
+        audit(
+            "role.add",
+            caller.user(),
+            caller,
+            &format!("{role} {username}"),
+            result.is_ok(),
+        );
         result
     }
 
@@ -290,7 +321,13 @@ impl ConfigService {
             })
             .await;
         let detail = format!("{role} {}", username.unwrap_or("*"));
-        audit("role.delete", caller.user(), caller, &detail, result.is_ok());
+        audit(
+            "role.delete",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
         result
     }
 
@@ -320,8 +357,7 @@ impl ConfigService {
     ) -> Result<(), CoreError> {
         self.require_admin(caller)?;
         check_name("role", &permission.role)?;
-        if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE
-        {
+        if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE {
             return Err(CoreError::Invalid(format!(
                 "resource must have 1 to {MAX_RESOURCE} characters"
             )));
@@ -335,12 +371,21 @@ impl ConfigService {
                 permission.role
             )));
         }
-        let detail = format!("{} {} {}", permission.role, permission.resource, permission.action);
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
         let result = self
             .identity_write(IdentityWrite::AddPermission(permission))
             .await
             .map_err(|e| conflict(e, "permission already exist!".into()));
-        audit("permission.add", caller.user(), caller, &detail, result.is_ok());
+        audit(
+            "permission.add",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
         result
     }
 
@@ -351,11 +396,20 @@ impl ConfigService {
         permission: PermissionRecord,
     ) -> Result<(), CoreError> {
         self.require_admin(caller)?;
-        let detail = format!("{} {} {}", permission.role, permission.resource, permission.action);
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
         let result = self
             .identity_write(IdentityWrite::DeletePermission(permission))
             .await;
-        audit("permission.delete", caller.user(), caller, &detail, result.is_ok());
+        audit(
+            "permission.delete",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
         result
     }
 
@@ -420,6 +474,8 @@ impl ConfigService {
         if self.directory().user_count() > 0 {
             return Ok(None);
         }
-        self.create_admin(&Caller::internal(), password).await.map(Some)
+        self.create_admin(&Caller::internal(), password)
+            .await
+            .map(Some)
     }
 }

@@ -175,13 +175,19 @@ mod tests {
         let token = sign(KEY, &claims(1_700_000_000));
         let parts: Vec<_> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
-        assert_eq!(URL_SAFE_NO_PAD.decode(parts[0]).unwrap(), br#"{"alg":"HS256"}"#);
+        assert_eq!(
+            URL_SAFE_NO_PAD.decode(parts[0]).unwrap(),
+            br#"{"alg":"HS256"}"#
+        );
         assert_eq!(
             URL_SAFE_NO_PAD.decode(parts[1]).unwrap(),
             br#"{"sub":"nacos","exp":1700000000}"#
         );
         assert!(!token.contains('='));
-        assert_eq!(verify(KEY, &token, 1_699_999_999), Ok(claims(1_700_000_000)));
+        assert_eq!(
+            verify(KEY, &token, 1_699_999_999),
+            Ok(claims(1_700_000_000))
+        );
     }
 
     /// Nacos signs with HS384 / HS512 when the decoded secret has 384 / 512 bits.
@@ -208,7 +214,10 @@ mod tests {
         let parts: Vec<_> = good.split('.').collect();
         let forged = URL_SAFE_NO_PAD.encode(br#"{"sub":"admin","exp":100}"#);
         let tampered = format!("{}.{}.{}", parts[0], forged, parts[2]);
-        assert_eq!(verify(KEY, &tampered, 1), Err(AuthFailure::InvalidSignature));
+        assert_eq!(
+            verify(KEY, &tampered, 1),
+            Err(AuthFailure::InvalidSignature)
+        );
         // alg none, with or without a signature.
         let none = URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#);
         for sig in ["", parts[2]] {
@@ -224,7 +233,11 @@ mod tests {
             Err(AuthFailure::UnsupportedAlgorithm)
         );
         for junk in ["", "a", "a.b", "a.b.c.d", "!!.!!.!!", "..."] {
-            assert_eq!(verify(KEY, junk, 1), Err(AuthFailure::TokenInvalid), "{junk}");
+            assert_eq!(
+                verify(KEY, junk, 1),
+                Err(AuthFailure::TokenInvalid),
+                "{junk}"
+            );
         }
     }
 }

@@ -250,7 +250,10 @@ impl ConfigService {
         else {
             return Identity::Anonymous;
         };
-        match self.check_password(user, password, caller, "credentials").await {
+        match self
+            .check_password(user, password, caller, "credentials")
+            .await
+        {
             Ok(true) => Identity::User(user.into()),
             Ok(false) => Identity::Refused(AuthFailure::UserNotFound),
             Err(CoreError::Throttled { retry_after_s }) => Identity::Throttled { retry_after_s },

@@ -83,7 +83,8 @@ impl Throttle {
         let now = Instant::now();
         let mut r = self.records.lock();
         if r.pairs.len() + r.addresses.len() >= MAX_RECORDS {
-            r.pairs.retain(|_, s| now.duration_since(s.last) < FORGET_AFTER);
+            r.pairs
+                .retain(|_, s| now.duration_since(s.last) < FORGET_AFTER);
             r.addresses
                 .retain(|_, s| now.duration_since(s.last) < FORGET_AFTER);
         }
