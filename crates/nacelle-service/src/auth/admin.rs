@@ -183,7 +183,8 @@ impl ConfigService {
             .identity_write(IdentityWrite::SetPassword {
                 username: username.into(),
                 hash,
-                not_before: now_s(),
+                // A token issued in this very second predates the change: refused too.
+                not_before: now_s() + 1,
             })
             .await;
         self.auth().passwords.forget(username);
