@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use crate::error::{ClientError, Result};
+use crate::metrics::{MetricEvent, Sink};
 use crate::options::{Credentials, ServerAddr};
 
 /// Nacos's login answer.
@@ -35,6 +36,9 @@ struct Token {
 #[derive(Debug)]
 pub(crate) struct Auth {
     credentials: Option<Credentials>,
+    /// A token given by the application (a saved CLI profile), used as is.
+    fixed: Option<String>,
+    metrics: Sink,
     http: reqwest::Client,
     /// A std mutex: held only to copy or replace the token, never across a login.
     token: std::sync::Mutex<Option<Token>>,
@@ -78,9 +82,16 @@ pub async fn login(
 }
 
 impl Auth {
-    pub(crate) fn new(credentials: Option<Credentials>, http: reqwest::Client) -> Auth {
+    pub(crate) fn new(
+        credentials: Option<Credentials>,
+        fixed: Option<String>,
+        http: reqwest::Client,
+        metrics: Sink,
+    ) -> Auth {
         Auth {
             credentials,
+            fixed,
+            metrics,
             http,
             token: std::sync::Mutex::new(None),
             login: tokio::sync::Mutex::new(()),
@@ -98,7 +109,7 @@ impl Auth {
     /// or it is due for refresh; `None` without credentials.
     pub(crate) async fn token(&self, servers: &[ServerAddr]) -> Result<Option<String>> {
         let Some(creds) = &self.credentials else {
-            return Ok(None);
+            return Ok(self.fixed.clone());
         };
         if let Some(t) = self.current().filter(|t| Instant::now() < t.refresh_at) {
             return Ok(Some(t.value));
@@ -118,6 +129,10 @@ impl Auth {
                         refresh_at: started + ttl.mul_f64(0.9),
                     };
                     tracing::debug!(server = %server, ttl_s = answer.token_ttl, "logged in");
+                    self.metrics.record(MetricEvent::Login {
+                        server: &server.to_string(),
+                        ttl_s: answer.token_ttl,
+                    });
                     match self.token.lock() {
                         Ok(mut t) => *t = Some(token),
                         Err(p) => *p.into_inner() = Some(token),

@@ -82,7 +82,12 @@ impl Client {
         let (refresh_tx, refresh_rx) = mpsc::unbounded_channel();
         let (conn_tx, _) = watch::channel(None);
         let shared = Arc::new(Shared {
-            auth: Auth::new(opts.credentials.clone(), http.clone()),
+            auth: Auth::new(
+                opts.credentials.clone(),
+                opts.access_token.clone(),
+                http.clone(),
+                opts.metrics.clone(),
+            ),
             snapshot: opts.snapshot_dir.as_deref().map(Snapshot::new),
             opts,
             conn_tx,

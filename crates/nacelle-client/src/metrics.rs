@@ -31,6 +31,13 @@ pub enum MetricEvent<'a> {
         /// `host:grpc_port`.
         server: &'a str,
     },
+    /// The client logged in (first login or token refresh).
+    Login {
+        /// `host:http_port` of the server that answered.
+        server: &'a str,
+        /// The token's lifetime in seconds.
+        ttl_s: u64,
+    },
     /// A changed value of a listened key was delivered to its listeners.
     Change {
         /// The key.

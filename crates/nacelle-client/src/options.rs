@@ -131,6 +131,7 @@ pub(crate) struct Options {
     pub(crate) app_name: Option<String>,
     pub(crate) labels: BTreeMap<String, String>,
     pub(crate) credentials: Option<Credentials>,
+    pub(crate) access_token: Option<String>,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) wait_for_server: Duration,
@@ -185,6 +186,7 @@ impl Default for ClientBuilder {
                 app_name: None,
                 labels: BTreeMap::new(),
                 credentials: None,
+                access_token: None,
                 connect_timeout: Duration::from_secs(3),
                 request_timeout: Duration::from_secs(5),
                 wait_for_server: Duration::from_secs(3),
@@ -253,6 +255,13 @@ impl ClientBuilder {
             username: username.into(),
             password: password.into(),
         });
+        self
+    }
+
+    /// Send this token (from an earlier login, e.g. a saved CLI profile) instead of
+    /// logging in; ignored when credentials are given.
+    pub fn access_token(mut self, token: impl Into<String>) -> Self {
+        self.opts.access_token = Some(token.into());
         self
     }
 
