@@ -137,6 +137,22 @@ pub struct ImportReport {
     /// Entries of the archive that are no config.
     #[serde(default)]
     pub unrecognized_count: u64,
+    /// Under `ABORT`: the existing keys that aborted the import (then nothing was
+    /// written).
+    #[serde(default)]
+    pub fail_data: Vec<ConfigRef>,
+}
+
+/// A config named in an import report.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigRef {
+    /// Data id.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub data_id: String,
+    /// Group.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub group: String,
 }
 
 /// What an import does with keys that exist already.

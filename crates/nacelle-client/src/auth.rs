@@ -46,6 +46,17 @@ pub(crate) struct Auth {
     login: tokio::sync::Mutex<()>,
 }
 
+/// The HTTP client [`login`] takes.
+pub type HttpClient = reqwest::Client;
+
+/// A plain HTTP client for [`login`] (10 s timeout).
+pub fn http_client() -> Result<HttpClient> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))
+}
+
 /// Logs in at `server` once.
 pub async fn login(
     http: &reqwest::Client,

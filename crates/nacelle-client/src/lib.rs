@@ -47,7 +47,9 @@ mod session;
 mod shared;
 mod snapshot;
 
-pub use admin::{Admin, ConfigInfo, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page};
+pub use admin::{
+    Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
+};
 pub use bind::{BindError, Binder, Binding, Validator};
 pub use client::{Client, Listener, PublishOptions, Watch};
 pub use error::{ClientError, Result};

@@ -44,7 +44,10 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             Ok(c) => Arc::new(c),
             Err(e) => {
                 tracing::debug!(server = %server.label(), error = %e, "connection attempt failed");
-                *lock(&shared.last_failure) = e.to_string();
+                *lock(&shared.last_failure) = match e {
+                    ClientError::Unavailable(m) => m,
+                    other => other.to_string(),
+                };
                 next += 1;
                 failed_in_round += 1;
                 if failed_in_round >= servers.len() {
