@@ -204,6 +204,11 @@ pub(crate) async fn refresher(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiv
             () = shared.shutdown.cancelled() => return,
             r = rx.recv() => match r { Some(r) => r, None => return },
         };
+        if req.reply.is_none() && !shared.connected() {
+            // Disconnected: the listen set is re-sent on reconnect, which re-reads every
+            // key that changed; waiting for a server here would hold up the queue.
+            continue;
+        }
         let result = match shared.query(&req.key, None).await {
             Ok(value) => {
                 shared.apply(&req.key, value);
