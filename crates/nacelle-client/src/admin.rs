@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::client::Client;
 use crate::error::{ClientError, Result};
+use crate::http::{self, Build};
 use crate::key::{IntoKey, Key};
 use crate::metrics::MetricEvent;
 use crate::options::ServerAddr;
@@ -182,9 +183,6 @@ pub struct Admin {
     client: Client,
 }
 
-/// A request to build against one server's base URL.
-type Build<'a> = &'a (dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Sync);
-
 impl Admin {
     pub(crate) fn new(client: Client) -> Admin {
         Admin { client }
@@ -218,51 +216,10 @@ impl Admin {
     }
 
     async fn send_inner(&self, build: Build<'_>) -> Result<bytes::Bytes> {
-        let shared = self.client.shared();
         let servers = self.order();
-        let token = shared.auth.token(&servers).await?;
-        let mut last = ClientError::Config("no server address given".into());
-        for server in &servers {
-            let mut req = build(&shared.http, &server.http_base());
-            if let Some(t) = &token {
-                req = req.query(&[("accessToken", t)]);
-            }
-            let resp = match req.send().await {
-                Ok(r) => r,
-                Err(e) if e.is_connect() || e.is_timeout() => {
-                    last = ClientError::Unavailable(format!("{server}: {e}"));
-                    continue;
-                }
-                Err(e) => return Err(ClientError::Unavailable(format!("{server}: {e}"))),
-            };
-            let status = resp.status();
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| ClientError::Unavailable(format!("{server}: {e}")))?;
-            if status.is_success() {
-                return Ok(body);
-            }
-            let text = String::from_utf8_lossy(&body).trim().to_string();
-            return Err(match status.as_u16() {
-                404 => ClientError::NotFound(text),
-                403 | 401 => {
-                    shared.auth.invalidate();
-                    ClientError::Forbidden(text)
-                }
-                400 | 413 => ClientError::Invalid(text),
-                409 => ClientError::Server {
-                    code: 409,
-                    message: text,
-                },
-                503 => ClientError::Unavailable(format!("{server}: {text}")),
-                code => ClientError::Server {
-                    code: i32::from(code),
-                    message: text,
-                },
-            });
-        }
-        Err(last)
+        http::send(self.client.shared(), &servers, build)
+            .await?
+            .ok_body(&servers)
     }
 
     async fn json<T: DeserializeOwned>(&self, kind: &'static str, build: Build<'_>) -> Result<T> {

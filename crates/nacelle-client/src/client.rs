@@ -15,9 +15,10 @@ use tracing::Instrument;
 use crate::auth::Auth;
 use crate::error::{ClientError, Result};
 use crate::key::{IntoKey, Key};
+use crate::options::Transport;
 use crate::options::{ClientBuilder, Options, ServerAddr};
 use crate::session;
-use crate::shared::{lock, Change, Config, Entry, Refresh, Shared};
+use crate::shared::{lock, Change, Config, Entry, PublishOptions, Refresh, Shared};
 use crate::snapshot::Snapshot;
 
 /// A client of one Nacelle (or Nacos 2.x) cluster. Cheap to clone; the connection and
@@ -35,35 +36,6 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shared.shutdown.cancel();
-    }
-}
-
-/// How to publish, beyond the content.
-#[derive(Debug, Clone, Default)]
-pub struct PublishOptions {
-    /// `yaml`, `json`, `properties`, `toml`, `xml`, `html`, `text` (server default `text`).
-    pub content_type: Option<String>,
-    /// Compare-and-set: publish only if the server's md5 is still this one.
-    pub cas_md5: Option<String>,
-    /// Publish the variant of this tag.
-    pub tag: Option<String>,
-    /// Beta (gray) release to these client IPs only.
-    pub beta_ips: Vec<String>,
-    /// The config's application name.
-    pub app_name: Option<String>,
-    /// Description.
-    pub desc: Option<String>,
-    /// The config's tags.
-    pub config_tags: Vec<String>,
-}
-
-impl PublishOptions {
-    /// Options with only the content type set.
-    pub fn typed(content_type: impl Into<String>) -> Self {
-        PublishOptions {
-            content_type: Some(content_type.into()),
-            ..Default::default()
-        }
     }
 }
 
@@ -96,6 +68,9 @@ impl Client {
             refresh_tx,
             shutdown: CancellationToken::new(),
             last_failure: Mutex::new("not connected yet".into()),
+            http_up: std::sync::atomic::AtomicBool::new(false),
+            http_server: std::sync::atomic::AtomicUsize::new(0),
+            listen_added: tokio::sync::Notify::new(),
         });
         tokio::spawn(session::run(Arc::clone(&shared)));
         tokio::spawn(session::refresher(Arc::clone(&shared), refresh_rx));
@@ -123,16 +98,24 @@ impl Client {
         &self.shared().opts.servers
     }
 
-    /// The server the client is connected to now, if any.
+    /// The server the client is connected to now, if any (HTTP transport: the one the
+    /// last request reached).
     pub fn connected_to(&self) -> Option<ServerAddr> {
-        self.shared()
-            .conn_tx
-            .borrow()
-            .as_ref()
-            .map(|c| c.server.clone())
+        let shared = self.shared();
+        if shared.opts.transport == Transport::HttpLongPolling {
+            if !shared.connected() {
+                return None;
+            }
+            let i = shared
+                .http_server
+                .load(std::sync::atomic::Ordering::Relaxed);
+            return shared.opts.servers.get(i).cloned();
+        }
+        shared.conn_tx.borrow().as_ref().map(|c| c.server.clone())
     }
 
-    /// Waits until a server is connected (up to the `wait_for_server` option).
+    /// Waits until a server is connected (up to the `wait_for_server` option; gRPC
+    /// transport only).
     pub async fn wait_connected(&self) -> Result<ServerAddr> {
         Ok(self.shared().conn().await?.server.clone())
     }
@@ -169,6 +152,9 @@ impl Client {
         let key = self.key(key);
         let span = tracing::debug_span!("nacelle_client.publish", key = %key);
         async {
+            if self.shared().opts.transport == Transport::HttpLongPolling {
+                return crate::http_transport::publish(self.shared(), &key, content, opts).await;
+            }
             let mut req =
                 ConfigPublishRequest::new(&key.data_id, &key.group, &key.namespace, content);
             if matches!(cipher_rule(&key.data_id), CipherRule::Known(_)) {
@@ -220,6 +206,9 @@ impl Client {
         let key = self.key(key);
         let span = tracing::debug_span!("nacelle_client.remove", key = %key);
         async {
+            if self.shared().opts.transport == Transport::HttpLongPolling {
+                return crate::http_transport::remove(self.shared(), &key, tag).await;
+            }
             let mut req = ConfigRemoveRequest::new(&key.data_id, &key.group, &key.namespace);
             req.tag = tag.map(str::to_string);
             let answer = self.shared().call("remove", &req).await?;
@@ -310,7 +299,10 @@ impl Client {
             entry.subscribers.push(tx);
             (entry.value.clone(), entry.md5.clone(), !entry.fresh)
         };
-        if is_new && shared.connected() {
+        if is_new && shared.opts.transport == Transport::HttpLongPolling {
+            // The held poll restarts with the new key.
+            shared.listen_added.notify_one();
+        } else if is_new && shared.connected() {
             // Disconnected (or failing): the session re-sends the whole set on reconnect.
             if let Err(e) = session::listen(shared, &[(key.clone(), md5)]).await {
                 tracing::warn!(key = %key, error = %e, "listen request failed; re-sent on reconnect");

@@ -26,6 +26,8 @@
 //! - `session.rs`: the background session (connect, fail over, backoff, re-send the
 //!   listen set on every connection, keepalive, `ConnectResetRequest`) and the refresh
 //!   worker; `grpc.rs`: one registered connection; `shared.rs`: the state they share.
+//! - `http_transport.rs`: the HTTP v1 long-polling transport ([`Transport`]); `http.rs`:
+//!   one HTTP request with failover, shared with `admin.rs`.
 //! - `auth.rs`: login and token refresh; `snapshot.rs`: the snapshot directory;
 //!   `metrics.rs`: the [`Metrics`] hook; `error.rs`: [`ClientError`].
 //!
@@ -40,6 +42,8 @@ mod client;
 mod error;
 mod format;
 mod grpc;
+mod http;
+mod http_transport;
 mod key;
 pub mod metrics;
 mod options;
@@ -51,10 +55,10 @@ pub use admin::{
     Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
 };
 pub use bind::{BindError, Binder, Binding, Validator};
-pub use client::{Client, Listener, PublishOptions, Watch};
+pub use client::{Client, Listener, Watch};
 pub use error::{ClientError, Result};
 pub use format::Format;
 pub use key::{IntoKey, Key, DEFAULT_GROUP};
 pub use metrics::{MetricEvent, Metrics};
-pub use options::{ClientBuilder, ServerAddr, GRPC_PORT_OFFSET};
-pub use shared::{Change, Config};
+pub use options::{ClientBuilder, ServerAddr, Transport, GRPC_PORT_OFFSET};
+pub use shared::{Change, Config, PublishOptions};

@@ -108,6 +108,17 @@ impl std::fmt::Display for ServerAddr {
     }
 }
 
+/// How the client talks to the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// Nacos 2.x gRPC: pushes on a bi-stream (the default).
+    #[default]
+    Grpc,
+    /// Nacos 1.x HTTP v1 with long polling (`/nacos/v1/cs/configs/listener`), for servers
+    /// without the gRPC port; every poll carries the whole listen set with its md5s.
+    HttpLongPolling,
+}
+
 /// Username and password for Nacos's login.
 #[derive(Clone)]
 pub(crate) struct Credentials {
@@ -140,6 +151,8 @@ pub(crate) struct Options {
     pub(crate) keepalive: Duration,
     pub(crate) snapshot_dir: Option<PathBuf>,
     pub(crate) metrics: Sink,
+    pub(crate) transport: Transport,
+    pub(crate) long_poll_timeout: Duration,
 }
 
 /// Builds a [`crate::Client`]:
@@ -195,6 +208,8 @@ impl Default for ClientBuilder {
                 keepalive: Duration::from_secs(5),
                 snapshot_dir: None,
                 metrics: Sink::default(),
+                transport: Transport::Grpc,
+                long_poll_timeout: Duration::from_secs(30),
             },
             metrics: None,
         }
@@ -295,6 +310,19 @@ impl ClientBuilder {
     pub fn backoff(mut self, min: Duration, max: Duration) -> Self {
         self.opts.backoff_min = min;
         self.opts.backoff_max = max.max(min);
+        self
+    }
+
+    /// The transport (default gRPC; [`Transport::HttpLongPolling`] for servers without
+    /// gRPC, e.g. Nacos 1.x). There is no automatic switch between the two.
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.opts.transport = transport;
+        self
+    }
+
+    /// How long the server may hold a long poll (HTTP transport; default 30 s).
+    pub fn long_poll_timeout(mut self, t: Duration) -> Self {
+        self.opts.long_poll_timeout = t;
         self
     }
 

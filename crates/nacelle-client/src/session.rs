@@ -26,6 +26,9 @@ const REFRESH_RETRIES: u32 = 5;
 
 /// Connects, serves the connection until it ends, reconnects; until shutdown.
 pub(crate) async fn run(shared: Arc<Shared>) {
+    if shared.opts.transport == crate::options::Transport::HttpLongPolling {
+        return crate::http_transport::run(shared).await;
+    }
     let servers = shared.opts.servers.clone();
     let mut next = 0usize;
     let mut failed_in_round = 0usize;

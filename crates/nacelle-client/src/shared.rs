@@ -4,13 +4,14 @@
 //! request goes out (`Shared::call`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use nacelle_cipher::{cipher_rule, CipherRule, DataKey};
 use nacelle_proto::config::{ConfigQueryRequest, ConfigQueryResponse};
 use nacelle_proto::{error_code, Message, Payload};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Auth;
@@ -18,7 +19,7 @@ use crate::error::{ClientError, Result};
 use crate::grpc::Conn;
 use crate::key::Key;
 use crate::metrics::MetricEvent;
-use crate::options::Options;
+use crate::options::{Options, Transport};
 use crate::snapshot::{Saved, Snapshot};
 
 /// A config as the server served it (decrypted when it was encrypted).
@@ -38,6 +39,35 @@ pub struct Config {
     pub last_modified: i64,
     /// Whether the server served a beta (gray) variant to this client.
     pub beta: bool,
+}
+
+/// How to publish, beyond the content.
+#[derive(Debug, Clone, Default)]
+pub struct PublishOptions {
+    /// `yaml`, `json`, `properties`, `toml`, `xml`, `html`, `text` (server default `text`).
+    pub content_type: Option<String>,
+    /// Compare-and-set: publish only if the server's md5 is still this one.
+    pub cas_md5: Option<String>,
+    /// Publish the variant of this tag.
+    pub tag: Option<String>,
+    /// Beta (gray) release to these client IPs only.
+    pub beta_ips: Vec<String>,
+    /// The config's application name.
+    pub app_name: Option<String>,
+    /// Description.
+    pub desc: Option<String>,
+    /// The config's tags.
+    pub config_tags: Vec<String>,
+}
+
+impl PublishOptions {
+    /// Options with only the content type set.
+    pub fn typed(content_type: impl Into<String>) -> Self {
+        PublishOptions {
+            content_type: Some(content_type.into()),
+            ..Default::default()
+        }
+    }
 }
 
 /// A listened key's new state, as delivered to its listeners.
@@ -84,6 +114,12 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// Why the last connection attempt failed, for the error of a call that found none.
     pub(crate) last_failure: Mutex<String>,
+    /// HTTP transport: whether the last request reached a server.
+    pub(crate) http_up: AtomicBool,
+    /// HTTP transport: the server the last request reached (index into the servers).
+    pub(crate) http_server: AtomicUsize,
+    /// HTTP transport: a key was added to the listen set (the held poll restarts).
+    pub(crate) listen_added: Notify,
 }
 
 /// Locks a std mutex, also when a panicking thread poisoned it (the data are plain maps
@@ -111,9 +147,12 @@ impl Shared {
         }
     }
 
-    /// Whether a connection is up now.
+    /// Whether a connection is up now (HTTP: whether the last request reached a server).
     pub(crate) fn connected(&self) -> bool {
-        self.conn_tx.borrow().is_some()
+        match self.opts.transport {
+            Transport::Grpc => self.conn_tx.borrow().is_some(),
+            Transport::HttpLongPolling => self.http_up.load(Ordering::Relaxed),
+        }
     }
 
     /// One request: the token (logging in when due), the current connection, the call,
@@ -152,6 +191,9 @@ impl Shared {
 
     /// Reads `key` from the server (`None`: not found), decrypting a `cipher-aes-` config.
     pub(crate) async fn query(&self, key: &Key, tag: Option<&str>) -> Result<Option<Config>> {
+        if self.opts.transport == Transport::HttpLongPolling {
+            return crate::http_transport::query(self, key, tag).await;
+        }
         let mut req = ConfigQueryRequest::new(&key.data_id, &key.group, &key.namespace);
         req.tag = tag.map(str::to_string);
         let answer = self.call("query", &req).await?;

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use nacelle::{RunningServer, Settings};
 use nacelle_client::{
     Change, Client, ClientError, Format, ImportPolicy, MetricEvent, PublishOptions, ServerAddr,
-    Watch,
+    Transport, Watch,
 };
 use nacelle_testkit::server::{settings_for, TestServer};
 use nacelle_testkit::{free_port, md5, Api, Backend, TestDb, SOON};
@@ -633,5 +633,71 @@ async fn an_unreachable_server_is_a_clear_error() -> Result<()> {
         Err(e) if e.is_unavailable() => {}
         other => bail!("expected unavailable, got {other:?}"),
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_http_long_polling_transport() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (http, grpc) = (free_port()?, free_port()?);
+    let server = start_on(dir.path(), http, grpc).await?;
+    let client = Client::builder()
+        // The gRPC port is never used by this transport.
+        .server(ServerAddr::new("127.0.0.1", http)?.with_grpc_port(1))
+        .transport(Transport::HttpLongPolling)
+        .build()
+        .await?;
+    assert_eq!(client.get("h.yaml").await?, None);
+    client
+        .publish_with("h.yaml", "v: 1\n", &PublishOptions::typed("yaml"))
+        .await?;
+    let got = client.get("h.yaml").await?.context("published")?;
+    assert_eq!(
+        (got.content.as_str(), got.content_type.as_str()),
+        ("v: 1\n", "yaml")
+    );
+    assert_eq!(got.md5, md5("v: 1\n"));
+    let stale = PublishOptions {
+        cas_md5: Some(md5("other")),
+        ..Default::default()
+    };
+    match client.publish_with("h.yaml", "v: x\n", &stale).await {
+        Err(ClientError::CasConflict) => {}
+        other => bail!("expected a CAS conflict, got {other:?}"),
+    }
+
+    // A key created after the listener, changes, a removal, a binding.
+    let mut w = client.watch("later.txt").await?;
+    assert_eq!(w.initial(), None);
+    let b = client
+        .bind::<serde_json::Value>("h.yaml", Format::Yaml)
+        .await?;
+    client.publish("later.txt", "first").await?;
+    assert_eq!(
+        next(&mut w).await?.config.map(|c| c.content),
+        Some("first".into())
+    );
+    client.publish("h.yaml", "v: 2\n").await?;
+    until("bound over HTTP", || b.get()["v"] == 2).await?;
+    client.remove("later.txt").await?;
+    assert_eq!(next(&mut w).await?.config, None);
+
+    // A change made while the server was down arrives after its restart.
+    server.shutdown().await?;
+    let other = start_on(dir.path(), 0, 0).await?;
+    Api::new(other.http_addr)?
+        .publish("", "DEFAULT_GROUP", "later.txt", "while down")
+        .await?;
+    other.shutdown().await?;
+    let restarted = Instant::now();
+    let _server = start_on(dir.path(), http, grpc).await?;
+    assert_eq!(
+        next(&mut w).await?.config.map(|c| c.content),
+        Some("while down".into())
+    );
+    println!(
+        "HTTP transport: change made while down arrived {:?} after the restart",
+        restarted.elapsed()
+    );
     Ok(())
 }
