@@ -59,6 +59,25 @@ pub struct Conn {
     /// How long to wait for a server, in milliseconds.
     #[arg(long, default_value_t = 3000, global = true)]
     pub timeout_ms: u64,
+    /// `grpc` (Nacos 2.x, the default) or `http` (the 1.x HTTP API with long polling, for
+    /// servers without gRPC).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "grpc",
+        env = "NACELLE_TRANSPORT",
+        global = true
+    )]
+    pub transport: TransportArg,
+}
+
+/// The transport flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportArg {
+    /// Nacos 2.x gRPC.
+    Grpc,
+    /// Nacos 1.x HTTP with long polling.
+    Http,
 }
 
 /// A config's name: its data id and group.
@@ -222,7 +241,11 @@ pub(crate) async fn connect(conn: &Conn) -> Result<Client> {
         .namespace(namespace)
         .app_name("nacelle-cli")
         .wait_for_server(wait)
-        .connect_timeout(wait);
+        .connect_timeout(wait)
+        .transport(match conn.transport {
+            TransportArg::Grpc => nacelle_client::Transport::Grpc,
+            TransportArg::Http => nacelle_client::Transport::HttpLongPolling,
+        });
     match (&conn.username, &conn.password) {
         (Some(u), Some(p)) => b = b.credentials(u, p),
         (Some(_), None) => {

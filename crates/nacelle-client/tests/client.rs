@@ -701,3 +701,65 @@ async fn the_http_long_polling_transport() -> Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn app_name_and_labels_choose_gray_variants() -> Result<()> {
+    let ts = TestServer::start().await?;
+    let at = addr_of(running(&ts)?);
+    ts.publish("", "DEFAULT_GROUP", "gray.yaml", "feature: off\n")
+        .await?;
+    let gray = |name: &'static str, rule: &'static str, content: &'static str| {
+        let http = ts.http.clone();
+        let url = ts.url("/nacos/v2/cs/config");
+        async move {
+            let r = http
+                .post(url)
+                .form(&[
+                    ("dataId", "gray.yaml"),
+                    ("group", "DEFAULT_GROUP"),
+                    ("content", content),
+                    ("grayName", name),
+                    ("grayRule", rule),
+                    ("grayPriority", "10"),
+                ])
+                .send()
+                .await?;
+            if !r.status().is_success() {
+                bail!("gray publish: {} {}", r.status(), r.text().await?);
+            }
+            anyhow::Ok(())
+        }
+    };
+    let shop = Client::builder()
+        .server(at.clone())
+        .app_name("shop")
+        .build()
+        .await?;
+    let eu = Client::builder()
+        .server(at.clone())
+        .labels([("zone", "eu-1")])
+        .build()
+        .await?;
+    let plain = Client::builder().server(at).build().await?;
+    let mut shop_watch = shop.watch("gray.yaml").await?;
+    assert_eq!(
+        shop_watch.initial().map(|c| c.content.as_str()),
+        Some("feature: off\n")
+    );
+
+    gray("shop-canary", "AppName=shop", "feature: shop\n").await?;
+    gray("eu-canary", "zone=eu-1", "feature: eu\n").await?;
+    assert_eq!(
+        next(&mut shop_watch).await?.config.map(|c| c.content),
+        Some("feature: shop\n".into())
+    );
+    assert_eq!(
+        eu.get("gray.yaml").await?.map(|c| c.content),
+        Some("feature: eu\n".into())
+    );
+    assert_eq!(
+        plain.get("gray.yaml").await?.map(|c| c.content),
+        Some("feature: off\n".into())
+    );
+    Ok(())
+}

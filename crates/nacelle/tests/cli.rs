@@ -134,6 +134,14 @@ fn put_and_get_from_a_file_and_from_stdin() -> TestResult {
     assert_eq!(code(&out), Some(6), "{}", stderr(&out));
     assert!(stderr(&out).contains("compare-and-set"), "{}", stderr(&out));
 
+    // The same over the 1.x HTTP API.
+    env.ok(&["put", "h.txt", "--transport", "http"], Some("over http"))?;
+    assert_eq!(
+        env.ok(&["get", "h.txt", "--transport", "http"], None)?,
+        "over http"
+    );
+    env.ok(&["rm", "h.txt", "--transport", "http"], None)?;
+
     let ls = env.json(&["ls"])?;
     assert_eq!(ls["totalCount"], 2);
     let ls = env.ok(&["search", "db*", "-g", "SHOP"], None)?;
