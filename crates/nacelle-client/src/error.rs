@@ -55,12 +55,14 @@ impl ClientError {
         matches!(self, ClientError::Unavailable(_))
     }
 
-    /// The error of a failed gRPC response head (`resultCode` 500).
+    /// The error of a failed gRPC response head (`resultCode` 500) to the request `what`.
     pub(crate) fn from_head(head: &ResponseHead, what: &str) -> ClientError {
         let message = head.message.clone().unwrap_or_default();
         match head.error_code {
-            error_code::UNREGISTERED | error_code::SERVER_NOT_READY if what != "query" => {
-                ClientError::Unavailable(message)
+            // 300 is also a query's "not found", which `query` tells apart by the response
+            // type before calling this.
+            error_code::UNREGISTERED | error_code::SERVER_NOT_READY => {
+                ClientError::Unavailable(format!("{what}: {message}"))
             }
             error_code::NO_RIGHT => ClientError::Forbidden(message),
             error_code::INVALID_PARAM => ClientError::Invalid(message),
