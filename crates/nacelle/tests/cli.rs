@@ -23,9 +23,15 @@ struct Env {
 }
 
 fn start() -> TestResult<Env> {
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> TestResult<Env> {
     let data = tempfile::tempdir()?;
     let grpc = free_port()?.to_string();
-    let server = BinaryServer::spawn(NACELLE, data.path(), &["--grpc-port", &grpc])?;
+    let mut args = vec!["--grpc-port", grpc.as_str()];
+    args.extend_from_slice(extra);
+    let server = BinaryServer::spawn(NACELLE, data.path(), &args)?;
     let addr = format!("127.0.0.1:{}/{grpc}", server.addr.port());
     Ok(Env {
         server,
@@ -192,6 +198,92 @@ fn an_unreachable_server_and_a_failed_login_say_so() -> TestResult {
     // Bad usage is clap's exit code 2.
     let out = env.run(&["get"], None)?;
     assert_eq!(code(&out), Some(2));
+    Ok(())
+}
+
+#[test]
+fn login_saves_a_profile_whose_token_later_commands_use() -> TestResult {
+    const PASSWORD: &str = "Cli-Admin-Passw0rd";
+    let env = start_with(&[
+        "--auth",
+        "on",
+        "--auth-token-secret",
+        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "--admin-password",
+        PASSWORD,
+    ])?;
+    // The administrator is created right after the load.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = env.run(
+            &["login", "--username", "nacos", "--password", PASSWORD],
+            None,
+        )?;
+        if out.status.success() {
+            assert!(String::from_utf8(out.stdout)?.starts_with("logged in as nacos"));
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("login never worked: {}", stderr(&out)).into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let file = env.config.path().join("nacelle").join("profiles.toml");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&file)?.permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let saved = std::fs::read_to_string(&file)?;
+    assert!(
+        saved.contains("current = \"default\"") && saved.contains("access_token"),
+        "{saved}"
+    );
+
+    // Later commands send the saved token: gRPC and HTTP alike.
+    env.ok(&["put", "secured.txt"], Some("s"))?;
+    assert_eq!(env.ok(&["get", "secured.txt"], None)?, "s");
+    assert!(env.ok(&["ns", "list"], None)?.contains("public"));
+    assert_eq!(env.json(&["profile", "list"])?[0]["username"], "nacos");
+
+    // A wrong password: exit 5 and the server's reason.
+    let out = env.run(
+        &["login", "--username", "nacos", "--password", "wrong"],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: login failed: nacos at"),
+        "{}",
+        stderr(&out)
+    );
+    // No profile, no credentials: refused (exit 5); credentials as flags work.
+    let elsewhere = tempfile::tempdir()?;
+    let out = env
+        .command(&["get", "secured.txt"])
+        .env("XDG_CONFIG_HOME", elsewhere.path())
+        .output()?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: forbidden"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env
+        .command(&[
+            "get",
+            "secured.txt",
+            "--username",
+            "nacos",
+            "--password",
+            PASSWORD,
+        ])
+        .env("XDG_CONFIG_HOME", elsewhere.path())
+        .output()?;
+    assert!(out.status.success(), "{}", stderr(&out));
     Ok(())
 }
 
