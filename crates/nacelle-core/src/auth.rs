@@ -409,11 +409,12 @@ mod tests {
     }
 
     #[test]
-    fn resources_follow_nacos() {
-        let key = ConfigKey::parse(Some("public"), "DEFAULT_GROUP", "app.yaml").unwrap();
+    fn resources_follow_nacos() -> Result<(), crate::CoreError> {
+        let key = ConfigKey::parse(Some("public"), "DEFAULT_GROUP", "app.yaml")?;
         assert_eq!(config_resource(&key), ":DEFAULT_GROUP:config/app.yaml");
-        let key = ConfigKey::parse(Some("dev"), "G", "a").unwrap();
+        let key = ConfigKey::parse(Some("dev"), "G", "a")?;
         assert_eq!(config_resource(&key), "dev:G:config/a");
+        Ok(())
     }
 
     #[test]

@@ -96,16 +96,17 @@ mod tests {
     const NACOS_HASH: &str = "$2a$10$EuWPZHzz32dJN7jexM34MOeYirDdFAZm2kuWj7VEOJhhZkDrxfvUu";
 
     #[tokio::test]
-    async fn verifies_nacos_hashes_and_caches() {
+    async fn verifies_nacos_hashes_and_caches() -> Result<(), CoreError> {
         let cache = PasswordCache::new();
         let stored: Arc<str> = NACOS_HASH.into();
         assert!(cache.verify("nacos", "nacos", &stored).await);
         assert!(!cache.verify("nacos", "wrong", &stored).await);
         // Cached now; still only for the same stored hash.
         assert!(cache.verify("nacos", "nacos", &stored).await);
-        let other: Arc<str> = hash("other".into()).await.unwrap().into();
+        let other: Arc<str> = hash("other".into()).await?.into();
         assert!(!cache.verify("nacos", "nacos", &other).await);
         assert!(cache.verify("nacos", "other", &other).await);
         assert!(other.starts_with("$2"));
+        Ok(())
     }
 }
