@@ -47,12 +47,21 @@ const ROUTES: &[&str] = &[
     "/metrics",
 ];
 
+/// The label of every console page and asset (a bounded set, one label for all).
+const CONSOLE_PAGES: &str = "/nacos/ (console pages)";
+
 fn route_label(path: &str) -> &'static str {
-    ROUTES
+    if let Some(r) = ROUTES
         .iter()
+        .chain(crate::console::ROUTES)
         .find(|r| **r == path)
-        .copied()
-        .unwrap_or("unmatched")
+    {
+        return r;
+    }
+    if crate::console::assets::is_page(path) {
+        return CONSOLE_PAGES;
+    }
+    "unmatched"
 }
 
 fn method_label(m: &Method) -> &'static str {

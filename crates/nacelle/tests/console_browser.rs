@@ -1,0 +1,91 @@
+//! The web console in a real browser: Debian's headless Chromium driven by
+//! `playwright-core` (`crates/nacelle-console/e2e/console.mjs`) against a real server
+//! started here on port 0, with the real Rust client (`nacos-sdk`, gRPC) listening to
+//! the config the browser creates, so the gray page and the listeners page show a real
+//! connection. The script writes a screenshot of each page to `docs/console/`.
+//!
+//! Needs `/usr/bin/chromium` and `npm ci` in `crates/nacelle-console/e2e` (`.ci/run`
+//! installs both); without them the test fails and says how to get them — it never
+//! passes without running the browser.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use nacelle_testkit::grpc::{recorder, Sdk};
+use nacelle_testkit::server::TestServer;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from("../.."))
+}
+
+/// The e2e package dir, checked to be ready (chromium present, node modules installed).
+pub fn e2e_dir() -> anyhow::Result<PathBuf> {
+    let dir = repo_root().join("crates/nacelle-console/e2e");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        bail!("{chromium} is missing: apt-get install -y chromium chromium-driver (.ci/run does)");
+    }
+    if !dir.join("node_modules/playwright-core").exists() {
+        bail!(
+            "playwright-core is not installed: (cd {} && npm ci) (.ci/run does)",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// Runs `node <script> <args…>` in the e2e dir, printing its output; fails unless it exits 0.
+pub async fn run_script(script: &str, args: &[&str]) -> anyhow::Result<String> {
+    let dir = e2e_dir()?;
+    let child = tokio::process::Command::new("node")
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting node (is Node.js installed?)")?;
+    // A bound, not a timing assertion: a browser that hangs must not hang the suite.
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .context("the browser test did not finish within 5 minutes")??;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        bail!("{script} failed ({}):\n{stdout}", out.status);
+    }
+    Ok(stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_in_chromium() -> anyhow::Result<()> {
+    let ts = TestServer::start().await?;
+    let server = ts.server.as_ref().context("server running")?;
+    // A real client listening (over gRPC, from 127.0.0.1) to the config the browser is
+    // about to create in the namespace it is about to create.
+    let sdk = Sdk::connect(
+        server.http_addr.port(),
+        server.grpc_addr.port(),
+        "e2e",
+        "e2e-listener",
+    )
+    .await?;
+    let (rec, _notes) = recorder();
+    sdk.client
+        .add_listener("shop.yaml".into(), "DEFAULT_GROUP".into(), rec)
+        .await
+        .map_err(|e| anyhow::anyhow!("nacos-sdk add_listener: {e}"))?;
+    let base = format!("http://{}", server.http_addr);
+    let shots = repo_root().join("docs/console");
+    let shots = shots.to_string_lossy();
+    let out = run_script("console.mjs", &[&base, &shots]).await?;
+    assert!(out.contains("all steps passed"), "{out}");
+    Ok(())
+}
