@@ -19,7 +19,7 @@ export async function loginPage(view, q, ctx) {
       ctx.onSession();
       location.hash = q.next && q.next.startsWith('#/') && !q.next.startsWith('#/login') ? q.next : '#/configs';
     } catch (e2) {
-      const msg = e2.status === 404 ? new ApiError(404, 'This server has no login: authentication is not enabled.')
+      const msg = (e2.status === 404 || e2.status === 501) ? new ApiError(404, 'This server has no login: authentication is not enabled.')
         : e2.denied ? new ApiError(e2.status, 'Wrong user name or password.') : e2;
       err.replaceChildren(errorBox(msg.status === 403 ? { message: msg.message } : msg));
       pass.select();
@@ -59,7 +59,7 @@ export async function usersPage(view, q, ctx) {
     else if (tab === 'roles') content = await rolesTab(errSlot, ctx);
     else content = await permissionsTab(errSlot, ctx);
   } catch (e) {
-    if (e.status === 404) e = new ApiError(404, 'Authentication is not enabled on this server: there are no users to manage.');
+    if (e.status === 404 || e.status === 501) e = new ApiError(404, 'Authentication is not enabled on this server: there are no users to manage.');
     content = errorBox(e);
   }
   view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), tabs(tab), errSlot, content);

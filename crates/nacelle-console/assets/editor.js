@@ -138,6 +138,9 @@ export async function editorPage(view, q, ctx) {
             // Keep the text being edited; compare and compare-and-set against their
             // version from now on.
             try { opened = await api.get('/config', keyParams(k)); } catch { /* shown below */ }
+            // The diff shown is against the old version: publishing from here is off.
+            const btn = pubErr.closest('dialog')?.querySelector('button[data-value=publish]');
+            if (btn) btn.disabled = true;
             pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
               `Someone else changed this config since you opened it (now md5 ${opened.md5}, ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}). Nothing was published. Your text is kept: review again to see the diff against their version.`));
           } else {

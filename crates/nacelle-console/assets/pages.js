@@ -144,17 +144,25 @@ export async function historyPage(view, q, ctx) {
     } catch (err) { out.replaceChildren(errorBox(err)); }
   };
   const rollback = async (nid) => {
-    let d;
-    try { d = await api.post('/diff', { ...keyParams(key), from: 'current', to: String(nid) }); }
-    catch (e) { out.replaceChildren(errorBox(e)); return; }
+    let d, now = null;
+    try {
+      // The version the confirmation shows is the one replaced: compare-and-set on it.
+      now = await api.get('/config', keyParams(key)).catch((e) => { if (e.status === 404) return null; throw e; });
+      d = await api.post('/diff', { ...keyParams(key), from: 'current', to: String(nid) });
+    } catch (e) { out.replaceChildren(errorBox(e)); return; }
     const err = h('div');
     const v = await modal(`Roll back to version ${nid}?`, h('div', {},
       h('p', {}, `This publishes the content of version ${nid} as the current config of ${key.dataId}. Listeners get it at once.`),
       diffView(d.diff), err), [
       { label: 'Cancel', value: 'cancel' },
       { label: 'Roll back', value: 'ok', class: 'danger solid', action: async () => {
-        try { await api.post('/history/rollback', { ...keyParams(key), nid }); return true; }
-        catch (e) { err.replaceChildren(errorBox(e)); return false; }
+        try { await api.post('/history/rollback', { ...keyParams(key), nid, casMd5: now ? now.md5 : undefined }); return true; }
+        catch (e) {
+          err.replaceChildren(e.conflict
+            ? h('div', { class: 'notice', role: 'alert' }, 'The config changed since this page was opened; nothing was rolled back. Reload the history and try again.')
+            : errorBox(e));
+          return false;
+        }
       } },
     ]);
     if (v === 'ok') { toast(`Rolled back to version ${nid}`); ctx.rerender(); }
@@ -244,7 +252,7 @@ export async function grayPage(view, q, ctx) {
     h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, 'Configs'), ' / ', h('a', { href: hashFor('edit', keyParams(key)) }, `${key.group} / ${key.dataId}`), ' / gray'),
     h('h1', {}, 'Gray release', h('span', { class: 'sub' }, `${key.dataId} · ${res.formalListeners} listener(s) on the formal config`)),
     errSlot,
-    cards.length ? h('div', { class: 'cards', id: 'grays' }, cards) : h('p', { class: 'muted', id: 'grays' }, 'No gray release of this config.'),
+    cards.length ? h('div', { class: 'stack', id: 'grays' }, cards) : h('p', { class: 'muted', id: 'grays' }, 'No gray release of this config.'),
     h('h2', {}, 'New gray'),
     h('div', { class: 'panel' },
       h('div', { class: 'bar' }, field('Release to', by), fIps, fExpr, fApp, fName, fPrio),

@@ -31,8 +31,10 @@ export function fmtTime(ms) {
 
 export function toast(msg) {
   const t = h('div', { class: 'toast' }, msg);
-  document.getElementById('toasts').append(t);
-  setTimeout(() => t.remove(), 3500);
+  const box = document.getElementById('toasts');
+  box.append(t);
+  while (box.children.length > 2) box.firstChild.remove();
+  setTimeout(() => t.remove(), 2500);
 }
 
 // The message of an error, where the page shows it.

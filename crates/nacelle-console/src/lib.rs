@@ -74,6 +74,10 @@ mod tests {
             }
         }
         // The shipped size stays small (docs/console.md).
-        assert!(total_bytes() < 200 * 1024, "console assets: {} bytes", total_bytes());
+        assert!(
+            total_bytes() < 200 * 1024,
+            "console assets: {} bytes",
+            total_bytes()
+        );
     }
 }

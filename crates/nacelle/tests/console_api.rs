@@ -100,9 +100,10 @@ async fn pages_are_served_and_apis_not_shadowed() -> anyhow::Result<()> {
     assert_eq!(r.status(), 404);
     let r = get(&ts, "/nope", &[]).await?;
     assert_eq!(r.status, 404);
-    ts.publish("", "DEFAULT_GROUP", "app.yaml", "a: 1\n").await?;
+    ts.publish("", "DEFAULT_GROUP", "app.yaml", "a: 1\n")
+        .await?;
     let r = ts.get("", "DEFAULT_GROUP", "app.yaml").await?;
-    assert_eq!(r.body, "a: 1\n");
+    assert_eq!(r.as_deref(), Some("a: 1\n"));
     let r = ts.http.get(ts.url("/metrics")).send().await?;
     let text = r.text().await?;
     assert!(
@@ -119,7 +120,12 @@ async fn namespaces_create_edit_delete() -> anyhow::Result<()> {
     assert_eq!(list[0]["id"], "");
     assert_eq!(list[0]["builtin"], true);
 
-    let r = post(&ts, "/namespaces", &[("id", "dev"), ("name", "Dev"), ("desc", "d")]).await?;
+    let r = post(
+        &ts,
+        "/namespaces",
+        &[("id", "dev"), ("name", "Dev"), ("desc", "d")],
+    )
+    .await?;
     assert_eq!(expect(&r, 200)?["id"], "dev");
     let r = post(&ts, "/namespaces", &[("id", "dev"), ("name", "Dev")]).await?;
     expect_error(&r, 409, "dev")?;
@@ -132,12 +138,25 @@ async fn namespaces_create_edit_delete() -> anyhow::Result<()> {
     let random = expect(&r, 200)?["id"].as_str().context("id")?.to_string();
     assert_eq!(random.len(), 36, "{random}");
 
-    let r = send(&ts, reqwest::Method::PUT, "/namespaces", &[("id", "dev"), ("name", "Development")]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::PUT,
+        "/namespaces",
+        &[("id", "dev"), ("name", "Development")],
+    )
+    .await?;
     expect(&r, 200)?;
-    let r = send(&ts, reqwest::Method::PUT, "/namespaces", &[("id", "ghost"), ("name", "G")]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::PUT,
+        "/namespaces",
+        &[("id", "ghost"), ("name", "G")],
+    )
+    .await?;
     expect_error(&r, 404, "ghost")?;
 
-    ts.publish("dev", "DEFAULT_GROUP", "a.yaml", "a: 1\n").await?;
+    ts.publish("dev", "DEFAULT_GROUP", "a.yaml", "a: 1\n")
+        .await?;
     let list = expect(&get(&ts, "/namespaces", &[]).await?, 200)?;
     let dev = list
         .as_array()
@@ -150,11 +169,29 @@ async fn namespaces_create_edit_delete() -> anyhow::Result<()> {
     assert_eq!(dev["configCount"], 1);
 
     // Not empty: refused without confirmation, deleted with it.
-    let r = send(&ts, reqwest::Method::DELETE, "/namespaces", &[("id", "dev")]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::DELETE,
+        "/namespaces",
+        &[("id", "dev")],
+    )
+    .await?;
     expect_error(&r, 409, "holds 1 configs")?;
-    let r = send(&ts, reqwest::Method::DELETE, "/namespaces", &[("id", "dev"), ("confirm", "true")]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::DELETE,
+        "/namespaces",
+        &[("id", "dev"), ("confirm", "true")],
+    )
+    .await?;
     expect(&r, 200)?;
-    let r = send(&ts, reqwest::Method::DELETE, "/namespaces", &[("id", "dev")]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::DELETE,
+        "/namespaces",
+        &[("id", "dev")],
+    )
+    .await?;
     expect_error(&r, 404, "dev")?;
     let r = send(&ts, reqwest::Method::DELETE, "/namespaces", &[("id", "")]).await?;
     expect_error(&r, 400, "default namespace")?;
@@ -164,7 +201,11 @@ async fn namespaces_create_edit_delete() -> anyhow::Result<()> {
 #[tokio::test]
 async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
     let ts = TestServer::start().await?;
-    for (id, app) in [("shop-a.yaml", "shop"), ("shop-b.yaml", "shop"), ("pay.yaml", "pay")] {
+    for (id, app) in [
+        ("shop-a.yaml", "shop"),
+        ("shop-b.yaml", "shop"),
+        ("pay.yaml", "pay"),
+    ] {
         let form = [
             ("dataId", id),
             ("group", "G"),
@@ -186,8 +227,14 @@ async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
     assert!(page["items"][0]["modified"].as_i64().unwrap_or(0) > 0);
     let page = expect(&get(&ts, "/configs", &[("appName", "pay")]).await?, 200)?;
     assert_eq!(page["total"], 1);
-    let page = expect(&get(&ts, "/configs", &[("pageSize", "1"), ("pageNo", "2")]).await?, 200)?;
-    assert_eq!((page["total"].as_u64(), page["pages"].as_u64()), (Some(3), Some(3)));
+    let page = expect(
+        &get(&ts, "/configs", &[("pageSize", "1"), ("pageNo", "2")]).await?,
+        200,
+    )?;
+    assert_eq!(
+        (page["total"].as_u64(), page["pages"].as_u64()),
+        (Some(3), Some(3))
+    );
     assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
     let r = get(&ts, "/configs", &[("pageSize", "0")]).await?;
     expect_error(&r, 400, "pageSize")?;
@@ -199,23 +246,54 @@ async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
     expect_error(&r, 404, "does not exist")?;
     let r = get(&ts, "/config", &[("dataId", "x")]).await?;
     expect_error(&r, 400, "'group'")?;
-    let r = post(&ts, "/config", &with(&[("content", "a: 1\n"), ("type", "yaml"), ("new", "true")])).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: 1\n"), ("type", "yaml"), ("new", "true")]),
+    )
+    .await?;
     let md5_1 = expect(&r, 200)?["md5"].as_str().context("md5")?.to_string();
-    let r = post(&ts, "/config", &with(&[("content", "a: 9\n"), ("new", "true")])).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: 9\n"), ("new", "true")]),
+    )
+    .await?;
     expect_error(&r, 409, "already exists")?;
     let cfg = expect(&get(&ts, "/config", &KEY).await?, 200)?;
-    assert_eq!((cfg["content"].as_str(), cfg["type"].as_str()), (Some("a: 1\n"), Some("yaml")));
+    assert_eq!(
+        (cfg["content"].as_str(), cfg["type"].as_str()),
+        (Some("a: 1\n"), Some("yaml"))
+    );
     assert_eq!(cfg["md5"], md5_1.as_str());
-    let r = post(&ts, "/config", &with(&[("content", "a: 2\n"), ("type", "yaml"), ("casMd5", &md5_1)])).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: 2\n"), ("type", "yaml"), ("casMd5", &md5_1)]),
+    )
+    .await?;
     expect(&r, 200)?;
     // A second editor still holding the first version is refused: conflict, nothing written.
-    let r = post(&ts, "/config", &with(&[("content", "a: 3\n"), ("type", "yaml"), ("casMd5", &md5_1)])).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: 3\n"), ("type", "yaml"), ("casMd5", &md5_1)]),
+    )
+    .await?;
     let v = expect(&r, 409)?;
     assert_eq!(v["conflict"], true, "{v}");
-    assert_eq!(ts.get("", "DEFAULT_GROUP", "app.yaml").await?.body, "a: 2\n");
+    assert_eq!(
+        ts.get("", "DEFAULT_GROUP", "app.yaml").await?.as_deref(),
+        Some("a: 2\n")
+    );
     let r = post(&ts, "/config", &with(&[])).await?;
     expect_error(&r, 400, "'content'")?;
-    let r = post(&ts, "/config", &[("dataId", "bad id!"), ("group", "G"), ("content", "x")]).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &[("dataId", "bad id!"), ("group", "G"), ("content", "x")],
+    )
+    .await?;
     expect_error(&r, 400, "dataId")?;
 
     // Delete a selection.
@@ -227,7 +305,13 @@ async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
         .map(|c| c["id"].to_string())
         .collect();
     let joined = ids.join(",");
-    let r = send(&ts, reqwest::Method::DELETE, "/configs", &[("ids", &joined)]).await?;
+    let r = send(
+        &ts,
+        reqwest::Method::DELETE,
+        "/configs",
+        &[("ids", &joined)],
+    )
+    .await?;
     assert_eq!(expect(&r, 200)?["removed"], 2);
     let page = expect(&get(&ts, "/configs", &[("group", "G")]).await?, 200)?;
     assert_eq!(page["total"], 1);
@@ -241,22 +325,63 @@ async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
 #[tokio::test]
 async fn validate_by_type_with_line_and_column() -> anyhow::Result<()> {
     let ts = TestServer::start().await?;
-    let v = expect(&post(&ts, "/validate", &[("type", "yaml"), ("content", "a: 1\nb: [2\n")]).await?, 200)?;
+    let v = expect(
+        &post(
+            &ts,
+            "/validate",
+            &[("type", "yaml"), ("content", "a: 1\nb: [2\n")],
+        )
+        .await?,
+        200,
+    )?;
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["type"], "yaml");
     assert!(v["line"].as_u64().is_some(), "{v}");
     assert!(!v["message"].as_str().unwrap_or("").is_empty());
-    let v = expect(&post(&ts, "/validate", &[("type", "json"), ("content", "{\n  \"a\": 1,\n}")]).await?, 200)?;
-    assert_eq!((v["ok"].as_bool(), v["line"].as_u64()), (Some(false), Some(3)), "{v}");
-    let v = expect(&post(&ts, "/validate", &[("type", "json"), ("content", "{\"a\": 1}")]).await?, 200)?;
+    let v = expect(
+        &post(
+            &ts,
+            "/validate",
+            &[("type", "json"), ("content", "{\n  \"a\": 1,\n}")],
+        )
+        .await?,
+        200,
+    )?;
+    assert_eq!(
+        (v["ok"].as_bool(), v["line"].as_u64()),
+        (Some(false), Some(3)),
+        "{v}"
+    );
+    let v = expect(
+        &post(
+            &ts,
+            "/validate",
+            &[("type", "json"), ("content", "{\"a\": 1}")],
+        )
+        .await?,
+        200,
+    )?;
     assert_eq!(v["ok"], true);
-    for (ty, bad) in [("xml", "<a><b></a>"), ("toml", "a = = 1"), ("properties", "a=\\u12")] {
-        let v = expect(&post(&ts, "/validate", &[("type", ty), ("content", bad)]).await?, 200)?;
+    for (ty, bad) in [
+        ("xml", "<a><b></a>"),
+        ("toml", "a = = 1"),
+        ("properties", "a=\\u12"),
+    ] {
+        let v = expect(
+            &post(&ts, "/validate", &[("type", ty), ("content", bad)]).await?,
+            200,
+        )?;
         assert_eq!(v["ok"], false, "{ty}: {v}");
     }
     // Unknown types are text, which is always valid.
-    let v = expect(&post(&ts, "/validate", &[("type", "cobol"), ("content", "{[")]).await?, 200)?;
-    assert_eq!((v["ok"].as_bool(), v["type"].as_str()), (Some(true), Some("text")));
+    let v = expect(
+        &post(&ts, "/validate", &[("type", "cobol"), ("content", "{[")]).await?,
+        200,
+    )?;
+    assert_eq!(
+        (v["ok"].as_bool(), v["type"].as_str()),
+        (Some(true), Some("text"))
+    );
     let r = post(&ts, "/validate", &[("type", "yaml")]).await?;
     expect_error(&r, 400, "'content'")?;
     Ok(())
@@ -265,12 +390,26 @@ async fn validate_by_type_with_line_and_column() -> anyhow::Result<()> {
 #[tokio::test]
 async fn diff_history_and_rollback() -> anyhow::Result<()> {
     let ts = TestServer::start().await?;
-    let d = expect(&post(&ts, "/diff", &[("old", "a: 1\nb: 2\n"), ("new", "a: 1\nb: 3\n")]).await?, 200)?;
+    let d = expect(
+        &post(
+            &ts,
+            "/diff",
+            &[("old", "a: 1\nb: 2\n"), ("new", "a: 1\nb: 3\n")],
+        )
+        .await?,
+        200,
+    )?;
     let text = d["diff"].as_str().context("diff")?;
     assert!(text.contains("-b: 2\n+b: 3\n"), "{text}");
     assert_eq!(d["changed"], true);
-    let d = expect(&post(&ts, "/diff", &[("old", "x"), ("new", "x")]).await?, 200)?;
-    assert_eq!((d["diff"].as_str(), d["changed"].as_bool()), (Some(""), Some(false)));
+    let d = expect(
+        &post(&ts, "/diff", &[("old", "x"), ("new", "x")]).await?,
+        200,
+    )?;
+    assert_eq!(
+        (d["diff"].as_str(), d["changed"].as_bool()),
+        (Some(""), Some(false))
+    );
 
     for v in ["v: 1\n", "v: 2\n", "v: 3\n"] {
         let r = post(&ts, "/config", &with(&[("content", v), ("type", "yaml")])).await?;
@@ -279,34 +418,79 @@ async fn diff_history_and_rollback() -> anyhow::Result<()> {
     let page = expect(&get(&ts, "/history", &KEY).await?, 200)?;
     assert_eq!(page["total"], 3, "{page}");
     let items = page["items"].as_array().context("items")?;
-    assert!(items[0]["srcIp"].as_str().is_some_and(|ip| ip == "127.0.0.1"), "{page}");
+    assert!(
+        items[0]["srcIp"]
+            .as_str()
+            .is_some_and(|ip| ip == "127.0.0.1"),
+        "{page}"
+    );
     assert!(items[0].get("content").is_none(), "pages carry no content");
     let nids: Vec<String> = items.iter().map(|h| h["nid"].to_string()).collect();
     // Newest first; each row holds the version its operation replaced (Nacos's layout):
     // the oldest row is the insert of v: 1.
     let oldest = nids.last().context("oldest")?.clone();
-    let e = expect(&get(&ts, "/history/entry", &with(&[("nid", &oldest)])).await?, 200)?;
-    assert_eq!((e["content"].as_str(), e["op"].as_str()), (Some("v: 1\n"), Some("I")));
-    let d = expect(&post(&ts, "/diff", &with(&[("from", &oldest), ("to", "current")])).await?, 200)?;
-    assert!(d["diff"].as_str().unwrap_or("").contains("-v: 1\n+v: 3\n"), "{d}");
-    let d = expect(&post(&ts, "/diff", &with(&[("from", &nids[1]), ("to", &nids[0])])).await?, 200)?;
+    let e = expect(
+        &get(&ts, "/history/entry", &with(&[("nid", &oldest)])).await?,
+        200,
+    )?;
+    assert_eq!(
+        (e["content"].as_str(), e["op"].as_str()),
+        (Some("v: 1\n"), Some("I"))
+    );
+    let d = expect(
+        &post(&ts, "/diff", &with(&[("from", &oldest), ("to", "current")])).await?,
+        200,
+    )?;
+    assert!(
+        d["diff"].as_str().unwrap_or("").contains("-v: 1\n+v: 3\n"),
+        "{d}"
+    );
+    let d = expect(
+        &post(&ts, "/diff", &with(&[("from", &nids[1]), ("to", &nids[0])])).await?,
+        200,
+    )?;
     assert_eq!(d["changed"], true, "{d}");
 
     // Errors: another key's version, a bad version, a missing one.
-    let r = get(&ts, "/history/entry", &[("namespace", ""), ("group", "DEFAULT_GROUP"), ("dataId", "other.yaml"), ("nid", &oldest)]).await?;
+    let r = get(
+        &ts,
+        "/history/entry",
+        &[
+            ("namespace", ""),
+            ("group", "DEFAULT_GROUP"),
+            ("dataId", "other.yaml"),
+            ("nid", &oldest),
+        ],
+    )
+    .await?;
     expect_error(&r, 404, "does not exist")?;
     let r = post(&ts, "/diff", &with(&[("from", "abc"), ("to", "current")])).await?;
     expect_error(&r, 400, "invalid version")?;
-    let r = post(&ts, "/diff", &with(&[("from", "999999"), ("to", "current")])).await?;
+    let r = post(
+        &ts,
+        "/diff",
+        &with(&[("from", "999999"), ("to", "current")]),
+    )
+    .await?;
     expect_error(&r, 404, "999999")?;
     let r = post(&ts, "/diff", &with(&[("from", "current")])).await?;
     expect_error(&r, 400, "'to'")?;
 
-    // Rollback publishes the version's content, keeping the type.
+    // Rollback compares-and-sets on the version the page showed, then publishes the
+    // version's content, keeping the type.
+    let stale = [
+        ("nid", oldest.as_str()),
+        ("casMd5", "0123456789abcdef0123456789abcdef"),
+    ];
+    let r = post(&ts, "/history/rollback", &with(&stale)).await?;
+    assert_eq!(expect(&r, 409)?["conflict"], true);
     let r = post(&ts, "/history/rollback", &with(&[("nid", &oldest)])).await?;
     expect(&r, 200)?;
     let cfg = expect(&get(&ts, "/config", &KEY).await?, 200)?;
-    assert_eq!((cfg["content"].as_str(), cfg["type"].as_str()), (Some("v: 1\n"), Some("yaml")));
+    assert_eq!(
+        (cfg["content"].as_str(), cfg["type"].as_str()),
+        (Some("v: 1\n"), Some("yaml"))
+    );
     let r = post(&ts, "/history/rollback", &with(&[("nid", "0")])).await?;
     expect_error(&r, 404, "history entry 0")?;
     Ok(())
@@ -315,9 +499,19 @@ async fn diff_history_and_rollback() -> anyhow::Result<()> {
 #[tokio::test]
 async fn gray_release_with_the_listeners_it_reaches() -> anyhow::Result<()> {
     let ts = TestServer::start().await?;
-    let r = post(&ts, "/grays", &with(&[("by", "ips"), ("ips", "127.0.0.1"), ("content", "x")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[("by", "ips"), ("ips", "127.0.0.1"), ("content", "x")]),
+    )
+    .await?;
     expect_error(&r, 404, "publish it before a gray")?;
-    let r = post(&ts, "/config", &with(&[("content", "v: formal\n"), ("type", "yaml")])).await?;
+    let r = post(
+        &ts,
+        "/config",
+        &with(&[("content", "v: formal\n"), ("type", "yaml")]),
+    )
+    .await?;
     let formal_md5 = expect(&r, 200)?["md5"].as_str().context("md5")?.to_string();
 
     // A long poll from 127.0.0.1 holding the formal version, with an app name.
@@ -343,8 +537,15 @@ async fn gray_release_with_the_listeners_it_reaches() -> anyhow::Result<()> {
         (Some("127.0.0.1"), Some("shop"), Some("http-v1")),
         "{ls}"
     );
-    assert_eq!((l["inSync"].as_bool(), l["gray"].as_str()), (Some(true), None), "{ls}");
-    let by_ip = expect(&get(&ts, "/listeners/ip", &[("ip", "127.0.0.1")]).await?, 200)?;
+    assert_eq!(
+        (l["inSync"].as_bool(), l["gray"].as_str()),
+        (Some(true), None),
+        "{ls}"
+    );
+    let by_ip = expect(
+        &get(&ts, "/listeners/ip", &[("ip", "127.0.0.1")]).await?,
+        200,
+    )?;
     assert_eq!(by_ip[0]["dataId"], "app.yaml", "{by_ip}");
     let r = get(&ts, "/listeners/ip", &[("ip", "not-an-ip")]).await?;
     expect_error(&r, 400, "invalid ip")?;
@@ -352,25 +553,63 @@ async fn gray_release_with_the_listeners_it_reaches() -> anyhow::Result<()> {
     // Bad gray requests.
     let r = post(&ts, "/grays", &with(&[("by", "moon"), ("content", "x")])).await?;
     expect_error(&r, 400, "invalid by")?;
-    let r = post(&ts, "/grays", &with(&[("by", "ips"), ("ips", "999.1.1.1"), ("content", "x")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[("by", "ips"), ("ips", "999.1.1.1"), ("content", "x")]),
+    )
+    .await?;
     assert_eq!(r.status, 400, "{}", r.body);
-    let r = post(&ts, "/grays", &with(&[("by", "labels"), ("name", "beta"), ("expr", "a=b"), ("content", "x")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[
+            ("by", "labels"),
+            ("name", "beta"),
+            ("expr", "a=b"),
+            ("content", "x"),
+        ]),
+    )
+    .await?;
     expect_error(&r, 400, "reserved")?;
-    let r = post(&ts, "/grays", &with(&[("by", "app"), ("app", "shop"), ("content", "x")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[("by", "app"), ("app", "shop"), ("content", "x")]),
+    )
+    .await?;
     expect_error(&r, 400, "'name'")?;
 
     // A gray by app name reaches the poll (its app is shop); the poll is told at once.
-    let r = post(&ts, "/grays", &with(&[("by", "app"), ("app", "shop"), ("name", "shop-canary"), ("content", "v: canary\n")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[
+            ("by", "app"),
+            ("app", "shop"),
+            ("name", "shop-canary"),
+            ("content", "v: canary\n"),
+        ]),
+    )
+    .await?;
     expect(&r, 200)?;
     let woke = poll.await??;
     assert_eq!(woke.status(), 200);
     // A beta for another IP reaches nobody.
-    let r = post(&ts, "/grays", &with(&[("by", "ips"), ("ips", "10.9.9.9"), ("content", "v: beta\n")])).await?;
+    let r = post(
+        &ts,
+        "/grays",
+        &with(&[("by", "ips"), ("ips", "10.9.9.9"), ("content", "v: beta\n")]),
+    )
+    .await?;
     expect(&r, 200)?;
     let list = expect(&get(&ts, "/grays", &KEY).await?, 200)?;
     let grays = list["grays"].as_array().context("grays")?;
     assert_eq!(grays.len(), 2, "{list}");
-    assert_eq!((grays[0]["name"].as_str(), grays[0]["kind"].as_str()), (Some("beta"), Some("beta")));
+    assert_eq!(
+        (grays[0]["name"].as_str(), grays[0]["kind"].as_str()),
+        (Some("beta"), Some("beta"))
+    );
     assert_eq!(grays[0]["expr"], "10.9.9.9");
     assert_eq!(grays[1]["expr"], "AppName=shop");
     assert_eq!(grays[1]["content"], "v: canary\n");
@@ -396,7 +635,10 @@ async fn gray_release_with_the_listeners_it_reaches() -> anyhow::Result<()> {
     let reached = &list["grays"][1]["listeners"];
     assert_eq!(reached[0]["app"], "shop", "{list}");
     assert_eq!(reached[0]["inSync"], true, "{list}");
-    assert_eq!(list["grays"][0]["listeners"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        list["grays"][0]["listeners"].as_array().map(Vec::len),
+        Some(0)
+    );
     assert_eq!(list["formalListeners"], 0);
 
     // Abandon the beta; promote the canary.

@@ -23,7 +23,10 @@ const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
 fn serve(asset: &'static Asset) -> Response {
     (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type)),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
             (
                 header::CONTENT_SECURITY_POLICY,
@@ -50,7 +53,10 @@ pub(crate) fn routes(mut router: Router<AppState>) -> Router<AppState> {
         .route("/", get(|| async { Redirect::temporary(HOME) }))
         .route("/nacos", get(|| async { Redirect::temporary(HOME) }))
         .route(HOME, get(move || async move { serve(index) }))
-        .route("/nacos/index.html", get(move || async move { serve(index) }));
+        .route(
+            "/nacos/index.html",
+            get(move || async move { serve(index) }),
+        );
     for asset in nacelle_console::ASSETS {
         router = router.route(asset.path, get(move || async move { serve(asset) }));
     }
@@ -59,6 +65,9 @@ pub(crate) fn routes(mut router: Router<AppState>) -> Router<AppState> {
 
 /// The asset routes, as metric labels.
 pub(crate) fn is_page(path: &str) -> bool {
-    path == "/" || path == "/nacos" || path == HOME || path == "/nacos/index.html"
+    path == "/"
+        || path == "/nacos"
+        || path == HOME
+        || path == "/nacos/index.html"
         || nacelle_console::ASSETS.iter().any(|a| a.path == path)
 }

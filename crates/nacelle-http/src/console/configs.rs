@@ -179,10 +179,7 @@ pub(crate) async fn publish(State(st): State<AppState>, p: Result<Params, ApiErr
 }
 
 /// `DELETE ids=1,2,…` → `{removed}`.
-pub(crate) async fn delete_many(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Answer {
+pub(crate) async fn delete_many(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let ids = p
         .required("ids")?

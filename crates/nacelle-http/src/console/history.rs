@@ -43,9 +43,9 @@ async fn entry_content(
     nid: i64,
 ) -> Result<(HistoryEntry, String), ConsoleError> {
     let h = st.service.history_entry(&p.caller, key, nid).await?;
-    let content =
-        st.service
-            .reveal_history(&p.caller, key, &h.content, &h.encrypted_data_key)?;
+    let content = st
+        .service
+        .reveal_history(&p.caller, key, &h.content, &h.encrypted_data_key)?;
     Ok((h, content))
 }
 

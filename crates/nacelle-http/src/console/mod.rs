@@ -68,7 +68,10 @@ pub(crate) fn routes(router: Router<AppState>) -> Router<AppState> {
         .route("/nacos/console/api/diff", post(configs::diff))
         .route("/nacos/console/api/history", get(history::list))
         .route("/nacos/console/api/history/entry", get(history::entry))
-        .route("/nacos/console/api/history/rollback", post(history::rollback))
+        .route(
+            "/nacos/console/api/history/rollback",
+            post(history::rollback),
+        )
         .route(
             "/nacos/console/api/grays",
             get(gray::list).post(gray::create),
@@ -152,8 +155,7 @@ pub(crate) fn key_of(p: &Params) -> Result<ConfigKey, ConsoleError> {
 pub(crate) fn page_of(p: &Params, size: u64) -> Result<PageRequest, ConsoleError> {
     Ok(PageRequest {
         page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
-        page_size: p
-            .page_number("pageSize", size, PageRequest::MAX_PAGE_SIZE)?,
+        page_size: p.page_number("pageSize", size, PageRequest::MAX_PAGE_SIZE)?,
     })
 }
 
