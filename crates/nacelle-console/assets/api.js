@@ -58,7 +58,9 @@ export async function request(method, path, params) {
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }
   if (!resp.ok) {
-    let msg = (body && (body.error || body.message)) || text || resp.statusText;
+    // The console API answers {error, status}; Nacos's auth failures {status, error:
+    // "Forbidden", message: <reason>}: the reason is the message when there is one.
+    let msg = (body && (body.message || body.error)) || text || resp.statusText;
     if (typeof msg !== 'string') msg = JSON.stringify(msg);
     msg = msg.replace(/^caused: /, '').replace(/;\s*$/, '');
     throw new ApiError(resp.status, msg, body);
@@ -77,13 +79,13 @@ export const api = {
 const A = '/nacos/v1/auth';
 export const auth = {
   login: (username, password) => request('POST', A + '/login', { username, password }),
-  users: (params) => request('GET', A + '/users', { search: 'blur', pageNo: 1, pageSize: 100, ...params }),
+  users: (params) => request('GET', A + '/users', { search: 'blur', username: '', pageNo: 1, pageSize: 100, ...params }),
   createUser: (username, password) => request('POST', A + '/users', { username, password }),
   deleteUser: (username) => request('DELETE', A + '/users', { username }),
-  roles: (params) => request('GET', A + '/roles', { search: 'blur', pageNo: 1, pageSize: 100, ...params }),
+  roles: (params) => request('GET', A + '/roles', { search: 'blur', username: '', role: '', pageNo: 1, pageSize: 100, ...params }),
   addRole: (role, username) => request('POST', A + '/roles', { role, username }),
   deleteRole: (role, username) => request('DELETE', A + '/roles', { role, username }),
-  permissions: (params) => request('GET', A + '/permissions', { search: 'blur', pageNo: 1, pageSize: 100, ...params }),
+  permissions: (params) => request('GET', A + '/permissions', { search: 'blur', role: '', pageNo: 1, pageSize: 100, ...params }),
   addPermission: (role, resource, action) => request('POST', A + '/permissions', { role, resource, action }),
   deletePermission: (role, resource, action) => request('DELETE', A + '/permissions', { role, resource, action }),
 };

@@ -130,7 +130,7 @@ export async function editorPage(view, q, ctx) {
         try {
           const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
             appName: appName.value, desc: desc.value, tags: opened?.tags || '',
-            casMd5: opened ? opened.md5 : '', new: isNew ? 'true' : undefined });
+            casMd5: opened ? opened.md5 : '' });
           k.md5 = r.md5;
           return true;
         } catch (e) {
@@ -143,6 +143,9 @@ export async function editorPage(view, q, ctx) {
             if (btn) btn.disabled = true;
             pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
               `Someone else changed this config since you opened it (now md5 ${opened.md5}, ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}). Nothing was published. Your text is kept: review again to see the diff against their version.`));
+          } else if (e.conflict) {
+            pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
+              `${k.group} / ${k.dataId} already exists (someone created it meanwhile). Nothing was published: open it from the configs list to edit it.`));
           } else {
             pubErr.replaceChildren(errorBox(e));
           }

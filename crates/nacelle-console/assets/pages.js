@@ -156,7 +156,7 @@ export async function historyPage(view, q, ctx) {
       diffView(d.diff), err), [
       { label: 'Cancel', value: 'cancel' },
       { label: 'Roll back', value: 'ok', class: 'danger solid', action: async () => {
-        try { await api.post('/history/rollback', { ...keyParams(key), nid, casMd5: now ? now.md5 : undefined }); return true; }
+        try { await api.post('/history/rollback', { ...keyParams(key), nid, casMd5: now ? now.md5 : '' }); return true; }
         catch (e) {
           err.replaceChildren(e.conflict
             ? h('div', { class: 'notice', role: 'alert' }, 'The config changed since this page was opened; nothing was rolled back. Reload the history and try again.')
@@ -244,7 +244,7 @@ export async function grayPage(view, q, ctx) {
     h('div', { class: 'bar' }, h('h3', { class: 'grow' }, `${g.name} `, h('span', { class: 'tag' }, g.kind)),
       h('button', { type: 'button', class: 'primary', 'data-promote': g.name, onclick: () => act('promote', g) }, 'Promote'),
       h('button', { type: 'button', class: 'danger', 'data-abandon': g.name, onclick: () => act('abandon', g) }, 'Abandon')),
-    h('dl', { class: 'kv' }, h('dt', {}, 'Rule'), h('dd', {}, h('code', {}, g.expr)), h('dt', {}, 'Priority'), h('dd', {}, String(g.priority)),
+    h('dl', { class: 'kv' }, h('dt', {}, 'Rule'), h('dd', {}, h('code', {}, g.expr)), h('dt', {}, 'Priority'), h('dd', {}, g.kind === 'beta' ? 'first (a beta wins over every other gray)' : g.kind === 'tag' ? 'second (tags come right after the beta)' : String(g.priority)),
       h('dt', {}, 'md5'), h('dd', {}, h('code', {}, g.md5)), h('dt', {}, 'Published'), h('dd', {}, fmtTime(g.modified))),
     h('h2', {}, `Connected clients it reaches now (${g.listeners.length})`),
     listenerTable(g.listeners, 'No connected client matches this rule.')));

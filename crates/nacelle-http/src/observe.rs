@@ -149,5 +149,12 @@ mod tests {
         assert_eq!(route_label("/nacos/v2/cs/config"), "/nacos/v2/cs/config");
         assert_eq!(route_label("/nacos/v3/anything"), "unmatched");
         assert_eq!(route_label("/nacos/v2/cs/config/"), "unmatched");
+        assert_eq!(
+            route_label("/nacos/console/api/config"),
+            "/nacos/console/api/config"
+        );
+        assert_eq!(route_label("/nacos/assets/app.js"), CONSOLE_PAGES);
+        assert_eq!(route_label("/"), CONSOLE_PAGES);
+        assert_eq!(route_label("/nacos/assets/other.js"), "unmatched");
     }
 }

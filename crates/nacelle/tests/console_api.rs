@@ -249,17 +249,18 @@ async fn configs_search_read_publish_cas_delete() -> anyhow::Result<()> {
     let r = post(
         &ts,
         "/config",
-        &with(&[("content", "a: 1\n"), ("type", "yaml"), ("new", "true")]),
+        &with(&[("content", "a: 1\n"), ("type", "yaml"), ("casMd5", "")]),
     )
     .await?;
     let md5_1 = expect(&r, 200)?["md5"].as_str().context("md5")?.to_string();
     let r = post(
         &ts,
         "/config",
-        &with(&[("content", "a: 9\n"), ("new", "true")]),
+        &with(&[("content", "a: 9\n"), ("casMd5", "")]),
     )
     .await?;
-    expect_error(&r, 409, "already exists")?;
+    // casMd5 "" means "must not exist yet": a second creation is a conflict.
+    assert_eq!(expect(&r, 409)?["conflict"], true);
     let cfg = expect(&get(&ts, "/config", &KEY).await?, 200)?;
     assert_eq!(
         (cfg["content"].as_str(), cfg["type"].as_str()),

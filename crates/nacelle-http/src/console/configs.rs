@@ -154,24 +154,19 @@ pub(crate) fn publish_request(
             ..ConfigMeta::default()
         },
         src_user: src_user(p),
-        cas_md5: p.non_blank("casMd5").map(str::to_string),
+        // Present, even empty, is a compare-and-set (`""`: the config must not exist).
+        cas_md5: p.get("casMd5").map(|m| m.trim().to_string()),
         variant: Variant::Formal,
     }
 }
 
-/// `POST namespace, dataId, group, content, type, appName, desc, casMd5` → `{md5}`.
-/// `casMd5` is the md5 of the version the editor opened (`""` for a new config: then the
-/// publish fails if the config exists meanwhile, via `new=true`); a mismatch is 409 with
-/// `conflict: true`.
+/// `POST namespace, dataId, group, content, type, appName, desc, tags, casMd5` →
+/// `{md5, modified}`. `casMd5` is the md5 of the version the editor opened, `""` for a new
+/// config (which then must still not exist); a mismatch is 409 with `conflict: true` and
+/// nothing is written.
 pub(crate) async fn publish(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let key = key_of(&p)?;
-    if p.get("new") == Some("true") && formal(&st.service, &p, &key)?.is_some() {
-        return Err(ConsoleError::new(
-            StatusCode::CONFLICT,
-            format!("config {key} already exists"),
-        ));
-    }
     let content = p.required("content")?.to_string();
     let req = publish_request(&p, key, content, p.get("type").map(str::to_string));
     let stored = st.service.publish(&p.caller, req).await?;
