@@ -58,7 +58,7 @@ export async function namespacesPage(view, q, ctx) {
 export async function configsPage(view, q, ctx) {
   const ns = ctx.namespace;
   const pageNo = Number(q.pageNo || 1);
-  const dataId = h('input', { id: 'q-dataId', value: q.dataId || '', placeholder: '*  (wildcards: app-*.yaml)', autocomplete: 'off' });
+  const dataId = h('input', { id: 'q-dataId', value: q.dataId || '', placeholder: 'app-*.yaml', autocomplete: 'off' });
   const group = h('input', { id: 'q-group', value: q.group || '', placeholder: '*', autocomplete: 'off' });
   const app = h('input', { id: 'q-app', value: q.appName || '', placeholder: '*', autocomplete: 'off' });
   const wild = (v) => { v = v.trim(); return v && !v.includes('*') ? `*${v}*` : v; };
@@ -140,6 +140,7 @@ export async function historyPage(view, q, ctx) {
       const e = await api.get('/history/entry', { ...keyParams(key), nid });
       const area = codeArea(e.content, q.type || 'text');
       area.textarea.readOnly = true;
+      area.el.classList.add('short');
       out.replaceChildren(h('h2', {}, `Version ${nid}`, h('span', { class: 'sub' }, `${fmtTime(e.modified)} · ${e.srcUser || 'unknown user'} from ${e.srcIp || '?'}`)), area.el);
     } catch (err) { out.replaceChildren(errorBox(err)); }
   };
@@ -214,6 +215,7 @@ export async function grayPage(view, q, ctx) {
   const syncBy = () => { fIps.hidden = by.value !== 'ips'; fExpr.hidden = by.value !== 'labels'; fApp.hidden = by.value !== 'app'; fName.hidden = fPrio.hidden = by.value === 'ips'; };
   by.onchange = syncBy; syncBy();
   const area = codeArea(cfg.content, cfg.type);
+  area.el.classList.add('short');
   const createErr = h('div', { id: 'gray-create-error' });
   const create = async () => {
     createErr.replaceChildren();

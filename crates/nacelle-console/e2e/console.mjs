@@ -283,10 +283,17 @@ try {
 
   step('laptop width');
   await page.setViewportSize({ width: 1024, height: 700 });
+  const q = 'namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml';
+  for (const [hash, ready] of [['configs', 'td a'], [`edit?${q}`, '.status .tag'], [`history?${q}`, 'input[data-nid]'],
+    [`gray?${q}`, '#gray-create'], [`listeners?${q}`, 'td'], ['namespaces', 'td code'], ['cluster', 'td .tag']]) {
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    check(overflow <= 0, `#/${hash} scrolls sideways by ${overflow}px at 1024px`);
+  }
   await page.goto(base + '/nacos/#/configs');
-  await page.locator('td a', { hasText: 'shop.yaml' }).waitFor();
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  check(overflow <= 0, `the page scrolls sideways by ${overflow}px at 1024px`);
+  await page.locator('td a').first().waitFor();
+  await shot('configs-laptop');
   ok();
 
   step('no script errors');

@@ -23,29 +23,31 @@ fn repo_root() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("../.."))
 }
 
-/// The e2e package dir, checked to be ready (chromium present, node modules installed).
-pub fn e2e_dir() -> anyhow::Result<PathBuf> {
-    let dir = repo_root().join("crates/nacelle-console/e2e");
+/// The e2e package dir.
+fn e2e_dir() -> PathBuf {
+    repo_root().join("crates/nacelle-console/e2e")
+}
+
+/// Fails, saying how to get them, unless chromium and playwright-core are installed.
+fn browser_ready() -> anyhow::Result<()> {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !std::path::Path::new(&chromium).exists() {
         bail!("{chromium} is missing: apt-get install -y chromium chromium-driver (.ci/run does)");
     }
-    if !dir.join("node_modules/playwright-core").exists() {
+    if !e2e_dir().join("node_modules/playwright-core").exists() {
         bail!(
             "playwright-core is not installed: (cd {} && npm ci) (.ci/run does)",
-            dir.display()
+            e2e_dir().display()
         );
     }
-    Ok(dir)
+    Ok(())
 }
 
-/// Runs `node <script> <args…>` in the e2e dir, printing its output; fails unless it exits 0.
-pub async fn run_script(script: &str, args: &[&str]) -> anyhow::Result<String> {
-    let dir = e2e_dir()?;
+/// Runs `node <args…>` in the e2e dir, printing its output; fails unless it exits 0.
+async fn node(args: &[&str]) -> anyhow::Result<String> {
     let child = tokio::process::Command::new("node")
-        .arg(script)
         .args(args)
-        .current_dir(&dir)
+        .current_dir(e2e_dir())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -54,14 +56,23 @@ pub async fn run_script(script: &str, args: &[&str]) -> anyhow::Result<String> {
     // A bound, not a timing assertion: a browser that hangs must not hang the suite.
     let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
         .await
-        .context("the browser test did not finish within 5 minutes")??;
+        .context("node did not finish within 5 minutes")??;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{stdout}");
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
-        bail!("{script} failed ({}):\n{stdout}", out.status);
+        bail!("node {args:?} failed ({}):\n{stdout}", out.status);
     }
     Ok(stdout)
+}
+
+/// The editor's highlighter never changes the text it colours (node's test runner over
+/// `e2e/highlight.test.mjs`; no browser needed).
+#[tokio::test]
+async fn highlighter_keeps_the_text() -> anyhow::Result<()> {
+    let out = node(&["--test", "highlight.test.mjs"]).await?;
+    assert!(out.contains("# fail 0"), "{out}");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,7 +96,8 @@ async fn console_in_chromium() -> anyhow::Result<()> {
     let base = format!("http://{}", server.http_addr);
     let shots = repo_root().join("docs/console");
     let shots = shots.to_string_lossy();
-    let out = run_script("console.mjs", &[&base, &shots]).await?;
+    browser_ready()?;
+    let out = node(&["console.mjs", &base, &shots]).await?;
     assert!(out.contains("all steps passed"), "{out}");
     Ok(())
 }
