@@ -165,7 +165,7 @@ export async function editorPage(view, q, ctx) {
     if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 's') { e.preventDefault(); reviewAndPublish(); }
   };
   const links = opened ? [
-    h('a', { class: 'btn', href: hashFor('history', keyParams(key)) }, 'History'),
+    h('a', { class: 'btn', href: hashFor('history', { ...keyParams(key), type: opened.type }) }, 'History'),
     h('a', { class: 'btn', href: hashFor('gray', keyParams(key)) }, 'Gray release'),
     h('a', { class: 'btn', href: hashFor('listeners', keyParams(key)) }, 'Listeners'),
   ] : [];

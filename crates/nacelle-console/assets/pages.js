@@ -102,7 +102,7 @@ export async function configsPage(view, q, ctx) {
       { label: 'App', cell: (c) => c.appName || h('span', { class: 'muted' }, '—') },
       { label: 'Last modified', cell: (c) => fmtTime(c.modified) },
       { label: '', class: 'actions', cell: (c) => [
-        h('a', { href: hashFor('history', keyParams(c)) }, 'History'), ' · ',
+        h('a', { href: hashFor('history', { ...keyParams(c), type: c.type }) }, 'History'), ' · ',
         h('a', { href: hashFor('gray', keyParams(c)) }, 'Gray'), ' · ',
         h('a', { href: hashFor('listeners', keyParams(c)) }, 'Listeners')] },
     ], res.items, 'No config matches.'),
