@@ -68,6 +68,9 @@ impl From<&CoreError> for WireError {
             CoreError::Unsupported(m) => (code::NOT_IMPLEMENTED, m.clone()),
             CoreError::NotReady(_) => (code::SERVER_NOT_READY, e.to_string()),
             CoreError::Store(_) | CoreError::Cipher(_) => (code::SERVER_ERROR, e.to_string()),
+            // Nacos's auth filter: errorCode 403 with the reason.
+            CoreError::Auth(f) => (code::NO_RIGHT, f.message().to_string()),
+            CoreError::Throttled { .. } => (code::TOO_MANY_REQUESTS, e.to_string()),
         };
         WireError { code, message }
     }

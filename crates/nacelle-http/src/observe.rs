@@ -53,6 +53,7 @@ const CONSOLE_PAGES: &str = "/nacos/ (console pages)";
 fn route_label(path: &str) -> &'static str {
     if let Some(r) = ROUTES
         .iter()
+        .chain(crate::v1::auth::ROUTES)
         .chain(crate::console::ROUTES)
         .find(|r| **r == path)
     {

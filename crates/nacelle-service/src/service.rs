@@ -30,6 +30,7 @@ use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
@@ -56,6 +57,8 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     /// The master key and the opened versions of encrypted configs (`crate::cipher`).
     pub(crate) cipher: CipherState,
+    /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
+    pub(crate) auth: AuthState,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -98,6 +101,7 @@ impl ConfigService {
                 grays: DashMap::new(),
                 hub: Arc::new(WatchHub::new()),
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
+                auth: AuthState::new(),
                 limits,
                 ready: AtomicBool::new(false),
                 write_locks,
@@ -154,6 +158,7 @@ impl ConfigService {
         for (key, rows) in by_key {
             self.set_grays(&key, rows);
         }
+        self.refresh_identities().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,

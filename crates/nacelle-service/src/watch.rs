@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use nacelle_core::Action;
 use nacelle_core::{Caller, ConfigKey, CoreError};
 use parking_lot::Mutex;
 
@@ -89,6 +90,7 @@ impl ConfigService {
     /// Opens an empty watch for `caller`.
     pub fn watch(&self, caller: &Caller) -> Result<Watch, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         Ok(Watch {
             service: self.clone(),
             caller: Arc::new(caller.clone()),
@@ -109,6 +111,9 @@ impl ConfigService {
         self.guard()?;
         let distinct: HashSet<&ConfigKey> = items.iter().map(|(k, _)| k).collect();
         self.check_listen_limit(distinct.len())?;
+        for key in &distinct {
+            self.authorize_key(caller, key, Action::Read)?;
+        }
         Ok(items
             .iter()
             .filter(|(k, md5)| !self.holds_current(caller, k, md5))
@@ -119,31 +124,36 @@ impl ConfigService {
     /// Client IP → md5 reported, for every listener of `key`.
     pub fn listeners_of(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
     ) -> Result<Vec<(String, String)>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         Ok(self.inner.hub.listeners_of(key))
     }
 
     /// Key → md5 reported, for every key that a client at `ip` listens to.
     pub fn keys_of_ip(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         ip: &str,
     ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
         self.guard()?;
-        Ok(self.inner.hub.keys_of_ip(ip))
+        self.authenticated(caller)?;
+        let mut keys = self.inner.hub.keys_of_ip(ip);
+        keys.retain(|(key, _)| self.may_read(caller, key));
+        Ok(keys)
     }
 
     /// Every listener of `key` with what it holds and what it would be served now
     /// (variant and md5), for the console.
     pub fn listener_views(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
     ) -> Result<Vec<ListenerView>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         let subs = self.inner.hub.subscribers_of(key);
         Ok(subs
             .into_iter()
@@ -151,16 +161,19 @@ impl ConfigService {
             .collect())
     }
 
-    /// Every key a client at `ip` listens to, as [`ConfigService::listener_views`] shows it.
+    /// Every key a client at `ip` listens to that `caller` may read, as
+    /// [`ConfigService::listener_views`] shows it.
     pub fn listener_views_of_ip(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         ip: &str,
     ) -> Result<Vec<ListenerView>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         let subs = self.inner.hub.subscriptions_of_ip(ip);
         Ok(subs
             .into_iter()
+            .filter(|(key, _, _)| self.may_read(caller, key))
             .map(|(key, who, held)| self.listener_view(key, who, &held))
             .collect())
     }
@@ -205,10 +218,15 @@ impl ConfigService {
 impl Watch {
     /// Watches `items` (or updates the md5 of keys already watched) and returns which of
     /// them changed relative to the md5 the caller holds. Validates the whole request
-    /// first: if the watch would exceed the key limit nothing changes.
-    pub fn add(&self, items: Vec<WatchItem>) -> Result<Added, CoreError> {
+    /// first: if the watch would exceed the key limit, or `requester` (the caller of this
+    /// request, whose credentials may differ from the watch's first request) may not read
+    /// one of the keys, nothing changes.
+    pub fn add(&self, requester: &Caller, items: Vec<WatchItem>) -> Result<Added, CoreError> {
         let service = &self.service;
         service.guard()?;
+        for item in &items {
+            service.authorize_key(requester, &item.key, Action::Read)?;
+        }
         let mut keys = self.keys.lock();
         let fresh: HashSet<&ConfigKey> = items
             .iter()

@@ -39,24 +39,30 @@ async fn listeners_with_what_they_hold_and_what_they_would_be_served() -> TestRe
     let a = from("10.0.0.1", "shop")?;
     let b = from("10.0.0.2", "pay")?;
     let wa = service.watch(&a)?;
-    wa.add(vec![
-        WatchItem {
-            key: key.clone(),
-            md5: md5_hex(b"v1"),
-            subscriber: Arc::new(Quiet),
-        },
-        WatchItem {
-            key: other.clone(),
-            md5: md5_hex(b"o1"),
-            subscriber: Arc::new(Quiet),
-        },
-    ])?;
+    wa.add(
+        &a,
+        vec![
+            WatchItem {
+                key: key.clone(),
+                md5: md5_hex(b"v1"),
+                subscriber: Arc::new(Quiet),
+            },
+            WatchItem {
+                key: other.clone(),
+                md5: md5_hex(b"o1"),
+                subscriber: Arc::new(Quiet),
+            },
+        ],
+    )?;
     let wb = service.watch(&b)?;
-    wb.add(vec![WatchItem {
-        key: key.clone(),
-        md5: "stale".into(),
-        subscriber: Arc::new(Quiet),
-    }])?;
+    wb.add(
+        &b,
+        vec![WatchItem {
+            key: key.clone(),
+            md5: "stale".into(),
+            subscriber: Arc::new(Quiet),
+        }],
+    )?;
 
     let mut views = service.listener_views(&admin, &key)?;
     views.sort_by_key(|v| v.listener.ip_string());

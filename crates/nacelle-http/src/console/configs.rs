@@ -76,23 +76,7 @@ pub(crate) fn formal(
     p: &Params,
     key: &ConfigKey,
 ) -> Result<Option<Arc<StoredConfig>>, ConsoleError> {
-    let q = SearchQuery {
-        mode: SearchMode::Accurate,
-        namespace: key.namespace().clone(),
-        data_id: key.data_id().to_string(),
-        group: key.group().to_string(),
-        app_name: String::new(),
-        config_tags: String::new(),
-        page: nacelle_core::PageRequest {
-            page_no: 1,
-            page_size: 1,
-        },
-    };
-    Ok(service
-        .search(&p.caller, &q)?
-        .items
-        .into_iter()
-        .find(|c| &c.key == key))
+    Ok(service.formal(&p.caller, key)?)
 }
 
 /// The content of a stored config as this caller is shown it (an encrypted config's
@@ -198,8 +182,10 @@ pub(crate) async fn delete_many(State(st): State<AppState>, p: Result<Params, Ap
 
 /// `POST type, content` → `{ok: true}` or `{ok: false, message, line, column}`: the
 /// core's syntax check of that type (the one publishes use).
-pub(crate) async fn validate(p: Result<Params, ApiError>) -> Answer {
+pub(crate) async fn validate(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
+    // Only for signed-in users when authentication is on, like every console request.
+    st.service.authenticated(&p.caller)?;
     let ty = ConfigType::parse_lenient(p.get("type").unwrap_or(""));
     let content = p.required("content")?;
     match check_syntax(ty, content) {
@@ -231,12 +217,15 @@ pub(crate) fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> S
 pub(crate) async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let (old, new, old_name, new_name) = match (p.get("old"), p.get("new")) {
-        (Some(a), Some(b)) => (
-            a.to_string(),
-            b.to_string(),
-            "current".to_string(),
-            "edited".to_string(),
-        ),
+        (Some(a), Some(b)) => {
+            st.service.authenticated(&p.caller)?;
+            (
+                a.to_string(),
+                b.to_string(),
+                "current".to_string(),
+                "edited".to_string(),
+            )
+        }
         _ => {
             let key = key_of(&p)?;
             let from = p.required("from")?;

@@ -59,8 +59,9 @@ pub(crate) async fn of_ip(State(st): State<AppState>, p: Result<Params, ApiError
 /// notified: {grpc, http, failed}}]}`; a node running alone shows itself.
 pub(crate) async fn cluster(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
-    // Readiness like every other console read.
+    // Readiness and authentication like every other console read.
     st.service.namespaces(&p.caller).await?;
+    st.service.authenticated(&p.caller)?;
     let members = st.service.members();
     let clustered = members.is_some();
     let members = match members {

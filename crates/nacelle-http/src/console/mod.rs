@@ -162,9 +162,5 @@ pub(crate) fn page_of(p: &Params, size: u64) -> Result<PageRequest, ConsoleError
 /// Who the history records as making a change through the console: the signed-in user,
 /// else nobody named (the IP is recorded by the service either way).
 pub(crate) fn src_user(p: &Params) -> String {
-    p.caller
-        .user
-        .as_deref()
-        .map(str::to_string)
-        .unwrap_or_default()
+    p.caller.user().map(str::to_string).unwrap_or_default()
 }
