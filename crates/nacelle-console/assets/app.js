@@ -2,7 +2,7 @@
 // session shown in the header, and the one place where a refused request (401/403)
 // sends the user to the login page or shows "not allowed".
 
-import { api, session } from './api.js';
+import { api, session, setSession } from './api.js';
 import { h, errorBox } from './ui.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
@@ -24,22 +24,31 @@ const ctx = {
   setNamespace(id) { sessionStorage.setItem(NS_KEY, id); nsSelect.value = id; },
   namespaceName() { const n = namespaces.find((x) => x.id === ctx.namespace); return n ? n.name : ctx.namespace || 'public'; },
   async reloadNamespaces() {
-    try { namespaces = await api.get('/namespaces'); } catch (e) { namespaces = []; throw e; }
+    try { namespaces = await api.get('/namespaces'); } catch (e) {
+      namespaces = [];
+      nsSelect.closest('label').hidden = true;
+      throw e;
+    }
     nsSelect.replaceChildren(...namespaces.map((n) => h('option', { value: n.id }, `${n.name}${n.id ? '' : ''}`)));
     if (!namespaces.some((n) => n.id === ctx.namespace)) ctx.setNamespace('');
     nsSelect.value = ctx.namespace;
+    nsSelect.closest('label').hidden = namespaces.length === 0;
   },
   rerender: () => render(),
-  onSession: () => paintSession(),
+  // Another user sees other namespaces: reload them on the next page.
+  onSession: () => { namespaces = []; paintSession(); },
 };
 
 function paintSession() {
   const s = session();
   const who = document.getElementById('who');
   document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
-  who.replaceChildren(s
-    ? [h('span', {}, s.username + (s.globalAdmin ? ' (admin)' : '')), h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, 'Sign out')]
-    : h('a', { href: '#/login' }, 'Sign in'));
+  if (s) {
+    who.replaceChildren(h('span', {}, s.username + (s.globalAdmin ? ' (admin)' : '')),
+      h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, 'Sign out'));
+  } else {
+    who.replaceChildren(h('a', { href: '#/login' }, 'Sign in'));
+  }
 }
 
 function parseHash() {
@@ -63,9 +72,18 @@ async function render() {
     if (mine === rendering && !view.contains(document.activeElement)) view.focus({ preventScroll: true });
   } catch (e) {
     if (mine !== rendering) return;
-    const s = session();
+    let s = session();
+    let dropped = '';
+    // A session the server no longer accepts (expired, the user deleted, its password
+    // changed) is dropped: sign in again.
+    if (s && e.status === 403 && /token expired|token invalid|user not found/i.test(e.message)) {
+      setSession(null);
+      paintSession();
+      s = null;
+      dropped = e.message;
+    }
     if (e.status === 401 || (e.status === 403 && !s)) {
-      location.hash = '#/login?' + new URLSearchParams({ next: location.hash, reason: 'Please sign in.' });
+      location.hash = '#/login?' + new URLSearchParams({ next: location.hash, reason: dropped ? `Your session ended (${dropped}): please sign in again.` : 'Please sign in.' });
       return;
     }
     view.replaceChildren(h('h1', {}, 'Could not load this page'), errorBox(e));

@@ -62,7 +62,16 @@ export async function usersPage(view, q, ctx) {
     if (e.status === 404 || e.status === 501) e = new ApiError(404, 'Authentication is not enabled on this server: there are no users to manage.');
     content = errorBox(e);
   }
-  view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), tabs(tab), errSlot, content);
+  // Nacos's server state says whether authentication is on; with it off, users exist but
+  // are not asked for.
+  let off = null;
+  try {
+    const state = await fetch('/nacos/v1/console/server/state').then((r) => r.json());
+    if (String(state.auth_enabled) === 'false') {
+      off = h('p', { class: 'notice', id: 'auth-off' }, 'Authentication is off on this server: these users, roles and permissions take effect once it is turned on.');
+    }
+  } catch { /* the notice is only a hint */ }
+  view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), off, tabs(tab), errSlot, content);
 }
 
 const items = (page) => (page && (page.pageItems || page.items)) || [];

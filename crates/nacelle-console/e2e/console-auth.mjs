@@ -6,8 +6,7 @@
 // `ro-reader` holding `r` on `ro:*:*`; then `reader` signs in: the users page is not in
 // the navigation and shows "not allowed" when opened, editing the namespace and
 // publishing into it are refused with the server's 403 shown where the action was taken.
-// Written before authentication exists on main: the lead runs it once auth is merged
-// (crates/nacelle/tests/console_browser.rs, `console_auth_in_chromium`).
+// Run by crates/nacelle/tests/console_browser.rs (`console_auth_in_chromium`).
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -87,6 +86,7 @@ try {
   await page.selectOption('#p-action', 'r');
   await page.click('form button[type=submit]');
   await page.locator('td code', { hasText: 'ro:*:*' }).waitFor();
+  check(await page.locator('#auth-off').count() === 0, 'the users page says authentication is off');
   await shot('users');
   // A config to read.
   await page.selectOption('#ns-select', 'ro');
@@ -124,6 +124,14 @@ try {
   await page.click('dialog button[data-value=publish]');
   await page.locator('dialog .error', { hasText: 'Not allowed' }).waitFor();
   await shot('editor-not-allowed');
+  ok();
+
+  step('a session the server no longer accepts leads back to the login page');
+  await page.evaluate(() => sessionStorage.setItem('nacelle.session', JSON.stringify({ accessToken: 'x.y.z', username: 'reader', globalAdmin: false })));
+  await page.goto(base + '/nacos/#/configs');
+  await page.waitForURL(/#\/login/);
+  await page.locator('.notice', { hasText: 'Your session ended' }).waitFor();
+  check(await page.evaluate(() => sessionStorage.getItem('nacelle.session')) === null, 'the refused session was kept');
   ok();
 } catch (e) {
   console.log(`FAIL ${current}: ${e.message}`);
