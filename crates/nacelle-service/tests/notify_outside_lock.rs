@@ -52,7 +52,7 @@ async fn a_slow_listener_walk_does_not_hold_the_key_write_lock() -> TestResult {
     let (release, release_rx) = mpsc::channel();
     let caller = Caller::anonymous(Protocol::Internal, None);
     let watch = service.watch(&caller)?;
-    watch.add(vec![WatchItem {
+    watch.add(&caller, vec![WatchItem {
         key: key.clone(),
         md5: String::new(),
         subscriber: Arc::new(Slow {
