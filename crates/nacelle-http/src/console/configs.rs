@@ -4,6 +4,7 @@
 //! Export of a selection is the Nacos export (`/nacos/v1/cs/configs?export=true&ids=…`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -203,13 +204,38 @@ pub(crate) async fn validate(State(st): State<AppState>, p: Result<Params, ApiEr
 /// Lines of context around each change in a diff.
 const DIFF_CONTEXT: usize = 3;
 
+/// How long a diff may search for the smallest edit script before it settles for a
+/// larger (still correct) one: two unrelated 10 MB configs must not hold a thread.
+const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Texts up to this size (both together) are diffed on the request's task; larger ones on
+/// the blocking pool.
+const INLINE_DIFF_BYTES: usize = 64 * 1024;
+
 /// A unified diff of `old` → `new` with headers naming them.
 pub(crate) fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
+    similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(DIFF_CONTEXT)
         .header(old_name, new_name)
         .to_string()
+}
+
+/// [`unified`], on the blocking pool when the texts are large.
+async fn unified_off_thread(
+    old: String,
+    new: String,
+    old_name: String,
+    new_name: String,
+) -> Result<String, ConsoleError> {
+    if old.len() + new.len() <= INLINE_DIFF_BYTES {
+        return Ok(unified(&old, &new, &old_name, &new_name));
+    }
+    tokio::task::spawn_blocking(move || unified(&old, &new, &old_name, &new_name))
+        .await
+        .map_err(|e| ConsoleError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("diff: {e}")))
 }
 
 /// `POST` either `old`, `new` (two texts), or `namespace, dataId, group` with `from` and
@@ -238,7 +264,9 @@ pub(crate) async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>
             )
         }
     };
-    ok(json!({"diff": unified(&old, &new, &old_name, &new_name), "changed": old != new}))
+    let changed = old != new;
+    let diff = unified_off_thread(old, new, old_name, new_name).await?;
+    ok(json!({"diff": diff, "changed": changed}))
 }
 
 fn version_name(v: &str) -> String {
