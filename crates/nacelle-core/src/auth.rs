@@ -318,7 +318,9 @@ impl Directory {
 
     /// Whether any user holds `role`.
     pub fn role_exists(&self, role: &str) -> bool {
-        self.roles_of.values().any(|roles| roles.iter().any(|r| r == role))
+        self.roles_of
+            .values()
+            .any(|roles| roles.iter().any(|r| r == role))
     }
 
     /// The roles of `name`.

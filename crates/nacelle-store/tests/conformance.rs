@@ -959,8 +959,8 @@ async fn schema_created_once(backend: Backend) -> TestResult {
                 .await?
         }
     };
-    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release).
-    assert_eq!(versions, 2);
+    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth).
+    assert_eq!(versions, 3);
     drop(stores);
     drop(db);
     Ok(())

@@ -4,10 +4,10 @@ use nacelle_proto::config::ConfigRemoveRequest as RemoveRequest;
 use nacelle_proto::response::ConfigRemoveResponse;
 use nacelle_proto::{Payload, ResponseHead};
 
-use nacelle_core::Caller;
 use crate::ctx::Ctx;
 use crate::errors::{fail_head, unparsable};
 use crate::wire::{self, key_of, RequestMeta};
+use nacelle_core::Caller;
 
 pub(super) async fn handle(
     ctx: &Ctx,

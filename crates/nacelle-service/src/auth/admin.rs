@@ -183,7 +183,8 @@ impl ConfigService {
             .identity_write(IdentityWrite::SetPassword {
                 username: username.into(),
                 hash,
-                not_before: now_s(),
+                // A token issued in this very second predates the change: refused too.
+                not_before: now_s() + 1,
             })
             .await;
         self.auth().passwords.forget(username);
@@ -465,7 +466,8 @@ impl ConfigService {
 
     /// At first start: when the database has no user at all, creates the administrator
     /// `nacos` with `password` (or a random one) and answers the password; otherwise
-    /// `None`.
+    /// `None`. Members of a cluster starting together race for it: one creates it, the
+    /// others find it taken and answer `None` (only the creator knows the password).
     pub async fn ensure_initial_admin(
         &self,
         password: Option<&str>,
@@ -474,8 +476,34 @@ impl ConfigService {
         if self.directory().user_count() > 0 {
             return Ok(None);
         }
-        self.create_admin(&Caller::internal(), password)
-            .await
-            .map(Some)
+        let password = match password.filter(|p| !p.is_empty()) {
+            Some(p) => p.to_string(),
+            None => generate_password()?,
+        };
+        check_password(&password)?;
+        let hash = password::hash(password.clone()).await?;
+        let created = self
+            .identity_write(IdentityWrite::CreateUser {
+                username: DEFAULT_ADMIN.into(),
+                hash,
+            })
+            .await;
+        match created {
+            Ok(()) => {}
+            Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let bound = self
+            .identity_write(IdentityWrite::AddRole {
+                role: ADMIN_ROLE.into(),
+                username: DEFAULT_ADMIN.into(),
+            })
+            .await;
+        match bound {
+            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
+            Err(e) => return Err(e),
+        }
+        audit("user.admin", None, &Caller::internal(), DEFAULT_ADMIN, true);
+        Ok(Some(password))
     }
 }
