@@ -62,14 +62,20 @@ async function render() {
   const { page, q } = parseHash();
   const fn = PAGES[page];
   const mine = ++rendering;
-  view.onkeydown = null;
   document.querySelectorAll('#nav a').forEach((a) => a.setAttribute('aria-current', a.dataset.section === (SECTION[page] || page) ? 'page' : 'false'));
   document.title = `${page[0].toUpperCase() + page.slice(1)} · Nacelle`;
   if (!fn) { view.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/configs' }, 'Go to configs'))); return; }
   try {
     if (page !== 'login' && !namespaces.length) await ctx.reloadNamespaces();
-    await fn(view, q, ctx);
-    if (mine === rendering && !view.contains(document.activeElement)) view.focus({ preventScroll: true });
+    // Each render builds its page apart and shows it only if no newer render started
+    // meanwhile (a slow answer never overwrites the page the user went on to).
+    const built = h('div', { class: 'page' });
+    await fn(built, q, ctx);
+    if (mine !== rendering) return;
+    view.replaceChildren(built);
+    const first = built.querySelector('[data-autofocus]');
+    if (first) first.focus();
+    else if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
   } catch (e) {
     if (mine !== rendering) return;
     let s = session();

@@ -31,7 +31,7 @@ export async function loginPage(view, q, ctx) {
     h('div', { class: 'form' }, h('div', { class: 'wide' }, field('User name', user)), h('div', { class: 'wide' }, field('Password', pass))),
     err,
     h('div', { class: 'bar' }, h('button', { type: 'submit', class: 'primary', id: 'login-submit' }, 'Sign in'))));
-  user.focus();
+  user.dataset.autofocus = '1';
 }
 
 export function signOut(ctx) {

@@ -179,6 +179,6 @@ export async function editorPage(view, q, ctx) {
     h('div', { class: 'bar' }, publishBtn, h('button', { type: 'button', onclick: () => validate() }, 'Validate'), ...links,
       h('span', { class: 'muted grow' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'S'), ' reviews the diff and publishes')),
   );
-  (isNew ? dataId : code.textarea).focus();
+  (isNew ? dataId : code.textarea).dataset.autofocus = '1';
   if (code.value) validate(false).catch(() => {});
 }

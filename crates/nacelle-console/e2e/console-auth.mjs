@@ -90,6 +90,7 @@ try {
   await shot('users');
   // A config to read.
   await page.selectOption('#ns-select', 'ro');
+  await page.locator('h1 .sub', { hasText: 'Read only' }).waitFor();
   await page.goto(base + '/nacos/#/edit?namespace=ro');
   await page.fill('#f-dataId', 'ro.yaml');
   await page.fill('#content', 'a: 1\n');
