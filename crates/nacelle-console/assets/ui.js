@@ -62,6 +62,13 @@ export function modal(title, body, buttons, opts = {}) {
           d.close(b.value);
         } }, b.label));
     d.append(h('h2', {}, title), body, h('div', { class: 'buttons' }, btns));
+    // Enter in a field presses the dialog's main button (the last one).
+    d.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && e.target.tagName === 'INPUT') {
+        e.preventDefault();
+        btns[btns.length - 1].click();
+      }
+    });
     d.addEventListener('close', () => { d.remove(); resolve(d.returnValue || null); });
     document.body.append(d);
     d.showModal();
