@@ -677,6 +677,21 @@ async fn identities(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
     assert_eq!(got.roles, vec![role("ROLE_ADMIN", "nacos")]);
     assert!(got.permissions.is_empty());
     assert!(got.tokens_not_before.is_empty());
+    // The first administrator: user and role in one write; a taken name writes nothing.
+    let admin = W::CreateAdmin {
+        username: "root".into(),
+        hash: hash.into(),
+    };
+    store.write_identity(&admin).await?;
+    assert!(matches!(
+        store.write_identity(&admin).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let got = store.load_identities().await?;
+    assert_eq!(
+        got.roles,
+        vec![role("ROLE_ADMIN", "nacos"), role("ROLE_ADMIN", "root")]
+    );
     Ok(())
 }
 
