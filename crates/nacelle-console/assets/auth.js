@@ -71,7 +71,7 @@ export async function usersPage(view, q, ctx) {
       off = h('p', { class: 'notice', id: 'auth-off' }, 'Authentication is off on this server: these users, roles and permissions take effect once it is turned on.');
     }
   } catch { /* the notice is only a hint */ }
-  view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), off, tabs(tab), errSlot, content);
+  view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), ...(off ? [off] : []), tabs(tab), errSlot, content);
 }
 
 const items = (page) => (page && (page.pageItems || page.items)) || [];

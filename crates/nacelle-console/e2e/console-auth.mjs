@@ -30,6 +30,9 @@ const page = context.pages()[0] || await context.newPage();
 page.setDefaultTimeout(10000);
 async function shot(name) {
   await page.evaluate(() => document.getElementById('toasts')?.replaceChildren());
+  // Nothing on the page may read like a leaked value of the code.
+  const leaked = await page.evaluate(() => (document.body.innerText.match(/\bnull\b|\bundefined\b|\[object \w+\]|NaN/) || [])[0]);
+  check(!leaked, `the ${name} page shows "${leaked}"`);
   await page.screenshot({ path: join(shots, name + '.png') });
 }
 
@@ -87,7 +90,7 @@ try {
   await page.click('form button[type=submit]');
   await page.locator('td code', { hasText: 'ro:*:*' }).waitFor();
   check(await page.locator('#auth-off').count() === 0, 'the users page says authentication is off');
-  await shot('users');
+  await shot('users-permissions');
   // A config to read.
   await page.selectOption('#ns-select', 'ro');
   await page.locator('h1 .sub', { hasText: 'Read only' }).waitFor();

@@ -58,6 +58,9 @@ async function apiPost(path, params) {
 // Screenshots for the docs, without the passing notices of earlier steps.
 async function shot(name) {
   await page.evaluate(() => document.getElementById('toasts')?.replaceChildren());
+  // Nothing on the page may read like a leaked value of the code.
+  const leaked = await page.evaluate(() => (document.body.innerText.match(/\bnull\b|\bundefined\b|\[object \w+\]|NaN/) || [])[0]);
+  check(!leaked, `the ${name} page shows "${leaked}"`);
   await page.screenshot({ path: join(shots, name + '.png') });
 }
 const KEY = { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'shop.yaml' };
@@ -84,7 +87,6 @@ try {
     await page.fill('#login-pass', 'wrong-' + adminPass);
     await page.click('#login-submit');
     await page.locator('#login-error .error').waitFor();
-    await shot('login');
     await page.fill('#login-pass', adminPass);
     await page.click('#login-submit');
     await page.locator('#sign-out').waitFor();
@@ -258,9 +260,15 @@ try {
 
   step('users page');
   await page.goto(base + '/nacos/#/users');
-  // Authentication is off here: the page says so (console-auth.mjs covers the rest).
-  await page.locator('#auth-off').waitFor();
-  await page.locator('#u-name').waitFor();
+  if (adminUser) {
+    await page.locator('td', { hasText: adminUser }).first().waitFor();
+    check(await page.locator('#auth-off').count() === 0, 'the page says authentication is off');
+    await shot('users');
+  } else {
+    // Authentication is off here: the page says so (console-auth.mjs covers the rest).
+    await page.locator('#auth-off').waitFor();
+    await page.locator('#u-name').waitFor();
+  }
   ok();
 
   step('a namespace holding configs is deleted only after confirmation');

@@ -1,15 +1,12 @@
 //! The console API with authentication on: 403 (Nacos's auth failure) without or with bad
 //! credentials, the signed-in user recorded in history, and a user with only `r` on a
 //! namespace reading there but refused every write — the console grants nothing the
-//! service does not. Authentication is switched on through the service of a real server
-//! (`configure_auth`, the initial administrator `nacos`), then everything goes over HTTP.
-
-mod console_support;
+//! service does not. A real server started with authentication on (the testkit's
+//! `secure`), everything over HTTP.
 
 use anyhow::Context;
-use console_support::{server_with_auth, ADMIN_PASSWORD};
 use nacelle_testkit::api::Reply;
-use nacelle_testkit::server::TestServer;
+use nacelle_testkit::server::{secure, TestServer, ADMIN_PASSWORD};
 use serde_json::Value;
 
 const API: &str = "/nacos/console/api";
@@ -66,7 +63,8 @@ const KEY: [(&str, &str); 3] = [("namespace", "ro"), ("group", "G"), ("dataId", 
 #[tokio::test]
 async fn without_credentials_every_console_call_is_refused() -> anyhow::Result<()> {
     use reqwest::Method as M;
-    let ts = server_with_auth().await?;
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
     // The pages themselves are public (they hold no data).
     let r = ts.http.get(ts.url("/nacos/")).send().await?;
     assert_eq!(r.status(), 200);
@@ -126,7 +124,8 @@ async fn without_credentials_every_console_call_is_refused() -> anyhow::Result<(
 #[tokio::test]
 async fn a_reader_reads_but_cannot_write_and_history_names_the_user() -> anyhow::Result<()> {
     use reqwest::Method as M;
-    let ts = server_with_auth().await?;
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
     let admin = login(&ts, "nacos", ADMIN_PASSWORD).await?;
     let ok = |r: Reply| -> anyhow::Result<Value> {
         assert_eq!(r.status, 200, "{}", r.body);

@@ -2,7 +2,8 @@
 //! `playwright-core` (`crates/nacelle-console/e2e/console.mjs`) against a real server
 //! started here on port 0, with the real Rust client (`nacos-sdk`, gRPC) listening to
 //! the config the browser creates, so the gray page and the listeners page show a real
-//! connection. The script writes a screenshot of each page to `docs/console/`.
+//! connection. The run with authentication on writes a screenshot of each page to
+//! `docs/console/`.
 //!
 //! Needs `/usr/bin/chromium` and `npm ci` in `crates/nacelle-console/e2e` (`.ci/run`
 //! installs both); without them the test fails and says how to get them — it never
@@ -12,12 +13,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-mod console_support;
-
 use anyhow::{bail, Context};
-use console_support::{server_with_auth, ADMIN_PASSWORD};
-use nacelle_testkit::grpc::{recorder, Sdk};
-use nacelle_testkit::server::TestServer;
+use nacelle_testkit::grpc::recorder;
+use nacelle_testkit::server::{secure, TestServer, ADMIN_PASSWORD};
+use nacos_sdk::api::config::{ConfigService, ConfigServiceBuilder};
+use nacos_sdk::api::props::ClientProps;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -78,27 +78,73 @@ async fn highlighter_keeps_the_text() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_in_chromium() -> anyhow::Result<()> {
-    let ts = TestServer::start().await?;
+/// A real client listening (over gRPC, from 127.0.0.1, app `e2e-listener`) to the config
+/// the browser is about to create in the namespace it is about to create; with
+/// `credentials`, signed in as that user (nacos-sdk's HTTP login).
+async fn listener(
+    ts: &TestServer,
+    credentials: Option<(&str, &str)>,
+) -> anyhow::Result<(ConfigService, tempfile::TempDir)> {
     let server = ts.server.as_ref().context("server running")?;
-    // A real client listening (over gRPC, from 127.0.0.1) to the config the browser is
-    // about to create in the namespace it is about to create.
-    let sdk = Sdk::connect(
-        server.http_addr.port(),
-        server.grpc_addr.port(),
-        "e2e",
-        "e2e-listener",
-    )
-    .await?;
+    let cache = tempfile::tempdir()?;
+    let mut props = ClientProps::new()
+        .server_addr(format!("127.0.0.1:{}", server.http_addr.port()))
+        .remote_grpc_port(server.grpc_addr.port())
+        .namespace("e2e")
+        .app_name("e2e-listener")
+        .cache_dir(cache.path())
+        .env_first(false);
+    let mut builder = match credentials {
+        Some((user, password)) => {
+            props = props.auth_username(user).auth_password(password);
+            ConfigServiceBuilder::new(props).enable_auth_plugin_http()
+        }
+        None => ConfigServiceBuilder::new(props),
+    };
+    let client = builder
+        .build()
+        .await
+        .map_err(|e| anyhow::anyhow!("nacos-sdk: {e}"))?;
     let (rec, _notes) = recorder();
-    sdk.client
+    client
         .add_listener("shop.yaml".into(), "DEFAULT_GROUP".into(), rec)
         .await
         .map_err(|e| anyhow::anyhow!("nacos-sdk add_listener: {e}"))?;
+    Ok((client, cache))
+}
+
+/// The walk through the console (`e2e/console.mjs`) on a server with
+/// authentication on, as `nacelle serve` starts: sign in as the administrator; create a
+/// namespace and a YAML config; a syntax error shown and nothing published; the fix
+/// diffed and published; compare-and-set against a concurrent publish; history, a diff of
+/// two versions, rollback; export and delete a selection; a beta for 127.0.0.1 reaching
+/// the listening client; promotion; the other pages; dark theme and laptop width. The
+/// screenshots in `docs/console/` come from this run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_in_chromium() -> anyhow::Result<()> {
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
+    let _listening = listener(&ts, Some(("nacos", ADMIN_PASSWORD))).await?;
+    let server = ts.server.as_ref().context("server running")?;
     let base = format!("http://{}", server.http_addr);
     let shots = repo_root().join("docs/console");
     let shots = shots.to_string_lossy();
+    browser_ready()?;
+    let out = node(&["console.mjs", &base, &shots, "nacos", ADMIN_PASSWORD]).await?;
+    assert!(out.contains("all steps passed"), "{out}");
+    Ok(())
+}
+
+/// The same walk on a server with authentication off (`--auth off`): no sign-in, the
+/// users page says authentication is off. Screenshots go to a temporary directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_in_chromium_without_auth() -> anyhow::Result<()> {
+    let ts = TestServer::start().await?;
+    let _listening = listener(&ts, None).await?;
+    let server = ts.server.as_ref().context("server running")?;
+    let base = format!("http://{}", server.http_addr);
+    let shots = tempfile::tempdir()?;
+    let shots = shots.path().to_string_lossy().into_owned();
     browser_ready()?;
     let out = node(&["console.mjs", &base, &shots]).await?;
     assert!(out.contains("all steps passed"), "{out}");
@@ -110,7 +156,8 @@ async fn console_in_chromium() -> anyhow::Result<()> {
 /// namespace and publishing into it refused with the server's reason shown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_auth_in_chromium() -> anyhow::Result<()> {
-    let ts = server_with_auth().await?;
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
     let server = ts.server.as_ref().context("server running")?;
     let base = format!("http://{}", server.http_addr);
     let shots = repo_root().join("docs/console");
