@@ -94,7 +94,7 @@ async fn listener(
         .app_name("e2e-listener")
         .cache_dir(cache.path())
         .env_first(false);
-    let mut builder = match credentials {
+    let builder = match credentials {
         Some((user, password)) => {
             props = props.auth_username(user).auth_password(password);
             ConfigServiceBuilder::new(props).enable_auth_plugin_http()
