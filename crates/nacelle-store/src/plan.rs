@@ -42,6 +42,9 @@ pub(crate) enum Target<'a> {
     Gray {
         name: &'a str,
         rule: String,
+        /// The `ext_info` of its `his_config_info` row on a Nacos 2.5/3.0 schema
+        /// ([`gray_ext_info`]).
+        ext_info: String,
         /// The Nacos 2.4 row that mirrors this gray, for the beta and tag variants.
         legacy: Option<Legacy<'a>>,
     },
@@ -82,6 +85,40 @@ pub(crate) fn gray_rule_json(spec: &GraySpec) -> String {
         quoted(&spec.rule.expr()),
         spec.priority
     )
+}
+
+/// The `ext_info` Nacos 2.5/3.0 write in a gray write's `his_config_info` row
+/// (`ConfigExtInfoUtil.getExtInfoFromGrayInfo`): `{"gray_name":…,"src_user":…,
+/// "gray_rule":"<the rule's type, expr, version, priority — the priority as text>"}`,
+/// blank fields left out.
+pub(crate) fn gray_ext_info(name: &str, rule_json: &str, src_user: &str) -> String {
+    // Written by hand to keep Java's field order (Jackson's ObjectNode keeps insertion order).
+    let quoted = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let mut outer: Vec<String> = Vec::new();
+    if !name.trim().is_empty() {
+        outer.push(format!(r#""gray_name":{}"#, quoted(name)));
+    }
+    if !src_user.trim().is_empty() {
+        outer.push(format!(r#""src_user":{}"#, quoted(src_user)));
+    }
+    if let Ok(serde_json::Value::Object(rule)) = serde_json::from_str(rule_json) {
+        let inner: Vec<String> = ["type", "expr", "version", "priority"]
+            .iter()
+            .filter_map(|field| {
+                let text = match rule.get(*field)? {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => return None,
+                    other => other.to_string(),
+                };
+                Some(format!("{}:{}", quoted(field), quoted(&text)))
+            })
+            .collect();
+        outer.push(format!(
+            r#""gray_rule":{}"#,
+            quoted(&format!("{{{}}}", inner.join(",")))
+        ));
+    }
+    format!("{{{}}}", outer.join(","))
 }
 
 /// The parts of a stored `gray_rule` JSON: type, expression, priority. Lenient as Nacos's
@@ -242,11 +279,15 @@ pub(crate) fn plan_publish<'a>(
     let content = String::from_utf8_lossy(&rec.content);
     let target = match &rec.gray {
         None => Target::Formal,
-        Some(spec) => Target::Gray {
-            name: &spec.name,
-            rule: gray_rule_json(spec),
-            legacy: Legacy::of(&spec.name, || spec.rule.expr()),
-        },
+        Some(spec) => {
+            let rule = gray_rule_json(spec);
+            Target::Gray {
+                name: &spec.name,
+                ext_info: gray_ext_info(&spec.name, &rule, &rec.source.src_user),
+                rule,
+                legacy: Legacy::of(&spec.name, || spec.rule.expr()),
+            }
+        }
     };
     // Gray rows have no tag relations.
     let tags = match target {
@@ -324,7 +365,13 @@ pub(crate) fn plan_remove_gray<'a>(
     now_ms: i64,
 ) -> Option<Plan<'a>> {
     let legacy = Legacy::of(name, String::new);
-    let target = Target::Gray { name, rule, legacy };
+    let ext_info = gray_ext_info(name, &rule, &source.src_user);
+    let target = Target::Gray {
+        name,
+        rule,
+        ext_info,
+        legacy,
+    };
     plan_delete(target, key, source, current, now_ms)
 }
 
@@ -426,6 +473,20 @@ pub(crate) fn plan_batch(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gray_ext_info_is_what_nacos_writes() {
+        let rule =
+            r#"{"type":"beta","version":"1.0.0","expr":"1.1.1.1,2.2.2.2","priority":2147483647}"#;
+        assert_eq!(
+            super::gray_ext_info("beta", rule, "nacos"),
+            r#"{"gray_name":"beta","src_user":"nacos","gray_rule":"{\"type\":\"beta\",\"expr\":\"1.1.1.1,2.2.2.2\",\"version\":\"1.0.0\",\"priority\":\"2147483647\"}"}"#
+        );
+        assert_eq!(
+            super::gray_ext_info("tag_x", "not json", ""),
+            r#"{"gray_name":"tag_x"}"#
+        );
+    }
+
     use super::*;
     use bytes::Bytes;
     use nacelle_core::{md5_hex, ConfigType};

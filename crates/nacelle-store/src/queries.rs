@@ -86,6 +86,9 @@ pub(crate) struct Queries {
     pub delete_tags: String,
     pub insert_tag: String,
     pub insert_history: String,
+    /// On a Nacos 2.5/3.0 schema: the `his_config_info` row of a gray write
+    /// ([`Queries::for_schema`]).
+    pub insert_gray_history: Option<String>,
     /// Purge candidates by age: `after_nid`, `until_nid`, cutoff time, limit.
     pub purge_by_age: String,
     /// Purge candidates beyond the newest N: `after_nid`, `until_nid`, N - 1, limit.
@@ -147,9 +150,25 @@ pub(crate) struct IdentityQueries {
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
 
 impl Queries {
-    /// The statements as `D` spells them.
+    /// The statements as `D` spells them, for Nacelle's own schema.
     pub fn new<D: Dialect>() -> Self {
+        Self::for_schema::<D>(false)
+    }
+
+    /// The statements as `D` spells them. `publish_type`: `his_config_info` has Nacos
+    /// 2.5/3.0's `publish_type`, `gray_name` and `ext_info` columns — then gray writes
+    /// also get a history row there (`publish_type = 'gray'`, as Nacos writes them), and
+    /// everything formal (history listings, revisions, the purge) reads only formal rows.
+    pub fn for_schema<D: Dialect>(publish_type: bool) -> Self {
         let time = D::TIME_PARAM;
+        let formal = |alias: &str| {
+            if publish_type {
+                format!(" AND ({alias}publish_type IS NULL OR {alias}publish_type = 'formal')")
+            } else {
+                String::new()
+            }
+        };
+        let (formal_any, formal_h, formal_n) = (formal(""), formal("h."), formal("n."));
         let config_columns = format!(
             "{} AS id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
              c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, \
@@ -160,10 +179,10 @@ impl Queries {
             D::ms("c.gmt_create"),
             D::ms("c.gmt_modified"),
             D::tag_list(),
-            D::signed(
+            D::signed(&format!(
                 "COALESCE((SELECT MAX(h.nid) FROM his_config_info h WHERE h.data_id = c.data_id \
-                 AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id), 0)"
-            ),
+                 AND h.group_id = c.group_id AND h.tenant_id = c.tenant_id{formal_h}), 0)"
+            )),
         );
         let history_columns = format!(
             "{} AS id, {} AS nid, data_id, group_id, tenant_id, app_name, content, md5, \
@@ -213,15 +232,23 @@ impl Queries {
         );
         let key_match_c = "c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?";
         let q = |sql: String| spell::<D>(&sql);
-        let purge = |condemned: &str| q(purge_candidates::<D>(condemned));
+        // Only formal rows are purged, and only while a newer formal row of the key exists.
+        let purge = |condemned: &str| {
+            q(purge_candidates::<D>(
+                &format!("{condemned}{formal_h}"),
+                &formal_n,
+            ))
+        };
         let by_age = format!("h.gmt_modified < {time}");
         // Older than the N-th newest row of its key (NULL, so false, with fewer rows).
-        let by_count = "h.nid < (SELECT n.nid FROM his_config_info n WHERE n.data_id = \
-             h.data_id AND n.group_id = h.group_id AND n.tenant_id = h.tenant_id \
-             ORDER BY n.nid DESC LIMIT 1 OFFSET ?)";
+        let by_count = format!(
+            "h.nid < (SELECT n.nid FROM his_config_info n WHERE n.data_id = \
+             h.data_id AND n.group_id = h.group_id AND n.tenant_id = h.tenant_id{formal_n} \
+             ORDER BY n.nid DESC LIMIT 1 OFFSET ?)"
+        );
         Queries {
             purge_by_age: purge(&by_age),
-            purge_by_count: purge(by_count),
+            purge_by_count: purge(&by_count),
             purge_by_age_or_count: purge(&format!("({by_age} OR {by_count})")),
             load_all: q(format!(
                 "SELECT {config_columns} FROM config_info c ORDER BY c.id"
@@ -231,20 +258,28 @@ impl Queries {
                  WHERE c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?"
             )),
             history_count: q(format!(
-                "SELECT {} AS n FROM his_config_info WHERE {KEY_MATCH}",
+                "SELECT {} AS n FROM his_config_info WHERE {KEY_MATCH}{formal_any}",
                 D::signed("COUNT(*)")
             )),
             history_page: q(format!(
-                "SELECT {history_columns} FROM his_config_info WHERE {KEY_MATCH} \
+                "SELECT {history_columns} FROM his_config_info WHERE {KEY_MATCH}{formal_any} \
                  ORDER BY nid DESC LIMIT ? OFFSET ?"
             )),
             history_entry: q(format!(
-                "SELECT {history_columns} FROM his_config_info WHERE nid = ?"
+                "SELECT {history_columns} FROM his_config_info WHERE nid = ?{formal_any}"
             )),
             history_previous: q(format!(
-                "SELECT {history_columns} FROM his_config_info WHERE id = ? \
+                "SELECT {history_columns} FROM his_config_info WHERE id = ?{formal_any} \
                  ORDER BY nid DESC LIMIT 1"
             )),
+            insert_gray_history: publish_type.then(|| {
+                q(format!(
+                    "INSERT INTO his_config_info (id, data_id, group_id, tenant_id, app_name, \
+                     content, md5, gmt_create, gmt_modified, src_user, src_ip, op_type, \
+                     encrypted_data_key, publish_type, gray_name, ext_info) VALUES \
+                     (?, ?, ?, ?, ?, ?, ?, {time}, {time}, ?, ?, ?, ?, 'gray', ?, ?)"
+                ))
+            }),
             changes_since: q(change_log::<D>("his_config_info")),
             max_nid: q(newest_nid::<D>("his_config_info")),
             list_namespaces: q(
@@ -418,12 +453,13 @@ fn newest_nid<D: Dialect>(table: &str) -> String {
 /// goes by primary key from the position; the newer-row test and the N-th newest row use
 /// `idx_did` (`data_id`, whose InnoDB entries end in the primary key `nid`; SQLite has
 /// `idx_his_key`), the age test `idx_gmt_modified` where the planner prefers it.
-fn purge_candidates<D: Dialect>(condemned: &str) -> String {
+fn purge_candidates<D: Dialect>(condemned: &str, newer_filter: &str) -> String {
     format!(
         "SELECT {} AS nid FROM his_config_info h WHERE h.nid > ? AND h.nid <= ? AND {condemned} \
          AND EXISTS \
          (SELECT 1 FROM his_config_info n WHERE n.data_id = h.data_id AND n.group_id = \
-         h.group_id AND n.tenant_id = h.tenant_id AND n.nid > h.nid) ORDER BY h.nid LIMIT ?",
+         h.group_id AND n.tenant_id = h.tenant_id AND n.nid > h.nid{newer_filter}) \
+         ORDER BY h.nid LIMIT ?",
         D::signed("h.nid")
     )
 }
@@ -508,7 +544,13 @@ pub(crate) struct Statement<'a> {
 pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> Vec<Statement<'a>> {
     let (gray, legacy) = match &plan.target {
         Target::Formal => (None, None),
-        Target::Gray { name, rule, legacy } => (Some((*name, rule.as_str())), legacy.as_ref()),
+        Target::Gray {
+            name, rule, legacy, ..
+        } => (Some((*name, rule.as_str())), legacy.as_ref()),
+    };
+    let ext_info = match &plan.target {
+        Target::Gray { ext_info, .. } => ext_info.as_str(),
+        Target::Formal => "",
     };
     let text = |s: &'a str| Param::Value(Arg::Text(s));
     let int = |i: i64| Param::Value(Arg::Int(i));
@@ -703,11 +745,29 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
         text(h.op.as_str()),
         text(h.encrypted_data_key),
     ]);
+    // On a Nacos 2.5/3.0 schema a gray write also has a `his_config_info` row, as Nacos
+    // writes it (after the gray log's row, which gives the revision).
+    let mirror = match (gray, &q.insert_gray_history) {
+        (Some((name, _)), Some(sql)) => {
+            let mut p = params[..params.len()].to_vec();
+            // The gray log's parameters are (id, key, name, rule, …): the history row's are
+            // (id, key, …, name, ext_info).
+            p.drain(4..6);
+            p.extend([text(name), text(ext_info)]);
+            Some(Statement {
+                sql: sql.as_str(),
+                params: p,
+                returns: Returns::Nothing,
+            })
+        }
+        _ => None,
+    };
     out.push(Statement {
         sql,
         params,
         returns: Returns::Revision,
     });
+    out.extend(mirror);
     out
 }
 

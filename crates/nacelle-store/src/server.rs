@@ -96,7 +96,7 @@ impl<DB: Server> SqlStore<DB> {
             .connect_with(connect)
             .await
             .map_err(|e| OpenError::Store(map_err(e)))?;
-        let store = SqlStore {
+        let mut store = SqlStore {
             pool,
             queries: Queries::new::<DB>(),
             op_timeout: options.op_timeout,
@@ -104,7 +104,14 @@ impl<DB: Server> SqlStore<DB> {
         timed(options.op_timeout * 6, store.migrate())
             .await
             .map_err(OpenError::Store)?;
-        store.check_schema().await?;
+        if store.check_schema().await? {
+            // A Nacos 2.5/3.0 database: gray writes get their history rows there too.
+            tracing::info!(
+                "his_config_info has publish_type (Nacos 2.5/3.0): gray writes are also \
+                 recorded there, formal history reads only formal rows"
+            );
+            store.queries = Queries::for_schema::<DB>(true);
+        }
         Ok(store)
     }
 
@@ -161,7 +168,9 @@ impl<DB: Server> SqlStore<DB> {
 
     /// Checks that the tables have every column we read and write (Nacos before 2.1 lacks
     /// `encrypted_data_key`), and warns about encodings that cannot hold every character.
-    async fn check_schema(&self) -> Result<(), OpenError> {
+    /// Answers whether `his_config_info` has Nacos 2.5/3.0's `publish_type`, `gray_name`
+    /// and `ext_info`.
+    async fn check_schema(&self) -> Result<bool, OpenError> {
         DB::check_encoding(&self.pool).await?;
         let mut conn = self.pool.acquire().await.map_err(map_err)?;
         let rows = DB::rows(&mut conn, DB::COLUMNS_SQL, &[])
@@ -172,8 +181,13 @@ impl<DB: Server> SqlStore<DB> {
             .map(|r| Ok((DB::text(r, "t")?, DB::text(r, "c")?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         let missing = common::missing_columns(&present);
+        let has = |c: &str| {
+            present.iter().any(|(t, col)| {
+                t.eq_ignore_ascii_case("his_config_info") && col.eq_ignore_ascii_case(c)
+            })
+        };
         if missing.is_empty() {
-            Ok(())
+            Ok(has("publish_type") && has("gray_name") && has("ext_info"))
         } else {
             Err(OpenError::Schema(format!(
                 "the database lacks column(s) {} (a Nacos database older than 2.1?); add them \

@@ -881,3 +881,150 @@ async fn gray_rows_are_read_and_written_as_nacos_does() -> TestResult {
     drop(db);
     Ok(())
 }
+
+/// On a Nacos 2.5/3.0 database (`his_config_info` with `publish_type`, `gray_name`,
+/// `ext_info`), a gray write is also recorded there as Nacos records it — `publish_type
+/// 'gray'`, the gray's name, `ext_info` with its rule — while formal history listings,
+/// revisions and the purge see only formal rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gray_writes_are_in_his_config_info_on_a_nacos_3_database() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let (db, mut conn) = nacos_database(Backend::MariaDb).await?;
+    run_script(&mut conn, NACOS_GRAY_DDL).await?;
+    // Nacos 2.5's upgrade of his_config_info.
+    conn.execute(
+        "ALTER TABLE his_config_info ADD COLUMN publish_type varchar(50) DEFAULT 'formal', \
+         ADD COLUMN gray_name varchar(50) DEFAULT NULL, ADD COLUMN ext_info longtext DEFAULT NULL",
+    )
+    .await?;
+    let store = nacelle_store::open(&format!("{}?timezone=%2B00:00", db.url)).await?;
+    let k = key("", "app.yaml");
+    let before = store.get(&k).await?.context("app.yaml")?;
+    let formal_history = store
+        .history_page(
+            &k,
+            nacelle_core::PageRequest {
+                page_no: 1,
+                page_size: 100,
+            },
+        )
+        .await?
+        .total_count;
+    let source = OpSource {
+        src_user: "ops".into(),
+        src_ip: "10.1.1.1".into(),
+    };
+    let beta = PublishRecord {
+        key: k.clone(),
+        content: Bytes::from_static(b"b: 2\n"),
+        md5: md5_hex(b"b: 2\n"),
+        config_type: ConfigType::Yaml,
+        meta: ConfigMeta {
+            app_name: "shop".into(),
+            ..Default::default()
+        },
+        source: source.clone(),
+        cas_md5: None,
+        now_ms: MODIFIED_MS + 60_000,
+        gray: Some(nacelle_core::GraySpec::beta("10.0.0.7,10.0.0.8")?),
+    };
+    store.publish(&beta).await?;
+    store
+        .remove_gray(&k, "beta", &source, MODIFIED_MS + 120_000)
+        .await?;
+
+    let rows = conn
+        .fetch_all(
+            "SELECT op_type, publish_type, gray_name, ext_info, content, src_user FROM \
+             his_config_info WHERE data_id = 'app.yaml' AND publish_type = 'gray' ORDER BY nid",
+        )
+        .await?;
+    let mut got: Vec<[String; 6]> = Vec::new();
+    for r in &rows {
+        let mut row: [String; 6] = Default::default();
+        let cols = [
+            "op_type",
+            "publish_type",
+            "gray_name",
+            "ext_info",
+            "content",
+            "src_user",
+        ];
+        for (i, c) in cols.iter().enumerate() {
+            row[i] = s(r, c)?.unwrap_or_default();
+        }
+        got.push(row);
+    }
+    let ext = r#"{"gray_name":"beta","src_user":"ops","gray_rule":"{\"type\":\"beta\",\"expr\":\"10.0.0.7,10.0.0.8\",\"version\":\"1.0.0\",\"priority\":\"2147483647\"}"}"#;
+    assert_eq!(
+        got,
+        vec![
+            ["I", "gray", "beta", ext, "b: 2\n", "ops"].map(String::from),
+            ["D", "gray", "beta", ext, "b: 2\n", "ops"].map(String::from),
+        ]
+    );
+    // Formal history and the formal revision ignore the gray rows.
+    let after = store.get(&k).await?.context("app.yaml")?;
+    assert_eq!(after.revision, before.revision);
+    let page = store
+        .history_page(
+            &k,
+            nacelle_core::PageRequest {
+                page_no: 1,
+                page_size: 100,
+            },
+        )
+        .await?;
+    assert_eq!(page.total_count, formal_history);
+    assert!(page.items.iter().all(|h| h.content != "b: 2\n"));
+    // A formal write still lists as formal (the column default).
+    let formal = PublishRecord {
+        gray: None,
+        content: Bytes::from_static(b"f: 3\n"),
+        md5: md5_hex(b"f: 3\n"),
+        ..beta
+    };
+    let stored = store.publish(&formal).await?;
+    assert!(stored.revision > after.revision);
+    let kinds: Vec<String> = conn
+        .fetch_all(
+            "SELECT publish_type FROM his_config_info WHERE data_id = 'app.yaml' ORDER BY nid",
+        )
+        .await?
+        .iter()
+        .map(|r| s(r, "publish_type").map(Option::unwrap_or_default))
+        .collect::<anyhow::Result<_>>()?;
+    assert_eq!(kinds.last().map(String::as_str), Some("formal"));
+    // The purge keeps the newest formal row although gray rows are newer.
+    let rule = nacelle_core::HistoryRetention {
+        older_than_ms: Some(nacelle_core::now_millis()),
+        keep_per_key: None,
+    };
+    let mut after_nid = 0;
+    loop {
+        let step = store.purge_history(&rule, after_nid, 100).await?;
+        match step.resume_after {
+            Some(n) => after_nid = n,
+            None => break,
+        }
+    }
+    let newest = store
+        .history_page(
+            &k,
+            nacelle_core::PageRequest {
+                page_no: 1,
+                page_size: 100,
+            },
+        )
+        .await?;
+    assert!(newest.total_count >= 1);
+    assert_eq!(
+        store.get(&k).await?.map(|c| c.revision),
+        Some(stored.revision)
+    );
+    drop(conn);
+    drop(db);
+    Ok(())
+}

@@ -1,10 +1,11 @@
-//! The `nacelle` command: `nacelle serve [flags]`, and `backup`, `restore`, `check` of the
-//! embedded SQLite database.
+//! The `nacelle` command: `nacelle serve [flags]`, `backup`, `restore`, `check` of the
+//! embedded SQLite database, and the client commands of `nacelle-cli` (`get`, `put`,
+//! `watch`, …; docs/cli.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use nacelle::settings::{LogFormat, ServeArgs};
 use nacelle::Settings;
 use tracing_subscriber::EnvFilter;
@@ -54,6 +55,9 @@ enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// The client commands (nacelle-cli).
+    #[command(flatten)]
+    Client(Box<nacelle_cli::Command>),
 }
 
 /// Which database a maintenance command works on: resolved as `serve` resolves it
@@ -157,6 +161,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Client(cmd) = cli.command {
+        return ExitCode::from(runtime.block_on(nacelle_cli::run(*cmd, Cli::command)));
+    }
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -188,6 +195,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let p = path.clone();
             return maintenance("ok", path, move || backup::check(&p)).await;
         }
+        Command::Client(_) => anyhow::bail!("client commands are run by nacelle_cli::run"),
     };
     let settings = Settings::load(args)?;
     init_logging(&settings)?;

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nacelle_testkit::server::{secure, TestServer, ADMIN_PASSWORD};
 use nacelle_testkit::{TestResult, SOON};

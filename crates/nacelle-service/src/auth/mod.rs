@@ -18,6 +18,7 @@ mod password;
 mod throttle;
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -149,6 +150,10 @@ pub struct Login {
 /// The authentication state of a service.
 pub(crate) struct AuthState {
     config: RwLock<AuthConfig>,
+    /// `config.enabled` and `config.anonymous_read`, read on every request without the
+    /// lock.
+    enabled: AtomicBool,
+    anonymous_read: AtomicBool,
     directory: RwLock<Arc<Directory>>,
     /// Verified tokens → (user, exp); the directory is still checked on every use.
     tokens: DashMap<Box<str>, (Arc<str>, i64)>,
@@ -160,6 +165,8 @@ impl AuthState {
     pub(crate) fn new() -> Self {
         AuthState {
             config: RwLock::new(AuthConfig::off()),
+            enabled: AtomicBool::new(false),
+            anonymous_read: AtomicBool::new(false),
             directory: RwLock::new(Arc::new(Directory::default())),
             tokens: DashMap::new(),
             passwords: password::PasswordCache::new(),
@@ -192,13 +199,21 @@ impl ConfigService {
 
     /// Sets how this server authenticates (before it serves).
     pub fn configure_auth(&self, config: AuthConfig) {
-        *self.auth().config.write() = config;
-        self.auth().tokens.clear();
+        let auth = self.auth();
+        auth.enabled.store(config.enabled, Ordering::Release);
+        auth.anonymous_read
+            .store(config.anonymous_read, Ordering::Release);
+        *auth.config.write() = config;
+        auth.tokens.clear();
     }
 
     /// Whether authentication is on.
     pub fn auth_enabled(&self) -> bool {
-        self.auth().config.read().enabled
+        self.auth().enabled.load(Ordering::Acquire)
+    }
+
+    fn anonymous_read(&self) -> bool {
+        self.auth().anonymous_read.load(Ordering::Acquire)
     }
 
     /// The lifetime of issued tokens, in seconds.
@@ -322,13 +337,13 @@ impl ConfigService {
                 (user, claims.exp)
             }
         };
-        let dir = self.directory();
+        let ttl = self.token_ttl_s() as i64;
+        let dir = auth.directory.read();
         let entry = dir.user(&user).ok_or(AuthFailure::UserNotFound)?;
         if !entry.enabled {
             return Err(AuthFailure::UserNotFound);
         }
-        let issued = exp - self.token_ttl_s() as i64;
-        if issued < entry.not_before {
+        if exp - ttl < entry.not_before {
             return Err(AuthFailure::TokenInvalid);
         }
         Ok(user)
@@ -374,13 +389,10 @@ impl ConfigService {
         action: Action,
         resource: impl FnOnce() -> String,
     ) -> Result<(), CoreError> {
-        let anonymous_read = {
-            let config = self.auth().config.read();
-            if !config.enabled {
-                return Ok(());
-            }
-            config.anonymous_read
-        };
+        if !self.auth_enabled() {
+            return Ok(());
+        }
+        let anonymous_read = self.anonymous_read();
         let user = match &caller.identity {
             Identity::Trusted => return Ok(()),
             Identity::Refused(f) => return Err(CoreError::Auth(*f)),
@@ -393,7 +405,12 @@ impl ConfigService {
             Identity::Anonymous => return Err(CoreError::Auth(AuthFailure::UserNotFound)),
             Identity::User(u) => u,
         };
-        if self.directory().allows(user, &resource(), action) {
+        if self
+            .auth()
+            .directory
+            .read()
+            .allows(user, &resource(), action)
+        {
             Ok(())
         } else {
             Err(CoreError::Auth(AuthFailure::Denied))
@@ -427,7 +444,7 @@ impl ConfigService {
                 retry_after_s: *retry_after_s,
             }),
             Identity::Anonymous => Err(CoreError::Auth(AuthFailure::UserNotFound)),
-            Identity::User(u) if self.directory().is_admin(u) => Ok(()),
+            Identity::User(u) if self.auth().directory.read().is_admin(u) => Ok(()),
             Identity::User(_) => Err(CoreError::Auth(AuthFailure::Denied)),
         }
     }
@@ -440,13 +457,10 @@ impl ConfigService {
     /// Whether namespace `ns` is listed to the caller: it has some permission in it (or
     /// may read anonymously).
     pub(crate) fn sees_namespace(&self, caller: &Caller, ns: &str) -> bool {
-        let anonymous_read = {
-            let config = self.auth().config.read();
-            if !config.enabled {
-                return true;
-            }
-            config.anonymous_read
-        };
+        if !self.auth_enabled() {
+            return true;
+        }
+        let anonymous_read = self.anonymous_read();
         match &caller.identity {
             Identity::Trusted => true,
             Identity::Refused(_) | Identity::Throttled { .. } => false,
@@ -466,7 +480,7 @@ impl ConfigService {
             Identity::Throttled { retry_after_s } => Err(CoreError::Throttled {
                 retry_after_s: *retry_after_s,
             }),
-            Identity::Anonymous if !self.auth().config.read().anonymous_read => {
+            Identity::Anonymous if !self.anonymous_read() => {
                 Err(CoreError::Auth(AuthFailure::UserNotFound))
             }
             _ => Ok(()),

@@ -1,0 +1,276 @@
+//! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
+//! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
+//! `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
+//!
+//! # Layout
+//! - `lib.rs`: [`Command`] (the clap subcommands, flattened into the binary's), [`run`],
+//!   the connection flags ([`Conn`]) and how they resolve against a saved profile.
+//! - `configs.rs`: get, put, rm, ls, watch. `versions.rs`: history, diff, rollback.
+//!   `admin.rs`: ns, export, import. `login.rs`: login, profile.
+//! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
+//!   [`CliError`] and the exit codes ([`exit`]).
+
+mod admin;
+mod configs;
+mod error;
+mod login;
+pub mod output;
+pub mod profile;
+mod versions;
+
+use std::time::Duration;
+
+use nacelle_client::{Client, DEFAULT_GROUP};
+
+pub use error::{exit, CliError, Result};
+pub use output::Output;
+
+/// How to reach the server; every client command takes these flags (`global`: also
+/// after a nested subcommand, as in `nacelle ns list -s host:8848`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Conn {
+    /// Server `host:port` (its HTTP port; gRPC on port + 1000), or `host:port/grpc_port`;
+    /// several (repeated or comma-separated) for failover. Default: the profile's, else
+    /// 127.0.0.1:8848.
+    #[arg(
+        long,
+        short = 's',
+        env = "NACELLE_SERVER",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub server: Vec<String>,
+    /// Namespace id (default: the profile's, else the public namespace).
+    #[arg(long, short = 'n', env = "NACELLE_NAMESPACE", global = true)]
+    pub namespace: Option<String>,
+    /// The saved profile to use (default: the current one, set by `nacelle login`).
+    #[arg(long, env = "NACELLE_PROFILE", global = true)]
+    pub profile: Option<String>,
+    /// Log in as this user (with --password) instead of the profile's token.
+    #[arg(long, env = "NACELLE_USERNAME", global = true)]
+    pub username: Option<String>,
+    /// The password of --username.
+    #[arg(long, env = "NACELLE_PASSWORD", hide_env_values = true, global = true)]
+    pub password: Option<String>,
+    /// Output: `table` for people, `json` for scripts.
+    #[arg(long, short = 'o', value_enum, default_value = "table", global = true)]
+    pub output: Output,
+    /// How long to wait for a server, in milliseconds.
+    #[arg(long, default_value_t = 3000, global = true)]
+    pub timeout_ms: u64,
+    /// `grpc` (Nacos 2.x, the default) or `http` (the 1.x HTTP API with long polling, for
+    /// servers without gRPC).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "grpc",
+        env = "NACELLE_TRANSPORT",
+        global = true
+    )]
+    pub transport: TransportArg,
+}
+
+/// The transport flag's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportArg {
+    /// Nacos 2.x gRPC.
+    Grpc,
+    /// Nacos 1.x HTTP with long polling.
+    Http,
+}
+
+/// A config's name: its data id and group.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KeyArgs {
+    /// The config's data id.
+    pub data_id: String,
+    /// Its group.
+    #[arg(long, short = 'g', default_value = DEFAULT_GROUP)]
+    pub group: String,
+}
+
+impl KeyArgs {
+    pub(crate) fn key(&self, client: &Client) -> nacelle_client::Key {
+        client.key((self.group.as_str(), self.data_id.as_str()))
+    }
+}
+
+/// The client commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print a config's content.
+    #[command(
+        after_help = "Examples:\n  nacelle get app.yaml\n  nacelle get app.yaml -g SHOP -n prod -o json\n  nacelle get app.yaml --tag canary"
+    )]
+    Get(configs::GetArgs),
+    /// Publish a config from a file or stdin (type from the extension).
+    #[command(
+        after_help = "Examples:\n  nacelle put app.yaml ./app.yaml\n  echo 'a=1' | nacelle put app.properties\n  nacelle put app.yaml ./app.yaml --cas 0cc175b9c0f1b6a831c399e269772661\n  nacelle put app.yaml ./beta.yaml --beta-ips 10.0.0.7,10.0.0.8"
+    )]
+    Put(configs::PutArgs),
+    /// Remove a config (or one tag variant).
+    #[command(after_help = "Examples:\n  nacelle rm app.yaml\n  nacelle rm app.yaml --tag canary")]
+    Rm(configs::RmArgs),
+    /// List configs whose data id (and group) match a pattern (`*` is a wildcard).
+    #[command(
+        visible_alias = "search",
+        after_help = "Examples:\n  nacelle ls\n  nacelle ls 'app*' -g SHOP\n  nacelle search '*.yaml' -o json"
+    )]
+    Ls(configs::LsArgs),
+    /// Print every change of configs as it happens; optionally run a command on each.
+    #[command(
+        after_help = "Examples:\n  nacelle watch app.yaml\n  nacelle watch app.yaml db.yaml -o json\n  nacelle watch app.yaml --exec 'cat > /etc/app.yaml && systemctl reload app'\n\nThe command runs with the new content on stdin and NACELLE_EVENT, NACELLE_DATA_ID,\nNACELLE_GROUP, NACELLE_NAMESPACE, NACELLE_MD5 in its environment."
+    )]
+    Watch(configs::WatchArgs),
+    /// List a config's history (newest first).
+    #[command(
+        after_help = "Examples:\n  nacelle history app.yaml\n  nacelle history app.yaml -o json"
+    )]
+    History(versions::HistoryArgs),
+    /// Unified diff between two versions, a version and now, or a local file and the server.
+    #[command(
+        after_help = "Examples:\n  nacelle diff app.yaml --file ./app.yaml     # local file vs the server\n  nacelle diff app.yaml --from 41             # version 41 vs now\n  nacelle diff app.yaml --from 41 --to 42"
+    )]
+    Diff(versions::DiffArgs),
+    /// Publish a history version again (asks first unless --yes).
+    #[command(
+        after_help = "Examples:\n  nacelle rollback app.yaml --to 41\n  nacelle rollback app.yaml --to 41 --yes"
+    )]
+    Rollback(versions::RollbackArgs),
+    /// Namespaces: list, create, delete.
+    #[command(
+        after_help = "Examples:\n  nacelle ns list\n  nacelle ns create dev --name Development\n  nacelle ns delete dev --yes"
+    )]
+    Ns(admin::NsArgs),
+    /// Export a namespace's configs as a Nacos zip.
+    #[command(
+        after_help = "Examples:\n  nacelle export --file prod.zip -n prod\n  nacelle export -g SHOP --file shop.zip"
+    )]
+    Export(admin::ExportArgs),
+    /// Import a Nacos zip into a namespace.
+    #[command(
+        after_help = "Examples:\n  nacelle import prod.zip -n staging\n  nacelle import prod.zip -n staging --policy overwrite"
+    )]
+    Import(admin::ImportArgs),
+    /// Log in and save the server, user and token as a profile.
+    #[command(
+        after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password on stdin\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
+    )]
+    Login(login::LoginArgs),
+    /// Saved profiles: list, use.
+    #[command(after_help = "Examples:\n  nacelle profile list\n  nacelle profile use prod")]
+    Profile(login::ProfileArgs),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  nacelle completion bash > /etc/bash_completion.d/nacelle\n  nacelle completion zsh > \"${fpath[1]}/_nacelle\""
+    )]
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Runs a client command and prints its error; the process exit code. `top` builds the
+/// binary's whole command (for `completion`).
+pub async fn run(cmd: Command, top: impl FnOnce() -> clap::Command) -> u8 {
+    match dispatch(cmd, top).await {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<()> {
+    match cmd {
+        Command::Get(a) => configs::get(a).await,
+        Command::Put(a) => configs::put(a).await,
+        Command::Rm(a) => configs::rm(a).await,
+        Command::Ls(a) => configs::ls(a).await,
+        Command::Watch(a) => configs::watch(a).await,
+        Command::History(a) => versions::history(a).await,
+        Command::Diff(a) => versions::diff(a).await,
+        Command::Rollback(a) => versions::rollback(a).await,
+        Command::Ns(a) => admin::ns(a).await,
+        Command::Export(a) => admin::export(a).await,
+        Command::Import(a) => admin::import(a).await,
+        Command::Login(a) => login::login(a).await,
+        Command::Profile(a) => login::profile(a),
+        Command::Completion { shell } => {
+            let mut cmd = top();
+            let name = cmd.get_name().to_string();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, name, &mut script);
+            use std::io::Write;
+            match std::io::stdout().write_all(&script) {
+                // Piped into `head`: the reader has what it wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(CliError::io("writing stdout")),
+            }
+        }
+    }
+}
+
+/// The default server when neither a flag nor a profile names one.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:8848";
+
+/// A client for these flags: flags (and their variables) first, then the profile.
+pub(crate) async fn connect(conn: &Conn) -> Result<Client> {
+    let profiles = profile::Profiles::load()?;
+    let picked = profiles.pick(conn.profile.as_deref())?.map(|(_, p)| p);
+    let servers = if !conn.server.is_empty() {
+        conn.server.clone()
+    } else {
+        picked
+            .as_ref()
+            .map(|p| p.servers.clone())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| vec![DEFAULT_SERVER.to_string()])
+    };
+    let namespace = conn
+        .namespace
+        .clone()
+        .or_else(|| picked.as_ref().map(|p| p.namespace.clone()))
+        .unwrap_or_default();
+    let wait = Duration::from_millis(conn.timeout_ms);
+    let mut b = Client::builder()
+        .server_addrs(servers)
+        .namespace(namespace)
+        .app_name("nacelle-cli")
+        .wait_for_server(wait)
+        .connect_timeout(wait)
+        .transport(match conn.transport {
+            TransportArg::Grpc => nacelle_client::Transport::Grpc,
+            TransportArg::Http => nacelle_client::Transport::HttpLongPolling,
+        });
+    match (&conn.username, &conn.password) {
+        (Some(u), Some(p)) => b = b.credentials(u, p),
+        (Some(_), None) => {
+            return Err(CliError::Usage(
+                "--username needs --password (or NACELLE_PASSWORD); `nacelle login` asks for it"
+                    .into(),
+            ))
+        }
+        _ => {
+            if let Some(p) = &picked {
+                if let Some(token) = &p.access_token {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0);
+                    if p.token_expires_at.is_some_and(|t| t <= now) {
+                        eprintln!(
+                            "warning: the profile's token has expired; run `nacelle login` again"
+                        );
+                    } else {
+                        b = b.access_token(token);
+                    }
+                }
+            }
+        }
+    }
+    Ok(b.build().await?)
+}

@@ -1,0 +1,64 @@
+//! A Rust client of Nacelle — and of any Nacos 2.x server — over Nacos's gRPC protocol.
+//!
+//! ```no_run
+//! use nacelle_client::{Client, Format};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Settings { greeting: String, port: u16 }
+//!
+//! # async fn demo() -> Result<(), nacelle_client::ClientError> {
+//! let client = Client::builder().server_addrs(["127.0.0.1:8848"]).build().await?;
+//! client.publish("app.yaml", "greeting: hello\nport: 8080\n").await?;
+//! let settings = client.bind::<Settings>("app.yaml", Format::Yaml).await?;
+//! println!("{}", settings.get().greeting); // always the current good version
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - `options.rs`: [`ClientBuilder`], [`ServerAddr`] (gRPC on HTTP + 1000 unless given).
+//! - `client.rs`: [`Client`] — get, publish ([`PublishOptions`]: type, compare-and-set,
+//!   tag, beta IPs), remove, [`Client::watch`] (a [`Watch`] stream) and
+//!   [`Client::listen`] (a callback).
+//! - `bind.rs`, `format.rs`: typed hot reload — [`Binding`], [`Binder`] (layers, a
+//!   validator), [`BindError`]; [`Format`] (YAML, JSON, TOML, properties).
+//! - `admin.rs`: [`Admin`], the HTTP calls with no gRPC form (search, history,
+//!   namespaces, export/import).
+//! - `session.rs`: the background session (connect, fail over, backoff, re-send the
+//!   listen set on every connection, keepalive, `ConnectResetRequest`) and the refresh
+//!   worker; `grpc.rs`: one registered connection; `shared.rs`: the state they share.
+//! - `http_transport.rs`: the HTTP v1 long-polling transport ([`Transport`]); `http.rs`:
+//!   one HTTP request with failover, shared with `admin.rs`.
+//! - `auth.rs`: login and token refresh; `snapshot.rs`: the snapshot directory;
+//!   `metrics.rs`: the [`Metrics`] hook; `error.rs`: [`ClientError`].
+//!
+//! # Invariant
+//! Depends on no server crate — only `nacelle-proto` (wire types, client stubs) and
+//! `nacelle-cipher` (client-side decryption of `cipher-aes-` configs). `.ci/run` checks it.
+
+mod admin;
+pub mod auth;
+mod bind;
+mod client;
+mod error;
+mod format;
+mod grpc;
+mod http;
+mod http_transport;
+mod key;
+pub mod metrics;
+mod options;
+mod session;
+mod shared;
+mod snapshot;
+
+pub use admin::{
+    Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
+};
+pub use bind::{BindError, Binder, Binding, Validator};
+pub use client::{Client, Listener, Watch};
+pub use error::{ClientError, Result};
+pub use format::Format;
+pub use key::{IntoKey, Key, DEFAULT_GROUP};
+pub use metrics::{MetricEvent, Metrics};
+pub use options::{ClientBuilder, ServerAddr, Transport, GRPC_PORT_OFFSET};
+pub use shared::{Change, Config, PublishOptions};

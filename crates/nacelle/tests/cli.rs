@@ -1,0 +1,505 @@
+//! The client commands of the real `nacelle` binary (nacelle-cli) against a real server
+//! (the binary too), as a new user would run them: put/get, watch (with --exec), history,
+//! diff, rollback, namespaces, export/import, JSON output parsed, profiles, completions,
+//! and the exit codes and messages of a missing key, an unreachable server and a failed
+//! login. Each test has its own `XDG_CONFIG_HOME`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nacelle_testkit::server::BinaryServer;
+use nacelle_testkit::{free_port, TestResult};
+use serde_json::Value;
+
+const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
+
+struct Env {
+    server: BinaryServer,
+    addr: String,
+    config: tempfile::TempDir,
+    work: tempfile::TempDir,
+    _data: tempfile::TempDir,
+}
+
+fn start() -> TestResult<Env> {
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> TestResult<Env> {
+    let data = tempfile::tempdir()?;
+    let grpc = free_port()?.to_string();
+    let mut args = vec!["--grpc-port", grpc.as_str()];
+    args.extend_from_slice(extra);
+    let server = BinaryServer::spawn(NACELLE, data.path(), &args)?;
+    let addr = format!("127.0.0.1:{}/{grpc}", server.addr.port());
+    Ok(Env {
+        server,
+        addr,
+        config: tempfile::tempdir()?,
+        work: tempfile::tempdir()?,
+        _data: data,
+    })
+}
+
+impl Env {
+    /// `nacelle ARGS` with this server, its own config dir, run in the work dir.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(NACELLE);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("NACELLE_") {
+                c.env_remove(k);
+            }
+        }
+        c.args(args)
+            .env("XDG_CONFIG_HOME", self.config.path())
+            .env("NACELLE_SERVER", &self.addr)
+            .current_dir(self.work.path());
+        c
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> TestResult<Output> {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut pipe) = child.stdin.take() {
+            pipe.write_all(stdin.unwrap_or("").as_bytes())?;
+        }
+        Ok(child.wait_with_output()?)
+    }
+
+    /// Runs and requires success; stdout.
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> TestResult<String> {
+        let out = self.run(args, stdin)?;
+        if !out.status.success() {
+            return Err(format!(
+                "nacelle {args:?} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        Ok(String::from_utf8(out.stdout)?)
+    }
+
+    fn json(&self, args: &[&str]) -> TestResult<Value> {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        Ok(serde_json::from_str(&self.ok(&all, None)?)?)
+    }
+
+    fn file(&self, name: &str, content: &str) -> TestResult<String> {
+        let p = self.work.path().join(name);
+        std::fs::write(&p, content)?;
+        Ok(p.display().to_string())
+    }
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn put_and_get_from_a_file_and_from_stdin() -> TestResult {
+    let env = start()?;
+    let file = env.file("app.yaml", "a: 1\n")?;
+    let said = env.ok(&["put", "app.yaml", &file], None)?;
+    assert!(
+        said.contains("published public/DEFAULT_GROUP/app.yaml") && said.contains("yaml"),
+        "{said}"
+    );
+    assert_eq!(env.ok(&["get", "app.yaml"], None)?, "a: 1\n");
+    let v = env.json(&["get", "app.yaml"])?;
+    assert_eq!(v["type"], "yaml");
+    assert_eq!(v["content"], "a: 1\n");
+    assert_eq!(v["md5"], nacelle_testkit::md5("a: 1\n"));
+
+    // stdin, another group and namespace-less type from the data id's extension.
+    env.ok(
+        &["put", "db.properties", "-g", "SHOP"],
+        Some("url=jdbc:x\n"),
+    )?;
+    let v = env.json(&["get", "db.properties", "-g", "SHOP"])?;
+    assert_eq!(
+        (v["type"].as_str(), v["content"].as_str()),
+        (Some("properties"), Some("url=jdbc:x\n"))
+    );
+
+    // Compare-and-set with a stale md5 is rejected (exit 6), the content kept.
+    let out = env.run(
+        &["put", "app.yaml", "--cas", "0123", "-t", "yaml"],
+        Some("a: 2\n"),
+    )?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("compare-and-set"), "{}", stderr(&out));
+
+    // The same over the 1.x HTTP API.
+    env.ok(&["put", "h.txt", "--transport", "http"], Some("over http"))?;
+    assert_eq!(
+        env.ok(&["get", "h.txt", "--transport", "http"], None)?,
+        "over http"
+    );
+    env.ok(&["rm", "h.txt", "--transport", "http"], None)?;
+
+    let ls = env.json(&["ls"])?;
+    assert_eq!(ls["totalCount"], 2);
+    let ls = env.ok(&["search", "db*", "-g", "SHOP"], None)?;
+    assert!(
+        ls.starts_with("DATA ID") && ls.contains("db.properties"),
+        "{ls}"
+    );
+
+    env.ok(&["rm", "app.yaml"], None)?;
+    let out = env.run(&["get", "app.yaml"], None)?;
+    assert_eq!(code(&out), Some(3));
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: config public/DEFAULT_GROUP/app.yaml not found"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unreachable_server_and_a_failed_login_say_so() -> TestResult {
+    let env = start()?;
+    let port = free_port()?;
+    let out = env.run(
+        &[
+            "get",
+            "x",
+            "-s",
+            &format!("127.0.0.1:{port}/{port}"),
+            "--timeout-ms",
+            "300",
+        ],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: no server reachable: 127.0.0.1"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = env.run(
+        &["login", "--username", "nacos", "--password", "wrong"],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("login failed"), "{}", stderr(&out));
+
+    // Bad usage is clap's exit code 2.
+    let out = env.run(&["get"], None)?;
+    assert_eq!(code(&out), Some(2));
+    Ok(())
+}
+
+#[test]
+fn login_saves_a_profile_whose_token_later_commands_use() -> TestResult {
+    const PASSWORD: &str = "Cli-Admin-Passw0rd";
+    let env = start_with(&[
+        "--auth",
+        "on",
+        "--auth-token-secret",
+        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "--admin-password",
+        PASSWORD,
+    ])?;
+    // The administrator is created right after the load.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = env.run(
+            &["login", "--username", "nacos", "--password", PASSWORD],
+            None,
+        )?;
+        if out.status.success() {
+            assert!(String::from_utf8(out.stdout)?.starts_with("logged in as nacos"));
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("login never worked: {}", stderr(&out)).into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let file = env.config.path().join("nacelle").join("profiles.toml");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&file)?.permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let saved = std::fs::read_to_string(&file)?;
+    assert!(
+        saved.contains("current = \"default\"") && saved.contains("access_token"),
+        "{saved}"
+    );
+
+    // Later commands send the saved token: gRPC and HTTP alike.
+    env.ok(&["put", "secured.txt"], Some("s"))?;
+    assert_eq!(env.ok(&["get", "secured.txt"], None)?, "s");
+    assert!(env.ok(&["ns", "list"], None)?.contains("public"));
+    assert_eq!(env.json(&["profile", "list"])?[0]["username"], "nacos");
+
+    // A wrong password: exit 5 and the server's reason.
+    let out = env.run(
+        &["login", "--username", "nacos", "--password", "wrong"],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: login failed: nacos at"),
+        "{}",
+        stderr(&out)
+    );
+    // No profile, no credentials: refused (exit 5); credentials as flags work.
+    let elsewhere = tempfile::tempdir()?;
+    let out = env
+        .command(&["get", "secured.txt"])
+        .env("XDG_CONFIG_HOME", elsewhere.path())
+        .output()?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: forbidden"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env
+        .command(&[
+            "get",
+            "secured.txt",
+            "--username",
+            "nacos",
+            "--password",
+            PASSWORD,
+        ])
+        .env("XDG_CONFIG_HOME", elsewhere.path())
+        .output()?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    Ok(())
+}
+
+#[test]
+fn watch_prints_every_change_and_runs_its_command() -> TestResult {
+    let env = start()?;
+    env.ok(&["put", "w.txt"], Some("one"))?;
+    let marker = env.work.path().join("exec.log");
+    let exec = format!(
+        "echo \"$NACELLE_EVENT $NACELLE_DATA_ID $(cat)\" >> {}",
+        marker.display()
+    );
+    let mut child = env
+        .command(&[
+            "watch",
+            "w.txt",
+            "later.txt",
+            "--count",
+            "3",
+            "-o",
+            "json",
+            "--exec",
+            &exec,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Wait until it listens.
+    let mut err = BufReader::new(child.stderr.take().ok_or("stderr")?);
+    let mut line = String::new();
+    err.read_line(&mut line)?;
+    assert!(
+        line.starts_with("watching public/DEFAULT_GROUP/w.txt"),
+        "{line}"
+    );
+
+    env.ok(&["put", "w.txt"], Some("two"))?;
+    env.ok(&["put", "later.txt"], Some("first value"))?;
+    env.ok(&["rm", "w.txt"], None)?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait()?.is_none() {
+        if Instant::now() > deadline {
+            child.kill()?;
+            return Err("watch did not end after 3 changes".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output()?;
+    assert!(out.status.success());
+    let events: Vec<Value> = String::from_utf8(out.stdout)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let seen: Vec<(&str, &str, Option<&str>)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or(""),
+                e["dataId"].as_str().unwrap_or(""),
+                e["content"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("changed", "w.txt", Some("two")),
+            ("changed", "later.txt", Some("first value")),
+            ("removed", "w.txt", None),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&marker)?,
+        "changed w.txt two\nchanged later.txt first value\nremoved w.txt \n"
+    );
+    Ok(())
+}
+
+#[test]
+fn history_diff_and_rollback() -> TestResult {
+    let env = start()?;
+    env.ok(&["put", "h.yaml"], Some("v: 1\n"))?;
+    env.ok(&["put", "h.yaml"], Some("v: 2\n"))?;
+    let h = env.json(&["history", "h.yaml"])?;
+    let items = h["items"].as_array().ok_or("items")?;
+    assert_eq!(items.len(), 2);
+    let first = items[1]["id"].as_str().ok_or("id")?.to_string();
+    assert_eq!(items[1]["opType"], "I");
+    let table = env.ok(&["history", "h.yaml"], None)?;
+    assert!(
+        table.starts_with("VERSION") && table.contains("insert"),
+        "{table}"
+    );
+
+    // The first version against now.
+    let d = env.ok(&["diff", "h.yaml", "--from", &first], None)?;
+    assert!(d.contains("-v: 1\n+v: 2\n"), "{d}");
+    // A local file against the server.
+    let local = env.file("h.yaml", "v: 3\n")?;
+    let d = env.json(&["diff", "h.yaml", "--file", &local])?;
+    assert_eq!(d["identical"], false);
+    assert!(d["diff"].as_str().ok_or("diff")?.contains("-v: 2\n+v: 3\n"));
+    let out = env.run(&["diff", "h.yaml"], None)?;
+    assert_eq!(code(&out), Some(2));
+
+    // Rollback asks first: without a terminal and without --yes nothing changes.
+    let out = env.run(&["rollback", "h.yaml", "--to", &first], None)?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--yes"));
+    assert_eq!(env.ok(&["get", "h.yaml"], None)?, "v: 2\n");
+    env.ok(&["rollback", "h.yaml", "--to", &first, "--yes"], None)?;
+    assert_eq!(env.ok(&["get", "h.yaml"], None)?, "v: 1\n");
+    assert_eq!(env.json(&["get", "h.yaml"])?["type"], "yaml");
+    let out = env.run(&["rollback", "h.yaml", "--to", "999999", "--yes"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    Ok(())
+}
+
+#[test]
+fn namespaces_export_and_import() -> TestResult {
+    let env = start()?;
+    env.ok(&["put", "a.yaml"], Some("a: 1\n"))?;
+    env.ok(&["put", "b.json", "-g", "G"], Some("{\"b\": 2}"))?;
+    env.ok(&["ns", "create", "staging", "--name", "Staging"], None)?;
+    let list = env.json(&["ns", "list"])?;
+    assert!(list
+        .as_array()
+        .ok_or("list")?
+        .iter()
+        .any(|n| n["id"] == "staging" && n["name"] == "Staging"));
+
+    let zip = env.work.path().join("public.zip");
+    let zip_s = zip.display().to_string();
+    env.ok(&["export", "--file", &zip_s], None)?;
+    assert!(std::fs::read(&zip)?.starts_with(b"PK"));
+    let r = env.json(&["import", &zip_s, "-n", "staging"])?;
+    assert_eq!(r["succCount"], 2);
+    assert_eq!(
+        env.ok(&["get", "b.json", "-g", "G", "-n", "staging"], None)?,
+        "{\"b\": 2}"
+    );
+    // Again with ABORT: every key exists, nothing is written, the server says why.
+    let out = env.run(&["import", &zip_s, "-n", "staging"], None)?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("import aborted, nothing written: 2 config(s)"),
+        "{}",
+        stderr(&out)
+    );
+    let r = env.json(&["import", &zip_s, "-n", "staging", "--policy", "skip"])?;
+    assert_eq!(r["skipCount"], 2);
+
+    let out = env.run(&["ns", "delete", "staging"], None)?;
+    assert_eq!(code(&out), Some(2), "needs --yes without a terminal");
+    env.ok(&["ns", "delete", "staging", "--yes"], None)?;
+    assert!(!env.ok(&["ns", "list"], None)?.contains("staging"));
+    Ok(())
+}
+
+#[test]
+fn profiles_completions_and_help() -> TestResult {
+    let env = start()?;
+    // A saved profile names the server: no -s needed.
+    let dir = env.config.path().join("nacelle");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("profiles.toml"),
+        format!(
+            "current = \"local\"\n[profiles.local]\nservers = [\"{}\"]\nnamespace = \"\"\n",
+            env.addr
+        ),
+    )?;
+    let mut c = env.command(&["put", "p.txt"]);
+    c.env_remove("NACELLE_SERVER");
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or("stdin")?
+        .write_all(b"via profile")?;
+    let out = child.wait_with_output()?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(env.server.api_get_blocking("p.txt")?, "via profile");
+    let profiles = env.json(&["profile", "list"])?;
+    assert_eq!(profiles[0]["name"], "local");
+    assert_eq!(profiles[0]["current"], true);
+    let out = env.run(&["profile", "use", "nope"], None)?;
+    assert_eq!(code(&out), Some(3));
+
+    let bash = env.ok(&["completion", "bash"], None)?;
+    assert!(bash.contains("_nacelle") && bash.contains("rollback"));
+    for cmd in [
+        "get", "put", "watch", "diff", "rollback", "export", "import", "login",
+    ] {
+        let help = env.ok(&[cmd, "--help"], None)?;
+        assert!(help.contains("Examples:"), "{cmd} --help has no examples");
+    }
+    Ok(())
+}
+
+trait BlockingGet {
+    fn api_get_blocking(&self, data_id: &str) -> TestResult<String>;
+}
+
+impl BlockingGet for BinaryServer {
+    /// The content of a config over HTTP v1 (in a small runtime of its own).
+    fn api_get_blocking(&self, data_id: &str) -> TestResult<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let got = rt.block_on(self.api.get("", "DEFAULT_GROUP", data_id))?;
+        got.ok_or_else(|| format!("{data_id} not found").into())
+    }
+}
