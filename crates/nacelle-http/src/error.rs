@@ -40,7 +40,7 @@ pub(crate) enum ApiError {
 }
 
 impl ApiError {
-    fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::Missing(_) | ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
             ApiError::Forbidden(_) | ApiError::Auth(_) => StatusCode::FORBIDDEN,

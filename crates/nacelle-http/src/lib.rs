@@ -9,10 +9,13 @@
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
+//! - `console`: the web console's JSON API (`/nacos/console/api/…`) and its pages
+//!   (`/nacos/`, assets from `nacelle-console`).
 //! - `observe`: per-request metrics, span and slow-request log; the scrape endpoints
 //!   (`/metrics`, `/nacos/actuator/prometheus`).
 
 mod archive;
+mod console;
 mod error;
 mod observe;
 mod params;
@@ -98,7 +101,7 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
     // The first router over a service reports its held polls (tests may build two).
     let held = observe::HeldPolls(state.held_polls.clone());
     state.service.metrics().add_source("http", held);
-    Router::new()
+    let api = Router::new()
         .route(
             "/nacos/v1/cs/configs",
             get(v1::configs::get_configs)
@@ -157,7 +160,8 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         )
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
-        .merge(v1::auth::routes())
+        .merge(v1::auth::routes());
+    console::routes(api)
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
         .layer(axum::middleware::from_fn(error::fill_auth_errors))

@@ -47,13 +47,22 @@ const ROUTES: &[&str] = &[
     "/metrics",
 ];
 
+/// The label of every console page and asset (a bounded set, one label for all).
+const CONSOLE_PAGES: &str = "/nacos/ (console pages)";
+
 fn route_label(path: &str) -> &'static str {
-    ROUTES
+    if let Some(r) = ROUTES
         .iter()
         .chain(crate::v1::auth::ROUTES)
+        .chain(crate::console::ROUTES)
         .find(|r| **r == path)
-        .copied()
-        .unwrap_or("unmatched")
+    {
+        return r;
+    }
+    if crate::console::assets::is_page(path) {
+        return CONSOLE_PAGES;
+    }
+    "unmatched"
 }
 
 fn method_label(m: &Method) -> &'static str {
@@ -141,5 +150,12 @@ mod tests {
         assert_eq!(route_label("/nacos/v2/cs/config"), "/nacos/v2/cs/config");
         assert_eq!(route_label("/nacos/v3/anything"), "unmatched");
         assert_eq!(route_label("/nacos/v2/cs/config/"), "unmatched");
+        assert_eq!(
+            route_label("/nacos/console/api/config"),
+            "/nacos/console/api/config"
+        );
+        assert_eq!(route_label("/nacos/assets/app.js"), CONSOLE_PAGES);
+        assert_eq!(route_label("/"), CONSOLE_PAGES);
+        assert_eq!(route_label("/nacos/assets/other.js"), "unmatched");
     }
 }

@@ -225,6 +225,32 @@ impl WatchHub {
             .unwrap_or_default()
     }
 
+    /// Every subscriber of `key`: who it is and the md5 it holds (read-only, for the
+    /// console's listener views).
+    pub fn subscribers_of(&self, key: &ConfigKey) -> Vec<(Arc<Caller>, Arc<str>)> {
+        self.index
+            .get(key)
+            .map(|subs| {
+                subs.values()
+                    .map(|e| (e.caller.clone(), e.md5.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every (key, subscriber, md5 held) of the subscribers whose client IP is `ip`.
+    pub fn subscriptions_of_ip(&self, ip: &str) -> Vec<(ConfigKey, Arc<Caller>, Arc<str>)> {
+        let mut out = Vec::new();
+        for item in self.index.iter() {
+            for e in item.value().values() {
+                if &*e.ip == ip {
+                    out.push((item.key().clone(), e.caller.clone(), e.md5.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Key → md5 reported, for every key that a client at `ip` listens to.
     pub fn keys_of_ip(&self, ip: &str) -> Vec<(ConfigKey, String)> {
         let mut out = Vec::new();

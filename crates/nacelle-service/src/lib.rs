@@ -45,10 +45,10 @@ pub use follow::ChangeFollower;
 pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};
 pub use limits::Limits;
 pub use namespaces::NamespaceInfo;
-pub use read::{Beta, Served};
+pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{
     CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,
 };
-pub use watch::{Added, ChangeEvent, Subscriber, Watch, WatchItem};
+pub use watch::{Added, ChangeEvent, ListenerView, Subscriber, Watch, WatchItem};

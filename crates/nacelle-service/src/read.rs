@@ -87,6 +87,18 @@ impl ConfigService {
         Ok(self.select(caller, key, tag))
     }
 
+    /// The formal config of `key`, whoever asks and whatever gray matches them (the
+    /// console edits the formal config); read permission on the key is required.
+    pub fn formal(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+    ) -> Result<Option<Arc<StoredConfig>>, CoreError> {
+        self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
+        Ok(self.inner.cache.get(key).map(|e| e.value().clone()))
+    }
+
     /// Which variant of `key` `caller` sees, asking for `tag` (already checked): the first
     /// gray whose rule matches (a rule of kind tag matches the request's tag, else the
     /// caller's [`TAG_LABEL`] label); else nothing when the request named a tag; else the

@@ -49,6 +49,22 @@ pub struct Added {
     pub new_keys: usize,
 }
 
+/// One listener of one key as the console shows it: who listens (IP, app, protocol,
+/// labels), the md5 it holds, and what the service would serve it now.
+#[derive(Debug, Clone)]
+pub struct ListenerView {
+    pub key: ConfigKey,
+    pub listener: Arc<Caller>,
+    /// The md5 the listener holds (reported, then what it was last told of).
+    pub held_md5: String,
+    /// The md5 of the variant it would be served now (`""`: nothing).
+    pub served_md5: String,
+    /// The gray variant it would be served, `None` for the formal config.
+    pub gray: Option<Arc<str>>,
+    /// Whether what it holds is what it would be served.
+    pub in_sync: bool,
+}
+
 /// The keys one listener watches; dropping it unsubscribes from all of them.
 pub struct Watch {
     service: ConfigService,
@@ -128,6 +144,55 @@ impl ConfigService {
         let mut keys = self.inner.hub.keys_of_ip(ip);
         keys.retain(|(key, _)| self.may_read(caller, key));
         Ok(keys)
+    }
+
+    /// Every listener of `key` with what it holds and what it would be served now
+    /// (variant and md5), for the console.
+    pub fn listener_views(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+    ) -> Result<Vec<ListenerView>, CoreError> {
+        self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
+        let subs = self.inner.hub.subscribers_of(key);
+        Ok(subs
+            .into_iter()
+            .map(|(who, held)| self.listener_view(key.clone(), who, &held))
+            .collect())
+    }
+
+    /// Every key a client at `ip` listens to that `caller` may read, as
+    /// [`ConfigService::listener_views`] shows it.
+    pub fn listener_views_of_ip(
+        &self,
+        caller: &Caller,
+        ip: &str,
+    ) -> Result<Vec<ListenerView>, CoreError> {
+        self.guard()?;
+        self.authenticated(caller)?;
+        let subs = self.inner.hub.subscriptions_of_ip(ip);
+        Ok(subs
+            .into_iter()
+            .filter(|(key, _, _)| self.may_read(caller, key))
+            .map(|(key, who, held)| self.listener_view(key, who, &held))
+            .collect())
+    }
+
+    fn listener_view(&self, key: ConfigKey, listener: Arc<Caller>, held: &str) -> ListenerView {
+        let served = self.select(&listener, &key, None);
+        let in_sync = self.holds_current(&listener, &key, held);
+        ListenerView {
+            served_md5: served
+                .as_ref()
+                .map(|s| s.config.md5.clone())
+                .unwrap_or_default(),
+            gray: served.and_then(|s| s.gray),
+            held_md5: held.to_string(),
+            in_sync,
+            listener,
+            key,
+        }
     }
 
     /// Number of (listener, key) pairs watched, for stats.

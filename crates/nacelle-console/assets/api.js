@@ -1,0 +1,108 @@
+// Calls to the server: the console API (/nacos/console/api) and Nacos's v1 auth API.
+// The session token lives in sessionStorage (never in a URL) and goes in
+// `Authorization: Bearer`; an answer of 401/403 becomes an ApiError the pages show.
+
+const TOKEN = 'nacelle.session';
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body || {};
+  }
+  get denied() { return this.status === 401 || this.status === 403; }
+  get conflict() { return this.status === 409; }
+}
+
+export function session() {
+  try { return JSON.parse(sessionStorage.getItem(TOKEN) || 'null'); } catch { return null; }
+}
+export function setSession(s) {
+  if (s) sessionStorage.setItem(TOKEN, JSON.stringify(s)); else sessionStorage.removeItem(TOKEN);
+}
+
+function headers() {
+  const h = { 'Accept': 'application/json' };
+  const s = session();
+  if (s && s.accessToken) h['Authorization'] = 'Bearer ' + s.accessToken;
+  return h;
+}
+
+function clean(params) {
+  const out = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v !== undefined && v !== null) out.append(k, String(v));
+  }
+  return out;
+}
+
+// One request. GET/DELETE send parameters in the query, POST/PUT as a form body.
+export async function request(method, path, params) {
+  const p = clean(params);
+  let url = path;
+  const init = { method, headers: headers(), credentials: 'same-origin' };
+  if (method === 'GET' || method === 'DELETE') {
+    const q = p.toString();
+    if (q) url += '?' + q;
+  } else {
+    init.body = p;
+    init.headers['Content-Type'] = 'application/x-www-form-urlencoded;charset=UTF-8';
+  }
+  let resp;
+  try {
+    resp = await fetch(url, init);
+  } catch (e) {
+    throw new ApiError(0, 'The server cannot be reached: ' + e.message);
+  }
+  const text = await resp.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch { body = null; }
+  if (!resp.ok) {
+    // The console API answers {error, status}; Nacos's auth failures {status, error:
+    // "Forbidden", message: <reason>}: the reason is the message when there is one.
+    let msg = (body && (body.message || body.error)) || text || resp.statusText;
+    if (typeof msg !== 'string') msg = JSON.stringify(msg);
+    msg = msg.replace(/^caused: /, '').replace(/;\s*$/, '');
+    throw new ApiError(resp.status, msg, body);
+  }
+  return body !== null ? body : text;
+}
+
+const C = '/nacos/console/api';
+export const api = {
+  get: (p, params) => request('GET', C + p, params),
+  post: (p, params) => request('POST', C + p, params),
+  put: (p, params) => request('PUT', C + p, params),
+  del: (p, params) => request('DELETE', C + p, params),
+};
+
+const A = '/nacos/v1/auth';
+export const auth = {
+  login: (username, password) => request('POST', A + '/login', { username, password }),
+  users: (params) => request('GET', A + '/users', { search: 'blur', username: '', pageNo: 1, pageSize: 100, ...params }),
+  createUser: (username, password) => request('POST', A + '/users', { username, password }),
+  deleteUser: (username) => request('DELETE', A + '/users', { username }),
+  roles: (params) => request('GET', A + '/roles', { search: 'blur', username: '', role: '', pageNo: 1, pageSize: 100, ...params }),
+  addRole: (role, username) => request('POST', A + '/roles', { role, username }),
+  deleteRole: (role, username) => request('DELETE', A + '/roles', { role, username }),
+  permissions: (params) => request('GET', A + '/permissions', { search: 'blur', role: '', pageNo: 1, pageSize: 100, ...params }),
+  addPermission: (role, resource, action) => request('POST', A + '/permissions', { role, resource, action }),
+  deletePermission: (role, resource, action) => request('DELETE', A + '/permissions', { role, resource, action }),
+};
+
+// Export of selected configs: Nacos's export (a zip), fetched with the session header
+// and handed to the browser as a download.
+export async function exportConfigs(ids) {
+  const url = '/nacos/v1/cs/configs?exportV2=true&ids=' + encodeURIComponent(ids.join(','));
+  const resp = await fetch(url, { headers: headers() });
+  if (!resp.ok) throw new ApiError(resp.status, (await resp.text()).replace(/^caused: /, ''));
+  const blob = await resp.blob();
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = 'nacelle-export-' + new Date().toISOString().slice(0, 19).replace(/[:T]/g, '') + '.zip';
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  return blob.size;
+}

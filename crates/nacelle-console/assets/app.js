@@ -1,0 +1,109 @@
+// The console's entry point: a hash router (#/page?params), the namespace picker, the
+// session shown in the header, and the one place where a refused request (401/403)
+// sends the user to the login page or shows "not allowed".
+
+import { api, session, setSession } from './api.js';
+import { h, errorBox } from './ui.js';
+import { editorPage } from './editor.js';
+import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
+import { loginPage, usersPage, signOut } from './auth.js';
+
+const PAGES = {
+  login: loginPage, namespaces: namespacesPage, configs: configsPage, edit: editorPage,
+  history: historyPage, gray: grayPage, listeners: listenersPage, cluster: clusterPage, users: usersPage,
+};
+const SECTION = { edit: 'configs', history: 'configs', gray: 'configs' };
+const NS_KEY = 'nacelle.namespace';
+
+const view = document.getElementById('view');
+const nsSelect = document.getElementById('ns-select');
+let namespaces = [];
+
+const ctx = {
+  get namespace() { return sessionStorage.getItem(NS_KEY) || ''; },
+  setNamespace(id) { sessionStorage.setItem(NS_KEY, id); nsSelect.value = id; },
+  namespaceName() { const n = namespaces.find((x) => x.id === ctx.namespace); return n ? n.name : ctx.namespace || 'public'; },
+  async reloadNamespaces() {
+    try { namespaces = await api.get('/namespaces'); } catch (e) {
+      namespaces = [];
+      nsSelect.closest('label').hidden = true;
+      throw e;
+    }
+    nsSelect.replaceChildren(...namespaces.map((n) => h('option', { value: n.id }, `${n.name}${n.id ? '' : ''}`)));
+    if (!namespaces.some((n) => n.id === ctx.namespace)) ctx.setNamespace('');
+    nsSelect.value = ctx.namespace;
+    nsSelect.closest('label').hidden = namespaces.length === 0;
+  },
+  rerender: () => render(),
+  // Another user sees other namespaces: reload them on the next page.
+  onSession: () => { namespaces = []; paintSession(); },
+};
+
+function paintSession() {
+  const s = session();
+  const who = document.getElementById('who');
+  document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
+  if (s) {
+    who.replaceChildren(h('span', {}, s.username + (s.globalAdmin ? ' (admin)' : '')),
+      h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, 'Sign out'));
+  } else {
+    who.replaceChildren(h('a', { href: '#/login' }, 'Sign in'));
+  }
+}
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [page, query] = raw.split('?');
+  return { page: page || 'configs', q: Object.fromEntries(new URLSearchParams(query || '')) };
+}
+
+let rendering = 0;
+async function render() {
+  const { page, q } = parseHash();
+  const fn = PAGES[page];
+  const mine = ++rendering;
+  document.querySelectorAll('#nav a').forEach((a) => a.setAttribute('aria-current', a.dataset.section === (SECTION[page] || page) ? 'page' : 'false'));
+  document.title = `${page[0].toUpperCase() + page.slice(1)} · Nacelle`;
+  if (!fn) { view.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/configs' }, 'Go to configs'))); return; }
+  try {
+    if (page !== 'login' && !namespaces.length) await ctx.reloadNamespaces();
+    // Each render builds its page apart and shows it only if no newer render started
+    // meanwhile (a slow answer never overwrites the page the user went on to).
+    const built = h('div', { class: 'page' });
+    await fn(built, q, ctx);
+    if (mine !== rendering) return;
+    view.replaceChildren(built);
+    const first = built.querySelector('[data-autofocus]');
+    if (first) first.focus();
+    else if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
+  } catch (e) {
+    if (mine !== rendering) return;
+    let s = session();
+    let dropped = '';
+    // A session the server no longer accepts (expired, the user deleted, its password
+    // changed) is dropped: sign in again.
+    if (s && e.status === 403 && /token expired|token invalid|user not found/i.test(e.message)) {
+      setSession(null);
+      paintSession();
+      s = null;
+      dropped = e.message;
+    }
+    if (e.status === 401 || (e.status === 403 && !s)) {
+      location.hash = '#/login?' + new URLSearchParams({ next: location.hash, reason: dropped ? `Your session ended (${dropped}): please sign in again.` : 'Please sign in.' });
+      return;
+    }
+    view.replaceChildren(h('h1', {}, 'Could not load this page'), errorBox(e));
+  }
+}
+
+nsSelect.addEventListener('change', () => { ctx.setNamespace(nsSelect.value); location.hash = '#/configs'; render(); });
+window.addEventListener('hashchange', render);
+document.addEventListener('keydown', (e) => {
+  // "/" focuses the first search field of the page.
+  if (e.key === '/' && !/^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName)) {
+    const f = view.querySelector('form[role=search] input');
+    if (f) { e.preventDefault(); f.focus(); }
+  }
+});
+paintSession();
+render();

@@ -1,0 +1,138 @@
+// Login and the administration of users, roles and permissions, through Nacos's v1 auth
+// API (/nacos/v1/auth/…). Only administrators (globalAdmin) see the users page; the
+// server refuses everyone else anyway (403).
+
+import { auth, session, setSession, ApiError } from './api.js';
+import { h, field, table, confirmDanger, errorBox, showError, toast, hashFor } from './ui.js';
+
+export async function loginPage(view, q, ctx) {
+  const user = h('input', { id: 'login-user', autocomplete: 'username', required: true });
+  const pass = h('input', { id: 'login-pass', type: 'password', autocomplete: 'current-password', required: true });
+  const err = h('div', { id: 'login-error' });
+  const submit = async (e) => {
+    e.preventDefault();
+    err.replaceChildren();
+    try {
+      const r = await auth.login(user.value, pass.value);
+      setSession({ accessToken: r.accessToken, username: r.username || user.value, globalAdmin: !!r.globalAdmin,
+        expiresAt: Date.now() + (Number(r.tokenTtl) || 18000) * 1000 });
+      ctx.onSession();
+      location.hash = q.next && q.next.startsWith('#/') && !q.next.startsWith('#/login') ? q.next : '#/configs';
+    } catch (e2) {
+      const msg = (e2.status === 404 || e2.status === 501) ? new ApiError(404, 'This server has no login: authentication is not enabled.')
+        : e2.denied ? new ApiError(e2.status, 'Wrong user name or password.') : e2;
+      err.replaceChildren(errorBox(msg.status === 403 ? { message: msg.message } : msg));
+      pass.select();
+    }
+  };
+  view.replaceChildren(h('form', { class: 'panel login', onsubmit: submit, 'aria-label': 'Sign in' },
+    h('h1', {}, 'Sign in to Nacelle'),
+    q.reason ? h('p', { class: 'notice' }, q.reason) : '',
+    h('div', { class: 'form' }, h('div', { class: 'wide' }, field('User name', user)), h('div', { class: 'wide' }, field('Password', pass))),
+    err,
+    h('div', { class: 'bar' }, h('button', { type: 'submit', class: 'primary', id: 'login-submit' }, 'Sign in'))));
+  user.dataset.autofocus = '1';
+}
+
+export function signOut(ctx) {
+  setSession(null);
+  ctx.onSession();
+  location.hash = '#/login';
+}
+
+function tabs(current) {
+  const t = (id, label) => h('a', { href: hashFor('users', { tab: id }), 'aria-current': current === id ? 'page' : null }, label);
+  return h('nav', { class: 'tabs', 'aria-label': 'Users, roles, permissions' }, t('users', 'Users'), t('roles', 'Roles'), t('permissions', 'Permissions'));
+}
+
+export async function usersPage(view, q, ctx) {
+  const s = session();
+  if (s && !s.globalAdmin) {
+    view.replaceChildren(h('h1', {}, 'Users'), errorBox({ status: 403, message: 'only administrators manage users, roles and permissions.' }));
+    return;
+  }
+  const tab = q.tab || 'users';
+  const errSlot = h('div', { id: 'users-error' });
+  let content;
+  try {
+    if (tab === 'users') content = await usersTab(errSlot, ctx);
+    else if (tab === 'roles') content = await rolesTab(errSlot, ctx);
+    else content = await permissionsTab(errSlot, ctx);
+  } catch (e) {
+    if (e.status === 404 || e.status === 501) e = new ApiError(404, 'Authentication is not enabled on this server: there are no users to manage.');
+    content = errorBox(e);
+  }
+  // Nacos's server state says whether authentication is on; with it off, users exist but
+  // are not asked for.
+  let off = null;
+  try {
+    const state = await fetch('/nacos/v1/console/server/state').then((r) => r.json());
+    if (String(state.auth_enabled) === 'false') {
+      off = h('p', { class: 'notice', id: 'auth-off' }, 'Authentication is off on this server: these users, roles and permissions take effect once it is turned on.');
+    }
+  } catch { /* the notice is only a hint */ }
+  view.replaceChildren(h('h1', {}, 'Users, roles and permissions'), ...(off ? [off] : []), tabs(tab), errSlot, content);
+}
+
+const items = (page) => (page && (page.pageItems || page.items)) || [];
+
+async function usersTab(errSlot, ctx) {
+  const page = await auth.users({});
+  const name = h('input', { id: 'u-name', autocomplete: 'off' });
+  const pass = h('input', { id: 'u-pass', type: 'password', autocomplete: 'new-password' });
+  const add = async (e) => {
+    e.preventDefault();
+    try { await auth.createUser(name.value.trim(), pass.value); toast('User created'); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+  };
+  return h('div', {},
+    h('form', { class: 'bar panel', onsubmit: add }, field('User name', name), field('Password', pass), h('button', { type: 'submit', class: 'primary' }, 'Create user')),
+    table([
+      { label: 'User', cell: (u) => u.username },
+      { label: '', class: 'actions', cell: (u) => h('button', { type: 'button', class: 'link danger', onclick: async () => {
+        if (!(await confirmDanger('Delete user', `Delete user “${u.username}”?`))) return;
+        try { await auth.deleteUser(u.username); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+      } }, 'Delete') },
+    ], items(page)));
+}
+
+async function rolesTab(errSlot, ctx) {
+  const page = await auth.roles({});
+  const role = h('input', { id: 'r-role', autocomplete: 'off' });
+  const user = h('input', { id: 'r-user', autocomplete: 'off' });
+  const add = async (e) => {
+    e.preventDefault();
+    try { await auth.addRole(role.value.trim(), user.value.trim()); toast('Role granted'); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+  };
+  return h('div', {},
+    h('form', { class: 'bar panel', onsubmit: add }, field('Role', role), field('User', user), h('button', { type: 'submit', class: 'primary' }, 'Grant role')),
+    table([
+      { label: 'Role', cell: (r) => r.role },
+      { label: 'User', cell: (r) => r.username },
+      { label: '', class: 'actions', cell: (r) => h('button', { type: 'button', class: 'link danger', onclick: async () => {
+        if (!(await confirmDanger('Remove role', `Remove role “${r.role}” from “${r.username}”?`, 'Remove'))) return;
+        try { await auth.deleteRole(r.role, r.username); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+      } }, 'Remove') },
+    ], items(page)));
+}
+
+async function permissionsTab(errSlot, ctx) {
+  const page = await auth.permissions({});
+  const role = h('input', { id: 'p-role', autocomplete: 'off' });
+  const resource = h('input', { id: 'p-resource', placeholder: 'namespace:*:*', autocomplete: 'off' });
+  const action = h('select', { id: 'p-action' }, ['r', 'w', 'rw'].map((a) => h('option', { value: a }, a)));
+  const add = async (e) => {
+    e.preventDefault();
+    try { await auth.addPermission(role.value.trim(), resource.value.trim(), action.value); toast('Permission added'); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+  };
+  return h('div', {},
+    h('form', { class: 'bar panel', onsubmit: add }, field('Role', role), field('Resource', resource), field('Action', action), h('button', { type: 'submit', class: 'primary' }, 'Add permission')),
+    table([
+      { label: 'Role', cell: (p) => p.role },
+      { label: 'Resource', cell: (p) => h('code', {}, p.resource) },
+      { label: 'Action', cell: (p) => p.action },
+      { label: '', class: 'actions', cell: (p) => h('button', { type: 'button', class: 'link danger', onclick: async () => {
+        if (!(await confirmDanger('Remove permission', `Remove ${p.action} on ${p.resource} from “${p.role}”?`, 'Remove'))) return;
+        try { await auth.deletePermission(p.role, p.resource, p.action); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+      } }, 'Remove') },
+    ], items(page)));
+}

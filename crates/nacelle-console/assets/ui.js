@@ -1,0 +1,126 @@
+// Small DOM helpers shared by the pages: an element builder, dialogs, toasts, tables,
+// time formatting and the one place errors are turned into messages.
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'html') el.innerHTML = v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function escapeHtml(s) {
+  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+}
+
+export function fmtTime(ms) {
+  if (!ms) return '—';
+  const d = new Date(ms);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+export function toast(msg) {
+  const t = h('div', { class: 'toast' }, msg);
+  const box = document.getElementById('toasts');
+  box.append(t);
+  while (box.children.length > 2) box.firstChild.remove();
+  setTimeout(() => t.remove(), 2500);
+}
+
+// The message of an error, where the page shows it.
+export function errorBox(e) {
+  if (!e) return h('div', { class: 'error', hidden: true });
+  const denied = e.status === 403 || e.status === 401;
+  const text = denied ? `Not allowed: ${e.message}` : e.message;
+  return h('div', { class: 'error', role: 'alert', 'data-status': e.status ?? '' }, text);
+}
+
+export function showError(slot, e) {
+  slot.replaceChildren(e ? errorBox(e) : '');
+}
+
+// A modal dialog; resolves with the value of the button pressed (Esc: null).
+export function modal(title, body, buttons, opts = {}) {
+  return new Promise((resolve) => {
+    const d = h('dialog', { class: opts.small ? 'small' : '', 'aria-label': title });
+    const btns = buttons.map((b) =>
+      h('button', { type: 'button', class: b.class || '', 'data-value': b.value,
+        onclick: async () => {
+          if (b.action) {
+            try { const ok = await b.action(); if (ok === false) return; } catch { return; }
+          }
+          d.close(b.value);
+        } }, b.label));
+    d.append(h('h2', {}, title), body, h('div', { class: 'buttons' }, btns));
+    // Enter in a field presses the dialog's main button (the last one).
+    d.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && e.target.tagName === 'INPUT') {
+        e.preventDefault();
+        btns[btns.length - 1].click();
+      }
+    });
+    d.addEventListener('close', () => { d.remove(); resolve(d.returnValue || null); });
+    document.body.append(d);
+    d.showModal();
+    const first = d.querySelector('[autofocus]') || d.querySelector('input,select,textarea') || btns[btns.length - 1];
+    if (first) first.focus();
+  });
+}
+
+export async function confirmDanger(title, text, label = 'Delete') {
+  const v = await modal(title, h('p', {}, text), [
+    { label: 'Cancel', value: 'cancel' },
+    { label, value: 'ok', class: 'danger solid' },
+  ], { small: true });
+  return v === 'ok';
+}
+
+export function table(columns, rows, empty = 'Nothing here yet.') {
+  const head = h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : '', scope: 'col' }, c.label)));
+  const body = rows.length
+    ? rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: (c.num ? 'num ' : '') + (c.class || '') }, c.cell(r)))))
+    : [h('tr', {}, h('td', { colspan: columns.length, class: 'empty' }, empty))];
+  return h('div', { class: 'tablewrap' }, h('table', {}, h('thead', {}, head), h('tbody', {}, body)));
+}
+
+export function field(label, input) {
+  return h('label', { class: 'f' }, label, input);
+}
+
+// A unified diff, coloured by line.
+export function diffView(text) {
+  const pre = h('pre', { class: 'diff mono', 'aria-label': 'Diff' });
+  if (!text) {
+    pre.append(h('span', { class: 'muted' }, 'No differences.'));
+    return pre;
+  }
+  for (const line of text.split('\n')) {
+    let cls = '';
+    if (line.startsWith('+') && !line.startsWith('+++')) cls = 'add';
+    else if (line.startsWith('-') && !line.startsWith('---')) cls = 'del';
+    else if (line.startsWith('@@')) cls = 'hunk';
+    pre.append(cls ? h('span', { class: cls }, line) : document.createTextNode(line + '\n'));
+  }
+  return pre;
+}
+
+export function keyParams(k) {
+  return { namespace: k.namespace || '', group: k.group, dataId: k.dataId };
+}
+
+export function hashFor(page, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) if (v !== undefined && v !== null) q.set(k, v);
+  const s = q.toString();
+  return '#/' + page + (s ? '?' + s : '');
+}

@@ -1,0 +1,147 @@
+// The console's login and non-admin steps, for a server with authentication on (issue 11):
+//
+//   node console-auth.mjs <base-url> <screenshot-dir> <admin-user> <admin-password>
+//
+// An administrator signs in, creates namespace `ro`, a user `reader` with role
+// `ro-reader` holding `r` on `ro:*:*`; then `reader` signs in: the users page is not in
+// the navigation and shows "not allowed" when opened, editing the namespace and
+// publishing into it are refused with the server's 403 shown where the action was taken.
+// Run by crates/nacelle/tests/console_browser.rs (`console_auth_in_chromium`).
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { launch } from './browser.mjs';
+
+const [base, shots, adminUser, adminPass] = process.argv.slice(2);
+if (!base || !shots || !adminUser || !adminPass) {
+  console.error('usage: node console-auth.mjs <base-url> <screenshot-dir> <admin-user> <admin-password>');
+  process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+
+let current = 'start';
+const step = (n) => { current = n; };
+const ok = () => console.log(`ok ${current}`);
+const check = (c, why) => { if (!c) throw new Error(why); };
+
+const { context, cleanup } = await launch();
+const page = context.pages()[0] || await context.newPage();
+page.setDefaultTimeout(10000);
+async function shot(name) {
+  await page.evaluate(() => document.getElementById('toasts')?.replaceChildren());
+  // Nothing on the page may read like a leaked value of the code.
+  const leaked = await page.evaluate(() => (document.body.innerText.match(/\bnull\b|\bundefined\b|\[object \w+\]|NaN/) || [])[0]);
+  check(!leaked, `the ${name} page shows "${leaked}"`);
+  await page.screenshot({ path: join(shots, name + '.png') });
+}
+
+async function login(user, pass) {
+  await page.goto(base + '/nacos/#/login');
+  await page.fill('#login-user', user);
+  await page.fill('#login-pass', pass);
+  await page.click('#login-submit');
+  await page.locator('#sign-out').waitFor();
+}
+
+try {
+  step('unauthenticated: sent to the login page');
+  await page.goto(base + '/nacos/#/configs');
+  await page.waitForURL(/#\/login/);
+  await page.locator('#login-user').waitFor();
+  ok();
+
+  step('wrong password refused');
+  await page.fill('#login-user', adminUser);
+  await page.fill('#login-pass', adminPass + '-wrong');
+  await page.click('#login-submit');
+  await page.locator('#login-error .error').waitFor();
+  await shot('login');
+  ok();
+
+  step('admin signs in; the token is not in the URL');
+  await login(adminUser, adminPass);
+  check(!page.url().includes('accessToken'), page.url());
+  const stored = await page.evaluate(() => sessionStorage.getItem('nacelle.session'));
+  check(stored && stored.includes('accessToken'), 'no session token kept');
+  ok();
+
+  step('admin creates namespace ro, user reader, role and r permission');
+  await page.goto(base + '/nacos/#/namespaces');
+  await page.click('#ns-create');
+  await page.fill('#ns-id', 'ro');
+  await page.fill('#ns-name', 'Read only');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('td code', { hasText: /^ro$/ }).waitFor();
+  await page.goto(base + '/nacos/#/users?tab=users');
+  await page.fill('#u-name', 'reader');
+  await page.fill('#u-pass', 'reader-pass-123');
+  await page.click('form button[type=submit]');
+  await page.locator('td', { hasText: /^reader$/ }).waitFor();
+  await page.goto(base + '/nacos/#/users?tab=roles');
+  await page.fill('#r-role', 'ro-reader');
+  await page.fill('#r-user', 'reader');
+  await page.click('form button[type=submit]');
+  await page.locator('td', { hasText: 'ro-reader' }).first().waitFor();
+  await page.goto(base + '/nacos/#/users?tab=permissions');
+  await page.fill('#p-role', 'ro-reader');
+  await page.fill('#p-resource', 'ro:*:*');
+  await page.selectOption('#p-action', 'r');
+  await page.click('form button[type=submit]');
+  await page.locator('td code', { hasText: 'ro:*:*' }).waitFor();
+  check(await page.locator('#auth-off').count() === 0, 'the users page says authentication is off');
+  await shot('users-permissions');
+  // A config to read.
+  await page.selectOption('#ns-select', 'ro');
+  await page.locator('h1 .sub', { hasText: 'Read only' }).waitFor();
+  await page.goto(base + '/nacos/#/edit?namespace=ro');
+  await page.fill('#f-dataId', 'ro.yaml');
+  await page.fill('#content', 'a: 1\n');
+  await page.click('#review');
+  await page.click('dialog button[data-value=publish]');
+  await page.waitForURL(/dataId=ro.yaml/);
+  await page.click('#sign-out');
+  ok();
+
+  step('reader: no users page');
+  await login('reader', 'reader-pass-123');
+  check(await page.locator('#nav-users').isHidden(), 'the users link is shown to a non-admin');
+  await page.goto(base + '/nacos/#/users');
+  await page.locator('.error', { hasText: 'Not allowed' }).waitFor();
+  await shot('users-not-allowed');
+  ok();
+
+  step('reader cannot edit a namespace it has only r on');
+  await page.goto(base + '/nacos/#/namespaces');
+  await page.click('button[data-edit=ro]');
+  await page.fill('#ns-name', 'renamed');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('dialog .error', { hasText: 'Not allowed' }).waitFor();
+  await page.click('dialog button[data-value=cancel]');
+  ok();
+
+  step('reader reads ro.yaml but cannot publish it');
+  await page.goto(base + '/nacos/#/edit?namespace=ro&group=DEFAULT_GROUP&dataId=ro.yaml');
+  await page.locator('h1', { hasText: 'ro.yaml' }).waitFor();
+  await page.fill('#content', 'a: 2\n');
+  await page.click('#review');
+  await page.click('dialog button[data-value=publish]');
+  await page.locator('dialog .error', { hasText: 'Not allowed' }).waitFor();
+  await shot('editor-not-allowed');
+  ok();
+
+  step('a session the server no longer accepts leads back to the login page');
+  await page.evaluate(() => sessionStorage.setItem('nacelle.session', JSON.stringify({ accessToken: 'x.y.z', username: 'reader', globalAdmin: false })));
+  await page.goto(base + '/nacos/#/configs');
+  await page.waitForURL(/#\/login/);
+  await page.locator('.notice', { hasText: 'Your session ended' }).waitFor();
+  check(await page.evaluate(() => sessionStorage.getItem('nacelle.session')) === null, 'the refused session was kept');
+  ok();
+} catch (e) {
+  console.log(`FAIL ${current}: ${e.message}`);
+  try { await page.screenshot({ path: join(tmpdir(), 'nacelle-console-auth-failure.png') }); } catch { /* the page may be gone */ }
+  await cleanup();
+  process.exit(1);
+}
+await cleanup();
+console.log('console auth browser test: all steps passed');

@@ -1,0 +1,317 @@
+// Browser test of the Nacelle console in Debian's headless Chromium, driven by
+// playwright-core (no browser download). Started by crates/nacelle/tests/console_browser.rs
+// against a real server:
+//
+//   node console.mjs <base-url> <screenshot-dir> [<admin-user> <admin-password>]
+//
+// Each step prints `ok <step>`; the first failure prints `FAIL <step>: <why>` and exits 1.
+// Screenshots of every page go to <screenshot-dir>. With admin credentials the login
+// steps run too (a server with authentication on); see console-auth.mjs for the
+// non-admin steps.
+
+import { mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { launch } from './browser.mjs';
+
+const [base, shots, adminUser, adminPass] = process.argv.slice(2);
+if (!base || !shots) {
+  console.error('usage: node console.mjs <base-url> <screenshot-dir> [<admin-user> <admin-password>]');
+  process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+
+let current = 'start';
+function step(name) { current = name; }
+function ok() { console.log(`ok ${current}`); }
+function check(cond, why) { if (!cond) throw new Error(why); }
+
+const { context, cleanup } = await launch();
+const page = context.pages()[0] || await context.newPage();
+const pageErrors = [];
+page.on('pageerror', (e) => pageErrors.push(String(e)));
+// Refused requests (409, 403, 404) are expected and shown by the pages: the browser logs
+// each as "Failed to load resource"; anything else logged as an error is a fault.
+page.on('console', (m) => {
+  if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(m.text());
+});
+page.setDefaultTimeout(10000);
+
+// The API as the page itself calls it (same session header), to check what the server holds.
+async function apiGet(path, params) {
+  return page.evaluate(async ([p, q]) => {
+    const s = JSON.parse(sessionStorage.getItem('nacelle.session') || 'null');
+    const h = s ? { Authorization: 'Bearer ' + s.accessToken } : {};
+    const r = await fetch('/nacos/console/api' + p + '?' + new URLSearchParams(q), { headers: h });
+    return { status: r.status, body: await r.json() };
+  }, [path, params]);
+}
+async function apiPost(path, params) {
+  return page.evaluate(async ([p, q]) => {
+    const s = JSON.parse(sessionStorage.getItem('nacelle.session') || 'null');
+    const h = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    if (s) h.Authorization = 'Bearer ' + s.accessToken;
+    const r = await fetch('/nacos/console/api' + p, { method: 'POST', headers: h, body: new URLSearchParams(q) });
+    return { status: r.status, body: await r.json() };
+  }, [path, params]);
+}
+// Screenshots for the docs, without the passing notices of earlier steps.
+async function shot(name) {
+  await page.evaluate(() => document.getElementById('toasts')?.replaceChildren());
+  // Nothing on the page may read like a leaked value of the code.
+  const leaked = await page.evaluate(() => (document.body.innerText.match(/\bnull\b|\bundefined\b|\[object \w+\]|NaN/) || [])[0]);
+  check(!leaked, `the ${name} page shows "${leaked}"`);
+  await page.screenshot({ path: join(shots, name + '.png') });
+}
+const KEY = { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'shop.yaml' };
+const V1 = 'server:\n  port: 8080\nfeature:\n  checkout: false\n';
+const BAD = 'server:\n  port: 8080\nfeature:\n  checkout: [true\n';
+const V2 = 'server:\n  port: 8080\nfeature:\n  checkout: true\n';
+const BETA = 'server:\n  port: 8080\nfeature:\n  checkout: true\n  beta: on\n';
+
+async function typeInEditor(text) {
+  const ta = page.locator('#content');
+  await ta.fill(text);
+}
+
+try {
+  step('/ redirects to the console');
+  await page.goto(base + '/');
+  check(new URL(page.url()).pathname === '/nacos/', `landed on ${page.url()}`);
+  ok();
+
+  if (adminUser) {
+    step('log in');
+    await page.goto(base + '/nacos/#/login');
+    await page.fill('#login-user', adminUser);
+    await page.fill('#login-pass', 'wrong-' + adminPass);
+    await page.click('#login-submit');
+    await page.locator('#login-error .error').waitFor();
+    await page.fill('#login-pass', adminPass);
+    await page.click('#login-submit');
+    await page.locator('#sign-out').waitFor();
+    check(!page.url().includes('accessToken'), 'the token is in the URL');
+    ok();
+  }
+
+  step('create a namespace');
+  await page.goto(base + '/nacos/#/namespaces');
+  await page.click('#ns-create');
+  await page.fill('#ns-id', 'e2e');
+  await page.fill('#ns-name', 'E2E');
+  await page.fill('#ns-desc', 'created by the browser test');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('td code', { hasText: /^e2e$/ }).waitFor();
+  await shot('namespaces');
+  ok();
+
+  step('create a YAML config');
+  await page.selectOption('#ns-select', 'e2e');
+  await page.waitForURL(/#\/configs/);
+  await page.click('#new-config');
+  await page.fill('#f-dataId', KEY.dataId);
+  check(await page.inputValue('#f-type') === 'yaml', 'type not guessed from the name');
+  await typeInEditor(V1);
+  await page.click('#review');
+  await page.locator('dialog pre.diff').waitFor();
+  await page.click('dialog button[data-value=publish]');
+  await page.waitForURL(/#\/edit\?.*dataId=shop.yaml/);
+  await page.locator('h1', { hasText: 'shop.yaml' }).waitFor();
+  const created = await apiGet('/config', KEY);
+  check(created.status === 200 && created.body.content === V1, `stored ${JSON.stringify(created.body)}`);
+  ok();
+
+  step('a syntax error is shown and nothing is published');
+  await typeInEditor(BAD);
+  await page.click('#review');
+  const err = page.locator('#validation-error');
+  await err.waitFor();
+  const errText = await err.textContent();
+  check(/line 4/.test(errText), `validation message without its line: ${errText}`);
+  check(await page.locator('.gutter .bad').count() === 1, 'the error line is not marked');
+  check(await page.locator('dialog').count() === 0, 'a publish dialog opened for invalid content');
+  await shot('editor-error');
+  const after = await apiGet('/config', KEY);
+  check(after.body.content === V1, 'invalid content was published');
+  ok();
+
+  step('fix it, see the diff, publish');
+  await typeInEditor(V2);
+  await page.keyboard.press('Control+s');
+  const diff = page.locator('dialog pre.diff');
+  await diff.waitFor();
+  const diffText = await diff.textContent();
+  check(diffText.includes('-  checkout: false') && diffText.includes('+  checkout: true'), `diff: ${diffText}`);
+  await page.locator('dialog pre.diff .add').first().waitFor();
+  await shot('editor-diff');
+  await page.click('dialog button[data-value=publish]');
+  await page.locator('dialog').waitFor({ state: 'detached' });
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor();
+  const published = await apiGet('/config', KEY);
+  check(published.body.content === V2, 'the fix was not published');
+  await shot('editor');
+  ok();
+
+  step('someone else publishes: compare-and-set warns');
+  await typeInEditor(V2 + 'mine: 1\n');
+  const other = await apiPost('/config', { ...KEY, content: V2 + 'theirs: 1\n', type: 'yaml' });
+  check(other.status === 200, 'the concurrent publish failed');
+  await page.click('#review');
+  await page.click('dialog button[data-value=publish]');
+  await page.locator('#conflict').waitFor();
+  await shot('editor-conflict');
+  await page.click('dialog button[data-value=cancel]');
+  const kept = await apiGet('/config', KEY);
+  check(kept.body.content === V2 + 'theirs: 1\n', 'the conflicting publish overwrote the other one');
+  // Put the config back to V2 for the next steps (review again: the diff is against theirs now).
+  await typeInEditor(V2);
+  await page.click('#review');
+  const again = await page.locator('dialog pre.diff').textContent();
+  check(again.includes('-theirs: 1'), `second review not against their version: ${again}`);
+  await page.click('dialog button[data-value=publish]');
+  await page.locator('dialog').waitFor({ state: 'detached' });
+  ok();
+
+  step('history: versions, diff two, roll back');
+  await page.goto(base + `/nacos/#/history?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  const rows = page.locator('input[data-nid]');
+  await rows.first().waitFor();
+  check(await rows.count() >= 3, `only ${await rows.count()} history rows`);
+  const nids = await rows.evaluateAll((els) => els.map((e) => e.dataset.nid));
+  await rows.nth(0).check();
+  await rows.nth(1).check();
+  await page.click('#diff-selected');
+  await page.locator('#history-out pre.diff').waitFor();
+  await shot('history');
+  // The oldest version is the first content (V1): roll back to it.
+  const oldest = nids[nids.length - 1];
+  await page.click(`button[data-rollback="${oldest}"]`);
+  await page.locator('dialog pre.diff').waitFor();
+  await shot('history-rollback');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('dialog').waitFor({ state: 'detached' });
+  const rolled = await apiGet('/config', KEY);
+  check(rolled.body.content === V1, `rollback left ${JSON.stringify(rolled.body.content)}`);
+  ok();
+
+  step('configs list: search, type and last modified');
+  await page.goto(base + '/nacos/#/configs?dataId=shop');
+  await page.locator('td a', { hasText: 'shop.yaml' }).waitFor();
+  check(await page.locator('td .tag', { hasText: 'yaml' }).count() === 1, 'no type column');
+  await shot('configs');
+  ok();
+
+  step('export and delete a selection');
+  const extra = await apiPost('/config', { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'tmp.properties', content: 'a=1\n', type: 'properties' });
+  check(extra.status === 200, 'could not create tmp.properties');
+  await page.goto(base + '/nacos/#/configs');
+  await page.locator('td a', { hasText: 'tmp.properties' }).waitFor();
+  await page.locator('input[type=checkbox][aria-label="Select tmp.properties"]').check();
+  await page.locator('input[type=checkbox][aria-label="Select shop.yaml"]').check();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-selected')]);
+  check(download.suggestedFilename().endsWith('.zip'), `export named ${download.suggestedFilename()}`);
+  const zipPath = await download.path();
+  check(zipPath && statSync(zipPath).size > 100, 'empty export');
+  await page.locator('input[type=checkbox][aria-label="Select shop.yaml"]').uncheck();
+  await page.click('#delete-selected');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('td a', { hasText: 'tmp.properties' }).waitFor({ state: 'detached' });
+  check(await page.locator('td a', { hasText: 'shop.yaml' }).count() === 1, 'shop.yaml was deleted too');
+  ok();
+
+  step('a beta for one IP reaches the matching listener');
+  await page.goto(base + `/nacos/#/gray?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  await page.locator('#gray-create').waitFor();
+  await page.fill('#g-ips', '127.0.0.1');
+  await page.fill('#content', BETA);
+  await page.click('#gray-create');
+  await page.click('dialog button[data-value=ok]');
+  const card = page.locator('section[data-gray=beta]');
+  await card.waitFor();
+  await card.locator('td code', { hasText: '127.0.0.1' }).waitFor();
+  const cardText = await card.textContent();
+  check(cardText.includes('e2e-listener'), `the listener's app is not shown: ${cardText}`);
+  await shot('gray');
+  ok();
+
+  step('listeners of the config and of the IP');
+  await page.goto(base + `/nacos/#/listeners?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  await page.locator('td', { hasText: 'e2e-listener' }).waitFor();
+  check(await page.locator('.tag.warn', { hasText: 'gray beta' }).count() >= 1, 'the listener is not shown on the beta');
+  await shot('listeners');
+  await page.goto(base + `/nacos/#/listeners?ip=127.0.0.1`);
+  await page.locator('td a', { hasText: 'shop.yaml' }).waitFor();
+  ok();
+
+  step('promote the beta');
+  await page.goto(base + `/nacos/#/gray?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  await page.click('button[data-promote=beta]');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('p#grays').waitFor();
+  const promoted = await apiGet('/config', KEY);
+  check(promoted.body.content === BETA, 'promotion did not make the beta formal');
+  ok();
+
+  step('cluster page');
+  await page.goto(base + '/nacos/#/cluster');
+  await page.locator('td .tag.ok', { hasText: 'UP' }).waitFor();
+  await shot('cluster');
+  ok();
+
+  step('users page');
+  await page.goto(base + '/nacos/#/users');
+  if (adminUser) {
+    await page.locator('td', { hasText: adminUser }).first().waitFor();
+    check(await page.locator('#auth-off').count() === 0, 'the page says authentication is off');
+    await shot('users');
+  } else {
+    // Authentication is off here: the page says so (console-auth.mjs covers the rest).
+    await page.locator('#auth-off').waitFor();
+    await page.locator('#u-name').waitFor();
+  }
+  ok();
+
+  step('a namespace holding configs is deleted only after confirmation');
+  await page.goto(base + '/nacos/#/namespaces');
+  await page.click('button[data-delete=e2e]');
+  const confirmText = await page.locator('dialog p').textContent();
+  check(/holds 1 config/.test(confirmText), `no warning: ${confirmText}`);
+  await page.click('dialog button[data-value=cancel]');
+  const refused = await page.evaluate(async () => (await fetch('/nacos/console/api/namespaces?id=e2e', { method: 'DELETE' })).status);
+  check(refused === 409 || refused === 403, `unconfirmed delete answered ${refused}`);
+  ok();
+
+  step('dark theme');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(base + `/nacos/#/edit?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor();
+  await shot('editor-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  ok();
+
+  step('laptop width');
+  await page.setViewportSize({ width: 1024, height: 700 });
+  const q = 'namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml';
+  for (const [hash, ready] of [['configs', 'td a'], [`edit?${q}`, '.status .tag'], [`history?${q}`, 'input[data-nid]'],
+    [`gray?${q}`, '#gray-create'], [`listeners?${q}`, 'td'], ['namespaces', 'td code'], ['cluster', 'td .tag']]) {
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    check(overflow <= 0, `#/${hash} scrolls sideways by ${overflow}px at 1024px`);
+  }
+  await page.goto(base + '/nacos/#/configs');
+  await page.locator('td a').first().waitFor();
+  await shot('configs-laptop');
+  ok();
+
+  step('no script errors');
+  check(pageErrors.length === 0, pageErrors.join('\n'));
+  ok();
+} catch (e) {
+  console.log(`FAIL ${current}: ${e.message} (screenshot: ${join(tmpdir(), 'nacelle-console-failure.png')})`);
+  try { await page.screenshot({ path: join(tmpdir(), 'nacelle-console-failure.png') }); } catch { /* the page may be gone */ }
+  await cleanup();
+  process.exit(1);
+}
+await cleanup();
+console.log('console browser test: all steps passed');
