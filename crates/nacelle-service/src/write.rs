@@ -381,6 +381,8 @@ impl ConfigService {
         src_user: &str,
     ) -> Result<usize, CoreError> {
         self.guard()?;
+        // Bad or missing credentials are refused even when no id matches.
+        self.authenticated(caller)?;
         let keys: Vec<ConfigKey> = self
             .inner
             .cache
