@@ -411,3 +411,10 @@ fn boundary_seed(data: &[u8]) -> u128 {
     use md5::{Digest, Md5};
     u128::from_be_bytes(Md5::digest(data).into())
 }
+
+impl Client {
+    /// An HTTP client of the admin API (search, history, namespaces, export/import).
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.clone())
+    }
+}

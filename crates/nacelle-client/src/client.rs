@@ -124,14 +124,18 @@ impl Client {
     pub async fn get(&self, key: impl IntoKey) -> Result<Option<Config>> {
         let key = self.key(key);
         let span = tracing::debug_span!("nacelle_client.get", key = %key);
-        self.shared().query(&key, None).instrument(span).await
+        crate::fetch::query(self.shared(), &key, None)
+            .instrument(span)
+            .await
     }
 
     /// Reads the variant of `tag`; `Ok(None)` when there is none.
     pub async fn get_tagged(&self, key: impl IntoKey, tag: &str) -> Result<Option<Config>> {
         let key = self.key(key);
         let span = tracing::debug_span!("nacelle_client.get", key = %key, tag);
-        self.shared().query(&key, Some(tag)).instrument(span).await
+        crate::fetch::query(self.shared(), &key, Some(tag))
+            .instrument(span)
+            .await
     }
 
     /// Publishes `content` (type `text` unless the server infers otherwise).
@@ -341,11 +345,6 @@ impl Client {
         lock(&self.shared().listens)
             .get(&key)
             .is_some_and(|e| e.fresh)
-    }
-
-    /// An HTTP client of the admin API (search, history, namespaces, export/import).
-    pub fn admin(&self) -> crate::admin::Admin {
-        crate::admin::Admin::new(self.clone())
     }
 }
 

@@ -40,6 +40,7 @@ pub mod auth;
 mod bind;
 mod client;
 mod error;
+mod fetch;
 mod format;
 mod grpc;
 mod http;

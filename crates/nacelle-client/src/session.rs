@@ -212,7 +212,7 @@ pub(crate) async fn refresher(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiv
             // key that changed; waiting for a server here would hold up the queue.
             continue;
         }
-        let result = match shared.query(&req.key, None).await {
+        let result = match crate::fetch::query(&shared, &req.key, None).await {
             Ok(value) => {
                 shared.apply(&req.key, value);
                 Ok(())

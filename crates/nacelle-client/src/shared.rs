@@ -189,11 +189,9 @@ impl Shared {
         Ok(answer)
     }
 
-    /// Reads `key` from the server (`None`: not found), decrypting a `cipher-aes-` config.
-    pub(crate) async fn query(&self, key: &Key, tag: Option<&str>) -> Result<Option<Config>> {
-        if self.opts.transport == Transport::HttpLongPolling {
-            return crate::http_transport::query(self, key, tag).await;
-        }
+    /// Reads `key` over gRPC (`None`: not found), decrypting a `cipher-aes-` config
+    /// (`crate::fetch::query` picks the transport).
+    pub(crate) async fn grpc_query(&self, key: &Key, tag: Option<&str>) -> Result<Option<Config>> {
         let mut req = ConfigQueryRequest::new(&key.data_id, &key.group, &key.namespace);
         req.tag = tag.map(str::to_string);
         let answer = self.call("query", &req).await?;

@@ -7,9 +7,9 @@
 //! Pure data and matching; verifying tokens and passwords is the service's.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::Arc;
 
+pub use crate::error::AuthFailure;
 use crate::key::ConfigKey;
 
 /// The role that may do everything (Nacos's `ROLE_ADMIN`).
@@ -41,43 +41,6 @@ impl Identity {
             Identity::User(u) => Some(u),
             _ => None,
         }
-    }
-}
-
-/// Why a request is not allowed; the text is Nacos's message for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AuthFailure {
-    /// No credentials, an unknown or disabled user, or a wrong password.
-    UserNotFound,
-    /// A token that is not a JWT, or one issued before its user's password changed.
-    TokenInvalid,
-    /// A JWT whose `alg` is not HS256/384/512 (`none` included).
-    UnsupportedAlgorithm,
-    /// A JWT whose signature does not verify (another secret, a tampered payload).
-    InvalidSignature,
-    /// A JWT past its `exp`.
-    TokenExpired,
-    /// A known user without the permission the operation needs.
-    Denied,
-}
-
-impl AuthFailure {
-    /// Nacos's message.
-    pub fn message(self) -> &'static str {
-        match self {
-            AuthFailure::UserNotFound => "user not found!",
-            AuthFailure::TokenInvalid => "token invalid!",
-            AuthFailure::UnsupportedAlgorithm => "unsupported signature algorithm",
-            AuthFailure::InvalidSignature => "Invalid signature",
-            AuthFailure::TokenExpired => "token expired!",
-            AuthFailure::Denied => "authorization failed!",
-        }
-    }
-}
-
-impl fmt::Display for AuthFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
     }
 }
 

@@ -60,7 +60,7 @@ pub enum CoreError {
     Cipher(String),
     /// Authentication or authorization refused the request (Nacos's 403 and its message).
     #[error("{0}")]
-    Auth(crate::auth::AuthFailure),
+    Auth(AuthFailure),
     /// Too many failed logins from this address, or for this user from it.
     #[error("too many failed logins; retry in {retry_after_s} s")]
     Throttled { retry_after_s: u64 },
@@ -81,5 +81,42 @@ impl CoreError {
     /// Shorthand for [`CoreError::Invalid`].
     pub fn invalid(msg: impl Into<String>) -> Self {
         CoreError::Invalid(msg.into())
+    }
+}
+
+/// Why a request is not allowed; the text is Nacos's message for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuthFailure {
+    /// No credentials, an unknown or disabled user, or a wrong password.
+    UserNotFound,
+    /// A token that is not a JWT, or one issued before its user's password changed.
+    TokenInvalid,
+    /// A JWT whose `alg` is not HS256/384/512 (`none` included).
+    UnsupportedAlgorithm,
+    /// A JWT whose signature does not verify (another secret, a tampered payload).
+    InvalidSignature,
+    /// A JWT past its `exp`.
+    TokenExpired,
+    /// A known user without the permission the operation needs.
+    Denied,
+}
+
+impl AuthFailure {
+    /// Nacos's message.
+    pub fn message(self) -> &'static str {
+        match self {
+            AuthFailure::UserNotFound => "user not found!",
+            AuthFailure::TokenInvalid => "token invalid!",
+            AuthFailure::UnsupportedAlgorithm => "unsupported signature algorithm",
+            AuthFailure::InvalidSignature => "Invalid signature",
+            AuthFailure::TokenExpired => "token expired!",
+            AuthFailure::Denied => "authorization failed!",
+        }
+    }
+}
+
+impl std::fmt::Display for AuthFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
     }
 }

@@ -224,7 +224,7 @@ pub(crate) fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> S
 }
 
 /// [`unified`], on the blocking pool when the texts are large.
-async fn unified_off_thread(
+pub(crate) async fn unified_off_thread(
     old: String,
     new: String,
     old_name: String,
@@ -236,45 +236,6 @@ async fn unified_off_thread(
     tokio::task::spawn_blocking(move || unified(&old, &new, &old_name, &new_name))
         .await
         .map_err(|e| ConsoleError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("diff: {e}")))
-}
-
-/// `POST` either `old`, `new` (two texts), or `namespace, dataId, group` with `from` and
-/// `to`, each a history `nid` or `current` (the formal config now) → `{diff, changed}`.
-pub(crate) async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = p?;
-    let (old, new, old_name, new_name) = match (p.get("old"), p.get("new")) {
-        (Some(a), Some(b)) => {
-            st.service.authenticated(&p.caller)?;
-            (
-                a.to_string(),
-                b.to_string(),
-                "current".to_string(),
-                "edited".to_string(),
-            )
-        }
-        _ => {
-            let key = key_of(&p)?;
-            let from = p.required("from")?;
-            let to = p.required("to")?;
-            (
-                super::history::version_text(&st, &p, &key, from).await?,
-                super::history::version_text(&st, &p, &key, to).await?,
-                version_name(from),
-                version_name(to),
-            )
-        }
-    };
-    let changed = old != new;
-    let diff = unified_off_thread(old, new, old_name, new_name).await?;
-    ok(json!({"diff": diff, "changed": changed}))
-}
-
-fn version_name(v: &str) -> String {
-    if v == "current" {
-        "current".into()
-    } else {
-        format!("version {v}")
-    }
 }
 
 #[cfg(test)]

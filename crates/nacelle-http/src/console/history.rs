@@ -116,3 +116,42 @@ pub(crate) async fn rollback(State(st): State<AppState>, p: Result<Params, ApiEr
     let stored = st.service.publish(&p.caller, req).await?;
     ok(json!({"md5": stored.md5, "modified": stored.modified_ms}))
 }
+
+/// `POST` either `old`, `new` (two texts), or `namespace, dataId, group` with `from` and
+/// `to`, each a history `nid` or `current` (the formal config now) → `{diff, changed}`.
+pub(crate) async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
+    let p = p?;
+    let (old, new, old_name, new_name) = match (p.get("old"), p.get("new")) {
+        (Some(a), Some(b)) => {
+            st.service.authenticated(&p.caller)?;
+            (
+                a.to_string(),
+                b.to_string(),
+                "current".to_string(),
+                "edited".to_string(),
+            )
+        }
+        _ => {
+            let key = key_of(&p)?;
+            let from = p.required("from")?;
+            let to = p.required("to")?;
+            (
+                version_text(&st, &p, &key, from).await?,
+                version_text(&st, &p, &key, to).await?,
+                version_name(from),
+                version_name(to),
+            )
+        }
+    };
+    let changed = old != new;
+    let diff = super::configs::unified_off_thread(old, new, old_name, new_name).await?;
+    ok(json!({"diff": diff, "changed": changed}))
+}
+
+fn version_name(v: &str) -> String {
+    if v == "current" {
+        "current".into()
+    } else {
+        format!("version {v}")
+    }
+}

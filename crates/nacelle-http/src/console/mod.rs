@@ -65,7 +65,7 @@ pub(crate) fn routes(router: Router<AppState>) -> Router<AppState> {
             get(configs::read).post(configs::publish),
         )
         .route("/nacos/console/api/validate", post(configs::validate))
-        .route("/nacos/console/api/diff", post(configs::diff))
+        .route("/nacos/console/api/diff", post(history::diff))
         .route("/nacos/console/api/history", get(history::list))
         .route("/nacos/console/api/history/entry", get(history::entry))
         .route(

@@ -15,91 +15,28 @@
 pub mod admin;
 pub mod jwt;
 mod password;
+pub(crate) mod state;
 mod throttle;
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use dashmap::DashMap;
 use nacelle_core::auth::{config_resource, Directory};
 use nacelle_core::{Action, AuthFailure, Caller, ConfigKey, CoreError, Identity};
-use parking_lot::RwLock;
 
 use crate::service::ConfigService;
+use state::AuthState;
+pub use state::{decode_secret, AuthConfig, DEFAULT_TOKEN_TTL_S, MIN_SECRET_BYTES};
 pub use throttle::{ADDRESS_FREE_FAILURES, MAX_WAIT, PAIR_FREE_FAILURES};
 
 /// How often the directory is re-read from the database (changes made on other nodes).
 pub const IDENTITY_REFRESH: Duration = Duration::from_secs(2);
-/// Nacos's default token lifetime.
-pub const DEFAULT_TOKEN_TTL_S: u64 = 18_000;
-/// The shortest token secret Nacos accepts, in decoded bytes.
-pub const MIN_SECRET_BYTES: usize = 32;
 /// Most verified tokens kept; the cache is cleared when full.
 const TOKEN_CACHE_MAX: usize = 100_000;
-
-/// How a server authenticates.
-#[derive(Clone)]
-pub struct AuthConfig {
-    /// Off: every caller may do everything (`--auth off`).
-    pub enabled: bool,
-    /// Unauthenticated callers may read and listen; writes still need a user.
-    pub anonymous_read: bool,
-    /// The decoded token secret (at least [`MIN_SECRET_BYTES`]).
-    secret: Arc<[u8]>,
-    /// Lifetime of the tokens this server issues, in seconds.
-    pub token_ttl_s: u64,
-}
-
-impl std::fmt::Debug for AuthConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuthConfig")
-            .field("enabled", &self.enabled)
-            .field("anonymous_read", &self.anonymous_read)
-            .field("token_ttl_s", &self.token_ttl_s)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AuthConfig {
-    /// Authentication off.
-    pub fn off() -> Self {
-        AuthConfig {
-            enabled: false,
-            anonymous_read: false,
-            secret: Arc::from(Vec::new()),
-            token_ttl_s: DEFAULT_TOKEN_TTL_S,
-        }
-    }
-
-    /// Authentication on, signing with `secret` (base64, as Nacos's
-    /// `nacos.core.auth.plugin.nacos.token.secret.key`).
-    pub fn on(secret_base64: &str, token_ttl_s: u64) -> Result<Self, CoreError> {
-        Ok(AuthConfig {
-            enabled: true,
-            anonymous_read: false,
-            secret: decode_secret(secret_base64)?.into(),
-            token_ttl_s: token_ttl_s.max(1),
-        })
-    }
-}
-
-/// Decodes a token secret: base64 of at least [`MIN_SECRET_BYTES`] bytes.
-pub fn decode_secret(text: &str) -> Result<Vec<u8>, CoreError> {
-    let bytes = STANDARD
-        .decode(text.trim())
-        .map_err(|_| CoreError::Invalid("the token secret must be base64".into()))?;
-    if bytes.len() < MIN_SECRET_BYTES {
-        return Err(CoreError::Invalid(format!(
-            "the token secret must decode to at least {MIN_SECRET_BYTES} bytes (it has {})",
-            bytes.len()
-        )));
-    }
-    Ok(bytes)
-}
 
 /// A new random token secret (32 bytes, base64).
 pub fn generate_secret() -> Result<String, CoreError> {
@@ -145,34 +82,6 @@ pub struct Login {
     pub ttl_s: i64,
     pub global_admin: bool,
     pub username: String,
-}
-
-/// The authentication state of a service.
-pub(crate) struct AuthState {
-    config: RwLock<AuthConfig>,
-    /// `config.enabled` and `config.anonymous_read`, read on every request without the
-    /// lock.
-    enabled: AtomicBool,
-    anonymous_read: AtomicBool,
-    directory: RwLock<Arc<Directory>>,
-    /// Verified tokens → (user, exp); the directory is still checked on every use.
-    tokens: DashMap<Box<str>, (Arc<str>, i64)>,
-    passwords: password::PasswordCache,
-    throttle: throttle::Throttle,
-}
-
-impl AuthState {
-    pub(crate) fn new() -> Self {
-        AuthState {
-            config: RwLock::new(AuthConfig::off()),
-            enabled: AtomicBool::new(false),
-            anonymous_read: AtomicBool::new(false),
-            directory: RwLock::new(Arc::new(Directory::default())),
-            tokens: DashMap::new(),
-            passwords: password::PasswordCache::new(),
-            throttle: throttle::Throttle::default(),
-        }
-    }
 }
 
 fn now_s() -> i64 {
