@@ -8,13 +8,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+mod common;
+
+use anyhow::{bail, Context, Result};
+use common::grpc::Registered;
 use nacelle::settings::TlsSettings;
-use nacelle_proto::config::{ConfigPublishRequest, ConfigQueryRequest, ConfigQueryResponse};
-use nacelle_proto::connection::{ConnectionSetupRequest, HealthCheckRequest, ServerCheckRequest};
-use nacelle_proto::grpc::bi_request_stream_client::BiRequestStreamClient;
-use nacelle_proto::grpc::request_client::RequestClient;
-use nacelle_proto::{types, Payload, ResponseHead};
 use nacelle_testkit::server::{settings_for, TestServer};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -159,81 +157,18 @@ async fn https_round_trip(client: &reqwest::Client, addr: SocketAddr, id: &str) 
     Ok(())
 }
 
-fn json<T: serde::Serialize>(msg: &T) -> Result<Vec<u8>> {
-    Ok(serde_json::to_vec(msg)?)
-}
-
-async fn unary(
-    client: &mut RequestClient<Channel>,
-    type_name: &str,
-    body: Vec<u8>,
-) -> Result<Payload> {
-    Ok(
-        tokio::time::timeout(WAIT, client.request(Payload::new(type_name, body)))
-            .await
-            .with_context(|| format!("{type_name} timed out"))?
-            .map_err(|s| anyhow!("{type_name}: {s}"))?
-            .into_inner(),
-    )
-}
-
-/// The Nacos 2.x handshake a real SDK does — `ServerCheckRequest`, the bi-stream with
-/// `ConnectionSetupRequest`, health checks until registered — then a publish and a query
-/// of `id` on one TLS connection.
+/// The Nacos 2.x handshake, then a publish and a query of `id` on one TLS connection.
 async fn grpc_round_trip(channel: Channel, id: &str) -> Result<()> {
-    let mut client = RequestClient::new(channel.clone());
-    let check = unary(
-        &mut client,
-        types::SERVER_CHECK_REQUEST,
-        json(&ServerCheckRequest {
-            request_id: Some("check".into()),
-        })?,
-    )
-    .await?;
-    anyhow::ensure!(check.head()?.is_ok(), "server check failed");
-    let (tx, rx) = tokio::sync::mpsc::channel::<Payload>(4);
-    tx.send(Payload::new(
-        types::CONNECTION_SETUP_REQUEST,
-        json(&ConnectionSetupRequest::new(
-            "tls-test",
-            "",
-            Some("tls-test"),
-        ))?,
-    ))
-    .await?;
-    let outbound =
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
-    let mut streams = BiRequestStreamClient::new(channel);
-    let _inbound = tokio::time::timeout(WAIT, streams.request_bi_stream(outbound)).await??;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let health = json(&HealthCheckRequest {
-            request_id: Some("health".into()),
-        })?;
-        if unary(&mut client, types::HEALTH_CHECK_REQUEST, health)
-            .await?
-            .head()?
-            .is_ok()
-        {
-            break;
-        }
-        anyhow::ensure!(Instant::now() < deadline, "never registered");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let publish = ConfigPublishRequest::new(id, "TLS", "", "grpc over tls");
-    let answer = unary(&mut client, types::CONFIG_PUBLISH_REQUEST, json(&publish)?).await?;
-    let head: ResponseHead = answer.head()?;
+    let mut conn = Registered::connect(channel).await?;
+    let head = conn.publish(id, "TLS", "grpc over tls").await?;
     anyhow::ensure!(head.is_ok(), "publish over gRPC/TLS: {head:?}");
-    let query = ConfigQueryRequest::new(id, "TLS", "");
-    let answer = unary(&mut client, types::CONFIG_QUERY_REQUEST, json(&query)?).await?;
-    let got: ConfigQueryResponse = answer.parse_body()?;
+    let got = conn.query(id, "TLS").await?;
     anyhow::ensure!(got.head.is_ok(), "query over gRPC/TLS: {:?}", got.head);
     anyhow::ensure!(
         got.content.as_deref() == Some("grpc over tls"),
         "{:?}",
         got.content
     );
-    drop(tx);
     Ok(())
 }
 
