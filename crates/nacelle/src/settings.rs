@@ -895,6 +895,17 @@ mod tests {
         assert_eq!(s.limits().max_listen_keys, limits.max_listen_keys);
         assert_eq!(s.limits().max_held_polls, limits.max_held_polls);
         assert_eq!(s.limits().content_validation, limits.content_validation);
+        assert_eq!(
+            s.limits().max_held_polls_per_ip,
+            limits.max_held_polls_per_ip
+        );
+        assert_eq!(s.limits().write_rate_per_ip, limits.write_rate_per_ip);
+        assert_eq!(s.limits().write_burst_per_ip, limits.write_burst_per_ip);
+        assert_eq!(
+            s.http_max_connections_per_ip,
+            nacelle_http::ServeOptions::default().max_connections_per_ip
+        );
+        assert_eq!(s.tls, None, "plain text unless a certificate is given");
         assert_eq!(s.grpc, GrpcOptions::default());
         let http = HttpOptions::default();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8848));
@@ -907,6 +918,32 @@ mod tests {
         let merged = Settings::merge(ServeArgs::default(), FileSettings::default())
             .map(|m| format!("{m:?}"));
         assert_eq!(merged.ok(), Some(format!("{s:?}")));
+    }
+
+    #[test]
+    fn tls_settings_come_as_a_pair() -> Result<(), SettingsError> {
+        let half = ServeArgs {
+            tls_cert: Some("/etc/nacelle/server.crt".into()),
+            ..Default::default()
+        };
+        let err = Settings::merge(half, FileSettings::default()).expect_err("a half pair");
+        assert!(err.to_string().contains("tls_cert and tls_key"), "{err}");
+        let ca_alone = ServeArgs {
+            tls_client_ca: Some("/etc/nacelle/ca.crt".into()),
+            ..Default::default()
+        };
+        assert!(Settings::merge(ca_alone, FileSettings::default()).is_err());
+        let file: FileSettings = toml::from_str(
+            "tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_port = 8443\ntls_reload_interval_ms = 0",
+        )
+        .expect("valid toml");
+        let s = Settings::merge(ServeArgs::default(), file)?;
+        let tls = s.tls.expect("TLS on");
+        assert_eq!(tls.files.cert, PathBuf::from("/c.pem"));
+        assert_eq!(tls.port, Some(8443));
+        assert_eq!(tls.grpc_port, None, "the gRPC port serves TLS itself");
+        assert_eq!(tls.reload_interval, None, "0: SIGHUP only");
+        Ok(())
     }
 
     #[test]
