@@ -314,3 +314,61 @@ async fn a_replaced_certificate_is_served_to_new_connections() -> Result<()> {
         .is_err());
     Ok(())
 }
+
+/// The real binary with file checks off (`--tls-reload-interval-ms 0`): replaced files are
+/// not served until SIGHUP, then they are.
+#[tokio::test]
+async fn sighup_reloads_the_certificate() -> Result<()> {
+    let old = Pki::new("Old CA")?;
+    let certs = tempfile::tempdir()?;
+    let data = tempfile::tempdir()?;
+    let files = old.install(certs.path())?;
+    // A free port for HTTPS (the binary reports only its plain HTTP address).
+    let https = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let path = |p: &Path| p.to_str().map(str::to_string).context("UTF-8 path");
+    let (cert, key, port) = (
+        path(&files.cert)?,
+        path(&files.key)?,
+        https.port().to_string(),
+    );
+    let server = nacelle_testkit::server::BinaryServer::spawn(
+        env!("CARGO_BIN_EXE_nacelle"),
+        data.path(),
+        &[
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "--tls-port",
+            &port,
+            "--tls-reload-interval-ms",
+            "0",
+        ],
+    )?;
+    server.api.wait_ready().await?;
+    https_round_trip(&old.https(https, false)?, https, "before").await?;
+
+    let new = Pki::new("New CA")?;
+    new.install(certs.path())?;
+    // No file checks: still the old certificate.
+    https_round_trip(&old.https(https, false)?, https, "still-old").await?;
+    assert!(https_round_trip(&new.https(https, false)?, https, "x")
+        .await
+        .is_err());
+
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &server.child.id().to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -HUP failed");
+    let deadline = Instant::now() + WAIT;
+    while https_round_trip(&new.https(https, false)?, https, "after")
+        .await
+        .is_err()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "SIGHUP did not reload");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Still serving after the signal (SIGHUP does not stop it).
+    server.api.wait_ready().await?;
+    Ok(())
+}
