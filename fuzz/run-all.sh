@@ -15,4 +15,7 @@ for t in $targets; do
   nice -n 15 cargo +nightly fuzz run --target-dir "$target_dir" "$t" "corpus-run/$t" -- \
     -jobs=1 -workers=1 -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     > "logs/$t.log" 2>&1 || echo "$t: exit $?" >> logs/failures.txt
+  # With -jobs, libFuzzer's worker logs to fuzz-0.log; results.sh reads it from here.
+  if [ -f fuzz-0.log ]; then mv fuzz-0.log "logs/$t.worker.log"; fi
 done
+./results.sh

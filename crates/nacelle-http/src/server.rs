@@ -82,6 +82,8 @@ impl Default for ServeOptions {
 pub struct ConnectionCounter {
     /// One short lock per accepted and per closed connection.
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// The second (Unix time) a refusal was last logged: at most one log line a second.
+    logged_at: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ConnectionCounter {
@@ -101,6 +103,15 @@ impl ConnectionCounter {
             counter: self.clone(),
             ip,
         })
+    }
+
+    /// Whether a refusal now should be logged (the first of each second).
+    fn should_log(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.logged_at.swap(now, Ordering::Relaxed) != now
     }
 
     /// Open connections from `ip`.
@@ -173,13 +184,16 @@ pub async fn serve_with(
                         .take(peer.ip(), opts.max_connections_per_ip)
                         .map(Some)
                 };
+                let log_refusal = slot.is_none() && opts.connections.should_log();
                 let watcher = graceful.watcher();
                 let router = router.clone();
                 let tls = opts.tls.clone();
                 let opts = (opts.max_request_bytes, opts.idle_timeout);
                 tokio::spawn(async move {
                     let Some(_slot) = slot else {
-                        tracing::warn!(%peer, "too many HTTP connections from one address; refusing");
+                        if log_refusal {
+                            tracing::warn!(%peer, "too many HTTP connections from one address; refusing (logged at most once a second)");
+                        }
                         // A TLS client would need a handshake to read the answer: closed.
                         if tls.is_none() {
                             refuse(stream, opts.1).await;
