@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
+use crate::auth::Identity;
 use crate::error::CoreError;
 
 /// The protocol a request arrived on.
@@ -50,8 +51,9 @@ impl Protocol {
 /// about itself; they select gray variants but grant nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The authenticated user, when the request carried valid credentials.
-    pub user: Option<Arc<str>>,
+    /// Who the credentials of the request say the caller is (verified by the service's
+    /// authenticator; checked by its authorizer on every secured operation).
+    pub identity: Identity,
     /// The client IP as trusted by policy; `None` for internal callers.
     pub ip: Option<IpAddr>,
     pub protocol: Protocol,
@@ -104,7 +106,7 @@ impl Caller {
     /// An anonymous caller from `ip` over `protocol`, with no app name and no labels.
     pub fn anonymous(protocol: Protocol, ip: Option<IpAddr>) -> Self {
         Caller {
-            user: None,
+            identity: Identity::Anonymous,
             ip,
             protocol,
             app_name: None,
@@ -114,7 +116,14 @@ impl Caller {
 
     /// The server itself.
     pub fn internal() -> Self {
-        Caller::anonymous(Protocol::Internal, None)
+        let mut caller = Caller::anonymous(Protocol::Internal, None);
+        caller.identity = Identity::Trusted;
+        caller
+    }
+
+    /// The verified user's name, if any (what history rows record as `src_user`).
+    pub fn user(&self) -> Option<&str> {
+        self.identity.user()
     }
 
     /// The client IP as text (`""` when there is none), as history rows record it.

@@ -62,6 +62,12 @@ pub enum CoreError {
     /// message names the key and the reason, never a key or any content.
     #[error("{0}")]
     Cipher(String),
+    /// Authentication or authorization refused the request (Nacos's 403 and its message).
+    #[error("{0}")]
+    Auth(crate::auth::AuthFailure),
+    /// Too many failed logins from this address, or for this user from it.
+    #[error("too many failed logins; retry in {retry_after_s} s")]
+    Throttled { retry_after_s: u64 },
 }
 
 /// A value the database refused is bad input ([`CoreError::Invalid`]); every other store

@@ -10,11 +10,14 @@
 //! - [`store`]: the storage trait every database backend implements.
 //! - [`gray`]: the gray model — rules (beta by IP/CIDR, tag, tagv2 label expressions),
 //!   priorities and the first-match selection of a caller's variant.
+//! - [`auth`]: identities, Nacos's permission resources and patterns, the records of
+//!   `users` / `roles` / `permissions`.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
 //! This crate knows nothing of HTTP, gRPC or SQL.
 
+pub mod auth;
 pub mod caller;
 pub mod content;
 pub mod error;
@@ -24,6 +27,7 @@ pub mod model;
 pub mod rules;
 pub mod store;
 
+pub use auth::{Action, AuthFailure, Identity};
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
 pub use content::{ContentError, ValidationMode, ValidationPolicy};
 pub use error::{CoreError, StoreError};

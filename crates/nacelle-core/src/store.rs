@@ -15,6 +15,7 @@
 
 use async_trait::async_trait;
 
+use crate::auth::{IdentityRecords, IdentityWrite};
 use crate::error::StoreError;
 use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
@@ -209,4 +210,13 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Checks that the database answers (used by readiness and reconnection).
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Every user, role binding and permission (Nacos's `users`, `roles`, `permissions`)
+    /// and Nacelle's per-user token state, read in one go for the authorizer's directory.
+    async fn load_identities(&self) -> Result<IdentityRecords, StoreError>;
+
+    /// Applies one change to users, roles or permissions in one transaction. A row that
+    /// already exists is [`StoreError::Conflict`]; a user, binding or grant that is absent
+    /// where one must exist is [`StoreError::NotFound`].
+    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError>;
 }

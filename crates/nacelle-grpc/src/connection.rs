@@ -262,6 +262,7 @@ impl Connection {
     /// already differs. All or nothing: over the key limit, nothing changes.
     pub fn listen(
         self: &Arc<Self>,
+        requester: &Caller,
         items: Vec<(ConfigKey, &str, String)>,
     ) -> Result<Vec<ConfigKey>, CoreError> {
         let items = items
@@ -275,7 +276,7 @@ impl Connection {
                 }),
             })
             .collect();
-        let added = self.watch.add(items)?;
+        let added = self.watch.add(requester, items)?;
         stats::add(&self.stats.counters().listened_keys, added.new_keys as u64);
         Ok(added.changed)
     }

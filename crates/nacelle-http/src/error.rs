@@ -4,7 +4,7 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use nacelle_core::{CoreError, StoreError};
+use nacelle_core::{AuthFailure, CoreError, StoreError};
 use serde_json::json;
 
 /// An error of an HTTP request, before it is rendered in a protocol's format.
@@ -33,13 +33,21 @@ pub(crate) enum ApiError {
     TooManyRequests(String),
     #[error("{0}")]
     Internal(String),
+    /// Authentication or authorization refused the request: 403 in Spring's error body,
+    /// whatever the API version (Nacos's auth filter answers before any controller).
+    #[error("{0}")]
+    Auth(AuthFailure),
+    /// Too many failed logins: 429 with `Retry-After`.
+    #[error("too many failed logins; retry in {0} s")]
+    Throttled(u64),
 }
 
 impl ApiError {
     fn status(&self) -> StatusCode {
         match self {
             ApiError::Missing(_) | ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::Auth(_) => StatusCode::FORBIDDEN,
+            ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::CasMismatch | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -55,7 +63,8 @@ impl ApiError {
         match self {
             ApiError::Missing(_) => (10000, "parameter missing"),
             ApiError::Invalid(_) | ApiError::TooLarge(_) => (20002, "parameter validate error"),
-            ApiError::Forbidden(_) => (10001, "access denied"),
+            ApiError::Forbidden(_) | ApiError::Auth(_) => (10001, "access denied"),
+            ApiError::Throttled(_) => (10001, "too many requests"),
             ApiError::NotFound(_) => (20004, "resource not found"),
             ApiError::Conflict(_) => (20005, "resource conflict"),
             ApiError::Unsupported(_) => (20006, "api not supported"),
@@ -79,6 +88,8 @@ impl From<CoreError> for ApiError {
             CoreError::NotReady(m) => ApiError::Unavailable(format!("server is not ready: {m}")),
             CoreError::OverLimit(m) => ApiError::TooManyRequests(m),
             CoreError::Cipher(m) => ApiError::Internal(m),
+            CoreError::Auth(f) => ApiError::Auth(f),
+            CoreError::Throttled { retry_after_s } => ApiError::Throttled(retry_after_s),
             CoreError::Store(StoreError::CasMismatch) => ApiError::CasMismatch,
             CoreError::Store(StoreError::NotFound(m)) => ApiError::NotFound(m),
             CoreError::Store(StoreError::Conflict(m)) => ApiError::Conflict(m),
@@ -95,6 +106,9 @@ impl From<CoreError> for ApiError {
 /// format of the shared parameter extractor.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if let Some(r) = self.auth_response() {
+            return r;
+        }
         let status = self.status();
         if let ApiError::TooManyRequests(m) = &self {
             return too_many_requests(m);
@@ -144,6 +158,9 @@ impl IntoResponse for V2Error {
         if let ApiError::TooManyRequests(m) = &self.0 {
             return too_many_requests(m);
         }
+        if let Some(r) = self.0.auth_response() {
+            return r;
+        }
         let (code, message) = self.0.v2_code();
         let data = self.0.to_string();
         (
@@ -152,6 +169,64 @@ impl IntoResponse for V2Error {
         )
             .into_response()
     }
+}
+
+impl ApiError {
+    /// The answer of an authentication failure or a throttled login, the same on every
+    /// API version. A 403's body names the request path, which only the router knows:
+    /// [`AuthRejected`] marks the response and [`fill_auth_errors`] writes the body.
+    fn auth_response(&self) -> Option<Response> {
+        match self {
+            ApiError::Auth(f) => {
+                let mut r = StatusCode::FORBIDDEN.into_response();
+                r.extensions_mut().insert(AuthRejected(f.message()));
+                Some(r)
+            }
+            ApiError::Throttled(s) => Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [
+                        (header::CONTENT_TYPE, "text/plain;charset=UTF-8".to_string()),
+                        (header::RETRY_AFTER, s.to_string()),
+                    ],
+                    format!("caused: {self};"),
+                )
+                    .into_response(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Marks a 403 of an authentication failure with Nacos's message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuthRejected(pub &'static str);
+
+/// The layer that writes a 403's body as Spring (so Nacos) does:
+/// `{"timestamp":…,"status":403,"error":"Forbidden","message":…,"path":…}`.
+pub(crate) async fn fill_auth_errors(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path().to_string();
+    let response = next.run(req).await;
+    let Some(AuthRejected(message)) = response.extensions().get::<AuthRejected>().copied() else {
+        return response;
+    };
+    let timestamp = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
+        .to_string();
+    (
+        StatusCode::FORBIDDEN,
+        axum::Json(json!({
+            "timestamp": timestamp,
+            "status": 403,
+            "error": "Forbidden",
+            "message": message,
+            "path": path,
+        })),
+    )
+        .into_response()
 }
 
 /// Unknown paths: 404 in the v1 plain-text style.

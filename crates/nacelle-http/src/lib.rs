@@ -166,8 +166,10 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         )
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
+        .merge(v1::auth::routes())
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
+        .layer(axum::middleware::from_fn(error::fill_auth_errors))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

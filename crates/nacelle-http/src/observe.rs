@@ -50,6 +50,7 @@ const ROUTES: &[&str] = &[
 fn route_label(path: &str) -> &'static str {
     ROUTES
         .iter()
+        .chain(crate::v1::auth::ROUTES)
         .find(|r| **r == path)
         .copied()
         .unwrap_or("unmatched")

@@ -11,6 +11,7 @@ use axum::http::HeaderMap;
 use percent_encoding::percent_decode;
 
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, TrustedProxies, Variant};
+use nacelle_service::auth::Credentials;
 use nacelle_service::PublishRequest;
 
 use crate::error::ApiError;
@@ -190,6 +191,45 @@ pub(crate) fn client_ip(
     Some(trusted.resolve(peer, forwarded_ip(headers)))
 }
 
+/// The credentials of a request, where Nacos accepts them: `Authorization: Bearer <t>` or
+/// `accessToken`, else `username` + `password` — as headers or as parameters (query or
+/// form), names case-insensitive, headers first.
+pub(crate) fn credentials(headers: &HeaderMap, values: &HashMap<String, String>) -> Credentials {
+    let param = |name: &str| -> Option<String> {
+        let header = headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty());
+        if let Some(v) = header {
+            return Some(v.to_string());
+        }
+        values
+            .get(name)
+            .or_else(|| {
+                values
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v)
+            })
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let bearer = param("Authorization").and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("Bearer")
+            .then(|| token.trim().to_string())
+            .filter(|t| !t.is_empty())
+    });
+    Credentials {
+        token: bearer.or_else(|| param("accessToken")),
+        username: param("username"),
+        password: param("password"),
+    }
+}
+
 /// The caller of an HTTP request.
 fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
     let protocol = if path.starts_with("/nacos/v2/") {
@@ -245,7 +285,12 @@ impl FromRequest<AppState> for Params {
             json_body = Some(bytes);
         }
         let ip = client_ip(&parts.headers, peer, &st.options.trusted_proxies);
-        let caller = caller_of(parts.uri.path(), &parts.headers, ip);
+        let mut caller = caller_of(parts.uri.path(), &parts.headers, ip);
+        // A login checks its own user name and password (once, under the throttle).
+        if st.service.auth_enabled() && !parts.uri.path().ends_with("/login") {
+            let creds = credentials(&parts.headers, &values);
+            caller.identity = st.service.identify(&creds, &caller).await;
+        }
         Ok(Params {
             values,
             headers: parts.headers,

@@ -25,6 +25,8 @@ pub const CONFLICT: i32 = 409;
 pub const SERVER_ERROR: i32 = 500;
 /// Not supported (yet) — `NOT_IMPLEMENTED`.
 pub const NOT_IMPLEMENTED: i32 = 501;
+/// Too many failed logins (Nacelle's throttle; Nacos has none).
+pub const TOO_MANY_REQUESTS: i32 = 429;
 /// The body could not be parsed — `BAD_GATEWAY`.
 pub const BAD_GATEWAY: i32 = 502;
 /// Over a TPS (rate) limit: Nacos's `NacosException.OVER_THRESHOLD`, answered by its TPS

@@ -1,5 +1,6 @@
 //! History: a key's versions, one version, the version before the current one.
 
+use nacelle_core::Action;
 use nacelle_core::{
     Caller, ConfigKey, CoreError, GrayHistoryEntry, HistoryEntry, Page, PageRequest,
 };
@@ -12,11 +13,12 @@ impl ConfigService {
     /// History of a key, newest first.
     pub async fn history(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         Ok(self
             .store_call(StoreOp::History, self.inner.store.history_page(key, page))
             .await?)
@@ -26,11 +28,12 @@ impl ConfigService {
     /// variants), newest first, each with the variant's name and rule.
     pub async fn gray_history(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<GrayHistoryEntry>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         Ok(self
             .store_call(StoreOp::GrayRead, self.inner.store.gray_history(key, page))
             .await?)
@@ -39,11 +42,12 @@ impl ConfigService {
     /// One history entry, which must belong to `key`.
     pub async fn history_entry(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
         nid: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         match self
             .store_call(StoreOp::History, self.inner.store.history_entry(nid))
             .await?
@@ -58,11 +62,12 @@ impl ConfigService {
     /// The history entry before the current version of config row `config_id`.
     pub async fn history_previous(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
         config_id: i64,
     ) -> Result<HistoryEntry, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         match self
             .store_call(
                 StoreOp::History,

@@ -14,12 +14,16 @@
 //!   subscribers.
 //! - `cipher`: encrypted configs (`cipher-aes-…`): sealed on publish, revealed per
 //!   protocol on read, data keys wrapped by the master key.
+//! - [`auth`]: authentication (credentials → identity, Nacos tokens, the login throttle),
+//!   the one authorizer every operation calls, and the administration of users, roles and
+//!   permissions.
 //! - [`cluster`]: the read-only view of cluster members adapters show.
 //! - [`follow`]: following the database's change log so no node stays stale.
 //! - [`limits`]: the explicit limits (content size, listened keys, held polls).
 //! - [`request`]: inputs of the service operations, built by adapters.
 //! - [`transfer`]: export, import and clone — batches written in one transaction.
 
+pub mod auth;
 mod cipher;
 mod cipher_state;
 pub mod cluster;

@@ -25,9 +25,19 @@ pub struct NamespaceInfo {
 }
 
 impl ConfigService {
-    /// The default namespace then custom ones, with config counts from memory.
-    pub async fn namespaces(&self, _caller: &Caller) -> Result<Vec<NamespaceInfo>, CoreError> {
+    /// The namespaces the caller has a permission in (every one for an administrator, or
+    /// without authentication): the default namespace then custom ones, with config counts
+    /// from memory.
+    pub async fn namespaces(&self, caller: &Caller) -> Result<Vec<NamespaceInfo>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
+        let mut all = self.all_namespaces().await?;
+        all.retain(|n| self.sees_namespace(caller, n.namespace.id.as_str()));
+        Ok(all)
+    }
+
+    /// Every namespace, for no caller in particular.
+    async fn all_namespaces(&self) -> Result<Vec<NamespaceInfo>, CoreError> {
         let stored = self
             .store_call(StoreOp::Namespaces, self.inner.store.list_namespaces())
             .await?;
@@ -57,8 +67,13 @@ impl ConfigService {
 
     /// One namespace by id as a client sent it (`""`/`public` is the default).
     pub async fn namespace(&self, caller: &Caller, id: &str) -> Result<NamespaceInfo, CoreError> {
+        self.guard()?;
+        self.authenticated(caller)?;
         let id = NamespaceId::parse(Some(id))?;
-        self.namespaces(caller)
+        if !self.sees_namespace(caller, id.as_str()) {
+            return Err(CoreError::Auth(nacelle_core::AuthFailure::Denied));
+        }
+        self.all_namespaces()
             .await?
             .into_iter()
             .find(|n| n.namespace.id == id)
@@ -69,25 +84,27 @@ impl ConfigService {
     /// is an error, never "does not exist".
     pub async fn namespace_exists(&self, caller: &Caller, id: &str) -> Result<bool, CoreError> {
         self.guard()?;
-        if NamespaceId::parse(Some(id)).is_err() {
+        self.authenticated(caller)?;
+        let Ok(id) = NamespaceId::parse(Some(id)) else {
             return Ok(false);
-        }
-        match self.namespace(caller, id).await {
-            Ok(_) => Ok(true),
-            Err(CoreError::NotFound(_)) => Ok(false),
-            Err(e) => Err(e),
-        }
+        };
+        Ok(self
+            .all_namespaces()
+            .await?
+            .iter()
+            .any(|n| n.namespace.id == id))
     }
 
     /// Creates a namespace. A blank id gets a random UUID. Returns the id.
     pub async fn create_namespace(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         id: Option<&str>,
         name: &str,
         desc: &str,
     ) -> Result<NamespaceId, CoreError> {
         self.guard()?;
+        self.require_admin(caller)?;
         let id = match id.map(str::trim).filter(|s| !s.is_empty()) {
             Some(id) => custom_id(id)?,
             None => NamespaceId::from_trusted(&uuid::Uuid::new_v4().to_string()),
@@ -117,12 +134,13 @@ impl ConfigService {
     /// Renames a namespace / changes its description.
     pub async fn update_namespace(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         id: &str,
         name: &str,
         desc: &str,
     ) -> Result<(), CoreError> {
         self.guard()?;
+        self.require_admin(caller)?;
         let id = custom_id(id)?;
         let name = check_namespace_name(name)?;
         check_namespace_desc(desc)?;
@@ -145,8 +163,9 @@ impl ConfigService {
     }
 
     /// Deletes a namespace; returns whether it existed. The default cannot be deleted.
-    pub async fn delete_namespace(&self, _caller: &Caller, id: &str) -> Result<bool, CoreError> {
+    pub async fn delete_namespace(&self, caller: &Caller, id: &str) -> Result<bool, CoreError> {
         self.guard()?;
+        self.require_admin(caller)?;
         if NamespaceId::parse(Some(id)).is_ok_and(|n| n.is_default()) {
             return Err(CoreError::invalid(
                 "the default namespace cannot be deleted",

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use nacelle_core::gray::GrayRule;
 use nacelle_core::key::tag_of;
+use nacelle_core::Action;
 use nacelle_core::{Caller, ConfigKey, CoreError, Gray, NamespaceId, Page, StoredConfig};
 
 use crate::hub::Visible;
@@ -81,6 +82,7 @@ impl ConfigService {
         tag: Option<&str>,
     ) -> Result<Option<Served>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         let tag = tag_of(tag)?;
         Ok(self.select(caller, key, tag))
     }
@@ -112,8 +114,9 @@ impl ConfigService {
 
     /// The beta (gray by IP) variant of `key` with its IP list, for `?beta=true` queries;
     /// `None` when the key has no beta.
-    pub fn beta_of(&self, _caller: &Caller, key: &ConfigKey) -> Result<Option<Beta>, CoreError> {
+    pub fn beta_of(&self, caller: &Caller, key: &ConfigKey) -> Result<Option<Beta>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         let Some(set) = self.inner.grays.get(key) else {
             return Ok(None);
         };
@@ -128,8 +131,9 @@ impl ConfigService {
     }
 
     /// Every gray variant of `key`, in match order (highest priority first).
-    pub fn grays_of(&self, _caller: &Caller, key: &ConfigKey) -> Result<Vec<GrayView>, CoreError> {
+    pub fn grays_of(&self, caller: &Caller, key: &ConfigKey) -> Result<Vec<GrayView>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         Ok(self
             .inner
             .grays
@@ -183,10 +187,11 @@ impl ConfigService {
     /// Searches configs in memory, ordered by id.
     pub fn search(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         q: &SearchQuery,
     ) -> Result<Page<Arc<StoredConfig>>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         let tags: Vec<&str> = q
             .config_tags
             .split(',')
@@ -213,6 +218,7 @@ impl ConfigService {
                     && matches(&q.group, c.key.group())
                     && matches(&q.app_name, &c.meta.app_name)
                     && (tags.is_empty() || c.meta.config_tags.split(',').any(|t| tags.contains(&t)))
+                    && self.may_read(caller, &c.key)
             })
             .map(|e| e.value().clone())
             .collect();
@@ -229,15 +235,16 @@ impl ConfigService {
     /// Every config of a namespace, ordered by id.
     pub fn configs_of_namespace(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         namespace: &NamespaceId,
     ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         let mut out: Vec<_> = self
             .inner
             .cache
             .iter()
-            .filter(|e| e.key.namespace() == namespace)
+            .filter(|e| e.key.namespace() == namespace && self.may_read(caller, &e.key))
             .map(|e| e.value().clone())
             .collect();
         out.sort_by_key(|c| c.id);
@@ -245,32 +252,10 @@ impl ConfigService {
     }
 }
 
-/// SQL-`LIKE`-style match where `*` stands for any run of characters.
+/// SQL-`LIKE`-style match where `*` stands for any run of characters (the same rule as
+/// permission patterns).
 pub(crate) fn wildcard_match(pattern: &str, value: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let v: Vec<char> = value.chars().collect();
-    let (mut pi, mut vi) = (0usize, 0usize);
-    let (mut star, mut mark) = (None::<usize>, 0usize);
-    while vi < v.len() {
-        if pi < p.len() && p[pi] != '*' && p[pi] == v[vi] {
-            pi += 1;
-            vi += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = vi;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            vi = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
+    nacelle_core::auth::pattern_matches(pattern, value)
 }
 
 #[cfg(test)]

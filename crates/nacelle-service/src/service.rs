@@ -30,6 +30,7 @@ use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
@@ -58,6 +59,8 @@ pub(crate) struct Inner {
     pub(crate) write_rate: Option<RateLimiter>,
     /// The master key and the opened versions of encrypted configs (`crate::cipher`).
     pub(crate) cipher: CipherState,
+    /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
+    pub(crate) auth: AuthState,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -101,6 +104,7 @@ impl ConfigService {
                 hub: Arc::new(WatchHub::new()),
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
+                auth: AuthState::new(),
                 limits,
                 ready: AtomicBool::new(false),
                 write_locks,
@@ -157,6 +161,7 @@ impl ConfigService {
         for (key, rows) in by_key {
             self.set_grays(&key, rows);
         }
+        self.refresh_identities().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,

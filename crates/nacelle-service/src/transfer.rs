@@ -133,6 +133,7 @@ impl ConfigService {
         q: &ExportQuery,
     ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         let ids: HashSet<i64> = q.ids.iter().copied().collect();
         let selected = |c: &StoredConfig| {
             if !ids.is_empty() {
@@ -147,7 +148,7 @@ impl ConfigService {
             .inner
             .cache
             .iter()
-            .filter(|e| selected(e.value()))
+            .filter(|e| selected(e.value()) && self.may_read(caller, e.key()))
             .map(|e| e.value().clone())
             .collect();
         out.sort_by_key(|c| c.id);
@@ -220,7 +221,7 @@ impl ConfigService {
             .inner
             .cache
             .iter()
-            .filter(|e| wanted.contains_key(&e.value().id))
+            .filter(|e| wanted.contains_key(&e.value().id) && self.may_read(caller, e.key()))
             .map(|e| e.value().clone())
             .collect();
         // Encrypted configs are copied by their plaintext and encrypted again, each copy
@@ -304,6 +305,8 @@ impl ConfigService {
             if !seen.insert(key.clone()) {
                 return Err(CoreError::Invalid(format!("config {name} appears twice")).into());
             }
+            // All or nothing: one key the caller may not write refuses the whole batch.
+            self.authorize_key(caller, &key, nacelle_core::Action::Write)?;
             let config_type = match item.config_type.as_deref().map(str::trim) {
                 Some(t) if !t.is_empty() => t.to_string(),
                 _ => type_from_extension(&item.data_id).to_string(),

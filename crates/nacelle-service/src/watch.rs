@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use nacelle_core::Action;
 use nacelle_core::{Caller, ConfigKey, CoreError};
 use parking_lot::Mutex;
 
@@ -71,6 +72,8 @@ impl fmt::Debug for Watch {
 
 impl ConfigService {
     /// Opens an empty watch for `caller`.
+    /// Opening one checks nothing of the caller's credentials (a gRPC connection opens
+    /// its watch at setup, before any request): every [`Watch::add`] is authorized.
     pub fn watch(&self, caller: &Caller) -> Result<Watch, CoreError> {
         self.guard()?;
         Ok(Watch {
@@ -93,6 +96,9 @@ impl ConfigService {
         self.guard()?;
         let distinct: HashSet<&ConfigKey> = items.iter().map(|(k, _)| k).collect();
         self.check_listen_limit(distinct.len())?;
+        for key in &distinct {
+            self.authorize_key(caller, key, Action::Read)?;
+        }
         Ok(items
             .iter()
             .filter(|(k, md5)| !self.holds_current(caller, k, md5))
@@ -103,21 +109,25 @@ impl ConfigService {
     /// Client IP → md5 reported, for every listener of `key`.
     pub fn listeners_of(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         key: &ConfigKey,
     ) -> Result<Vec<(String, String)>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Read)?;
         Ok(self.inner.hub.listeners_of(key))
     }
 
     /// Key → md5 reported, for every key that a client at `ip` listens to.
     pub fn keys_of_ip(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         ip: &str,
     ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
         self.guard()?;
-        Ok(self.inner.hub.keys_of_ip(ip))
+        self.authenticated(caller)?;
+        let mut keys = self.inner.hub.keys_of_ip(ip);
+        keys.retain(|(key, _)| self.may_read(caller, key));
+        Ok(keys)
     }
 
     /// Number of (listener, key) pairs watched, for stats.
@@ -144,10 +154,15 @@ impl ConfigService {
 impl Watch {
     /// Watches `items` (or updates the md5 of keys already watched) and returns which of
     /// them changed relative to the md5 the caller holds. Validates the whole request
-    /// first: if the watch would exceed the key limit nothing changes.
-    pub fn add(&self, items: Vec<WatchItem>) -> Result<Added, CoreError> {
+    /// first: if the watch would exceed the key limit, or `requester` (the caller of this
+    /// request, whose credentials may differ from the watch's first request) may not read
+    /// one of the keys, nothing changes.
+    pub fn add(&self, requester: &Caller, items: Vec<WatchItem>) -> Result<Added, CoreError> {
         let service = &self.service;
         service.guard()?;
+        for item in &items {
+            service.authorize_key(requester, &item.key, Action::Read)?;
+        }
         let mut keys = self.keys.lock();
         let fresh: HashSet<&ConfigKey> = items
             .iter()

@@ -13,6 +13,7 @@ use nacelle_core::gray::BETA_NAME;
 use nacelle_core::key::tag_of;
 use nacelle_core::rules::{check_content, check_meta, parse_config_type};
 use nacelle_core::store::RemoveOutcome;
+use nacelle_core::Action;
 use nacelle_core::{
     md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, GraySpec, OpSource,
     PublishRecord, StoreError, StoredConfig, ValidationMode, Variant,
@@ -56,9 +57,30 @@ impl ConfigService {
         caller: &Caller,
         req: PublishRequest,
     ) -> Result<Arc<StoredConfig>, CoreError> {
+        let key = req.key.to_string();
+        let result = self.publish_checked(caller, req).await;
+        if !matches!(result, Err(CoreError::Auth(_) | CoreError::NotReady(_))) {
+            crate::auth::audit(
+                "config.publish",
+                caller.user(),
+                caller,
+                &key,
+                result.is_ok(),
+            );
+        }
+        result
+    }
+
+    async fn publish_checked(
+        &self,
+        caller: &Caller,
+        req: PublishRequest,
+    ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
+        self.authenticated(caller)?;
         self.write_allowed(caller)?;
         let record = self.validate_publish(caller, req)?;
+        self.authorize_key(caller, &record.key, Action::Write)?;
         // The content is checked by its type on the plaintext; an encrypted dataId's is
         // then encrypted (crate::cipher).
         let record = self.checked_and_sealed(record).await?;
@@ -141,8 +163,9 @@ impl ConfigService {
         src_user: &str,
     ) -> Result<bool, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Write)?;
         let source = OpSource {
-            src_user: src_user.to_string(),
+            src_user: caller.user().unwrap_or(src_user).to_string(),
             src_ip: caller.ip_string(),
         };
         let (outcome, changed) = {
@@ -157,6 +180,8 @@ impl ConfigService {
         let RemoveOutcome::Removed { revision } = outcome else {
             return Ok(false);
         };
+        let detail = format!("{key} {name}");
+        crate::auth::audit("gray.stop", caller.user(), caller, &detail, true);
         if changed {
             self.notify(key, revision);
         }
@@ -177,6 +202,8 @@ impl ConfigService {
         src_user: &str,
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Write)?;
+        let src_user = caller.user().unwrap_or(src_user);
         let stored = {
             let _guard = self.write_lock(key).lock().await;
             let gray = self
@@ -318,6 +345,8 @@ impl ConfigService {
         src_user: &str,
     ) -> Result<bool, CoreError> {
         self.guard()?;
+        self.authorize_key(caller, key, Action::Write)?;
+        let src_user = caller.user().unwrap_or(src_user);
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
@@ -344,6 +373,13 @@ impl ConfigService {
         if let RemoveOutcome::Removed { revision } = outcome {
             self.notify(key, revision);
             self.committed(key, revision);
+            crate::auth::audit(
+                "config.remove",
+                caller.user(),
+                caller,
+                &key.to_string(),
+                true,
+            );
         }
         Ok(true)
     }
@@ -372,6 +408,10 @@ impl ConfigService {
             .filter(|e| ids.contains(&e.id))
             .map(|e| e.key().clone())
             .collect();
+        // All or nothing: a key the caller may not write refuses the whole request.
+        for key in &keys {
+            self.authorize_key(caller, key, Action::Write)?;
+        }
         for key in &keys {
             self.remove(caller, key, None, src_user).await?;
         }

@@ -52,14 +52,17 @@ async fn a_slow_listener_walk_does_not_hold_the_key_write_lock() -> TestResult {
     let (release, release_rx) = mpsc::channel();
     let caller = Caller::anonymous(Protocol::Internal, None);
     let watch = service.watch(&caller)?;
-    watch.add(vec![WatchItem {
-        key: key.clone(),
-        md5: String::new(),
-        subscriber: Arc::new(Slow {
-            entered: entered_tx,
-            release: Mutex::new(release_rx),
-        }),
-    }])?;
+    watch.add(
+        &caller,
+        vec![WatchItem {
+            key: key.clone(),
+            md5: String::new(),
+            subscriber: Arc::new(Slow {
+                entered: entered_tx,
+                release: Mutex::new(release_rx),
+            }),
+        }],
+    )?;
     let entered = Arc::new(Mutex::new(entered));
 
     let s = service.clone();

@@ -25,6 +25,7 @@
 
 pub mod backup;
 mod common;
+mod identity;
 pub mod mysql;
 mod options;
 mod plan;

@@ -127,6 +127,11 @@ impl Server for MySql {
             "gray release: config_info_gray (created when absent), nacelle_gray_log",
             include_str!("../migrations/mysql/0002_gray.sql"),
         ),
+        (
+            3,
+            "authentication: nacelle_user_state",
+            include_str!("../migrations/mysql/0003_auth.sql"),
+        ),
     ];
     const SCHEMA_VERSION_DDL: &'static str =
         "CREATE TABLE IF NOT EXISTS `nacelle_schema_version` (\

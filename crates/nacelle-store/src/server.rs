@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
@@ -474,5 +475,15 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
 
     async fn ping(&self) -> Result<(), StoreError> {
         timed(self.op_timeout, sql::ping(&self.pool)).await
+    }
+
+    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
+        let read = crate::identity::load(&self.pool, &self.queries);
+        timed(self.op_timeout, read).await
+    }
+
+    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
+        let write = crate::identity::write(&self.pool, &self.queries, write);
+        timed(self.op_timeout, write).await
     }
 }

@@ -17,6 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
@@ -293,6 +294,14 @@ impl ConfigStore for SqliteStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         sql::ping(&self.reader).await
+    }
+
+    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
+        crate::identity::load(&self.reader, &self.queries).await
+    }
+
+    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
+        crate::identity::write(&self.writer, &self.queries, write).await
     }
 }
 

@@ -46,6 +46,7 @@ per_backend!(
     tag_relations,
     history_paging_and_previous,
     namespaces,
+    identities,
     change_log,
     load_all_and_get,
     ping_and_backend_name,
@@ -521,6 +522,161 @@ async fn history_paging_and_previous(store: Arc<dyn ConfigStore>, _b: Backend) -
     assert_eq!(prev.content, "v10");
     assert_eq!(store.history_previous(-1).await?, None);
     assert_eq!(store.history_entry(i64::MAX).await?, None);
+    Ok(())
+}
+
+async fn identities(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    use nacelle_core::auth::{IdentityWrite as W, PermissionRecord, RoleRecord, UserRecord};
+    assert_eq!(store.load_identities().await?, Default::default());
+    let hash = "$2a$10$EuWPZHzz32dJN7jexM34MOeYirDdFAZm2kuWj7VEOJhhZkDrxfvUu";
+    for name in ["nacos", "dev"] {
+        store
+            .write_identity(&W::CreateUser {
+                username: name.into(),
+                hash: hash.into(),
+            })
+            .await?;
+    }
+    assert!(matches!(
+        store
+            .write_identity(&W::CreateUser {
+                username: "dev".into(),
+                hash: hash.into(),
+            })
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    let role = |role: &str, user: &str| RoleRecord {
+        role: role.into(),
+        username: user.into(),
+    };
+    let perm = |role: &str, resource: &str, action: &str| PermissionRecord {
+        role: role.into(),
+        resource: resource.into(),
+        action: action.into(),
+    };
+    for (r, u) in [("ROLE_ADMIN", "nacos"), ("devs", "dev")] {
+        store
+            .write_identity(&W::AddRole {
+                role: r.into(),
+                username: u.into(),
+            })
+            .await?;
+    }
+    assert!(matches!(
+        store
+            .write_identity(&W::AddRole {
+                role: "devs".into(),
+                username: "dev".into(),
+            })
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    store
+        .write_identity(&W::AddPermission(perm("devs", "dev:*:*", "rw")))
+        .await?;
+    store
+        .write_identity(&W::AddPermission(perm(
+            "devs",
+            ":DEFAULT_GROUP:config/a",
+            "r",
+        )))
+        .await?;
+    assert!(matches!(
+        store
+            .write_identity(&W::AddPermission(perm("devs", "dev:*:*", "rw")))
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    store
+        .write_identity(&W::SetPassword {
+            username: "dev".into(),
+            hash: "$2a$10$other".into(),
+            not_before: 1_700_000_000,
+        })
+        .await?;
+    // Setting it again replaces the state row.
+    store
+        .write_identity(&W::SetPassword {
+            username: "dev".into(),
+            hash: "$2a$10$third".into(),
+            not_before: 1_700_000_001,
+        })
+        .await?;
+    assert!(matches!(
+        store
+            .write_identity(&W::SetPassword {
+                username: "ghost".into(),
+                hash: hash.into(),
+                not_before: 1,
+            })
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    let got = store.load_identities().await?;
+    assert_eq!(
+        got.users,
+        vec![
+            UserRecord {
+                username: "dev".into(),
+                password: "$2a$10$third".into(),
+                enabled: true,
+            },
+            UserRecord {
+                username: "nacos".into(),
+                password: hash.into(),
+                enabled: true,
+            },
+        ]
+    );
+    assert_eq!(
+        got.roles,
+        vec![role("ROLE_ADMIN", "nacos"), role("devs", "dev")]
+    );
+    assert_eq!(
+        got.permissions,
+        vec![
+            perm("devs", ":DEFAULT_GROUP:config/a", "r"),
+            perm("devs", "dev:*:*", "rw"),
+        ]
+    );
+    assert_eq!(got.tokens_not_before, vec![("dev".into(), 1_700_000_001)]);
+
+    store
+        .write_identity(&W::DeletePermission(perm("devs", "dev:*:*", "rw")))
+        .await?;
+    assert!(matches!(
+        store
+            .write_identity(&W::DeletePermission(perm("devs", "dev:*:*", "rw")))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Deleting a role for everyone drops its permissions too.
+    store
+        .write_identity(&W::DeleteRole {
+            role: "devs".into(),
+            username: None,
+        })
+        .await?;
+    // Deleting a user drops its roles and state.
+    store
+        .write_identity(&W::DeleteUser {
+            username: "dev".into(),
+        })
+        .await?;
+    assert!(matches!(
+        store
+            .write_identity(&W::DeleteUser {
+                username: "dev".into(),
+            })
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    let got = store.load_identities().await?;
+    assert_eq!(got.users.len(), 1);
+    assert_eq!(got.roles, vec![role("ROLE_ADMIN", "nacos")]);
+    assert!(got.permissions.is_empty());
+    assert!(got.tokens_not_before.is_empty());
     Ok(())
 }
 

@@ -104,6 +104,8 @@ pub fn settings_for(dir: &Path, tweak: impl FnOnce(&mut Settings)) -> Settings {
         data_dir: dir.to_path_buf(),
         bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
         port: 0,
+        // Tests of other features run without authentication; auth tests turn it on.
+        auth: nacelle::settings::AuthSettings::off(),
         ..Settings::default()
     };
     tweak(&mut settings);
@@ -134,6 +136,10 @@ impl BinaryServer {
         }
         if !extra.contains(&"--grpc-port") {
             defaults.extend(["--grpc-port", "0"]);
+        }
+        // Tests of other features run without authentication; auth tests pass `--auth on`.
+        if !extra.contains(&"--auth") {
+            defaults.extend(["--auth", "off"]);
         }
         let mut child = Command::new(exe)
             .arg("serve")

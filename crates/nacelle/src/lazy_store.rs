@@ -5,6 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
+use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
@@ -165,5 +166,13 @@ impl ConfigStore for LazyStore {
     }
     async fn ping(&self) -> Result<(), StoreError> {
         self.get_store()?.ping().await
+    }
+
+    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
+        self.get_store()?.load_identities().await
+    }
+
+    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
+        self.get_store()?.write_identity(write).await
     }
 }

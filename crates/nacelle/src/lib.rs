@@ -15,6 +15,7 @@
 //! history purge ([`retention`]), the cluster module's member checks and notifier queues), which all watch the server's stop
 //! token and are waited for as well: once `shutdown` returns, nothing of the server runs.
 
+mod auth_setup;
 mod lazy_store;
 pub mod retention;
 pub mod settings;
@@ -136,6 +137,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     service
         .metrics()
         .set_slow_request_threshold(settings.slow_request);
+    service.configure_auth(auth_setup::auth_config(settings)?);
 
     let http_listener = TcpListener::bind((settings.bind, settings.port))
         .await
@@ -273,7 +275,20 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     };
     let follow =
         (settings.clustered() || settings.shared_database()).then_some(settings.follow_interval);
-    background.spawn(load_then_follow(service.clone(), follow, stop.clone()));
+    background.spawn(load_then_follow(
+        service.clone(),
+        settings.clone(),
+        follow,
+        stop.clone(),
+    ));
+    if follow.is_some() && service.auth_enabled() {
+        // Users, roles and permissions changed on other nodes.
+        let s = service.clone();
+        background.spawn(async move {
+            s.follow_identities(nacelle_service::auth::IDENTITY_REFRESH)
+                .await
+        });
+    }
 
     Ok(RunningServer {
         http_addr,
@@ -368,6 +383,7 @@ impl Tls {
 /// `follow` is set, follows the database's change log at that interval until `stop`.
 async fn load_then_follow(
     service: ConfigService,
+    settings: Settings,
     follow: Option<std::time::Duration>,
     stop: CancellationToken,
 ) {
@@ -388,6 +404,7 @@ async fn load_then_follow(
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "ready"
                 );
+                auth_setup::ensure_admin(&service, &settings).await;
                 break position;
             }
             Err(e) => tracing::error!(
@@ -515,6 +532,11 @@ mod tests {
             // A peer that never answers: its queue and health checks keep retrying.
             members: vec!["127.0.0.1:1".into()],
             cluster_secret: Some("0123456789abcdef".into()),
+            // With authentication on, the directory follower runs too.
+            auth: crate::settings::AuthSettings {
+                token_secret: Some("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=".into()),
+                ..Default::default()
+            },
             follow_interval: Duration::from_millis(50),
             member_check_interval: Duration::from_millis(100),
             ..settings_for(dir.path())

@@ -52,6 +52,52 @@ const DEFAULT_TLS_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
 /// Shortest cluster secret accepted.
 const MIN_SECRET_LEN: usize = 16;
 
+/// `auth`: whether callers must authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Every operation is checked (the default).
+    #[default]
+    On,
+    /// Anyone who reaches the ports may do anything.
+    Off,
+}
+
+/// The authentication settings, resolved (the secret itself is resolved at start, where
+/// the data directory and the cluster are known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthSettings {
+    pub enabled: bool,
+    pub anonymous_read: bool,
+    /// The token secret given (flag, variable or file), base64.
+    pub token_secret: Option<String>,
+    pub token_ttl_s: u64,
+    /// The first administrator's password, when given.
+    pub admin_password: Option<String>,
+}
+
+impl AuthSettings {
+    /// Authentication off (tests of other features).
+    pub fn off() -> Self {
+        AuthSettings {
+            enabled: false,
+            ..AuthSettings::default()
+        }
+    }
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            enabled: true,
+            anonymous_read: false,
+            token_secret: None,
+            token_ttl_s: nacelle_service::auth::DEFAULT_TOKEN_TTL_S,
+            admin_password: None,
+        }
+    }
+}
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -298,6 +344,33 @@ layer! {
         /// Writes one client IP may make in a burst above the rate. Default 1000.
         #[arg(long, env = "NACELLE_WRITE_BURST_PER_IP")]
         pub write_burst_per_ip: Option<u32>,
+        /// Authentication: on or off. Default on; off logs a warning at every start
+        /// (docs/security.md).
+        #[arg(long, env = "NACELLE_AUTH", value_enum)]
+        pub auth: Option<AuthMode>,
+        /// Let unauthenticated callers read and listen (writes still need a user).
+        /// Default false.
+        #[arg(long, env = "NACELLE_AUTH_ANONYMOUS_READ")]
+        pub auth_anonymous_read: Option<bool>,
+        /// Token signing secret: base64 of at least 32 bytes (Nacos's
+        /// `nacos.core.auth.plugin.nacos.token.secret.key`). Default: generated once and
+        /// kept in `<data-dir>/auth-token-secret` on a single node; required in a cluster.
+        #[arg(long, env = "NACELLE_AUTH_TOKEN_SECRET", hide_env_values = true)]
+        pub auth_token_secret: Option<String>,
+        /// File holding the token secret (its first line).
+        #[arg(long, env = "NACELLE_AUTH_TOKEN_SECRET_FILE")]
+        pub auth_token_secret_file: Option<PathBuf>,
+        /// Lifetime of issued tokens in seconds. Default 18000 (Nacos's).
+        #[arg(long, env = "NACELLE_AUTH_TOKEN_TTL_S")]
+        pub auth_token_ttl_s: Option<u64>,
+        /// Password of the administrator `nacos` created at first start (when the database
+        /// has no user). Default: a random one, written to
+        /// `<data-dir>/initial-admin-password`. Prefer the variable or the file.
+        #[arg(long, env = "NACELLE_ADMIN_PASSWORD", hide_env_values = true)]
+        pub admin_password: Option<String>,
+        /// File holding that password (its first line).
+        #[arg(long, env = "NACELLE_ADMIN_PASSWORD_FILE")]
+        pub admin_password_file: Option<PathBuf>,
     }
 }
 
@@ -370,6 +443,8 @@ pub struct Settings {
     pub max_held_polls_per_ip: usize,
     pub write_rate_per_ip: u32,
     pub write_burst_per_ip: u32,
+    /// Authentication (docs/security.md).
+    pub auth: AuthSettings,
 }
 
 /// TLS settings, resolved (docs/security.md, "TLS").
@@ -483,9 +558,19 @@ impl Settings {
             layer.content_validation_namespaces.as_deref().unwrap_or(""),
         )
         .map_err(|e| SettingsError::Invalid(format!("content_validation_namespaces: {e}")))?;
+        let token_secret = read_secret(
+            layer.auth_token_secret.clone(),
+            layer.auth_token_secret_file.as_deref(),
+        )?;
+        let admin_password = read_secret(
+            layer.admin_password.clone(),
+            layer.admin_password_file.as_deref(),
+        )?;
         let mut settings =
             Settings::resolve(layer, cluster_secret, trusted_proxies, content_validation);
         settings.cipher_master_key = cipher_master_key;
+        settings.auth.token_secret = token_secret;
+        settings.auth.admin_password = admin_password;
         settings.validate()?;
         Ok(settings)
     }
@@ -597,6 +682,17 @@ impl Settings {
             write_burst_per_ip: layer
                 .write_burst_per_ip
                 .unwrap_or(limits.write_burst_per_ip),
+            auth: AuthSettings {
+                enabled: layer.auth.unwrap_or_default() == AuthMode::On,
+                anonymous_read: layer.auth_anonymous_read.unwrap_or(false),
+                // Read in `merge` (a file can fail to read).
+                token_secret: None,
+                token_ttl_s: layer
+                    .auth_token_ttl_s
+                    .unwrap_or(nacelle_service::auth::DEFAULT_TOKEN_TTL_S)
+                    .max(1),
+                admin_password: None,
+            },
         }
     }
 
@@ -623,6 +719,10 @@ impl Settings {
             return Err(SettingsError::Invalid(format!(
                 "cluster_secret must be at least {MIN_SECRET_LEN} characters"
             )));
+        }
+        if let Some(secret) = &self.auth.token_secret {
+            nacelle_service::auth::decode_secret(secret)
+                .map_err(|e| SettingsError::Invalid(format!("auth_token_secret: {e}")))?;
         }
         self.grpc
             .validate()

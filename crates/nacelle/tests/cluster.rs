@@ -12,7 +12,7 @@ use nacelle_testkit::grpc::{recorder, Sdk};
 use nacelle_testkit::per_backend::skipped;
 use nacelle_testkit::server::BinaryServer;
 use nacelle_testkit::{
-    free_port, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb, TestResult,
+    free_port, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb, TestResult, SOON,
 };
 use serde_json::{json, Value};
 
@@ -849,6 +849,9 @@ async fn members_without_a_secret_refuse_to_start() -> TestResult {
             "0",
             "--members",
             "127.0.0.1:1,127.0.0.1:2",
+            // The token secret is checked first (tests/auth_server.rs).
+            "--auth",
+            "off",
         ])
         .env_remove("NACELLE_CLUSTER_SECRET")
         .output()?;
@@ -980,5 +983,129 @@ async fn grays_converge_on_every_node_within_2s() -> TestResult {
         until_served(&canary, node, "gray", Some("g: beta"), limit).await?;
     }
     println!("stop served everywhere after {:?}", stopped.elapsed());
+    Ok(())
+}
+
+/// Authentication in a cluster: a token issued by one node is accepted by the others (one
+/// secret, one user table), a user created on one node logs in on another, and a user
+/// deleted on one node is refused by the others within 2 s.
+#[tokio::test]
+async fn a_token_from_one_node_is_accepted_by_the_others() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    const TOKEN_SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let db = TestDb::create(Backend::MariaDb).await?;
+    let (nodes, _) = start_cluster(&db.url, 3, |_| {
+        vec![
+            "--auth",
+            "on",
+            "--auth-token-secret",
+            TOKEN_SECRET,
+            "--admin-password",
+            "cluster-admin-password",
+        ]
+    })
+    .await?;
+    let http = reqwest::Client::builder().timeout(SOON).build()?;
+    let login = |node: &Node, user: &str, password: &str| {
+        let req = http
+            .post(node.url("/nacos/v1/auth/login"))
+            .form(&[("username", user), ("password", password)]);
+        async move {
+            let r = req.send().await?;
+            let status = r.status().as_u16();
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            TestResult::Ok((
+                status,
+                body["accessToken"].as_str().unwrap_or("").to_string(),
+            ))
+        }
+    };
+    // The three nodes raced for the first administrator: exactly one exists.
+    let deadline = Instant::now() + SOON;
+    let admin = loop {
+        let (status, token) = login(&nodes[0], "nacos", "cluster-admin-password").await?;
+        if status == 200 {
+            break token;
+        }
+        if Instant::now() > deadline {
+            return Err("no administrator".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for node in &nodes {
+        let r = http
+            .post(node.url("/nacos/v1/cs/configs"))
+            .form(&[
+                ("dataId", "auth"),
+                ("group", "CLUSTER"),
+                ("content", "a: 1"),
+                ("accessToken", admin.as_str()),
+            ])
+            .send()
+            .await?;
+        assert_eq!(r.status(), 200, "node {}: {}", node.port, r.text().await?);
+    }
+    // A user created on node 1 logs in on node 3 once node 3 has re-read the users.
+    let r = http
+        .post(nodes[0].url("/nacos/v1/auth/users"))
+        .bearer_auth(&admin)
+        .form(&[("username", "ops"), ("password", "ops-password")])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200);
+    let created = Instant::now();
+    // (Polled through the admin listing: failed logins would start the login throttle.)
+    loop {
+        let listed: Value = http
+            .get(nodes[2].url("/nacos/v1/auth/users"))
+            .bearer_auth(&admin)
+            .query(&[("pageNo", "1"), ("pageSize", "10"), ("username", "ops")])
+            .send()
+            .await?
+            .json()
+            .await?;
+        if listed["totalCount"] == 1 {
+            break;
+        }
+        if created.elapsed() > Duration::from_secs(3) {
+            return Err(format!("node 3 never saw the new user: {listed}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, ops) = login(&nodes[2], "ops", "ops-password").await?;
+    assert_eq!(status, 200);
+    println!(
+        "a user created on node 1 logs in on node 3 after {:?}",
+        created.elapsed()
+    );
+    // Deleted on node 2: its token stops working on node 3 within 2 s.
+    let r = http
+        .delete(nodes[1].url("/nacos/v1/auth/users"))
+        .bearer_auth(&admin)
+        .query(&[("username", "ops")])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200);
+    let deleted = Instant::now();
+    loop {
+        let r = http
+            .get(nodes[2].url("/nacos/v1/console/namespaces"))
+            .bearer_auth(&ops)
+            .send()
+            .await?;
+        if r.status() == 403 {
+            break;
+        }
+        if deleted.elapsed() > Duration::from_secs(2) {
+            return Err("node 3 still accepts a deleted user's token after 2 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "a deleted user's token is refused by node 3 after {:?}",
+        deleted.elapsed()
+    );
     Ok(())
 }

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use nacelle_core::{ConfigKey, CoreError};
+use nacelle_core::{Caller, ConfigKey, CoreError};
 
 use nacelle_proto::config::{
     ConfigBatchListenRequest as BatchListenRequest, ConfigChangeBatchListenResponse, ConfigContext,
@@ -19,13 +19,18 @@ use crate::connection::Connection;
 use crate::errors::{fail_head, unparsable};
 use crate::wire::{self, key_of, RequestMeta};
 
-pub(super) fn handle(conn: &Arc<Connection>, _meta: &RequestMeta, body: &[u8]) -> Payload {
+pub(super) fn handle(
+    conn: &Arc<Connection>,
+    caller: &Caller,
+    _meta: &RequestMeta,
+    body: &[u8],
+) -> Payload {
     let req: BatchListenRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
     };
     let request_id = req.request_id.clone();
-    match apply(conn, req) {
+    match apply(conn, caller, req) {
         Ok(changed_configs) => wire::message(&ConfigChangeBatchListenResponse {
             head: ResponseHead::ok(request_id),
             changed_configs,
@@ -37,7 +42,11 @@ pub(super) fn handle(conn: &Arc<Connection>, _meta: &RequestMeta, body: &[u8]) -
     }
 }
 
-fn apply(conn: &Arc<Connection>, req: BatchListenRequest) -> Result<Vec<ConfigContext>, CoreError> {
+fn apply(
+    conn: &Arc<Connection>,
+    caller: &Caller,
+    req: BatchListenRequest,
+) -> Result<Vec<ConfigContext>, CoreError> {
     let listen = req.listen.unwrap_or(true);
     let contexts = req.config_listen_contexts.unwrap_or_default();
     // Validate every key before changing anything; the key limit is the service's.
@@ -63,6 +72,7 @@ fn apply(conn: &Arc<Connection>, req: BatchListenRequest) -> Result<Vec<ConfigCo
     }
     let changed: HashSet<ConfigKey> = conn
         .listen(
+            caller,
             items
                 .iter()
                 .map(|(key, as_sent, md5)| (key.clone(), as_sent.tenant.as_str(), md5.clone()))

@@ -14,7 +14,11 @@ mod publish;
 mod query;
 mod remove;
 
+use std::borrow::Cow;
+
+use nacelle_core::Caller;
 use nacelle_proto::{types, Payload};
+use nacelle_service::auth::Credentials;
 
 use crate::ctx::Ctx;
 use crate::errors::{error_response, WireError};
@@ -72,11 +76,38 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
         return error_response(&WireError::unregistered(), wire::request_id_of(body));
     };
     conn.touch();
+    if kind == Kind::HealthCheck {
+        return health::health_check(&meta, body);
+    }
+    let caller = request_caller(ctx, &conn.meta.caller, &meta).await;
     match kind {
         Kind::HealthCheck => health::health_check(&meta, body),
-        Kind::Query => query::handle(ctx, &conn, &meta, body),
-        Kind::Publish => publish::handle(ctx, &conn, &meta, body).await,
-        Kind::Remove => remove::handle(ctx, &conn, &meta, body).await,
-        Kind::BatchListen => listen::handle(&conn, &meta, body),
+        Kind::Query => query::handle(ctx, &caller, &meta, body),
+        Kind::Publish => publish::handle(ctx, &caller, &meta, body).await,
+        Kind::Remove => remove::handle(ctx, &caller, &meta, body).await,
+        Kind::BatchListen => listen::handle(&conn, &caller, &meta, body),
     }
+}
+
+/// The caller of one request: the connection's, with the identity of the credentials in
+/// this request's `metadata.headers` (`accessToken`, else `username` + `password`, as
+/// Nacos reads them), which the service verifies.
+async fn request_caller<'a>(ctx: &Ctx, conn: &'a Caller, meta: &RequestMeta) -> Cow<'a, Caller> {
+    if !ctx.service.auth_enabled() {
+        return Cow::Borrowed(conn);
+    }
+    let header = |name: &str| {
+        meta.header(name)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let creds = Credentials {
+        token: header("accessToken"),
+        username: header("username"),
+        password: header("password"),
+    };
+    let mut caller = conn.clone();
+    caller.identity = ctx.service.identify(&creds, conn).await;
+    Cow::Owned(caller)
 }

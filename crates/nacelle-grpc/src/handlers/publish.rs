@@ -3,20 +3,19 @@
 
 use std::collections::HashMap;
 
-use nacelle_core::{ConfigMeta, CoreError, Variant};
+use nacelle_core::{Caller, ConfigMeta, CoreError, Variant};
 use nacelle_proto::config::ConfigPublishRequest;
 use nacelle_proto::response::ConfigPublishResponse;
 use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::PublishRequest;
 
-use crate::connection::Connection;
 use crate::ctx::Ctx;
 use crate::errors::{fail_head, unparsable};
 use crate::wire::{self, key_of, non_blank, RequestMeta};
 
 pub(super) async fn handle(
     ctx: &Ctx,
-    conn: &Connection,
+    caller: &Caller,
     _meta: &RequestMeta,
     body: &[u8],
 ) -> Payload {
@@ -26,7 +25,7 @@ pub(super) async fn handle(
     };
     let request_id = req.request_id.clone();
     let result = match to_service_request(req) {
-        Ok(r) => ctx.service.publish(&conn.meta.caller, r).await.map(|_| ()),
+        Ok(r) => ctx.service.publish(caller, r).await.map(|_| ()),
         Err(e) => Err(e),
     };
     let head = match result {

@@ -1,12 +1,11 @@
 //! `ConfigQueryRequest` → `ConfigQueryResponse`, served from memory.
 
-use nacelle_core::CoreError;
+use nacelle_core::{Caller, CoreError};
 use nacelle_proto::config::{ConfigQueryRequest as QueryRequest, ConfigQueryResponse};
 use nacelle_proto::error_code::CONFIG_NOT_EXIST;
 use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::Served;
 
-use crate::connection::Connection;
 use crate::ctx::Ctx;
 use crate::errors::{fail_head, unparsable};
 use crate::wire::{self, key_of, RequestMeta};
@@ -14,7 +13,7 @@ use crate::wire::{self, key_of, RequestMeta};
 /// The header a Nacos client sets to `true` on a query made because of a change push.
 const NOTIFY_HEADER: &str = "notify";
 
-pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u8]) -> Payload {
+pub(super) fn handle(ctx: &Ctx, caller: &Caller, meta: &RequestMeta, body: &[u8]) -> Payload {
     let req: QueryRequest = match wire::from_json(body) {
         Ok(r) => r,
         Err(e) => return unparsable(&e),
@@ -26,9 +25,9 @@ pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u
         notify = meta.header(NOTIFY_HEADER),
         "config query"
     );
-    let served = lookup(ctx, conn, &req).and_then(|s| {
+    let served = lookup(ctx, caller, &req).and_then(|s| {
         // What a gRPC caller gets of an encrypted config: its ciphertext and data key.
-        let shown = ctx.service.reveal(&conn.meta.caller, &s.config)?;
+        let shown = ctx.service.reveal(caller, &s.config)?;
         let (content, key) = (shown.content, shown.encrypted_data_key.into_owned());
         Ok((s, content, key))
     });
@@ -52,13 +51,13 @@ pub(super) fn handle(ctx: &Ctx, conn: &Connection, meta: &RequestMeta, body: &[u
     }
 }
 
-fn lookup(ctx: &Ctx, conn: &Connection, req: &QueryRequest) -> Result<Served, CoreError> {
+fn lookup(ctx: &Ctx, caller: &Caller, req: &QueryRequest) -> Result<Served, CoreError> {
     let key = key_of(
         req.tenant.as_deref(),
         req.group.as_deref(),
         req.data_id.as_deref(),
     )?;
     ctx.service
-        .get(&conn.meta.caller, &key, req.tag.as_deref())?
+        .get(caller, &key, req.tag.as_deref())?
         .ok_or_else(|| CoreError::NotFound(CONFIG_NOT_EXIST.into()))
 }

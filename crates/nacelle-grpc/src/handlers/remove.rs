@@ -4,14 +4,14 @@ use nacelle_proto::config::ConfigRemoveRequest as RemoveRequest;
 use nacelle_proto::response::ConfigRemoveResponse;
 use nacelle_proto::{Payload, ResponseHead};
 
-use crate::connection::Connection;
 use crate::ctx::Ctx;
 use crate::errors::{fail_head, unparsable};
 use crate::wire::{self, key_of, RequestMeta};
+use nacelle_core::Caller;
 
 pub(super) async fn handle(
     ctx: &Ctx,
-    conn: &Connection,
+    caller: &Caller,
     _meta: &RequestMeta,
     body: &[u8],
 ) -> Payload {
@@ -26,7 +26,7 @@ pub(super) async fn handle(
     ) {
         Ok(key) => {
             ctx.service
-                .remove(&conn.meta.caller, &key, req.tag.as_deref(), "")
+                .remove(caller, &key, req.tag.as_deref(), "")
                 .await
         }
         Err(e) => Err(e),

@@ -216,6 +216,7 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
     let watch = st.service.watch(&p.caller)?;
     let subscriber: Arc<dyn Subscriber> = waiter.clone();
     let added = watch.add(
+        &p.caller,
         items
             .iter()
             .map(|i| WatchItem {

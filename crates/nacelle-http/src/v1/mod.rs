@@ -1,5 +1,6 @@
 //! Nacos HTTP v1 API under `/nacos/v1`.
 
+pub(crate) mod auth;
 pub(crate) mod cluster;
 pub(crate) mod configs;
 pub(crate) mod health;

@@ -1,0 +1,454 @@
+//! Identity and permissions: who a caller is ([`Identity`]), why credentials were refused
+//! ([`AuthFailure`], with Nacos's messages), the records of Nacos's `users` / `roles` /
+//! `permissions` tables, and the permission rule — Nacos's resource strings
+//! (`<namespace>:<group>:config/<dataId>`, the public namespace as an empty id) matched
+//! against stored patterns where `*` means anything, and actions `r`, `w`, `rw`.
+//!
+//! Pure data and matching; verifying tokens and passwords is the service's.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::key::ConfigKey;
+
+/// The role that may do everything (Nacos's `ROLE_ADMIN`).
+pub const ADMIN_ROLE: &str = "ROLE_ADMIN";
+/// The name of the first administrator (Nacos's default user).
+pub const DEFAULT_ADMIN: &str = "nacos";
+
+/// Who a caller is, as the adapter established it from the request's credentials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Identity {
+    /// No credentials were presented.
+    #[default]
+    Anonymous,
+    /// Verified credentials of this user.
+    User(Arc<str>),
+    /// Credentials were presented and refused: every secured operation answers this.
+    Refused(AuthFailure),
+    /// A user name and password from a (user, address) pair or an address that failed too
+    /// often: refused without checking, for this many more seconds.
+    Throttled { retry_after_s: u64 },
+    /// The server itself or a cluster member holding the cluster secret.
+    Trusted,
+}
+
+impl Identity {
+    /// The user's name, when verified.
+    pub fn user(&self) -> Option<&str> {
+        match self {
+            Identity::User(u) => Some(u),
+            _ => None,
+        }
+    }
+}
+
+/// Why a request is not allowed; the text is Nacos's message for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuthFailure {
+    /// No credentials, an unknown or disabled user, or a wrong password.
+    UserNotFound,
+    /// A token that is not a JWT, or one issued before its user's password changed.
+    TokenInvalid,
+    /// A JWT whose `alg` is not HS256/384/512 (`none` included).
+    UnsupportedAlgorithm,
+    /// A JWT whose signature does not verify (another secret, a tampered payload).
+    InvalidSignature,
+    /// A JWT past its `exp`.
+    TokenExpired,
+    /// A known user without the permission the operation needs.
+    Denied,
+}
+
+impl AuthFailure {
+    /// Nacos's message.
+    pub fn message(self) -> &'static str {
+        match self {
+            AuthFailure::UserNotFound => "user not found!",
+            AuthFailure::TokenInvalid => "token invalid!",
+            AuthFailure::UnsupportedAlgorithm => "unsupported signature algorithm",
+            AuthFailure::InvalidSignature => "Invalid signature",
+            AuthFailure::TokenExpired => "token expired!",
+            AuthFailure::Denied => "authorization failed!",
+        }
+    }
+}
+
+impl fmt::Display for AuthFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// What an operation does to a resource (Nacos's `r` / `w`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Read,
+    Write,
+}
+
+impl Action {
+    /// The letter stored in `permissions.action`.
+    pub fn letter(self) -> char {
+        match self {
+            Action::Read => 'r',
+            Action::Write => 'w',
+        }
+    }
+}
+
+/// Nacos's resource string of a config: `<namespace>:<group>:config/<dataId>`, the public
+/// namespace as an empty id.
+pub fn config_resource(key: &ConfigKey) -> String {
+    format!(
+        "{}:{}:config/{}",
+        key.namespace().as_str(),
+        key.group(),
+        key.data_id()
+    )
+}
+
+/// The resource of everything in a namespace (what a namespace-wide operation — listing,
+/// exporting by namespace, listening in a namespace — is checked against).
+pub fn namespace_resource(namespace: &str) -> String {
+    format!("{namespace}:*:config/*")
+}
+
+/// Whether the stored resource `pattern` matches `resource`: `*` matches any run of
+/// characters (including none); every other character matches itself. (Nacos turns the
+/// pattern into a regular expression replacing only `*`; Nacelle takes the other characters
+/// literally, so a `.` in a stored pattern never matches another character.)
+pub fn pattern_matches(pattern: &str, resource: &str) -> bool {
+    let (p, r) = (pattern.as_bytes(), resource.as_bytes());
+    let (mut pi, mut ri) = (0, 0);
+    // The position of the last `*` seen and of the resource when it was seen, to backtrack.
+    let mut star: Option<(usize, usize)> = None;
+    while ri < r.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, ri));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == r[ri] {
+            pi += 1;
+            ri += 1;
+        } else if let Some((sp, sr)) = star {
+            pi = sp + 1;
+            ri = sr + 1;
+            star = Some((sp, sr + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// Whether a stored action (`r`, `w`, `rw`) grants `action` (Nacos: the stored action
+/// contains the requested letter).
+pub fn action_grants(stored: &str, action: Action) -> bool {
+    stored.contains(action.letter())
+}
+
+/// A row of `users`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserRecord {
+    pub username: String,
+    /// The BCrypt hash.
+    pub password: String,
+    pub enabled: bool,
+}
+
+/// A row of `roles`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RoleRecord {
+    pub role: String,
+    pub username: String,
+}
+
+/// A row of `permissions`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PermissionRecord {
+    pub role: String,
+    pub resource: String,
+    pub action: String,
+}
+
+/// Everything the authorizer needs, read from the database in one go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdentityRecords {
+    pub users: Vec<UserRecord>,
+    pub roles: Vec<RoleRecord>,
+    pub permissions: Vec<PermissionRecord>,
+    /// Nacelle's own per-user state (`nacelle_user_state`): tokens issued before this
+    /// time (epoch seconds) are refused — set when the password changes.
+    pub tokens_not_before: Vec<(String, i64)>,
+}
+
+/// A change to users, roles or permissions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityWrite {
+    /// Insert a user; a taken name is a conflict.
+    CreateUser { username: String, hash: String },
+    /// Set a user's password hash and refuse tokens issued before `not_before` (epoch s).
+    SetPassword {
+        username: String,
+        hash: String,
+        not_before: i64,
+    },
+    /// Delete a user, its roles and its state.
+    DeleteUser { username: String },
+    /// Bind a role to a user; an existing binding is a conflict.
+    AddRole { role: String, username: String },
+    /// Unbind a role from one user, or from everyone (and drop its permissions).
+    DeleteRole {
+        role: String,
+        username: Option<String>,
+    },
+    /// Grant a permission to a role; an existing grant is a conflict.
+    AddPermission(PermissionRecord),
+    /// Revoke a permission.
+    DeletePermission(PermissionRecord),
+}
+
+/// The records indexed for checks: a user's roles, a role's permissions.
+#[derive(Debug, Clone, Default)]
+pub struct Directory {
+    users: HashMap<String, DirectoryUser>,
+    roles_of: HashMap<String, Vec<String>>,
+    permissions_of: HashMap<String, Vec<PermissionRecord>>,
+    admins: HashSet<String>,
+}
+
+/// A user as the directory knows it.
+#[derive(Debug, Clone)]
+pub struct DirectoryUser {
+    /// The BCrypt hash (shared: compared by identity to keep password caches valid).
+    pub hash: Arc<str>,
+    pub enabled: bool,
+    /// Tokens issued before this (epoch seconds) are refused.
+    pub not_before: i64,
+}
+
+impl Directory {
+    /// Indexes `records`.
+    pub fn new(records: IdentityRecords) -> Self {
+        let mut dir = Directory::default();
+        for u in records.users {
+            dir.users.insert(
+                u.username,
+                DirectoryUser {
+                    hash: u.password.into(),
+                    enabled: u.enabled,
+                    not_before: 0,
+                },
+            );
+        }
+        for (name, at) in records.tokens_not_before {
+            if let Some(u) = dir.users.get_mut(&name) {
+                u.not_before = at;
+            }
+        }
+        for r in records.roles {
+            if r.role == ADMIN_ROLE {
+                dir.admins.insert(r.username.clone());
+            }
+            dir.roles_of.entry(r.username).or_default().push(r.role);
+        }
+        for p in records.permissions {
+            dir.permissions_of
+                .entry(p.role.clone())
+                .or_default()
+                .push(p);
+        }
+        dir
+    }
+
+    /// The user `name`.
+    pub fn user(&self, name: &str) -> Option<&DirectoryUser> {
+        self.users.get(name)
+    }
+
+    /// How many users there are.
+    pub fn user_count(&self) -> usize {
+        self.users.len()
+    }
+
+    /// Whether `name` holds `ROLE_ADMIN`.
+    pub fn is_admin(&self, name: &str) -> bool {
+        self.admins.contains(name)
+    }
+
+    /// The users holding `ROLE_ADMIN`.
+    pub fn admin_count(&self) -> usize {
+        self.admins
+            .iter()
+            .filter(|u| self.users.contains_key(u.as_str()))
+            .count()
+    }
+
+    /// Every user name, sorted.
+    pub fn user_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.users.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Every role binding, sorted by role, then user.
+    pub fn role_records(&self) -> Vec<RoleRecord> {
+        let mut out: Vec<RoleRecord> = self
+            .roles_of
+            .iter()
+            .flat_map(|(user, roles)| {
+                roles.iter().map(|role| RoleRecord {
+                    role: role.clone(),
+                    username: user.clone(),
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Every permission, sorted by role, resource, action.
+    pub fn permission_records(&self) -> Vec<PermissionRecord> {
+        let mut out: Vec<PermissionRecord> =
+            self.permissions_of.values().flatten().cloned().collect();
+        out.sort();
+        out
+    }
+
+    /// Whether any user holds `role`.
+    pub fn role_exists(&self, role: &str) -> bool {
+        self.roles_of
+            .values()
+            .any(|roles| roles.iter().any(|r| r == role))
+    }
+
+    /// The roles of `name`.
+    pub fn roles_of(&self, name: &str) -> &[String] {
+        self.roles_of.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Whether user `name` may do `action` on `resource`: an admin may do anything, others
+    /// need a permission of one of their roles whose pattern matches and whose action grants.
+    pub fn allows(&self, name: &str, resource: &str, action: Action) -> bool {
+        if self.is_admin(name) {
+            return true;
+        }
+        self.permissions(name)
+            .any(|p| action_grants(&p.action, action) && pattern_matches(&p.resource, resource))
+    }
+
+    /// Whether user `name` has any permission in namespace `ns` (the namespace part of a
+    /// pattern matches it): what decides whether a namespace is listed to the user.
+    pub fn sees_namespace(&self, name: &str, ns: &str) -> bool {
+        if self.is_admin(name) {
+            return true;
+        }
+        self.permissions(name).any(|p| {
+            let ns_part = p.resource.split(':').next().unwrap_or("");
+            pattern_matches(ns_part, ns)
+        })
+    }
+
+    fn permissions<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a PermissionRecord> + 'a {
+        self.roles_of(name)
+            .iter()
+            .filter_map(|role| self.permissions_of.get(role))
+            .flatten()
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_as_nacos_globs() {
+        let cases = [
+            ("*", "", true),
+            ("*", "ns:G:config/a", true),
+            (
+                ":DEFAULT_GROUP:config/app.yaml",
+                ":DEFAULT_GROUP:config/app.yaml",
+                true,
+            ),
+            (
+                ":DEFAULT_GROUP:config/app.yaml",
+                ":DEFAULT_GROUP:config/appxyaml",
+                false,
+            ),
+            ("dev:*:*", "dev:G:config/a.yaml", true),
+            ("dev:*:*", "prod:G:config/a.yaml", false),
+            ("dev:*:*", "dev2:G:config/a", false),
+            ("dev*:*:*", "dev2:G:config/a", true),
+            ("*:G:config/a*", ":G:config/abc", true),
+            ("*:G:config/a*", ":G:config/b", false),
+            ("a*b*c", "abbbc", true),
+            ("a*b*c", "acb", false),
+            ("", "", true),
+            ("", "x", false),
+            ("**", "x", true),
+        ];
+        for (p, r, want) in cases {
+            assert_eq!(pattern_matches(p, r), want, "{p} vs {r}");
+        }
+    }
+
+    #[test]
+    fn actions_grant_by_letter() {
+        assert!(action_grants("rw", Action::Read));
+        assert!(action_grants("rw", Action::Write));
+        assert!(action_grants("r", Action::Read));
+        assert!(!action_grants("r", Action::Write));
+        assert!(!action_grants("w", Action::Read));
+    }
+
+    #[test]
+    fn resources_follow_nacos() {
+        let key = ConfigKey::parse(Some("public"), "DEFAULT_GROUP", "app.yaml").unwrap();
+        assert_eq!(config_resource(&key), ":DEFAULT_GROUP:config/app.yaml");
+        let key = ConfigKey::parse(Some("dev"), "G", "a").unwrap();
+        assert_eq!(config_resource(&key), "dev:G:config/a");
+    }
+
+    #[test]
+    fn directory_checks_roles_and_admin() {
+        let dir = Directory::new(IdentityRecords {
+            users: ["nacos", "dev", "nobody"]
+                .iter()
+                .map(|u| UserRecord {
+                    username: u.to_string(),
+                    password: "h".into(),
+                    enabled: true,
+                })
+                .collect(),
+            roles: vec![
+                RoleRecord {
+                    role: ADMIN_ROLE.into(),
+                    username: "nacos".into(),
+                },
+                RoleRecord {
+                    role: "devs".into(),
+                    username: "dev".into(),
+                },
+            ],
+            permissions: vec![PermissionRecord {
+                role: "devs".into(),
+                resource: "dev:*:*".into(),
+                action: "r".into(),
+            }],
+            tokens_not_before: vec![("dev".into(), 7)],
+        });
+        assert!(dir.allows("nacos", "x:y:config/z", Action::Write));
+        assert!(dir.allows("dev", "dev:G:config/a", Action::Read));
+        assert!(!dir.allows("dev", "dev:G:config/a", Action::Write));
+        assert!(!dir.allows("dev", "prod:G:config/a", Action::Read));
+        assert!(!dir.allows("nobody", "dev:G:config/a", Action::Read));
+        assert!(dir.sees_namespace("dev", "dev"));
+        assert!(!dir.sees_namespace("dev", "prod"));
+        assert_eq!(dir.admin_count(), 1);
+        assert_eq!(dir.user("dev").map(|u| u.not_before), Some(7));
+    }
+}

@@ -1,0 +1,509 @@
+//! Administration of users, roles and permissions: `ROLE_ADMIN` only, except that a user
+//! may change their own password. Listings come from the in-memory directory; every change
+//! is one store write, then the directory is re-read and the change audited.
+//!
+//! Beyond Nacos: the last administrator cannot be deleted or lose `ROLE_ADMIN` (Nacos
+//! refuses to delete any administrator); a password change refuses the user's older tokens.
+
+use nacelle_core::auth::{IdentityWrite, PermissionRecord, RoleRecord, ADMIN_ROLE, DEFAULT_ADMIN};
+use nacelle_core::{Caller, CoreError, Page, PageRequest, StoreError};
+
+use super::{audit, generate_password, now_s, password};
+use crate::service::ConfigService;
+
+/// Longest user and role name (Nacos's `varchar(50)`).
+pub const MAX_NAME: usize = 50;
+/// Longest permission resource (Nacos's `varchar(128)`).
+pub const MAX_RESOURCE: usize = 128;
+
+/// How a listing matches names: exactly (Nacos `search=accurate`; blank matches all) or
+/// as a substring (`search=blur`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NameFilter {
+    pub text: String,
+    pub blur: bool,
+}
+
+impl NameFilter {
+    fn matches(&self, name: &str) -> bool {
+        if self.text.is_empty() {
+            true
+        } else if self.blur {
+            name.contains(self.text.as_str())
+        } else {
+            name == self.text
+        }
+    }
+}
+
+fn page_of<T>(items: Vec<T>, page: PageRequest) -> Page<T> {
+    let total = items.len() as u64;
+    let size = page.page_size.max(1);
+    let skip = page.page_no.saturating_sub(1).saturating_mul(size);
+    let items = items
+        .into_iter()
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(size).unwrap_or(usize::MAX))
+        .collect();
+    Page::new(total, page.page_no.max(1), size, items)
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), CoreError> {
+    if name.trim().is_empty() {
+        return Err(CoreError::Invalid(format!(
+            "Required parameter '{what}' is not present"
+        )));
+    }
+    if name.chars().count() > MAX_NAME {
+        return Err(CoreError::Invalid(format!(
+            "{what} is longer than {MAX_NAME} characters"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(CoreError::Invalid(format!(
+            "{what} has a control character"
+        )));
+    }
+    Ok(())
+}
+
+fn check_password(password: &str) -> Result<(), CoreError> {
+    if password.is_empty() {
+        return Err(CoreError::Invalid("the password must not be empty".into()));
+    }
+    // BCrypt reads at most 72 bytes; a longer password would be silently cut.
+    if password.len() > 72 {
+        return Err(CoreError::Invalid(
+            "the password is longer than 72 bytes".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn conflict(e: CoreError, message: String) -> CoreError {
+    match e {
+        CoreError::Store(StoreError::Conflict(_)) => CoreError::Conflict(message),
+        CoreError::Store(StoreError::NotFound(m)) => CoreError::NotFound(m),
+        e => e,
+    }
+}
+
+impl ConfigService {
+    async fn identity_write(&self, write: IdentityWrite) -> Result<(), CoreError> {
+        let result = self
+            .inner
+            .store
+            .write_identity(&write)
+            .await
+            .map_err(CoreError::from);
+        // Re-read also after a failure: the directory may have been stale.
+        if let Err(e) = self.refresh_identities().await {
+            tracing::warn!(error = %e, "re-reading users and permissions failed");
+        }
+        result
+    }
+
+    /// Users whose name matches `filter`, one page.
+    pub fn users(
+        &self,
+        caller: &Caller,
+        filter: &NameFilter,
+        page: PageRequest,
+    ) -> Result<Page<String>, CoreError> {
+        self.require_admin(caller)?;
+        let dir = self.directory();
+        let names = dir
+            .user_names()
+            .into_iter()
+            .filter(|n| filter.matches(n))
+            .map(str::to_string)
+            .collect();
+        Ok(page_of(names, page))
+    }
+
+    /// User names containing `text` (Nacos's `users/search`).
+    pub fn search_users(&self, caller: &Caller, text: &str) -> Result<Vec<String>, CoreError> {
+        self.require_admin(caller)?;
+        Ok(self
+            .directory()
+            .user_names()
+            .into_iter()
+            .filter(|n| n.contains(text))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Creates a user.
+    pub async fn create_user(
+        &self,
+        caller: &Caller,
+        username: &str,
+        password: &str,
+    ) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        check_name("username", username)?;
+        check_password(password)?;
+        let hash = password::hash(password.to_string()).await?;
+        let result = self
+            .identity_write(IdentityWrite::CreateUser {
+                username: username.into(),
+                hash,
+            })
+            .await
+            .map_err(|e| conflict(e, format!("user '{username}' already exist!")));
+        audit(
+            "user.create",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Changes a password (an administrator, or the user themself). Tokens issued before
+    /// are refused from now on.
+    pub async fn change_password(
+        &self,
+        caller: &Caller,
+        username: &str,
+        new_password: &str,
+    ) -> Result<(), CoreError> {
+        if caller.user() != Some(username) {
+            self.require_admin(caller)?;
+        } else {
+            self.authenticated(caller)?;
+        }
+        check_password(new_password)?;
+        if self.directory().user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user {username} not exist!")));
+        }
+        let hash = password::hash(new_password.to_string()).await?;
+        let result = self
+            .identity_write(IdentityWrite::SetPassword {
+                username: username.into(),
+                hash,
+                // A token issued in this very second predates the change: refused too.
+                not_before: now_s() + 1,
+            })
+            .await;
+        self.auth().passwords.forget(username);
+        audit(
+            "user.password",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Deletes a user (never the last administrator).
+    pub async fn delete_user(&self, caller: &Caller, username: &str) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        let dir = self.directory();
+        if dir.user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user {username} not exist!")));
+        }
+        if dir.is_admin(username) && dir.admin_count() <= 1 {
+            return Err(CoreError::Invalid(format!(
+                "cannot delete the last admin: {username}"
+            )));
+        }
+        let result = self
+            .identity_write(IdentityWrite::DeleteUser {
+                username: username.into(),
+            })
+            .await;
+        self.auth().passwords.forget(username);
+        audit(
+            "user.delete",
+            caller.user(),
+            caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Role bindings matching `role` and `username` filters, one page.
+    pub fn roles(
+        &self,
+        caller: &Caller,
+        role: &NameFilter,
+        username: &NameFilter,
+        page: PageRequest,
+    ) -> Result<Page<RoleRecord>, CoreError> {
+        self.require_admin(caller)?;
+        let items = self
+            .directory()
+            .role_records()
+            .into_iter()
+            .filter(|r| role.matches(&r.role) && username.matches(&r.username))
+            .collect();
+        Ok(page_of(items, page))
+    }
+
+    /// Role names containing `text` (Nacos's `roles/search`).
+    pub fn search_roles(&self, caller: &Caller, text: &str) -> Result<Vec<String>, CoreError> {
+        self.require_admin(caller)?;
+        let mut names: Vec<String> = self
+            .directory()
+            .role_records()
+            .into_iter()
+            .map(|r| r.role)
+            .filter(|r| r.contains(text))
+            .collect();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Binds `role` to `username` (an existing user).
+    pub async fn add_role(
+        &self,
+        caller: &Caller,
+        role: &str,
+        username: &str,
+    ) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        check_name("role", role)?;
+        check_name("username", username)?;
+        if self.directory().user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user '{username}' not found!")));
+        }
+        let result = self
+            .identity_write(IdentityWrite::AddRole {
+                role: role.into(),
+                username: username.into(),
+            })
+            .await
+            .map_err(|e| {
+                conflict(
+                    e,
+                    format!("user '{username}' already bound to the role '{role}'!"),
+                )
+            });
+        audit(
+            "role.add",
+            caller.user(),
+            caller,
+            &format!("{role} {username}"),
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Unbinds `role` from `username`, or from everyone (dropping its permissions);
+    /// never takes `ROLE_ADMIN` from the last administrator.
+    pub async fn delete_role(
+        &self,
+        caller: &Caller,
+        role: &str,
+        username: Option<&str>,
+    ) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        if role == ADMIN_ROLE {
+            let dir = self.directory();
+            let remaining = match username {
+                Some(u) if dir.is_admin(u) => dir.admin_count().saturating_sub(1),
+                Some(_) => dir.admin_count(),
+                None => 0,
+            };
+            if remaining == 0 {
+                return Err(CoreError::Invalid(
+                    "cannot take ROLE_ADMIN from the last admin".into(),
+                ));
+            }
+        }
+        let result = self
+            .identity_write(IdentityWrite::DeleteRole {
+                role: role.into(),
+                username: username.map(Into::into),
+            })
+            .await;
+        let detail = format!("{role} {}", username.unwrap_or("*"));
+        audit(
+            "role.delete",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Permissions of roles matching `role`, one page.
+    pub fn permissions(
+        &self,
+        caller: &Caller,
+        role: &NameFilter,
+        page: PageRequest,
+    ) -> Result<Page<PermissionRecord>, CoreError> {
+        self.require_admin(caller)?;
+        let items = self
+            .directory()
+            .permission_records()
+            .into_iter()
+            .filter(|p| role.matches(&p.role))
+            .collect();
+        Ok(page_of(items, page))
+    }
+
+    /// Grants `action` (`r`, `w`, `rw`) on the resource pattern to `role` (a role bound
+    /// to some user).
+    pub async fn add_permission(
+        &self,
+        caller: &Caller,
+        permission: PermissionRecord,
+    ) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        check_name("role", &permission.role)?;
+        if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE {
+            return Err(CoreError::Invalid(format!(
+                "resource must have 1 to {MAX_RESOURCE} characters"
+            )));
+        }
+        if !matches!(permission.action.as_str(), "r" | "w" | "rw") {
+            return Err(CoreError::Invalid("action must be r, w or rw".into()));
+        }
+        if !self.directory().role_exists(&permission.role) {
+            return Err(CoreError::NotFound(format!(
+                "role {} not found!",
+                permission.role
+            )));
+        }
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
+        let result = self
+            .identity_write(IdentityWrite::AddPermission(permission))
+            .await
+            .map_err(|e| conflict(e, "permission already exist!".into()));
+        audit(
+            "permission.add",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Revokes a permission.
+    pub async fn delete_permission(
+        &self,
+        caller: &Caller,
+        permission: PermissionRecord,
+    ) -> Result<(), CoreError> {
+        self.require_admin(caller)?;
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
+        let result = self
+            .identity_write(IdentityWrite::DeletePermission(permission))
+            .await;
+        audit(
+            "permission.delete",
+            caller.user(),
+            caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Creates the administrator `nacos` when no administrator exists (Nacos's
+    /// `users/admin`): with `password`, or a random one; answers the password.
+    /// [`CoreError::Conflict`] once an administrator exists.
+    pub async fn create_admin(
+        &self,
+        caller: &Caller,
+        password: Option<&str>,
+    ) -> Result<String, CoreError> {
+        if self.directory().admin_count() > 0 {
+            return Err(CoreError::Conflict("have admin user cannot use it".into()));
+        }
+        let password = match password.filter(|p| !p.is_empty()) {
+            Some(p) => p.to_string(),
+            None => generate_password()?,
+        };
+        check_password(&password)?;
+        let hash = password::hash(password.clone()).await?;
+        let created = self
+            .identity_write(IdentityWrite::CreateUser {
+                username: DEFAULT_ADMIN.into(),
+                hash: hash.clone(),
+            })
+            .await;
+        match created {
+            Ok(()) => {}
+            // `nacos` exists without the role: give it a new password, then the role.
+            Err(CoreError::Store(StoreError::Conflict(_))) => {
+                self.identity_write(IdentityWrite::SetPassword {
+                    username: DEFAULT_ADMIN.into(),
+                    hash,
+                    not_before: now_s(),
+                })
+                .await?;
+            }
+            Err(e) => return Err(e),
+        }
+        let bound = self
+            .identity_write(IdentityWrite::AddRole {
+                role: ADMIN_ROLE.into(),
+                username: DEFAULT_ADMIN.into(),
+            })
+            .await;
+        match bound {
+            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
+            Err(e) => return Err(e),
+        }
+        audit("user.admin", None, caller, DEFAULT_ADMIN, true);
+        Ok(password)
+    }
+
+    /// At first start: when the database has no user at all, creates the administrator
+    /// `nacos` with `password` (or a random one) and answers the password; otherwise
+    /// `None`. Members of a cluster starting together race for it: one creates it, the
+    /// others find it taken and answer `None` (only the creator knows the password).
+    pub async fn ensure_initial_admin(
+        &self,
+        password: Option<&str>,
+    ) -> Result<Option<String>, CoreError> {
+        self.refresh_identities().await?;
+        if self.directory().user_count() > 0 {
+            return Ok(None);
+        }
+        let password = match password.filter(|p| !p.is_empty()) {
+            Some(p) => p.to_string(),
+            None => generate_password()?,
+        };
+        check_password(&password)?;
+        let hash = password::hash(password.clone()).await?;
+        let created = self
+            .identity_write(IdentityWrite::CreateUser {
+                username: DEFAULT_ADMIN.into(),
+                hash,
+            })
+            .await;
+        match created {
+            Ok(()) => {}
+            Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let bound = self
+            .identity_write(IdentityWrite::AddRole {
+                role: ADMIN_ROLE.into(),
+                username: DEFAULT_ADMIN.into(),
+            })
+            .await;
+        match bound {
+            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
+            Err(e) => return Err(e),
+        }
+        audit("user.admin", None, &Caller::internal(), DEFAULT_ADMIN, true);
+        Ok(Some(password))
+    }
+}
