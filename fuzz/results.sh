@@ -4,7 +4,7 @@
 cd "$(dirname "$0")"
 echo "| target | seconds | runs | runs/s | edges (cov) | features (ft) | corpus | crashes, hangs, OOMs |"
 echo "|---|---|---|---|---|---|---|---|"
-for t in listening_configs form grpc_frames proto_json gray_rule; do
+for t in listening_configs form grpc_frames proto_json gray_rule jwt permission; do
   f=logs/$t.worker.log
   [ -f "$f" ] || continue
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' $f | awk '{print $2}')

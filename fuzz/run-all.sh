@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${SECONDS_PER_TARGET:-600}
-targets=${TARGETS:-"listening_configs form grpc_frames proto_json gray_rule"}
+targets=${TARGETS:-"listening_configs form grpc_frames proto_json gray_rule jwt permission"}
 target_dir=${FUZZ_TARGET_DIR:-../target/fuzz}
 mkdir -p logs
 CARGO_INCREMENTAL=0 CARGO_BUILD_JOBS=2 nice -n 15 cargo +nightly fuzz build --target-dir "$target_dir"

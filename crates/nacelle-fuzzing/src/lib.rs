@@ -5,14 +5,17 @@
 //!
 //! # Layout
 //! One function per target, named as the target: [`listening_configs`], [`form`],
-//! [`grpc_frames`], [`proto_json`], [`gray_rule`]; [`TARGETS`] lists them.
+//! [`grpc_frames`], [`proto_json`], [`gray_rule`], [`jwt`], [`permission`]; [`TARGETS`]
+//! lists them.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use nacelle_core::auth::{action_grants, pattern_matches, Action};
 use nacelle_core::caller::{Caller, Labels, Protocol};
 use nacelle_core::gray::GrayRule;
 use nacelle_proto::{cluster, config, connection, Message, Payload};
+use nacelle_service::auth::jwt;
 
 /// A fuzz target: its name (the directory of its corpus) and its body.
 pub type Target = (&'static str, fn(&[u8]));
@@ -24,6 +27,8 @@ pub const TARGETS: &[Target] = &[
     ("grpc_frames", grpc_frames),
     ("proto_json", proto_json),
     ("gray_rule", gray_rule),
+    ("jwt", jwt),
+    ("permission", permission),
 ];
 
 /// The HTTP long poll's `Listening-Configs` parser.
@@ -108,4 +113,48 @@ pub fn gray_rule(data: &[u8]) {
         Some(&rule),
         "stored form of {kind} {expr:?}"
     );
+}
+
+/// The token secret of the `jwt` target (32 bytes: HS256, as Nacos picks by length).
+pub const JWT_KEY: &[u8; 32] = b"nacelle-fuzz-token-secret-32-byt";
+/// The "now" the `jwt` target verifies at (epoch seconds).
+pub const JWT_NOW: i64 = 1_700_000_000;
+
+/// Token verification (`accessToken`, `Authorization: Bearer`) on arbitrary text; a token
+/// that verifies carries claims that, signed again, verify to the same claims.
+pub fn jwt(data: &[u8]) {
+    let token = String::from_utf8_lossy(data);
+    if let Ok(claims) = jwt::verify(JWT_KEY, &token, JWT_NOW) {
+        let again = jwt::sign(JWT_KEY, &claims);
+        assert_eq!(
+            jwt::verify(JWT_KEY, &again, JWT_NOW).ok(),
+            Some(claims),
+            "re-signed claims"
+        );
+    }
+}
+
+/// Permission patterns (`<ns>:<group>:config/<dataId>` with `*`) and stored actions: the
+/// input is a pattern, a newline, a resource, a newline, an action. Besides not panicking:
+/// every pattern matches itself, `*` matches everything, and a pattern without `*` matches
+/// only its own text.
+pub fn permission(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut parts = text.splitn(3, '\n');
+    let pattern = parts.next().unwrap_or("");
+    let resource = parts.next().unwrap_or("");
+    let action = parts.next().unwrap_or("");
+    let matched = pattern_matches(pattern, resource);
+    if !pattern.contains('*') {
+        assert_eq!(matched, pattern == resource, "{pattern:?} ~ {resource:?}");
+    }
+    assert!(
+        pattern_matches(pattern, pattern),
+        "{pattern:?} matches itself"
+    );
+    assert!(pattern_matches("*", resource));
+    std::hint::black_box((
+        action_grants(action, Action::Read),
+        action_grants(action, Action::Write),
+    ));
 }

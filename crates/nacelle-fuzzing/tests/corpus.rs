@@ -72,6 +72,16 @@ fn gray_rule_corpus() {
 }
 
 #[test]
+fn jwt_corpus() {
+    run("jwt");
+}
+
+#[test]
+fn permission_corpus() {
+    run("permission");
+}
+
+#[test]
 fn every_target_has_a_test() {
     let names: Vec<&str> = nacelle_fuzzing::TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(
@@ -81,7 +91,36 @@ fn every_target_has_a_test() {
             "form",
             "grpc_frames",
             "proto_json",
-            "gray_rule"
+            "gray_rule",
+            "jwt",
+            "permission"
         ]
     );
+}
+
+/// The `jwt` seeds reach both sides: one verifies (so the re-signing check runs), the
+/// others are refused.
+#[test]
+fn the_jwt_seeds_hold_one_valid_token() {
+    let dir = corpus_root().join("corpus/jwt");
+    let valid = std::fs::read_to_string(dir.join("valid")).expect("the valid seed");
+    let claims = nacelle_service::auth::jwt::verify(
+        nacelle_fuzzing::JWT_KEY,
+        &valid,
+        nacelle_fuzzing::JWT_NOW,
+    )
+    .expect("the valid seed verifies");
+    assert_eq!(claims.sub, "nacos");
+    for refused in ["expired", "other-secret", "alg-none"] {
+        let token = std::fs::read_to_string(dir.join(refused)).expect("a seed");
+        assert!(
+            nacelle_service::auth::jwt::verify(
+                nacelle_fuzzing::JWT_KEY,
+                &token,
+                nacelle_fuzzing::JWT_NOW
+            )
+            .is_err(),
+            "{refused} verified"
+        );
+    }
 }
