@@ -285,16 +285,25 @@ async fn exchange(
     type_name: &str,
     body: Bytes,
 ) -> Result<Payload> {
-    Ok(
-        tokio::time::timeout(STEP_TIMEOUT, unary.request(Payload::new(type_name, body)))
-            .await
-            .with_context(|| format!("{type_name} timed out"))?
-            .map_err(|s| anyhow!("{type_name}: gRPC status {:?}: {}", s.code(), s.message()))?
-            .into_inner(),
+    Ok(tokio::time::timeout(
+        STEP_TIMEOUT,
+        unary.request(with_token(Payload::new(type_name, body))),
     )
+    .await
+    .with_context(|| format!("{type_name} timed out"))?
+    .map_err(|s| anyhow!("{type_name}: gRPC status {:?}: {}", s.code(), s.message()))?
+    .into_inner())
 }
 
 /// One unary call; returns the answer's type and head.
+/// `p` with the run's access token in `metadata.headers`, if there is one.
+fn with_token(p: Payload) -> Payload {
+    match crate::creds::token() {
+        Some(t) => p.with_header("accessToken", t),
+        None => p,
+    }
+}
+
 async fn call(
     unary: &mut RequestClient<Channel>,
     type_name: &str,

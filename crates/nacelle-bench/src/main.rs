@@ -4,6 +4,7 @@
 
 mod ceiling;
 mod client;
+mod creds;
 mod fanout_ceiling;
 mod grpc_client;
 mod grpc_scenarios;
@@ -25,6 +26,10 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     scenario: Scenario,
+    /// Access token sent with every HTTP and gRPC request (a server with authentication
+    /// on: log in first, `POST /nacos/v1/auth/login`).
+    #[arg(long, global = true, env = "NACELLE_BENCH_ACCESS_TOKEN")]
+    access_token: Option<String>,
 }
 
 /// Options shared by load scenarios.
@@ -234,6 +239,7 @@ pub fn check_loopback(addr: &SocketAddr) -> Result<()> {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    creds::set(cli.access_token.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -38,7 +38,11 @@ async fn publish_with(
     content: &str,
     headers: &[(&str, &str)],
 ) -> Result<()> {
-    let body = form(&[("dataId", data_id), ("group", GROUP), ("content", content)]);
+    let mut fields = vec![("dataId", data_id), ("group", GROUP), ("content", content)];
+    if let Some(t) = crate::creds::token() {
+        fields.push(("accessToken", t));
+    }
+    let body = form(&fields);
     let (status, resp) = conn
         .post_form("/nacos/v1/cs/configs", body, headers)
         .await?;
@@ -134,7 +138,12 @@ pub async fn http_get(
             )
             .await?;
         }
-        paths.push(format!("/nacos/v1/cs/configs?dataId={id}&group={GROUP}"));
+        let token = crate::creds::token()
+            .map(|t| format!("&accessToken={t}"))
+            .unwrap_or_default();
+        paths.push(format!(
+            "/nacos/v1/cs/configs?dataId={id}&group={GROUP}{token}"
+        ));
     }
     let mut result = get_load(load, paths).await?;
     if let Some(o) = result.as_object_mut() {
@@ -142,6 +151,7 @@ pub async fn http_get(
         o.insert("size".into(), json!(size));
         o.insert("beta_ips".into(), json!(beta_ips));
         o.insert("cipher".into(), json!(cipher));
+        o.insert("auth".into(), json!(crate::creds::token().is_some()));
     }
     report("http-get", result);
     Ok(())

@@ -188,6 +188,9 @@ pub struct IdentityRecords {
 pub enum IdentityWrite {
     /// Insert a user; a taken name is a conflict.
     CreateUser { username: String, hash: String },
+    /// Insert a user holding `ROLE_ADMIN`, both rows in one transaction (the first
+    /// administrator: no node ever sees it without its role); a taken name is a conflict.
+    CreateAdmin { username: String, hash: String },
     /// Set a user's password hash and refuse tokens issued before `not_before` (epoch s).
     SetPassword {
         username: String,

@@ -256,6 +256,8 @@ impl ConfigService {
         };
         self.notify(key, stored.revision);
         self.committed(key, stored.revision);
+        let detail = format!("{key} {name}");
+        crate::auth::audit("gray.promote", caller.user(), caller, &detail, true);
         Ok(stored)
     }
 

@@ -4,7 +4,7 @@
 //! its namespace-writer pool, MySQL and PostgreSQL on their pool).
 
 use nacelle_core::auth::{
-    IdentityRecords, IdentityWrite, PermissionRecord, RoleRecord, UserRecord,
+    IdentityRecords, IdentityWrite, PermissionRecord, RoleRecord, UserRecord, ADMIN_ROLE,
 };
 use nacelle_core::StoreError;
 use sqlx::Pool;
@@ -71,6 +71,10 @@ pub(crate) async fn write<DB: Exec>(
     match write {
         IdentityWrite::CreateUser { username, hash } => {
             run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
+        }
+        IdentityWrite::CreateAdmin { username, hash } => {
+            run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
+            run!(&q.insert_role, Arg::Text(ADMIN_ROLE), Arg::Text(username));
         }
         IdentityWrite::SetPassword {
             username,

@@ -677,6 +677,21 @@ async fn identities(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
     assert_eq!(got.roles, vec![role("ROLE_ADMIN", "nacos")]);
     assert!(got.permissions.is_empty());
     assert!(got.tokens_not_before.is_empty());
+    // The first administrator: user and role in one write; a taken name writes nothing.
+    let admin = W::CreateAdmin {
+        username: "root".into(),
+        hash: hash.into(),
+    };
+    store.write_identity(&admin).await?;
+    assert!(matches!(
+        store.write_identity(&admin).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let got = store.load_identities().await?;
+    assert_eq!(
+        got.roles,
+        vec![role("ROLE_ADMIN", "nacos"), role("ROLE_ADMIN", "root")]
+    );
     Ok(())
 }
 
@@ -959,8 +974,8 @@ async fn schema_created_once(backend: Backend) -> TestResult {
                 .await?
         }
     };
-    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release).
-    assert_eq!(versions, 2);
+    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth).
+    assert_eq!(versions, 3);
     drop(stores);
     drop(db);
     Ok(())

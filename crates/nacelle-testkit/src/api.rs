@@ -60,6 +60,21 @@ impl Api {
         Ok(Api { http, addr })
     }
 
+    /// A client of the server at `addr` whose requests carry `Authorization: Bearer
+    /// <token>` (a server with authentication on).
+    pub fn with_token(addr: SocketAddr, token: &str) -> anyhow::Result<Api> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {token}").parse()?,
+        );
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(Duration::from_secs(60))
+            .build()?;
+        Ok(Api { http, addr })
+    }
+
     /// A client of the server at `addr` over an existing `http` client.
     pub fn with_client(http: reqwest::Client, addr: SocketAddr) -> Api {
         Api { http, addr }

@@ -98,6 +98,47 @@ impl std::ops::Deref for TestServer {
     }
 }
 
+/// The token secret of [`secure`] servers (base64 of 32 bytes).
+pub const TOKEN_SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+/// The password of the administrator `nacos` of [`secure`] servers.
+pub const ADMIN_PASSWORD: &str = "test-admin-password";
+
+/// A `tweak` turning authentication on, with [`TOKEN_SECRET`] and [`ADMIN_PASSWORD`].
+pub fn secure(s: &mut Settings) {
+    s.auth = nacelle::settings::AuthSettings {
+        token_secret: Some(TOKEN_SECRET.into()),
+        admin_password: Some(ADMIN_PASSWORD.into()),
+        ..nacelle::settings::AuthSettings::default()
+    };
+}
+
+impl TestServer {
+    /// Waits until the administrator of a [`secure`] server logs in (it is created right
+    /// after the load) and returns its token.
+    pub async fn admin_token(&self) -> anyhow::Result<String> {
+        self.wait_ready().await?;
+        let deadline = std::time::Instant::now() + crate::SOON;
+        loop {
+            let r = self
+                .http
+                .post(self.url("/nacos/v1/auth/login"))
+                .query(&[("username", "nacos"), ("password", ADMIN_PASSWORD)])
+                .send()
+                .await?;
+            if r.status() == 200 {
+                let body: serde_json::Value = r.json().await?;
+                return Ok(body["accessToken"].as_str().unwrap_or_default().to_string());
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "no administrator: {}",
+                r.status()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// Settings for a test server on `dir` (127.0.0.1, port 0), adjusted by `tweak`.
 pub fn settings_for(dir: &Path, tweak: impl FnOnce(&mut Settings)) -> Settings {
     let mut settings = Settings {

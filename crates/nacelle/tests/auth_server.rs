@@ -8,15 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nacelle::settings::AuthSettings;
-use nacelle_testkit::server::TestServer;
+use nacelle_testkit::server::{secure, TestServer, ADMIN_PASSWORD};
 use nacelle_testkit::{TestResult, SOON};
 use serde_json::Value;
 
 const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
-/// base64 of 32 bytes.
-pub const TOKEN_SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-pub const ADMIN_PASSWORD: &str = "test-admin-password";
 
 /// The real binary with every log line sent to a channel; killed when dropped.
 struct Serve {
@@ -251,34 +247,6 @@ fn members_without_a_token_secret_refuse_to_start() -> TestResult {
     Ok(())
 }
 
-/// A server with auth on, the admin's password known.
-pub async fn secured_server() -> anyhow::Result<TestServer> {
-    let ts = TestServer::start_with(|s| {
-        s.auth = AuthSettings {
-            token_secret: Some(TOKEN_SECRET.into()),
-            admin_password: Some(ADMIN_PASSWORD.into()),
-            ..AuthSettings::default()
-        };
-    })
-    .await?;
-    ts.wait_ready().await?;
-    // The first administrator is created right after the load.
-    let deadline = Instant::now() + SOON;
-    loop {
-        let r = ts
-            .http
-            .post(ts.url("/nacos/v1/auth/login"))
-            .query(&[("username", "nacos"), ("password", ADMIN_PASSWORD)])
-            .send()
-            .await?;
-        if r.status() == 200 {
-            return Ok(ts);
-        }
-        anyhow::ensure!(Instant::now() < deadline, "no admin: {}", r.status());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn the_rust_sdk_logs_in_and_works_with_credentials() -> TestResult {
     use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse, ConfigServiceBuilder};
@@ -293,7 +261,8 @@ async fn the_rust_sdk_logs_in_and_works_with_credentials() -> TestResult {
         }
     }
 
-    let ts = secured_server().await?;
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
     let running = ts.server.as_ref().ok_or("no server")?;
     let cache = tempfile::tempdir()?;
     let props = |password: &str| {

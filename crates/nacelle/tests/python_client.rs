@@ -25,6 +25,8 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
         group: GROUP,
         data_id,
         client_log: None,
+        credentials: None,
+        extra_args: Vec::new(),
     }
 }
 
@@ -61,6 +63,46 @@ async fn python_client_1_0_0_round_trip_with_long_polling() -> TestResult {
         );
     }
     let mut ts = ts;
+    ts.stop().await?;
+    Ok(())
+}
+
+/// With authentication on: the client logs in with a user name and password and runs the
+/// whole round trip with its token; the server records the user in history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_0_0_logs_in_and_round_trips_with_credentials() -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv("1.0.0")).await??;
+    let mut ts = TestServer::start_with(nacelle_testkit::server::secure).await?;
+    // What the test itself publishes for the script goes with the admin's token.
+    ts.api = nacelle_testkit::Api::with_token(ts.addr, &ts.admin_token().await?)?;
+    let mut run = client(&python, "", "py-auth.yaml");
+    run.credentials = Some(("nacos", nacelle_testkit::server::ADMIN_PASSWORD));
+    python::run_together(&ts, vec![run]).await?;
+    // Without credentials the server refuses the same calls.
+    let r = reqwest::Client::new()
+        .get(ts.url("/nacos/v1/cs/configs"))
+        .query(&[("dataId", "py-auth.yaml"), ("group", GROUP)])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 403);
+    ts.stop().await?;
+    Ok(())
+}
+
+/// With a wrong password the client's calls fail with the server's 403, clearly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_0_0_with_a_wrong_password_fails_clearly() -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv("1.0.0")).await??;
+    let mut ts = TestServer::start_with(nacelle_testkit::server::secure).await?;
+    ts.admin_token().await?;
+    let mut run = client(&python, "", "py-wrong.yaml");
+    run.script = "wrong_credentials.py";
+    run.credentials = Some(("nacos", "not-the-password"));
+    run.extra_args = vec!["--api", "v1"];
+    let out = run.run(&ts).await?;
+    let refused = out.iter().find(|l| l.starts_with("STEP refused"));
+    println!("{refused:?}");
+    assert!(refused.is_some(), "{out:?}");
     ts.stop().await?;
     Ok(())
 }

@@ -34,6 +34,8 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
         group: GROUP,
         data_id,
         client_log: Some("logs/config.log"),
+        credentials: None,
+        extra_args: Vec::new(),
     }
 }
 
@@ -41,6 +43,11 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
 /// picks a free port P whose P + 1000 is free too, and tries again if either was taken in
 /// between.
 async fn start_server() -> TestResult<TestServer> {
+    start_server_with(|_| {}).await
+}
+
+/// [`start_server`] with settings adjusted by `tweak`.
+async fn start_server_with(tweak: impl Fn(&mut nacelle::Settings)) -> TestResult<TestServer> {
     let mut last_error = String::new();
     for _ in 0..20 {
         let port = free_port()?;
@@ -51,6 +58,7 @@ async fn start_server() -> TestResult<TestServer> {
             continue;
         }
         match TestServer::start_with(|s| {
+            tweak(s);
             s.port = port;
             s.grpc_port = None;
         })
@@ -131,6 +139,38 @@ async fn python_client_2_0_9_round_trip_over_grpc() -> TestResult {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    ts.stop().await?;
+    Ok(())
+}
+
+/// With authentication on: the 2.x client logs in (`/nacos/v1/auth/users/login`) and
+/// sends its token on every gRPC request; publish, get, listen and remove work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_2_0_9_logs_in_and_round_trips_over_grpc() -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv(CLIENT_VERSION)).await??;
+    let mut ts = start_server_with(nacelle_testkit::server::secure).await?;
+    ts.api = nacelle_testkit::Api::with_token(ts.addr, &ts.admin_token().await?)?;
+    let mut run = client(&python, "", "py2-auth.yaml");
+    run.credentials = Some(("nacos", nacelle_testkit::server::ADMIN_PASSWORD));
+    python::run_together(&ts, vec![run]).await?;
+    ts.stop().await?;
+    Ok(())
+}
+
+/// With a wrong password the 2.x client's calls fail with the server's 403, clearly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_2_0_9_with_a_wrong_password_fails_clearly() -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv(CLIENT_VERSION)).await??;
+    let mut ts = start_server_with(nacelle_testkit::server::secure).await?;
+    ts.admin_token().await?;
+    let mut run = client(&python, "", "py2-wrong.yaml");
+    run.script = "wrong_credentials.py";
+    run.credentials = Some(("nacos", "not-the-password"));
+    run.extra_args = vec!["--api", "v2"];
+    let out = run.run(&ts).await?;
+    let refused = out.iter().find(|l| l.starts_with("STEP refused"));
+    println!("{refused:?}");
+    assert!(refused.is_some(), "{out:?}");
     ts.stop().await?;
     Ok(())
 }

@@ -483,7 +483,7 @@ impl ConfigService {
         check_password(&password)?;
         let hash = password::hash(password.clone()).await?;
         let created = self
-            .identity_write(IdentityWrite::CreateUser {
+            .identity_write(IdentityWrite::CreateAdmin {
                 username: DEFAULT_ADMIN.into(),
                 hash,
             })
@@ -491,16 +491,6 @@ impl ConfigService {
         match created {
             Ok(()) => {}
             Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        let bound = self
-            .identity_write(IdentityWrite::AddRole {
-                role: ADMIN_ROLE.into(),
-                username: DEFAULT_ADMIN.into(),
-            })
-            .await;
-        match bound {
-            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
             Err(e) => return Err(e),
         }
         audit("user.admin", None, &Caller::internal(), DEFAULT_ADMIN, true);

@@ -54,6 +54,9 @@ def arg_parser():
     ap.add_argument("--data-id", required=True)
     ap.add_argument("--group", required=True)
     ap.add_argument("--workdir", required=True)
+    # Credentials, for a server with authentication on.
+    ap.add_argument("--username", default=None)
+    ap.add_argument("--password", default=None)
     return ap
 
 

@@ -59,6 +59,10 @@ pub struct ClientRun<'a> {
     pub data_id: &'a str,
     /// The client's own log, relative to its work directory, shown when the run fails.
     pub client_log: Option<&'a str>,
+    /// User name and password, for a server with authentication on.
+    pub credentials: Option<(&'a str, &'a str)>,
+    /// Further arguments of the script.
+    pub extra_args: Vec<&'a str>,
 }
 
 impl ClientRun<'_> {
@@ -87,6 +91,12 @@ impl ClientRun<'_> {
             .args(["--group", self.group])
             .arg("--workdir")
             .arg(work.path())
+            .args(
+                self.credentials
+                    .map(|(u, p)| vec!["--username", u, "--password", p])
+                    .unwrap_or_default(),
+            )
+            .args(&self.extra_args)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

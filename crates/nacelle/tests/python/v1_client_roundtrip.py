@@ -46,6 +46,8 @@ def main():
     client = CLIENT = nacos.NacosClient(
         args.server,
         namespace=args.namespace,
+        username=args.username,
+        password=args.password,
         logDir=os.path.join(args.workdir, "logs"),
         log_level=logging.INFO,
     )

@@ -65,7 +65,10 @@ async def run(args):
     log_dir = os.path.join(args.workdir, "logs")
     allow_loopback_only_hosts()
 
-    config = (ClientConfigBuilder()
+    builder = ClientConfigBuilder()
+    if args.username:
+        builder = builder.username(args.username).password(args.password)
+    config = (builder
               .server_address(args.server)
               .namespace_id(ns)
               .log_dir(log_dir)
