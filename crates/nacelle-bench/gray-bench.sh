@@ -8,7 +8,7 @@ B=$T/nacelle-bench
 OUT=${1:-/tmp/gray-bench}
 mkdir -p "$OUT"
 start() { # dir port
-  rm -rf "$1"; "$T/nacelle" serve --data-dir "$1" --bind 127.0.0.1 --port "$2" --grpc-port $(( $2 + 1000 )) --log warn --auth off > "$1.log" 2>&1 &
+  rm -rf "$1"; NACELLE_WRITE_RATE_PER_IP=0 NACELLE_MAX_HELD_POLLS_PER_IP=1000000 NACELLE_HTTP_MAX_CONNECTIONS_PER_IP=1000000 "$T/nacelle" serve --data-dir "$1" --bind 127.0.0.1 --port "$2" --grpc-port $(( $2 + 1000 )) --log warn --auth off > "$1.log" 2>&1 &
   echo $!
 }
 PA=$(start /tmp/gb-a 38848)

@@ -10,6 +10,11 @@ start_server() {
     mkdir -p "$dir"
     # Without authentication: these figures are the server's own; auth-bench.sh measures
     # what a token check adds.
+    # The benchmarks drive one server from one address far past the abuse limits a
+    # deployment wants (docs/security.md, Limits); variables, so older binaries that
+    # compare.sh runs ignore them.
+    NACELLE_WRITE_RATE_PER_IP=0 NACELLE_MAX_HELD_POLLS_PER_IP=1000000 \
+    NACELLE_HTTP_MAX_CONNECTIONS_PER_IP=1000000 \
     "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
         --grpc-port "$GPORT" --log warn --auth off >"$log" 2>&1 &
     SERVER_PID=$!

@@ -47,6 +47,10 @@ pub enum CoreError {
     /// A feature exists on the wire but is not implemented by this server yet.
     #[error("{0}")]
     Unsupported(String),
+    /// A client went over an abuse limit (the write rate of its address): Nacos's TPS
+    /// control answer, HTTP 429 / gRPC error code 503. The message names the limit.
+    #[error("{0}")]
+    OverLimit(String),
     /// The server is starting (cache not loaded) or shutting down.
     #[error("server is not ready: {0}")]
     NotReady(String),

@@ -235,6 +235,12 @@ impl IpList {
             nets: Vec::new(),
         };
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            // A repeated entry is skipped whole: otherwise its network would be kept once
+            // per repetition (found by the `gray_rule` fuzz target), so a list within the
+            // entry limit could make every match scan millions of networks.
+            if out.entries.iter().any(|e| e == entry) {
+                continue;
+            }
             if let Ok(ip) = IpAddr::from_str(entry) {
                 out.addrs.insert(ip);
             } else if let Ok(net) = IpNet::from_str(entry) {
@@ -244,17 +250,15 @@ impl IpList {
                     "invalid betaIps entry `{entry}`: an IP address or a CIDR is expected"
                 )));
             }
-            if !out.entries.iter().any(|e| e == entry) {
-                out.entries.push(entry.to_string());
+            out.entries.push(entry.to_string());
+            if out.entries.len() > MAX_BETA_ENTRIES {
+                return Err(CoreError::invalid(format!(
+                    "too many betaIps entries, over {MAX_BETA_ENTRIES}"
+                )));
             }
         }
         if out.entries.is_empty() {
             return Err(CoreError::invalid("betaIps is empty"));
-        }
-        if out.entries.len() > MAX_BETA_ENTRIES {
-            return Err(CoreError::invalid(format!(
-                "too many betaIps entries, over {MAX_BETA_ENTRIES}"
-            )));
         }
         Ok(out)
     }
@@ -476,5 +480,23 @@ mod tests {
         assert!(GraySpec::labels("bad name", "a=b", None).is_err());
         assert_eq!(GraySpec::labels(" canary ", "a=b", Some(5))?.name, "canary");
         Ok(())
+    }
+
+    /// Found by the `gray_rule` fuzz target: a repeated network was kept once per
+    /// repetition, so the stored form (deduplicated) parsed to a different rule and a long
+    /// list of repetitions made every match scan them all.
+    #[test]
+    fn repeated_beta_entries_are_kept_once() {
+        let list = "6.10.0.2/16,::6.10.0.2/61,::6.10.0.2/16,::16.10.0.2/16,::6.01.0.2/16,::6.10.0.2/16,::1";
+        let rule = GrayRule::parse("beta", list).expect("a valid list");
+        let again = GrayRule::parse(rule.kind(), &rule.expr()).expect("its stored form");
+        assert_eq!(again, rule);
+        let GrayRule::Beta(ips) = &rule else {
+            panic!("a beta rule");
+        };
+        assert_eq!(ips.nets.len(), 5);
+        let many = vec!["10.0.0.0/8"; 100_000].join(",");
+        let ips = IpList::parse(&many).expect("one network");
+        assert_eq!((ips.entries.len(), ips.nets.len()), (1, 1));
     }
 }

@@ -67,6 +67,10 @@ impl From<&CoreError> for WireError {
             CoreError::CasMismatch => (code::SERVER_ERROR, CAS_FAILED.to_string()),
             CoreError::Unsupported(m) => (code::NOT_IMPLEMENTED, m.clone()),
             CoreError::NotReady(_) => (code::SERVER_NOT_READY, e.to_string()),
+            CoreError::OverLimit(m) => (
+                code::OVER_THRESHOLD,
+                format!("{}{m}", code::TPS_RESTRICTED_PREFIX),
+            ),
             CoreError::Store(_) | CoreError::Cipher(_) => (code::SERVER_ERROR, e.to_string()),
             // Nacos's auth filter: errorCode 403 with the reason.
             CoreError::Auth(f) => (code::NO_RIGHT, f.message().to_string()),

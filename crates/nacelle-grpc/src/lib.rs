@@ -24,6 +24,7 @@
 //!   messages; `errors`: the one mapping from [`nacelle_core::CoreError`] to a Nacos error
 //!   code and the error answers.
 //! - [`options`], [`stats`], [`error`]: configuration, counters, the crate's error type.
+//! - `fuzzing` (feature `fuzzing` only): the frame decoder as the fuzz targets drive it.
 //! - [`cluster`]: server-to-server gRPC on the cluster port (HTTP port + 1001):
 //!   [`ClusterGrpcServer`] answers `ConfigChangeClusterSyncRequest` from members holding the
 //!   cluster secret (the sending side is `nacelle_cluster::ClusterSyncClient`).
@@ -47,6 +48,8 @@ mod connection;
 mod ctx;
 pub mod error;
 mod errors;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handlers;
 mod observe;
 pub mod options;

@@ -29,7 +29,11 @@ use nacelle_proto::Payload;
 use parking_lot::Mutex;
 
 use crate::codec::{self, Code, Decoder, Status};
-use crate::tcp::{ConnTag, Switch, TrackedIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+#[cfg(doc)]
+use crate::tcp::TrackedIo;
+use crate::tcp::{ConnTag, Switch};
 
 /// The unary method every request/response pair goes through.
 pub(crate) const UNARY_PATH: &str = "/Request/request";
@@ -80,10 +84,14 @@ pub(crate) trait Methods: Send + Sync + 'static {
     }
 }
 
-/// Serves one TCP connection until the client closes it, the HTTP/2 connection fails, or
-/// — once `stop` is set — its calls have finished after a GOAWAY.
-pub(crate) async fn serve_connection<M: Methods>(methods: Arc<M>, io: TrackedIo, stop: Switch) {
-    let tag = io.tag().clone();
+/// Serves one accepted connection — the [`TrackedIo`] itself, or a TLS stream over it —
+/// until the client closes it, the HTTP/2 connection fails, or — once `stop` is set — its
+/// calls have finished after a GOAWAY.
+pub(crate) async fn serve_connection<M, I>(methods: Arc<M>, tag: ConnTag, io: I, stop: Switch)
+where
+    M: Methods,
+    I: AsyncRead + AsyncWrite + Unpin,
+{
     let handshake = server::Builder::new()
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .max_header_list_size(MAX_HEADER_LIST_BYTES)

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use nacelle_proto::Payload;
 use nacelle_service::ConfigService;
+use nacelle_tls::TlsAcceptor;
 use tokio::net::TcpListener;
 
 use crate::connection::CloseReason;
@@ -55,12 +56,40 @@ impl GrpcServer {
     where
         F: Future<Output = ()> + Send + 'static,
     {
+        self.serve_on(vec![(listener, None)], shutdown).await
+    }
+
+    /// [`GrpcServer::serve`] on several listeners at once, each plain or TLS (`Some`): one
+    /// server, so the connection limits, the registry and the shutdown are shared (a plain
+    /// and a TLS port served side by side during a migration).
+    pub async fn serve_on<F>(
+        self,
+        listeners: Vec<(TcpListener, Option<TlsAcceptor>)>,
+        shutdown: F,
+    ) -> Result<(), GrpcError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let ctx = self.ctx;
         ctx.opts.validate()?;
-        let local = listener.local_addr().map_err(GrpcError::Listener)?;
-        tracing::info!(addr = %local, "gRPC server listening");
-
-        let acceptor = Acceptor::start(listener, ctx.clone(), ctx.stats.clone());
+        let mut acceptors = Vec::new();
+        let mut locals = Vec::new();
+        for (listener, tls) in listeners {
+            let local = listener.local_addr().map_err(GrpcError::Listener)?;
+            tracing::info!(addr = %local, tls = tls.is_some(), "gRPC server listening");
+            locals.push(local);
+            acceptors.push(Acceptor::start(
+                listener,
+                ctx.clone(),
+                ctx.stats.clone(),
+                tls,
+            ));
+        }
+        let local = locals
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let prober = tokio::spawn(probe_idle(ctx.clone()));
         let sweeper = tokio::spawn(sweep_pushes(ctx.clone()));
 
@@ -75,7 +104,12 @@ impl GrpcServer {
         }
         prober.abort();
         sweeper.abort();
-        acceptor.shut_down(ctx.opts.shutdown_grace).await;
+        futures::future::join_all(
+            acceptors
+                .into_iter()
+                .map(|a| a.shut_down(ctx.opts.shutdown_grace)),
+        )
+        .await;
         ctx.sessions.close();
         ctx.sessions.wait().await;
         tracing::info!(addr = %local, "gRPC server stopped");

@@ -1,10 +1,12 @@
 //! The accept loop of a port ([`Acceptor`]): every accepted TCP connection is wrapped in a
-//! [`TrackedIo`] (its connection id, see `tcp`) and served by `rpc` on a task of its own;
+//! [`TrackedIo`] (its connection id, see `tcp`), on a TLS port in a TLS stream over that
+//! (the handshake on the connection's task), and served by `rpc` on a task of its own;
 //! shutdown is a GOAWAY on every connection, then a cut after the grace period.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use nacelle_tls::TlsAcceptor;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
@@ -23,8 +25,14 @@ pub(crate) struct Acceptor {
 
 impl Acceptor {
     /// Starts accepting on `listener`; every connection is served by
-    /// [`rpc::serve_connection`] on its own task and counted in `stats`.
-    pub fn start<M: Methods>(listener: TcpListener, methods: Arc<M>, stats: GrpcStats) -> Self {
+    /// [`rpc::serve_connection`] on its own task (over TLS when `tls` is set) and counted
+    /// in `stats`.
+    pub fn start<M: Methods>(
+        listener: TcpListener,
+        methods: Arc<M>,
+        stats: GrpcStats,
+        tls: Option<TlsAcceptor>,
+    ) -> Self {
         let kill = Switch::default();
         let stop = Switch::default();
         let conns = TaskTracker::new();
@@ -32,6 +40,7 @@ impl Acceptor {
             listener,
             methods,
             stats,
+            tls,
             kill.clone(),
             stop.clone(),
             conns.clone(),
@@ -70,6 +79,7 @@ async fn accept_loop<M: Methods>(
     listener: TcpListener,
     methods: Arc<M>,
     stats: GrpcStats,
+    tls: Option<TlsAcceptor>,
     kill: Switch,
     stop: Switch,
     conns: TaskTracker,
@@ -82,7 +92,23 @@ async fn accept_loop<M: Methods>(
         match accepted {
             Ok((io, remote)) => {
                 let io = TrackedIo::new(io, remote, &stats, &kill);
-                conns.spawn(rpc::serve_connection(methods.clone(), io, stop.clone()));
+                let tag = io.tag().clone();
+                let (methods, stop) = (methods.clone(), stop.clone());
+                match tls.clone() {
+                    None => {
+                        conns.spawn(rpc::serve_connection(methods, tag, io, stop));
+                    }
+                    Some(tls) => {
+                        conns.spawn(async move {
+                            match tls.accept(io).await {
+                                Ok(io) => rpc::serve_connection(methods, tag, io, stop).await,
+                                Err(e) => {
+                                    tracing::debug!(conn = %tag.id, error = %e, "TLS handshake failed")
+                                }
+                            }
+                        });
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "gRPC accept failed; retrying");

@@ -28,6 +28,9 @@ pub(crate) enum ApiError {
     Unsupported(String),
     #[error("{0}")]
     Unavailable(String),
+    /// Over a rate limit: Nacos's TPS control answer (429, the reason as plain text).
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("{0}")]
     Internal(String),
     /// Authentication or authorization refused the request: 403 in Spring's error body,
@@ -51,6 +54,7 @@ impl ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -64,9 +68,10 @@ impl ApiError {
             ApiError::NotFound(_) => (20004, "resource not found"),
             ApiError::Conflict(_) => (20005, "resource conflict"),
             ApiError::Unsupported(_) => (20006, "api not supported"),
-            ApiError::CasMismatch | ApiError::Unavailable(_) | ApiError::Internal(_) => {
-                (30000, "server error")
-            }
+            ApiError::CasMismatch
+            | ApiError::Unavailable(_)
+            | ApiError::TooManyRequests(_)
+            | ApiError::Internal(_) => (30000, "server error"),
         }
     }
 }
@@ -81,6 +86,7 @@ impl From<CoreError> for ApiError {
             CoreError::TooLarge(m) => ApiError::TooLarge(m),
             CoreError::Unsupported(m) => ApiError::Unsupported(m),
             CoreError::NotReady(m) => ApiError::Unavailable(format!("server is not ready: {m}")),
+            CoreError::OverLimit(m) => ApiError::TooManyRequests(m),
             CoreError::Cipher(m) => ApiError::Internal(m),
             CoreError::Auth(f) => ApiError::Auth(f),
             CoreError::Throttled { retry_after_s } => ApiError::Throttled(retry_after_s),
@@ -104,6 +110,9 @@ impl IntoResponse for ApiError {
             return r;
         }
         let status = self.status();
+        if let ApiError::TooManyRequests(m) = &self {
+            return too_many_requests(m);
+        }
         (
             status,
             [(header::CONTENT_TYPE, "text/plain;charset=UTF-8")],
@@ -129,8 +138,26 @@ impl From<CoreError> for V2Error {
     }
 }
 
+/// Nacos's TPS control answer, the same for every API version (its filter runs before the
+/// controllers): 429, no caching, the reason and a newline as the body.
+fn too_many_requests(reason: &str) -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::CONTENT_TYPE, "text/plain;charset=UTF-8"),
+            (header::CACHE_CONTROL, "no-cache,no-store"),
+            (header::PRAGMA, "no-cache"),
+        ],
+        format!("{reason}\n"),
+    )
+        .into_response()
+}
+
 impl IntoResponse for V2Error {
     fn into_response(self) -> Response {
+        if let ApiError::TooManyRequests(m) = &self.0 {
+            return too_many_requests(m);
+        }
         if let Some(r) = self.0.auth_response() {
             return r;
         }

@@ -13,10 +13,13 @@
 //!   (`/nacos/`, assets from `nacelle-console`).
 //! - `observe`: per-request metrics, span and slow-request log; the scrape endpoints
 //!   (`/metrics`, `/nacos/actuator/prometheus`).
+//! - `fuzzing` (feature `fuzzing` only): the parsers the fuzz targets drive.
 
 mod archive;
 mod console;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod observe;
 mod params;
 mod server;
@@ -33,7 +36,10 @@ use axum::Router;
 use nacelle_core::TrustedProxies;
 use nacelle_service::{ConfigService, Limits};
 
-pub use server::{serve, serve_with, ServeOptions, DEFAULT_IDLE_TIMEOUT};
+pub use server::{
+    serve, serve_with, ConnectionCounter, ServeOptions, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+};
 
 /// Options of the HTTP adapter.
 #[derive(Debug, Clone)]
@@ -88,6 +94,8 @@ pub(crate) struct AppState {
     pub options: Arc<HttpOptions>,
     /// Long polls currently held.
     pub held_polls: Arc<AtomicUsize>,
+    /// Long polls currently held per caller IP (`Limits::max_held_polls_per_ip`).
+    pub held_per_ip: ConnectionCounter,
 }
 
 /// Builds the router of the whole HTTP API.
@@ -97,6 +105,7 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         service,
         options: Arc::new(options),
         held_polls: Arc::new(AtomicUsize::new(0)),
+        held_per_ip: ConnectionCounter::default(),
     };
     // The first router over a service reports its held polls (tests may build two).
     let held = observe::HeldPolls(state.held_polls.clone());

@@ -1,9 +1,13 @@
 //! The HTTP accept loop: hyper HTTP/1.1 with keep-alive, each request tagged with its peer
-//! address, an idle timeout, and graceful shutdown (stop accepting, let in-flight requests
+//! address, an idle timeout, optional TLS (the handshake runs on the connection's task), a
+//! per-IP connection limit, and graceful shutdown (stop accepting, let in-flight requests
 //! finish).
 
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -13,6 +17,10 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use nacelle_core::TrustedProxies;
+use nacelle_tls::TlsAcceptor;
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
@@ -22,8 +30,14 @@ const MIN_BUF: usize = 8 * 1024;
 /// Default of [`ServeOptions::idle_timeout`] (Tomcat's keep-alive timeout under Nacos).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default of [`ServeOptions::max_connections_per_ip`]: as many as the gRPC port allows one
+/// address (`GrpcOptions::max_connections_per_ip`). An HTTP 1.x client holds one
+/// connection per long poll in flight plus its writes, so a host stays far below it; a NAT
+/// gateway or a proxy in front of many clients needs it raised (or the proxy's own limit).
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 10_000;
+
 /// Connection limits of the HTTP server.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Bounds the request head (long query strings, as the Python 1.x client sends whole
     /// configs in the URL) as well as the body.
@@ -32,6 +46,96 @@ pub struct ServeOptions {
     /// keep-alive connection, a client that vanished, or one sending its head too slowly.
     /// A held long poll is not affected (its request was read).
     pub idle_timeout: Duration,
+    /// Most open connections from one peer address (the socket's, never a forwarded
+    /// header: the count is taken before any request is read). A plain connection over it
+    /// is answered `503` with `Connection: close` to its first request; a TLS one is
+    /// closed before the handshake.
+    pub max_connections_per_ip: usize,
+    /// Serve TLS on this listener (the handshake is done on the connection's task, within
+    /// `nacelle_tls::HANDSHAKE_TIMEOUT`); `None`: plain HTTP.
+    pub tls: Option<TlsAcceptor>,
+    /// The open connections per peer address. Listeners given the same counter (a plain
+    /// and a TLS port during a migration) share the limit.
+    pub connections: ConnectionCounter,
+    /// Peers not held to `max_connections_per_ip`: a trusted proxy carries the connections
+    /// of many clients (whose held polls and writes are still limited by their forwarded
+    /// address, in the service).
+    pub trusted_proxies: TrustedProxies,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_request_bytes: crate::HttpOptions::default().max_request_bytes,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            tls: None,
+            connections: ConnectionCounter::default(),
+            trusted_proxies: TrustedProxies::none(),
+        }
+    }
+}
+
+/// Open connections per peer address, shared by the listeners it is given to (also the
+/// held long polls per caller IP).
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionCounter {
+    /// One short lock per accepted and per closed connection.
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// The second (Unix time) a refusal was last logged: at most one log line a second.
+    logged_at: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl ConnectionCounter {
+    /// Counts a connection (or a held poll) from `ip` if fewer than `max` are open; the
+    /// slot is given back when it is dropped.
+    pub(crate) fn take(&self, ip: IpAddr, max: usize) -> Option<ConnectionSlot> {
+        let mut open = self.open.lock();
+        let n = open.entry(ip).or_default();
+        if *n >= max {
+            if *n == 0 {
+                open.remove(&ip);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(ConnectionSlot {
+            counter: self.clone(),
+            ip,
+        })
+    }
+
+    /// Whether a refusal now should be logged (the first of each second).
+    fn should_log(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.logged_at.swap(now, Ordering::Relaxed) != now
+    }
+
+    /// Open connections from `ip`.
+    pub fn open_from(&self, ip: IpAddr) -> usize {
+        self.open.lock().get(&ip).copied().unwrap_or(0)
+    }
+}
+
+/// One counted connection; dropping it gives the slot back.
+pub(crate) struct ConnectionSlot {
+    counter: ConnectionCounter,
+    ip: IpAddr,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut open = self.counter.open.lock();
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// [`serve_with`] with the default idle timeout.
@@ -43,7 +147,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let opts = ServeOptions {
         max_request_bytes,
-        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        ..ServeOptions::default()
     };
     serve_with(listener, router, opts, shutdown).await
 }
@@ -73,22 +177,35 @@ pub async fn serve_with(
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(error = %e, "set_nodelay failed");
                 }
-                let svc = router
-                    .clone()
-                    .map_request(move |mut req: axum::http::Request<Incoming>| {
-                        req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-                        req
-                    });
-                let conn = http1::Builder::new()
-                    .max_buf_size(opts.max_request_bytes.max(MIN_BUF))
-                    .keep_alive(true)
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(opts.idle_timeout)
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
-                let conn = graceful.watch(conn);
+                let slot = if opts.trusted_proxies.trusts(peer.ip()) {
+                    Some(None)
+                } else {
+                    opts.connections
+                        .take(peer.ip(), opts.max_connections_per_ip)
+                        .map(Some)
+                };
+                let log_refusal = slot.is_none() && opts.connections.should_log();
+                let watcher = graceful.watcher();
+                let router = router.clone();
+                let tls = opts.tls.clone();
+                let opts = (opts.max_request_bytes, opts.idle_timeout);
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(%peer, error = %e, "http connection ended with an error");
+                    let Some(_slot) = slot else {
+                        if log_refusal {
+                            tracing::warn!(%peer, "too many HTTP connections from one address; refusing (logged at most once a second)");
+                        }
+                        // A TLS client would need a handshake to read the answer: closed.
+                        if tls.is_none() {
+                            refuse(stream, opts.1).await;
+                        }
+                        return;
+                    };
+                    match tls {
+                        None => serve_connection(stream, peer, router, opts, watcher).await,
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok(stream) => serve_connection(stream, peer, router, opts, watcher).await,
+                            Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        },
                     }
                 });
             }
@@ -98,4 +215,53 @@ pub async fn serve_with(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// Serves one connection (plain or TLS) until it closes; `opts` are the request limit and
+/// the idle timeout.
+async fn serve_connection<I>(
+    io: I,
+    peer: SocketAddr,
+    router: Router,
+    opts: (usize, Duration),
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = router.map_request(move |mut req: axum::http::Request<Incoming>| {
+        req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+        req
+    });
+    let conn = http1::Builder::new()
+        .max_buf_size(opts.0.max(MIN_BUF))
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.1)
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(svc));
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%peer, error = %e, "http connection ended with an error");
+    }
+}
+
+/// Answers the first request of a plain connection over the per-IP limit with 503 and
+/// closes it.
+async fn refuse<I>(io: I, idle_timeout: Duration)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let answer = hyper::service::service_fn(|_req: axum::http::Request<Incoming>| async {
+        let mut res = axum::http::Response::new(http_body_util::Full::new(
+            bytes::Bytes::from_static(b"too many connections from this address\n"),
+        ));
+        *res.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+        Ok::<_, Infallible>(res)
+    });
+    let conn = http1::Builder::new()
+        .keep_alive(false)
+        .timer(TokioTimer::new())
+        .header_read_timeout(idle_timeout)
+        .serve_connection(TokioIo::new(io), answer);
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, "refused http connection ended with an error");
+    }
 }

@@ -29,9 +29,15 @@ pub const NOT_IMPLEMENTED: i32 = 501;
 pub const TOO_MANY_REQUESTS: i32 = 429;
 /// The body could not be parsed — `BAD_GATEWAY`.
 pub const BAD_GATEWAY: i32 = 502;
+/// Over a TPS (rate) limit: Nacos's `NacosException.OVER_THRESHOLD`, answered by its TPS
+/// control with [`TPS_RESTRICTED_PREFIX`] before the reason.
+pub const OVER_THRESHOLD: i32 = 503;
 
 /// The message of [`SERVER_NOT_READY`].
 pub const SERVER_NOT_READY_MESSAGE: &str = "Server is starting,please try later.";
+/// The start of the message of an [`OVER_THRESHOLD`] answer (Nacos's TPS control puts the
+/// reason after it).
+pub const TPS_RESTRICTED_PREFIX: &str = "Tps Flow restricted:";
 /// The message of [`UNREGISTERED`].
 pub const UNREGISTERED_MESSAGE: &str = "Connection is unregistered.";
 /// The message of [`NO_HANDLER`].

@@ -34,7 +34,7 @@ use crate::auth::state::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
-use crate::limits::Limits;
+use crate::limits::{Limits, RateLimiter};
 
 /// Number of write-lock stripes; writes of different keys rarely share one.
 const WRITE_STRIPES: usize = 256;
@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     /// Who listens to which key.
     pub(crate) hub: Arc<WatchHub>,
     pub(crate) limits: Limits,
+    /// The write rate limit per client IP (`Limits::write_rate_per_ip`); `None`: off.
+    pub(crate) write_rate: Option<RateLimiter>,
     /// The master key and the opened versions of encrypted configs (`crate::cipher`).
     pub(crate) cipher: CipherState,
     /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
@@ -101,6 +103,7 @@ impl ConfigService {
                 grays: DashMap::new(),
                 hub: Arc::new(WatchHub::new()),
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
+                write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),
                 limits,
                 ready: AtomicBool::new(false),

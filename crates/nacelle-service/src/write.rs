@@ -30,6 +30,25 @@ use crate::service::ConfigService;
 const INLINE_CHECK_BYTES: usize = 16 * 1024;
 
 impl ConfigService {
+    /// The write rate limit of the caller's IP (`Limits::write_rate_per_ip`), the same for
+    /// every protocol; internal callers (no IP) are never limited. Over the limit the write
+    /// is [`CoreError::OverLimit`] and a warning names the address.
+    fn write_allowed(&self, caller: &Caller) -> Result<(), CoreError> {
+        let (Some(limiter), Some(ip)) = (&self.inner.write_rate, caller.ip) else {
+            return Ok(());
+        };
+        if limiter.try_take(ip, Instant::now()) {
+            return Ok(());
+        }
+        if limiter.should_log(Instant::now()) {
+            tracing::warn!(%ip, rate = limiter.rate(), "write refused: over the write rate limit of its address (logged at most once a second)");
+        }
+        Err(CoreError::OverLimit(format!(
+            "over the write rate limit of {}/s for {ip}",
+            limiter.rate()
+        )))
+    }
+
     /// Validates and publishes a config for `caller`; returns the stored version once
     /// committed and visible to readers, after its listeners were notified (or their walk
     /// started, see [`crate::hub`]). History records the caller's IP.
@@ -59,6 +78,7 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
+        self.write_allowed(caller)?;
         let record = self.validate_publish(caller, req)?;
         self.authorize_key(caller, &record.key, Action::Write)?;
         // The content is checked by its type on the plaintext; an encrypted dataId's is
@@ -329,6 +349,7 @@ impl ConfigService {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         let src_user = caller.user().unwrap_or(src_user);
+        self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
             self.stop_gray(caller, key, &name, src_user).await?;
@@ -383,6 +404,7 @@ impl ConfigService {
         self.guard()?;
         // Bad or missing credentials are refused even when no id matches.
         self.authenticated(caller)?;
+        self.write_allowed(caller)?;
         let keys: Vec<ConfigKey> = self
             .inner
             .cache

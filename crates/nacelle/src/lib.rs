@@ -42,6 +42,11 @@ pub struct RunningServer {
     pub http_addr: SocketAddr,
     /// The address the gRPC API listens on.
     pub grpc_addr: SocketAddr,
+    /// With TLS on: the address serving HTTPS (`http_addr` itself, or the separate
+    /// `tls_port`).
+    pub http_tls_addr: Option<SocketAddr>,
+    /// With TLS on: the address serving gRPC over TLS (`grpc_addr`, or `grpc_tls_port`).
+    pub grpc_tls_addr: Option<SocketAddr>,
     /// Connection and listener counters of the gRPC adapter.
     pub grpc_stats: nacelle_grpc::GrpcStats,
     /// The cluster module, when this node runs in a cluster.
@@ -166,27 +171,73 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         (None, None)
     };
 
+    let tls = Tls::open(settings, &http_listener, &grpc_listener).await?;
+    if tls.is_some()
+        && settings.clustered()
+        && settings.tls.as_ref().is_some_and(|t| t.port.is_none())
+    {
+        anyhow::bail!(
+            "TLS on the HTTP port in a cluster: members check each other's health and send \
+             change notifications over plain HTTP on that port; serve HTTPS on a separate \
+             --tls-port (docs/security.md, TLS)"
+        );
+    }
     let mut tasks = Vec::new();
 
     let grpc = nacelle_grpc::GrpcServer::new(service.clone(), settings.grpc.clone());
     let grpc_stats = grpc.stats();
     let grpc_stop = stop.clone();
+    let mut grpc_listeners = vec![(
+        grpc_listener,
+        tls.as_ref().and_then(|t| t.grpc_main.clone()),
+    )];
+    let mut http_listeners = vec![(
+        http_listener,
+        tls.as_ref().and_then(|t| t.http_main.clone()),
+    )];
+    let (mut http_tls_addr, mut grpc_tls_addr) = (None, None);
+    if let Some(t) = tls {
+        http_tls_addr = Some(t.http_addr);
+        grpc_tls_addr = Some(t.grpc_addr);
+        if let Some(extra) = t.http_extra {
+            http_listeners.push(extra);
+        }
+        if let Some(extra) = t.grpc_extra {
+            grpc_listeners.push(extra);
+        }
+        background.spawn(nacelle_tls::watch(
+            t.acceptors,
+            t.reload_interval,
+            stop.clone(),
+        ));
+    }
     tasks.push(tokio::spawn(async move {
-        grpc.serve(grpc_listener, async move { grpc_stop.cancelled().await })
+        grpc.serve_on(grpc_listeners, async move { grpc_stop.cancelled().await })
             .await
             .context("grpc server failed")
     }));
 
     let router = nacelle_http::router(service.clone(), settings.http_options(http_addr));
-    let http_stop = stop.clone();
-    let max_request = settings.max_request_bytes;
-    tasks.push(tokio::spawn(async move {
-        nacelle_http::serve(http_listener, router, max_request, async move {
-            http_stop.cancelled().await
-        })
-        .await
-        .context("http server failed")
-    }));
+    let connections = nacelle_http::ConnectionCounter::default();
+    for (listener, tls) in http_listeners {
+        let http_stop = stop.clone();
+        let opts = nacelle_http::ServeOptions {
+            max_request_bytes: settings.max_request_bytes,
+            max_connections_per_ip: settings.http_max_connections_per_ip,
+            tls,
+            connections: connections.clone(),
+            trusted_proxies: settings.trusted_proxies.clone(),
+            ..nacelle_http::ServeOptions::default()
+        };
+        let router = router.clone();
+        tasks.push(tokio::spawn(async move {
+            nacelle_http::serve_with(listener, router, opts, async move {
+                http_stop.cancelled().await
+            })
+            .await
+            .context("http server failed")
+        }));
+    }
 
     let cluster = if settings.clustered() {
         let secret = settings.cluster_secret.clone().context(
@@ -242,6 +293,8 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     Ok(RunningServer {
         http_addr,
         grpc_addr,
+        http_tls_addr,
+        grpc_tls_addr,
         grpc_stats,
         cluster,
         cluster_grpc_addr,
@@ -250,6 +303,80 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         tasks,
         background,
     })
+}
+
+/// The TLS side of a server: an acceptor per protocol (their ALPN differs), which listener
+/// each serves, and the reload settings.
+struct Tls {
+    /// The acceptor of the main HTTP port, when it serves TLS (no separate `tls_port`).
+    http_main: Option<nacelle_tls::TlsAcceptor>,
+    /// The acceptor of the main gRPC port, when it serves TLS.
+    grpc_main: Option<nacelle_tls::TlsAcceptor>,
+    /// The separate HTTPS listener, when `tls_port` is set.
+    http_extra: Option<(TcpListener, Option<nacelle_tls::TlsAcceptor>)>,
+    /// The separate gRPC TLS listener, when `grpc_tls_port` is set.
+    grpc_extra: Option<(TcpListener, Option<nacelle_tls::TlsAcceptor>)>,
+    http_addr: SocketAddr,
+    grpc_addr: SocketAddr,
+    acceptors: Vec<nacelle_tls::TlsAcceptor>,
+    reload_interval: Option<std::time::Duration>,
+}
+
+impl Tls {
+    /// Reads the certificate files (an unreadable or invalid file stops the start) and
+    /// binds the separate TLS ports that are asked for; `None` without TLS settings.
+    async fn open(
+        settings: &Settings,
+        http: &TcpListener,
+        grpc: &TcpListener,
+    ) -> anyhow::Result<Option<Tls>> {
+        let Some(t) = &settings.tls else {
+            return Ok(None);
+        };
+        let http_acceptor = nacelle_tls::TlsAcceptor::new(t.files.clone(), &[b"http/1.1"], "http")
+            .context("TLS of the HTTP port")?;
+        let grpc_acceptor = nacelle_tls::TlsAcceptor::new(t.files.clone(), &[b"h2"], "grpc")
+            .context("TLS of the gRPC port")?;
+        let bind = |port: u16, what: &'static str| async move {
+            let l = TcpListener::bind((settings.bind, port))
+                .await
+                .with_context(|| format!("binding {what} on {}:{port}", settings.bind))?;
+            let addr = l.local_addr()?;
+            tracing::info!("{what} listening on {addr}");
+            anyhow::Ok((l, addr))
+        };
+        let (http_main, http_extra, http_addr) = match t.port {
+            None => (Some(http_acceptor.clone()), None, http.local_addr()?),
+            Some(p) => {
+                let (l, addr) = bind(p, "https").await?;
+                (None, Some((l, Some(http_acceptor.clone()))), addr)
+            }
+        };
+        let (grpc_main, grpc_extra, grpc_addr) = match t.grpc_port {
+            None => (Some(grpc_acceptor.clone()), None, grpc.local_addr()?),
+            Some(p) => {
+                let (l, addr) = bind(p, "grpc tls").await?;
+                (None, Some((l, Some(grpc_acceptor.clone()))), addr)
+            }
+        };
+        tracing::info!(
+            cert = %t.files.cert.display(),
+            mutual = t.files.client_ca.is_some(),
+            %http_addr,
+            %grpc_addr,
+            "TLS on"
+        );
+        Ok(Some(Tls {
+            http_main,
+            grpc_main,
+            http_extra,
+            grpc_extra,
+            http_addr,
+            grpc_addr,
+            acceptors: vec![http_acceptor, grpc_acceptor],
+            reload_interval: t.reload_interval,
+        }))
+    }
 }
 
 /// Loads the cache (retrying with backoff while the database is unreachable), then, when

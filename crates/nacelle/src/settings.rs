@@ -47,6 +47,8 @@ const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
 const DEFAULT_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(3600);
 /// Shortest purge interval accepted (a smaller one is raised to it).
 const MIN_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(1);
+/// Default interval of the TLS files' change check.
+const DEFAULT_TLS_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
 /// Shortest cluster secret accepted.
 const MIN_SECRET_LEN: usize = 16;
 
@@ -306,6 +308,42 @@ layer! {
         /// data keys are stored in clear, as Nacos does (docs/encryption.md).
         #[arg(long, env = "NACELLE_CIPHER_MASTER_KEY_FILE")]
         pub cipher_master_key_file: Option<PathBuf>,
+        /// TLS certificate chain (PEM) of the HTTP and gRPC client ports; with `tls_key`,
+        /// turns TLS on (docs/security.md, "TLS"). Default: none, plain text.
+        #[arg(long, env = "NACELLE_TLS_CERT")]
+        pub tls_cert: Option<PathBuf>,
+        /// Private key (PEM) of `tls_cert`.
+        #[arg(long, env = "NACELLE_TLS_KEY")]
+        pub tls_key: Option<PathBuf>,
+        /// Mutual TLS: CA certificates (PEM) that client certificates must chain to; a
+        /// client without a valid certificate is refused. Default: none.
+        #[arg(long, env = "NACELLE_TLS_CLIENT_CA")]
+        pub tls_client_ca: Option<PathBuf>,
+        /// Serve HTTPS on this port as well, keeping `port` plain (a migration). Default:
+        /// with TLS on, `port` serves TLS only.
+        #[arg(long, env = "NACELLE_TLS_PORT")]
+        pub tls_port: Option<u16>,
+        /// Serve gRPC over TLS on this port as well, keeping `grpc_port` plain. Default: with
+        /// TLS on, `grpc_port` serves TLS only.
+        #[arg(long, env = "NACELLE_GRPC_TLS_PORT")]
+        pub grpc_tls_port: Option<u16>,
+        /// How often the TLS files are checked for a change (then reloaded), in ms; 0: only
+        /// on SIGHUP. Default 5000.
+        #[arg(long, env = "NACELLE_TLS_RELOAD_INTERVAL_MS")]
+        pub tls_reload_interval_ms: Option<u64>,
+        /// Most open HTTP connections from one address (over it: 503). Default 10000.
+        #[arg(long, env = "NACELLE_HTTP_MAX_CONNECTIONS_PER_IP")]
+        pub http_max_connections_per_ip: Option<usize>,
+        /// Most long polls held at once for one client IP (more get 503). Default 2000.
+        #[arg(long, env = "NACELLE_MAX_HELD_POLLS_PER_IP")]
+        pub max_held_polls_per_ip: Option<usize>,
+        /// Writes (publish, remove; HTTP and gRPC together) per second one client IP may
+        /// make on average; 0: no limit. Over it: HTTP 429, gRPC error code 503. Default 100.
+        #[arg(long, env = "NACELLE_WRITE_RATE_PER_IP")]
+        pub write_rate_per_ip: Option<u32>,
+        /// Writes one client IP may make in a burst above the rate. Default 1000.
+        #[arg(long, env = "NACELLE_WRITE_BURST_PER_IP")]
+        pub write_burst_per_ip: Option<u32>,
         /// Authentication: on or off. Default on; off logs a warning at every start
         /// (docs/security.md).
         #[arg(long, env = "NACELLE_AUTH", value_enum)]
@@ -397,8 +435,28 @@ pub struct Settings {
     /// The master key of encrypted configs, read from `cipher_master_key_file`; `None`:
     /// data keys are stored in clear (as Nacos does). Never a built-in default.
     pub cipher_master_key: Option<Arc<MasterKeys>>,
+    /// TLS of the client ports, when `tls_cert` and `tls_key` are given.
+    pub tls: Option<TlsSettings>,
+    /// Most open HTTP connections from one address.
+    pub http_max_connections_per_ip: usize,
+    /// The abuse limits of the service: held polls per IP, write rate per IP.
+    pub max_held_polls_per_ip: usize,
+    pub write_rate_per_ip: u32,
+    pub write_burst_per_ip: u32,
     /// Authentication (docs/security.md).
     pub auth: AuthSettings,
+}
+
+/// TLS settings, resolved (docs/security.md, "TLS").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub files: nacelle_tls::TlsFiles,
+    /// A separate HTTPS port (the HTTP port stays plain); `None`: the HTTP port is TLS.
+    pub port: Option<u16>,
+    /// A separate gRPC TLS port; `None`: the gRPC port is TLS.
+    pub grpc_port: Option<u16>,
+    /// How often the files are checked for changes; `None`: only on SIGHUP.
+    pub reload_interval: Option<Duration>,
 }
 
 /// The history retention settings, resolved.
@@ -467,6 +525,19 @@ impl Settings {
     /// checked.
     pub fn merge(a: ServeArgs, f: FileSettings) -> Result<Self, SettingsError> {
         let layer = a.or(f);
+        if layer.tls_cert.is_some() != layer.tls_key.is_some() {
+            return Err(SettingsError::Invalid(
+                "tls_cert and tls_key go together: give both or neither".into(),
+            ));
+        }
+        let tls_only = layer.tls_client_ca.is_some()
+            || layer.tls_port.is_some()
+            || layer.grpc_tls_port.is_some();
+        if tls_only && layer.tls_cert.is_none() {
+            return Err(SettingsError::Invalid(
+                "tls_client_ca, tls_port and grpc_tls_port need tls_cert and tls_key".into(),
+            ));
+        }
         let cipher_master_key = match &layer.cipher_master_key_file {
             Some(path) => Some(Arc::new(read_master_key(path)?)),
             None => None,
@@ -583,6 +654,34 @@ impl Settings {
             },
             // Read from its file in `merge` (it can fail); none by default.
             cipher_master_key: None,
+            tls: match (layer.tls_cert, layer.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsSettings {
+                    files: nacelle_tls::TlsFiles {
+                        cert,
+                        key,
+                        client_ca: layer.tls_client_ca,
+                    },
+                    port: layer.tls_port,
+                    grpc_port: layer.grpc_tls_port,
+                    reload_interval: Some(millis(
+                        layer.tls_reload_interval_ms,
+                        DEFAULT_TLS_RELOAD_INTERVAL,
+                    ))
+                    .filter(|d| !d.is_zero()),
+                }),
+                // Half a pair is refused by `merge` before this.
+                _ => None,
+            },
+            http_max_connections_per_ip: layer
+                .http_max_connections_per_ip
+                .unwrap_or(nacelle_http::DEFAULT_MAX_CONNECTIONS_PER_IP),
+            max_held_polls_per_ip: layer
+                .max_held_polls_per_ip
+                .unwrap_or(limits.max_held_polls_per_ip),
+            write_rate_per_ip: layer.write_rate_per_ip.unwrap_or(limits.write_rate_per_ip),
+            write_burst_per_ip: layer
+                .write_burst_per_ip
+                .unwrap_or(limits.write_burst_per_ip),
             auth: AuthSettings {
                 enabled: layer.auth.unwrap_or_default() == AuthMode::On,
                 anonymous_read: layer.auth_anonymous_read.unwrap_or(false),
@@ -606,6 +705,11 @@ impl Settings {
         }
         if self.max_listen_keys == 0 {
             return Err(SettingsError::Invalid("max_listen_keys must be > 0".into()));
+        }
+        if self.http_max_connections_per_ip == 0 || self.max_held_polls_per_ip == 0 {
+            return Err(SettingsError::Invalid(
+                "http_max_connections_per_ip and max_held_polls_per_ip must be > 0".into(),
+            ));
         }
         if self
             .cluster_secret
@@ -654,6 +758,9 @@ impl Settings {
             max_content_bytes: self.max_content_bytes,
             max_listen_keys: self.max_listen_keys,
             max_held_polls: self.max_held_polls,
+            max_held_polls_per_ip: self.max_held_polls_per_ip,
+            write_rate_per_ip: self.write_rate_per_ip,
+            write_burst_per_ip: self.write_burst_per_ip,
             content_validation: self.content_validation.clone(),
             cipher_master_key: self.cipher_master_key.clone(),
         }
@@ -888,6 +995,17 @@ mod tests {
         assert_eq!(s.limits().max_listen_keys, limits.max_listen_keys);
         assert_eq!(s.limits().max_held_polls, limits.max_held_polls);
         assert_eq!(s.limits().content_validation, limits.content_validation);
+        assert_eq!(
+            s.limits().max_held_polls_per_ip,
+            limits.max_held_polls_per_ip
+        );
+        assert_eq!(s.limits().write_rate_per_ip, limits.write_rate_per_ip);
+        assert_eq!(s.limits().write_burst_per_ip, limits.write_burst_per_ip);
+        assert_eq!(
+            s.http_max_connections_per_ip,
+            nacelle_http::ServeOptions::default().max_connections_per_ip
+        );
+        assert_eq!(s.tls, None, "plain text unless a certificate is given");
         assert_eq!(s.grpc, GrpcOptions::default());
         let http = HttpOptions::default();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8848));
@@ -900,6 +1018,32 @@ mod tests {
         let merged = Settings::merge(ServeArgs::default(), FileSettings::default())
             .map(|m| format!("{m:?}"));
         assert_eq!(merged.ok(), Some(format!("{s:?}")));
+    }
+
+    #[test]
+    fn tls_settings_come_as_a_pair() -> Result<(), SettingsError> {
+        let half = ServeArgs {
+            tls_cert: Some("/etc/nacelle/server.crt".into()),
+            ..Default::default()
+        };
+        let err = Settings::merge(half, FileSettings::default()).expect_err("a half pair");
+        assert!(err.to_string().contains("tls_cert and tls_key"), "{err}");
+        let ca_alone = ServeArgs {
+            tls_client_ca: Some("/etc/nacelle/ca.crt".into()),
+            ..Default::default()
+        };
+        assert!(Settings::merge(ca_alone, FileSettings::default()).is_err());
+        let file: FileSettings = toml::from_str(
+            "tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_port = 8443\ntls_reload_interval_ms = 0",
+        )
+        .expect("valid toml");
+        let s = Settings::merge(ServeArgs::default(), file)?;
+        let tls = s.tls.expect("TLS on");
+        assert_eq!(tls.files.cert, PathBuf::from("/c.pem"));
+        assert_eq!(tls.port, Some(8443));
+        assert_eq!(tls.grpc_port, None, "the gRPC port serves TLS itself");
+        assert_eq!(tls.reload_interval, None, "0: SIGHUP only");
+        Ok(())
     }
 
     #[test]

@@ -734,6 +734,7 @@ async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult
     let opts = nacelle_http::ServeOptions {
         max_request_bytes: 1 << 20,
         idle_timeout: std::time::Duration::from_millis(300),
+        ..nacelle_http::ServeOptions::default()
     };
     let task = tokio::spawn(nacelle_http::serve_with(
         listener,

@@ -74,7 +74,7 @@ impl ClusterGrpcServer {
         let local = listener.local_addr().map_err(GrpcError::Listener)?;
         tracing::info!(addr = %local, "cluster gRPC server listening");
         // The connection counters of the accept loop are not reported for this port.
-        let acceptor = Acceptor::start(listener, ctx.clone(), GrpcStats::new());
+        let acceptor = Acceptor::start(listener, ctx.clone(), GrpcStats::new(), None);
         shutdown.await;
         acceptor.shut_down(ctx.opts.shutdown_grace).await;
         tracing::info!(addr = %local, "cluster gRPC server stopped");

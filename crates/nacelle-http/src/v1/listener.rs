@@ -201,6 +201,13 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
         )));
     }
     let _held = HeldGuard(st.held_polls.clone());
+    let per_ip = st.service.limits().max_held_polls_per_ip;
+    let _held_from_ip = match p.caller.ip {
+        Some(ip) => Some(st.held_per_ip.take(ip, per_ip).ok_or_else(|| {
+            ApiError::Unavailable(format!("too many long polls held for {ip}, over {per_ip}"))
+        })?),
+        None => None,
+    };
     let waiter = Arc::new(PollWaiter {
         wake: Notify::new(),
         changed: Mutex::new(Vec::new()),
