@@ -95,14 +95,7 @@ async fn python_client_1_0_0_with_a_wrong_password_fails_clearly() -> TestResult
     let python = tokio::task::spawn_blocking(|| python::venv("1.0.0")).await??;
     let mut ts = TestServer::start_with(nacelle_testkit::server::secure).await?;
     ts.admin_token().await?;
-    let mut run = client(&python, "", "py-wrong.yaml");
-    run.script = "wrong_credentials.py";
-    run.credentials = Some(("nacos", "not-the-password"));
-    run.extra_args = vec!["--api", "v1"];
-    let out = run.run(&ts).await?;
-    let refused = out.iter().find(|l| l.starts_with("STEP refused"));
-    println!("{refused:?}");
-    assert!(refused.is_some(), "{out:?}");
+    python::assert_wrong_password_refused(&ts, client(&python, "", "py-wrong.yaml"), "v1").await?;
     ts.stop().await?;
     Ok(())
 }

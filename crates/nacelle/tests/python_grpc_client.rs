@@ -163,14 +163,7 @@ async fn python_client_2_0_9_with_a_wrong_password_fails_clearly() -> TestResult
     let python = tokio::task::spawn_blocking(|| python::venv(CLIENT_VERSION)).await??;
     let mut ts = start_server_with(nacelle_testkit::server::secure).await?;
     ts.admin_token().await?;
-    let mut run = client(&python, "", "py2-wrong.yaml");
-    run.script = "wrong_credentials.py";
-    run.credentials = Some(("nacos", "not-the-password"));
-    run.extra_args = vec!["--api", "v2"];
-    let out = run.run(&ts).await?;
-    let refused = out.iter().find(|l| l.starts_with("STEP refused"));
-    println!("{refused:?}");
-    assert!(refused.is_some(), "{out:?}");
+    python::assert_wrong_password_refused(&ts, client(&python, "", "py2-wrong.yaml"), "v2").await?;
     ts.stop().await?;
     Ok(())
 }

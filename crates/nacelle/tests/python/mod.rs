@@ -262,3 +262,20 @@ fn kill_group(pgid: Option<u32>) {
             .status();
     }
 }
+
+/// Runs `wrong_credentials.py --api API` as `run` with a wrong password: the client must
+/// fail with an auth refusal (its `STEP refused` line), never hang or answer.
+pub async fn assert_wrong_password_refused(
+    ts: &TestServer,
+    mut run: ClientRun<'_>,
+    api: &'static str,
+) -> TestResult {
+    run.script = "wrong_credentials.py";
+    run.credentials = Some(("nacos", "not-the-password"));
+    run.extra_args = vec!["--api", api];
+    let out = run.run(ts).await?;
+    let refused = out.iter().find(|l| l.starts_with("STEP refused"));
+    println!("{refused:?}");
+    assert!(refused.is_some(), "{out:?}");
+    Ok(())
+}
