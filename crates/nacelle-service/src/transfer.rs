@@ -381,6 +381,14 @@ impl ConfigService {
                         BatchItem::Written(stored) => {
                             report.succ_count += 1;
                             self.committed(&stored.key, stored.revision);
+                            let detail = stored.key.to_string();
+                            crate::auth::audit(
+                                "config.import",
+                                caller.user(),
+                                caller,
+                                &detail,
+                                true,
+                            );
                         }
                         BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
                     }
