@@ -2,7 +2,7 @@
 //! operations): how it authenticates ([`AuthConfig`]), the directory of users, roles and
 //! permissions, verified tokens and passwords, and the login throttle.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
@@ -86,6 +86,8 @@ pub(crate) struct AuthState {
     /// lock.
     pub(crate) enabled: AtomicBool,
     pub(crate) anonymous_read: AtomicBool,
+    /// `config.token_ttl_s`, read on every token check without the lock.
+    pub(crate) token_ttl_s: AtomicU64,
     pub(crate) directory: RwLock<Arc<Directory>>,
     /// Verified tokens → (user, exp); the directory is still checked on every use.
     pub(crate) tokens: DashMap<Box<str>, (Arc<str>, i64)>,
@@ -99,6 +101,7 @@ impl AuthState {
             config: RwLock::new(AuthConfig::off()),
             enabled: AtomicBool::new(false),
             anonymous_read: AtomicBool::new(false),
+            token_ttl_s: AtomicU64::new(DEFAULT_TOKEN_TTL_S),
             directory: RwLock::new(Arc::new(Directory::default())),
             tokens: DashMap::new(),
             passwords: PasswordCache::new(),
