@@ -122,25 +122,8 @@ pub(crate) async fn ns(a: NsArgs) -> Result<()> {
             }
         }
         NsCommand::Delete { id, yes } => {
-            if !yes {
-                use std::io::{BufRead, IsTerminal, Write};
-                if !std::io::stdin().is_terminal() {
-                    return Err(CliError::Usage(format!(
-                        "deleting namespace {id} — stdin is not a terminal: pass --yes to confirm"
-                    )));
-                }
-                eprint!("Delete namespace {id}? [y/N] ");
-                std::io::stderr()
-                    .flush()
-                    .map_err(CliError::io("writing the prompt"))?;
-                let mut line = String::new();
-                std::io::stdin()
-                    .lock()
-                    .read_line(&mut line)
-                    .map_err(CliError::io("reading the answer"))?;
-                if !matches!(line.trim(), "y" | "Y" | "yes") {
-                    return Err(CliError::Cancelled);
-                }
+            if !yes && !crate::versions::confirm(&format!("Delete namespace {id}?"))? {
+                return Err(CliError::Cancelled);
             }
             admin.delete_namespace(&id).await?;
             match a.conn.output {

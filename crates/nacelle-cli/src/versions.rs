@@ -179,7 +179,7 @@ pub(crate) async fn diff(a: DiffArgs) -> Result<()> {
 }
 
 /// Asks `question`; true only for an explicit yes. Refuses without a terminal.
-fn confirm(question: &str) -> Result<bool> {
+pub(crate) fn confirm(question: &str) -> Result<bool> {
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Usage(format!(
             "{question} — stdin is not a terminal: pass --yes to confirm"
