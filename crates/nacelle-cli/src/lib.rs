@@ -178,7 +178,7 @@ pub enum Command {
     Perm(users::PermArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
-        after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password on stdin\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
+        after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
     )]
     Login(login::LoginArgs),
     /// Saved profiles: list, use.

@@ -760,10 +760,8 @@ fn users_roles_and_permissions() -> TestResult {
         None,
     )?;
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
-    let out = as_dev(
-        &["login", "--username", "dev", "--password", "Dev-Passw0rd-2"],
-        None,
-    )?;
+    // The password from stdin (no terminal).
+    let out = as_dev(&["login", "--username", "dev"], Some("Dev-Passw0rd-2\n"))?;
     assert!(out.status.success(), "{}", stderr(&out));
 
     env.ok(&["role", "rm", "readers", "dev"], None)?;
