@@ -27,7 +27,10 @@ struct Slot<T> {
 
 impl<T> Buffer<T> {
     pub fn new() -> Self {
-        Buffer { slab: Slab::new() }
+        // nacelle patch: room for two frames up front instead of four at the first push
+        Buffer {
+            slab: Slab::with_capacity(2),
+        }
     }
 
     pub fn is_empty(&self) -> bool {

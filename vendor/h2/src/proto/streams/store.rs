@@ -80,8 +80,11 @@ pub(super) trait Resolve {
 
 impl Store {
     pub fn new() -> Self {
+        // nacelle patch: room for two streams up front (a Nacos connection has its
+        // bi-stream and rarely more than one call beside it) instead of four at the first
+        // insert; it grows as before when more are open.
         Store {
-            slab: slab::Slab::new(),
+            slab: slab::Slab::with_capacity(2),
             ids: IndexMap::new(),
         }
     }
