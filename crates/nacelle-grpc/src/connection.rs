@@ -7,7 +7,6 @@
 //! connection. Locks are `parking_lot` mutexes: they are held for a few map operations and
 //! never across an `.await`.
 
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -46,7 +45,6 @@ pub(crate) struct ConnMeta {
     pub app_name: String,
     pub client_version: String,
     pub tenant: String,
-    pub labels: HashMap<String, String>,
 }
 
 /// A millisecond clock advanced by the push sweeper, so that the per-message paths

@@ -7,7 +7,6 @@
 //! server closes it. Timing out and retrying unacknowledged pushes is the push sweeper's
 //! job (see `server`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
@@ -99,7 +98,7 @@ async fn serve(
     tracing::debug!(conn = %conn.id, client_ip = %conn.meta.client_ip,
         remote = %conn.meta.remote, app = %conn.meta.app_name,
         version = %conn.meta.client_version, tenant = %conn.meta.tenant,
-        labels = ?conn.meta.labels, "gRPC connection registered");
+        labels = ?conn.meta.caller.labels, "gRPC connection registered");
 
     // Unacknowledged pushes are timed out and retried by the server's push sweeper
     // (`server::sweep_pushes`), so a push costs this task no wake-up or timer: it only wakes
@@ -163,27 +162,31 @@ fn meta_of(
     setup: ConnectionSetupRequest,
     trusted: &TrustedProxies,
 ) -> ConnMeta {
-    let labels: HashMap<String, String> = setup
-        .labels
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect();
+    // The labels are kept once, shared by the caller of every request of the connection.
+    let labels = Labels::new(
+        setup
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect(),
+    );
     let ip = trusted.resolve_reported(tag.remote.ip(), Some(reported_ip));
     let app = labels
         .get(APP_NAME_LABEL)
         .map(|a| a.trim())
         .filter(|a| !a.is_empty());
+    let app_name = app.unwrap_or("-").to_string();
+    let app: Option<Arc<str>> = app.map(Into::into);
     let mut caller = Caller::anonymous(Protocol::Grpc, Some(ip));
-    caller.app_name = app.map(Into::into);
-    caller.labels = Labels::new(labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    caller.app_name = app;
+    caller.labels = labels;
     ConnMeta {
         client_ip: ip.to_string().into(),
-        app_name: app.unwrap_or("-").to_string(),
+        app_name,
         caller,
         remote: tag.remote,
         client_version: setup.client_version.unwrap_or_default(),
         tenant: setup.tenant.unwrap_or_default(),
-        labels,
     }
 }
