@@ -110,6 +110,7 @@ async fn serve(
                 Some(StreamEvent::Changed(n)) => {
                     shared.refresh_later(Key::new(&n.tenant, &n.group, &n.data_id));
                 }
+                Some(StreamEvent::Fuzzy(p)) => crate::group::on_push(shared, &p),
                 Some(StreamEvent::Reset(target)) => {
                     *preferred = target.and_then(|(ip, port)| reset_target(shared, &ip, port));
                     if preferred.is_none() {
@@ -154,7 +155,7 @@ pub(crate) async fn resend(shared: &Shared, _conn: &Conn) -> Result<()> {
     for chunk in keys.chunks(LISTEN_BATCH) {
         listen(shared, chunk).await?;
     }
-    Ok(())
+    crate::group::resend(shared).await
 }
 
 /// One `ConfigBatchListenRequest` for `keys`; re-reads the changed ones, confirms the

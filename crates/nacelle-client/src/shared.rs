@@ -120,6 +120,8 @@ pub(crate) struct Shared {
     pub(crate) http_server: AtomicUsize,
     /// HTTP transport: a key was added to the listen set (the held poll restarts).
     pub(crate) listen_added: Notify,
+    /// The group watches served by the server's fuzzy watch, by id (`crate::group`).
+    pub(crate) groups: Mutex<HashMap<u64, crate::group::GroupReg>>,
 }
 
 /// Locks a std mutex, also when a panicking thread poisoned it (the data are plain maps
