@@ -21,18 +21,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use futures::StreamExt;
-use nacelle_proto::error_code;
-use nacelle_proto::fuzzy::ConfigFuzzyWatchChangeNotifyRequest;
-use nacelle_proto::fuzzy::{self, ConfigFuzzyWatchRequest, ConfigFuzzyWatchSyncRequest};
-use nacelle_proto::{types, Payload};
+use nacelle_proto::fuzzy::{self, ConfigFuzzyWatchRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::error::{ClientError, Result};
-use crate::key::Key;
+use crate::key::{part_matches, valid_part, Key};
 use crate::options::{GroupWatchMode, Transport};
-use crate::shared::{lock, Change, Config, Shared};
+use crate::shared::{lock, Change, Config, GroupReg, Membership};
 
 /// Something that happened to a key of a watched group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,27 +41,6 @@ pub enum GroupEvent {
     Changed(Config),
     /// It was removed.
     Removed(Key),
-}
-
-/// A group watch registered for server pushes.
-#[derive(Debug)]
-pub(crate) struct GroupReg {
-    /// The pattern as sent (the default namespace spelled `public`, as Nacos 3.0 wants).
-    pattern: String,
-    /// The client's namespace (keys are built with it).
-    namespace: String,
-    group: String,
-    data_id: String,
-    /// Group keys the server reported present (sent back as `receivedGroupKeys`).
-    known: HashSet<String>,
-    tx: mpsc::UnboundedSender<Membership>,
-}
-
-/// What the server (or a listing) says about a key's membership.
-#[derive(Debug)]
-enum Membership {
-    Present(Key),
-    Gone(Key),
 }
 
 static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
@@ -101,29 +77,6 @@ impl futures::Stream for GroupWatch {
 impl Drop for GroupWatch {
     fn drop(&mut self) {
         self.stop.cancel();
-    }
-}
-
-/// Whether `p` is one of Nacos's part shapes: `*`, `x*`, `*x`, `*x*` or exact.
-fn valid_part(p: &str) -> bool {
-    if p == "*" {
-        return true;
-    }
-    let inner = p.strip_prefix('*').unwrap_or(p);
-    let inner = inner.strip_suffix('*').unwrap_or(inner);
-    !inner.is_empty() && !inner.contains('*')
-}
-
-/// Whether `value` matches the part `p` (a valid one).
-fn part_matches(p: &str, value: &str) -> bool {
-    if p == "*" {
-        return true;
-    }
-    match (p.strip_prefix('*'), p.strip_suffix('*')) {
-        (Some(rest), _) if rest.ends_with('*') => value.contains(rest.trim_end_matches('*')),
-        (Some(suffix), _) => value.ends_with(suffix),
-        (None, Some(prefix)) => value.starts_with(prefix),
-        (None, None) => value == p,
     }
 }
 
@@ -167,10 +120,10 @@ impl Client {
                 known: HashSet::new(),
                 tx: mtx.clone(),
             };
-            let req = watch_request(&reg.pattern, Vec::new(), true);
+            let req = reg.request(true);
             // Registered before the request: the sync may arrive before the answer.
             lock(&shared.groups).insert(id, reg);
-            match fuzzy_call(shared, &req).await {
+            match shared.fuzzy_watch(&req).await {
                 Ok(true) => server_push = Some(id),
                 Ok(false) => {
                     lock(&shared.groups).remove(&id);
@@ -209,122 +162,6 @@ impl Client {
             stop,
         })
     }
-}
-
-fn watch_request(
-    pattern: &str,
-    received: Vec<String>,
-    initializing: bool,
-) -> ConfigFuzzyWatchRequest {
-    ConfigFuzzyWatchRequest {
-        group_key_pattern: Some(pattern.to_string()),
-        received_group_keys: Some(received),
-        watch_type: Some(fuzzy::WATCH.to_string()),
-        initializing,
-        module: Some("config".to_string()),
-        ..Default::default()
-    }
-}
-
-/// Sends a `WATCH`; `Ok(false)`: the server does not know the request (`302`).
-async fn fuzzy_call(shared: &Shared, req: &ConfigFuzzyWatchRequest) -> Result<bool> {
-    let answer = shared.call("fuzzy_watch", req).await?;
-    let head = answer
-        .head()
-        .map_err(|e| ClientError::Protocol(format!("{}: {e}", answer.type_name())))?;
-    if head.is_ok() {
-        return Ok(true);
-    }
-    match head.error_code {
-        error_code::NO_HANDLER => Ok(false),
-        error_code::FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT => {
-            // The server watches the first keys (500 on Nacos and Nacelle) and reports
-            // the others only once some of those go.
-            tracing::warn!(pattern = ?req.group_key_pattern, "the pattern matches more keys than the server reports");
-            Ok(true)
-        }
-        _ => Err(ClientError::from_head(&head, "fuzzy watch")),
-    }
-}
-
-/// A fuzzy-watch push from the stream (already acked): membership for the group
-/// watches it concerns.
-pub(crate) fn on_push(shared: &Shared, p: &Payload) {
-    let mut groups = lock(&shared.groups);
-    match p.type_name() {
-        types::CONFIG_FUZZY_WATCH_SYNC_REQUEST => {
-            let Ok(req) = p.parse::<ConfigFuzzyWatchSyncRequest>() else {
-                tracing::warn!("unreadable fuzzy watch sync");
-                return;
-            };
-            let Some(reg) = groups
-                .values_mut()
-                .find(|r| r.pattern == req.group_key_pattern)
-            else {
-                return;
-            };
-            for ctx in req.contexts.unwrap_or_default() {
-                let Some((d, g, _)) = fuzzy::parse_group_key(&ctx.group_key) else {
-                    continue;
-                };
-                let key = Key::new(&reg.namespace, &g, &d);
-                let m = if ctx.changed_type == fuzzy::DELETE_CONFIG {
-                    reg.known.remove(&ctx.group_key);
-                    Membership::Gone(key)
-                } else {
-                    reg.known.insert(ctx.group_key.clone());
-                    Membership::Present(key)
-                };
-                // A watch whose task ended is removed when it is dropped.
-                let _task_gone = reg.tx.send(m);
-            }
-        }
-        types::CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST => {
-            let Ok(req) = p.parse::<ConfigFuzzyWatchChangeNotifyRequest>() else {
-                tracing::warn!("unreadable fuzzy watch change");
-                return;
-            };
-            let Some((d, g, t)) = fuzzy::parse_group_key(&req.group_key) else {
-                return;
-            };
-            let default = |ns: &str| ns.is_empty() || ns == "public";
-            for reg in groups.values_mut() {
-                let same_ns = reg.namespace == t || (default(&reg.namespace) && default(&t));
-                if !(same_ns && reg.group == g && part_matches(&reg.data_id, &d)) {
-                    continue;
-                }
-                let key = Key::new(&reg.namespace, &g, &d);
-                let m = if req.change_type == fuzzy::DELETE_CONFIG {
-                    reg.known.remove(&req.group_key);
-                    Membership::Gone(key)
-                } else {
-                    reg.known.insert(req.group_key.clone());
-                    Membership::Present(key)
-                };
-                // As above: a finished task's registration goes with its watch.
-                let _task_gone = reg.tx.send(m);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Re-sends every server-pushed group watch on a new connection, with the keys held.
-pub(crate) async fn resend(shared: &Shared) -> Result<()> {
-    let reqs: Vec<ConfigFuzzyWatchRequest> = lock(&shared.groups)
-        .values()
-        .map(|r| watch_request(&r.pattern, r.known.iter().cloned().collect(), false))
-        .collect();
-    for req in reqs {
-        match fuzzy_call(shared, &req).await {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!(pattern = ?req.group_key_pattern, "this server has no fuzzy watch: the group watch sees only its known keys")
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// One member key: its watch's forwarding task and whether it was reported present.
@@ -443,11 +280,12 @@ impl GroupTask {
         }
         if let Some(id) = self.server_push {
             let shared = self.client.shared();
-            let pattern = lock(&shared.groups).remove(&id).map(|r| r.pattern);
-            if let Some(pattern) = pattern {
+            let reg = lock(&shared.groups).remove(&id);
+            if let Some(reg) = reg {
                 let req = ConfigFuzzyWatchRequest {
                     watch_type: Some(fuzzy::CANCEL_WATCH.to_string()),
-                    ..watch_request(&pattern, Vec::new(), false)
+                    received_group_keys: Some(Vec::new()),
+                    ..reg.request(false)
                 };
                 // Best effort: a connection that is gone took the server watch with it.
                 if let Err(e) = shared.call("fuzzy_watch", &req).await {
@@ -484,30 +322,6 @@ impl GroupTask {
         if let Some(c) = initial {
             // A dropped GroupWatch ends the task at its next select.
             let _watch_dropped = self.out.send(GroupEvent::Added(c));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parts_match_as_nacos_does() {
-        for (p, v, m) in [
-            ("*", "x", true),
-            ("app*", "app.yaml", true),
-            ("app*", "my-app", false),
-            ("*.yaml", "app.yaml", true),
-            ("*-db-*", "shop-db-1", true),
-            ("*-db-*", "shop-1", false),
-            ("app.yaml", "app.yaml", true),
-        ] {
-            assert!(valid_part(p), "{p}");
-            assert_eq!(part_matches(p, v), m, "{p} {v}");
-        }
-        for bad in ["", "**", "a*b", "***"] {
-            assert!(!valid_part(bad), "{bad}");
         }
     }
 }

@@ -165,15 +165,15 @@ impl PatternHub {
             .collect();
         // Over the limit the listing is not the whole match: a received key outside it may
         // still exist, so it is not reported gone (as Nacos does).
+        let still_there = |k: &ConfigKey| {
+            truncated
+                && sub.pattern.matches(k)
+                && state.md5(k).is_some()
+                && state.readable(&sub.caller, k)
+        };
         let mut gone: Vec<ConfigKey> = received
             .iter()
-            .filter(|k| {
-                !known.contains_key(*k)
-                    && !(truncated
-                        && sub.pattern.matches(k)
-                        && state.md5(k).is_some()
-                        && state.readable(&sub.caller, k))
-            })
+            .filter(|k| !known.contains_key(*k) && !still_there(k))
             .cloned()
             .collect();
         let mut present = present;
