@@ -335,12 +335,12 @@ impl Connection {
 
     /// Sends a server request of a pattern watch (sync batch or change). These are not
     /// retried: a client whose stream breaks watches again on its next connection, with
-    /// the keys it holds, and gets the difference.
+    /// the keys it holds, and gets the difference. (Not counted in `pushes_sent`, which
+    /// counts change pushes against their acks.)
     fn send_fuzzy<M: nacelle_proto::Message>(&self, msg: &M) {
         if self.is_closed() {
             return;
         }
-        stats::inc(&self.stats.counters().pushes_sent);
         self.send(&wire::message(msg));
     }
 
