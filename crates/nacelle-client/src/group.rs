@@ -182,7 +182,10 @@ struct GroupTask {
 }
 
 impl GroupTask {
-    /// The group's keys matching the pattern, from the search API (every page).
+    /// The group's keys matching the pattern, from the search API (every page). The whole
+    /// group is listed and the pattern applied here: servers read a blur search's `*`
+    /// differently (Nacos and Nacelle as a wildcard, r-nacos as a literal character in a
+    /// substring match).
     async fn list(&self) -> Result<Vec<Key>> {
         const PAGE: u32 = 200;
         let admin = self.client.admin();
@@ -190,7 +193,7 @@ impl GroupTask {
         let mut page_no = 1;
         loop {
             let page = admin
-                .search(&self.namespace, &self.data_id, &self.group, page_no, PAGE)
+                .search(&self.namespace, "", &self.group, page_no, PAGE)
                 .await?;
             let n = page.page_items.len();
             keys.extend(
