@@ -69,7 +69,7 @@ echo "ports: HTTP $HTTP_PORT, gRPC $((HTTP_PORT + 1000)), console $((HTTP_PORT +
         RNACOS_ENABLE_OPEN_API_AUTH=true \
         RNACOS_INIT_ADMIN_USERNAME=admin \
         RNACOS_INIT_ADMIN_PASSWORD="$PASSWORD" \
-        exec "$RNACOS_BIN"
+        "$RNACOS_BIN"
 ) >"$WORK/rnacos.log" 2>&1 &
 RNACOS_PID=$!
 

@@ -140,6 +140,15 @@ async fn main() -> Result<()> {
                 .await?
                 .context("tag variant missing")?;
             ensure!(t.content == "t: canary\n", "tag content {:?}", t.content);
+            let formal = client
+                .get((g, "tagged"))
+                .await?
+                .context("formal config missing")?;
+            ensure!(
+                formal.content == "t: formal\n",
+                "the tagged publish replaced the formal config (now {:?})",
+                formal.content
+            );
             Ok(String::new())
         }
         .await,
