@@ -4,6 +4,7 @@
 
 mod ceiling;
 mod client;
+mod client_latency;
 mod creds;
 mod fanout_ceiling;
 mod grpc_client;
@@ -191,6 +192,24 @@ enum Scenario {
         #[arg(long, value_enum, default_value = "listening")]
         stage: grpc_scenarios::Stage,
     },
+    /// End-to-end change latency through a client library: publish sent → the typed value
+    /// updated in nacelle-client's bind handle (JSON into a struct), beside nacos-sdk 0.8's
+    /// listener callback + the same parse, at each bound-key count (one key published at a
+    /// time, round-robin).
+    ClientLatency {
+        /// Server HTTP address (loopback only).
+        #[arg(long, default_value = "127.0.0.1:8848")]
+        addr: SocketAddr,
+        /// Server gRPC address (default: the HTTP port + 1000).
+        #[arg(long)]
+        grpc_addr: Option<SocketAddr>,
+        /// Bound-key counts to measure at (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,1000")]
+        keys: Vec<usize>,
+        /// Measured changes per client and key count.
+        #[arg(long, default_value_t = 500)]
+        samples: usize,
+    },
     /// Time from process start to readiness, and RSS, with N configs of S bytes.
     Startup {
         /// Path of the `nacelle` binary.
@@ -327,6 +346,23 @@ fn main() -> Result<()> {
                 check_loopback(&addr)?;
                 let beta = beta_ips.as_deref();
                 scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid, beta).await
+            }
+            Scenario::ClientLatency {
+                addr,
+                grpc_addr,
+                keys,
+                samples,
+            } => {
+                let grpc = match grpc_addr {
+                    Some(g) => g,
+                    None => SocketAddr::new(addr.ip(), addr.port().saturating_add(1000)),
+                };
+                check_loopback(&addr)?;
+                check_loopback(&grpc)?;
+                if keys.is_empty() || keys.contains(&0) || keys.iter().any(|&k| k > 100_000) {
+                    bail!("--keys must be counts from 1 to 100000");
+                }
+                client_latency::run(addr, grpc, &keys, samples.clamp(1, 1_000_000)).await
             }
             Scenario::Startup {
                 bin,

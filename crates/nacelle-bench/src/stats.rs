@@ -36,6 +36,11 @@ impl Latencies {
         self.0.value_at_quantile(q) as f64 / 1000.0
     }
 
+    /// The `q` quantile in milliseconds (rounded to µs).
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        round3(self.ms(q))
+    }
+
     pub fn summary(&self) -> Value {
         json!({
             "count": self.count(),

@@ -1,6 +1,8 @@
 //! `ns`, `export`, `import`.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nacelle_client::ImportPolicy;
 use serde_json::json;
@@ -76,6 +78,9 @@ pub struct ImportArgs {
     /// What to do with keys that exist already.
     #[arg(long, value_enum, default_value = "abort")]
     policy: Policy,
+    /// No progress on stderr (the result is still printed).
+    #[arg(long, short = 'q')]
+    quiet: bool,
     #[command(flatten)]
     conn: Conn,
 }
@@ -156,6 +161,24 @@ pub(crate) async fn export(a: ExportArgs) -> Result<()> {
     Ok(())
 }
 
+/// The progress bar of an import: bytes sent, then a note while the server works.
+fn import_bar(file: &Path, ns: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    let style =
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {bytes}/{total_bytes} {msg}")
+            .map(|s| s.progress_chars("=> "))
+            // The template is a constant: a parse failure is a bug, shown as the default style.
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(format!(
+        "importing {} into {}",
+        file.display(),
+        ns_label(ns)
+    ));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
 pub(crate) async fn import(a: ImportArgs) -> Result<()> {
     let zip =
         std::fs::read(&a.file).map_err(CliError::io(format!("reading {}", a.file.display())))?;
@@ -166,13 +189,38 @@ pub(crate) async fn import(a: ImportArgs) -> Result<()> {
         Policy::Skip => ImportPolicy::Skip,
         Policy::Overwrite => ImportPolicy::Overwrite,
     };
-    eprintln!(
-        "importing {} ({} bytes) into {}…",
-        a.file.display(),
-        zip.len(),
-        ns_label(&ns)
-    );
-    let report = client.admin().import(&ns, &zip, policy).await?;
+    // A bar only for a person watching: a terminal, and neither JSON nor --quiet.
+    let bar = (std::io::stderr().is_terminal() && a.conn.output == Output::Table && !a.quiet)
+        .then(|| import_bar(&a.file, &ns));
+    let admin = client.admin();
+    let report = match &bar {
+        Some(bar) => {
+            let shown = bar.clone();
+            let progress: nacelle_client::Progress = Arc::new(move |sent, total| {
+                shown.set_length(total);
+                shown.set_position(sent);
+                if sent >= total {
+                    shown.set_message("the server is importing…");
+                }
+            });
+            let r = admin
+                .import_with_progress(&ns, &zip, policy, progress)
+                .await;
+            bar.finish_and_clear();
+            r?
+        }
+        None => {
+            if !a.quiet {
+                eprintln!(
+                    "importing {} ({} bytes) into {}…",
+                    a.file.display(),
+                    zip.len(),
+                    ns_label(&ns)
+                );
+            }
+            admin.import(&ns, &zip, policy).await?
+        }
+    };
     if !report.fail_data.is_empty() {
         let keys: Vec<String> = report
             .fail_data
@@ -189,17 +237,36 @@ pub(crate) async fn import(a: ImportArgs) -> Result<()> {
             ),
         )));
     }
+    let skipped: Vec<String> = report
+        .skip_data
+        .iter()
+        .map(|k| format!("{}/{}", k.group, k.data_id))
+        .collect();
+    let unrecognized: Vec<&str> = report
+        .unrecognized_data
+        .iter()
+        .map(|u| u.item_name.as_str())
+        .collect();
     match a.conn.output {
         Output::Json => output::json(&json!({"namespace": ns, "succCount": report.succ_count,
-            "skipCount": report.skip_count, "unrecognizedCount": report.unrecognized_count})),
-        Output::Table => output::table(
-            &["IMPORTED", "SKIPPED", "UNRECOGNIZED"],
-            &[vec![
-                report.succ_count.to_string(),
-                report.skip_count.to_string(),
-                report.unrecognized_count.to_string(),
-            ]],
-        ),
+            "skipCount": report.skip_count, "unrecognizedCount": report.unrecognized_count,
+            "skipped": skipped, "unrecognized": unrecognized})),
+        Output::Table => {
+            output::table(
+                &["IMPORTED", "SKIPPED", "UNRECOGNIZED"],
+                &[vec![
+                    report.succ_count.to_string(),
+                    report.skip_count.to_string(),
+                    report.unrecognized_count.to_string(),
+                ]],
+            );
+            for k in &skipped {
+                println!("skipped (exists): {k}");
+            }
+            for u in &unrecognized {
+                println!("unrecognized entry: {u}");
+            }
+        }
     }
     Ok(())
 }

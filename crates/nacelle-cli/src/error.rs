@@ -65,7 +65,12 @@ impl CliError {
             CliError::NotFound(_) | CliError::Client(ClientError::NotFound(_)) => exit::NOT_FOUND,
             CliError::Client(ClientError::Unavailable(_)) => exit::UNREACHABLE,
             CliError::Client(ClientError::Auth(_) | ClientError::Forbidden(_)) => exit::AUTH,
-            CliError::Client(ClientError::Invalid(_) | ClientError::CasConflict) => exit::REJECTED,
+            CliError::Client(
+                ClientError::Invalid(_)
+                | ClientError::CasConflict
+                // 409: changed meanwhile (a promotion racing a gray publish), a duplicate.
+                | ClientError::Server { code: 409, .. },
+            ) => exit::REJECTED,
             CliError::Usage(_) => exit::USAGE,
             _ => exit::FAILURE,
         }

@@ -1,22 +1,25 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `user`, `role`, `perm`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
 //! - `lib.rs`: [`Command`] (the clap subcommands, flattened into the binary's), [`run`],
 //!   the connection flags ([`Conn`]) and how they resolve against a saved profile.
 //! - `configs.rs`: get, put, rm, ls, watch. `versions.rs`: history, diff, rollback.
-//!   `admin.rs`: ns, export, import. `login.rs`: login, profile.
+//!   `admin.rs`: ns, export, import. `gray.rs`: gray ls/create/promote/stop.
+//!   `users.rs`: user, role, perm. `login.rs`: login, profile.
 //! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
 
 mod admin;
 mod configs;
 mod error;
+mod gray;
 mod login;
 pub mod output;
 pub mod profile;
+mod users;
 mod versions;
 
 use std::time::Duration;
@@ -153,9 +156,29 @@ pub enum Command {
         after_help = "Examples:\n  nacelle import prod.zip -n staging\n  nacelle import prod.zip -n staging --policy overwrite"
     )]
     Import(admin::ImportArgs),
+    /// Gray releases of a key: list, create (by IPs, labels or app), promote, stop.
+    #[command(
+        after_help = "Examples:\n  nacelle gray ls app.yaml\n  nacelle gray create app.yaml ./canary.yaml --ips 10.0.0.7\n  nacelle gray create app.yaml ./canary.yaml --app shop --name shop-canary --priority 10\n  nacelle gray promote app.yaml --name shop-canary\n  nacelle gray stop app.yaml"
+    )]
+    Gray(gray::GrayArgs),
+    /// Users (administrators): list, create, passwd, rm.
+    #[command(
+        after_help = "Examples:\n  nacelle user ls\n  nacelle user create dev                      # asks for the password\n  printf '%s\\n' \"$PW\" | nacelle user passwd dev --password-stdin\n  nacelle user rm dev"
+    )]
+    User(users::UserArgs),
+    /// Roles of users (administrators): list, add, rm.
+    #[command(
+        after_help = "Examples:\n  nacelle role ls\n  nacelle role add developers dev\n  nacelle role rm developers dev"
+    )]
+    Role(users::RoleArgs),
+    /// Permissions of roles (administrators): list, add, rm.
+    #[command(
+        after_help = "Examples:\n  nacelle perm ls\n  nacelle perm add developers 'dev:*:*' rw\n  nacelle perm rm developers 'dev:*:*' rw"
+    )]
+    Perm(users::PermArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
-        after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password on stdin\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
+        after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
     )]
     Login(login::LoginArgs),
     /// Saved profiles: list, use.
@@ -197,6 +220,10 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Ns(a) => admin::ns(a).await,
         Command::Export(a) => admin::export(a).await,
         Command::Import(a) => admin::import(a).await,
+        Command::Gray(a) => gray::gray(a).await,
+        Command::User(a) => users::user(a).await,
+        Command::Role(a) => users::role(a).await,
+        Command::Perm(a) => users::perm(a).await,
         Command::Login(a) => login::login(a).await,
         Command::Profile(a) => login::profile(a),
         Command::Completion { shell } => {
@@ -273,4 +300,16 @@ pub(crate) async fn connect(conn: &Conn) -> Result<Client> {
         }
     }
     Ok(b.build().await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Subcommand;
+
+    /// clap's own checks of every subcommand (unique argument names, valid groups), which
+    /// it otherwise runs only when a command is parsed in a debug build.
+    #[test]
+    fn every_command_is_well_formed() {
+        super::Command::augment_subcommands(clap::Command::new("nacelle")).debug_assert();
+    }
 }

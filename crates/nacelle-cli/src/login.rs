@@ -1,7 +1,7 @@
 //! `login` (Nacos's login at the first server that answers, saved as a profile) and
 //! `profile list|use`.
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 
 use nacelle_client::{auth, ServerAddr};
 use serde_json::json;
@@ -76,8 +76,12 @@ pub(crate) async fn login(a: LoginArgs) -> Result<()> {
         .ok_or_else(|| CliError::Usage("login needs --username".into()))?;
     let password = match &conn.password {
         Some(p) => p.clone(),
+        // On a terminal: asked without echo; else the first line of stdin (scripts).
+        None if std::io::stdin().is_terminal() => {
+            rpassword::prompt_password(format!("password for {username}: "))
+                .map_err(CliError::io("reading the password"))?
+        }
         None => {
-            eprint!("password for {username}: ");
             let mut line = String::new();
             std::io::stdin()
                 .lock()

@@ -33,7 +33,9 @@ pub struct Page<T> {
     pub page_items: Vec<T>,
 }
 
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+pub(crate) fn lenient_string<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<String, D::Error> {
     Ok(match Option::<serde_json::Value>::deserialize(d)? {
         None | Some(serde_json::Value::Null) => String::new(),
         Some(serde_json::Value::String(s)) => s,
@@ -142,6 +144,21 @@ pub struct ImportReport {
     /// written).
     #[serde(default)]
     pub fail_data: Vec<ConfigRef>,
+    /// Under `SKIP`: the existing keys left alone.
+    #[serde(default)]
+    pub skip_data: Vec<ConfigRef>,
+    /// The entries of the archive that are no config.
+    #[serde(default)]
+    pub unrecognized_data: Vec<UnrecognizedItem>,
+}
+
+/// An entry of an imported archive that is no config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnrecognizedItem {
+    /// Its name in the archive.
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub item_name: String,
 }
 
 /// A config named in an import report.
@@ -188,6 +205,11 @@ impl Admin {
         Admin { client }
     }
 
+    /// The client the calls go through.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The servers in the order to try: the connected one first.
     fn order(&self) -> Vec<ServerAddr> {
         let mut all = self.client.servers().to_vec();
@@ -200,9 +222,14 @@ impl Admin {
 
     /// Sends the request built by `build` (to the first server that can be reached);
     /// the body of a 2xx answer.
-    async fn send(&self, kind: &'static str, build: Build<'_>) -> Result<bytes::Bytes> {
+    pub(crate) async fn send(&self, kind: &'static str, build: Build<'_>) -> Result<bytes::Bytes> {
         let started = Instant::now();
         let result = self.send_inner(build).await;
+        self.record(kind, started, result.is_ok());
+        result
+    }
+
+    fn record(&self, kind: &'static str, started: Instant, ok: bool) {
         self.client
             .shared()
             .opts
@@ -210,9 +237,66 @@ impl Admin {
             .record(MetricEvent::Request {
                 kind,
                 elapsed: started.elapsed(),
-                ok: result.is_ok(),
+                ok,
             });
+    }
+
+    /// Sends a request of the v2 API (`{code, message, data}`): `data` of a success; an
+    /// error carries the envelope's reason (`data`, else `message`) instead of the JSON.
+    pub(crate) async fn send_v2(
+        &self,
+        kind: &'static str,
+        build: Build<'_>,
+    ) -> Result<serde_json::Value> {
+        let started = Instant::now();
+        let result = self.send_v2_inner(build).await;
+        self.record(kind, started, result.is_ok());
         result
+    }
+
+    async fn send_v2_inner(&self, build: Build<'_>) -> Result<serde_json::Value> {
+        #[derive(Deserialize)]
+        struct Envelope {
+            #[serde(default)]
+            code: i32,
+            #[serde(default)]
+            message: String,
+            #[serde(default)]
+            data: serde_json::Value,
+        }
+        let servers = self.order();
+        let answer = http::send(self.client.shared(), &servers, build).await?;
+        let envelope: Option<Envelope> = serde_json::from_slice(&answer.body).ok();
+        if answer.status.is_success() {
+            let e = envelope.ok_or_else(|| {
+                ClientError::Protocol(format!("not a v2 answer: {}", answer.text()))
+            })?;
+            if e.code != 0 {
+                return Err(ClientError::Server {
+                    code: e.code,
+                    message: e.message,
+                });
+            }
+            return Ok(e.data);
+        }
+        let error = answer.error(&servers);
+        // A 403 of the auth filter is Spring's body, not an envelope: kept as is.
+        let Some(e) = envelope.filter(|e| e.code != 0) else {
+            return Err(error);
+        };
+        let reason = match e.data {
+            serde_json::Value::String(s) if !s.is_empty() => s,
+            _ => e.message,
+        };
+        Err(match error {
+            ClientError::NotFound(_) => ClientError::NotFound(reason),
+            ClientError::Invalid(_) => ClientError::Invalid(reason),
+            ClientError::Server { code, .. } => ClientError::Server {
+                code,
+                message: reason,
+            },
+            other => other,
+        })
     }
 
     async fn send_inner(&self, build: Build<'_>) -> Result<bytes::Bytes> {
@@ -222,7 +306,11 @@ impl Admin {
             .ok_body(&servers)
     }
 
-    async fn json<T: DeserializeOwned>(&self, kind: &'static str, build: Build<'_>) -> Result<T> {
+    pub(crate) async fn json<T: DeserializeOwned>(
+        &self,
+        kind: &'static str,
+        build: Build<'_>,
+    ) -> Result<T> {
         let body = self.send(kind, build).await?;
         serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("{kind}: {e}")))
     }
@@ -360,26 +448,77 @@ impl Admin {
         zip: &[u8],
         policy: ImportPolicy,
     ) -> Result<ImportReport> {
+        self.import_inner(namespace, zip, policy, None).await
+    }
+
+    /// [`Admin::import`], calling `progress(sent, total)` as the body goes out (bytes of
+    /// the whole request; it starts again from 0 when another server is tried). When
+    /// `sent == total` the server is processing the archive.
+    pub async fn import_with_progress(
+        &self,
+        namespace: &str,
+        zip: &[u8],
+        policy: ImportPolicy,
+        progress: Progress,
+    ) -> Result<ImportReport> {
+        self.import_inner(namespace, zip, policy, Some(progress))
+            .await
+    }
+
+    async fn import_inner(
+        &self,
+        namespace: &str,
+        zip: &[u8],
+        policy: ImportPolicy,
+        progress: Option<Progress>,
+    ) -> Result<ImportReport> {
         #[derive(Deserialize)]
         struct Answer {
             #[serde(default)]
             data: Option<ImportReport>,
         }
         let boundary = format!("nacelle-{:x}", boundary_seed(zip));
-        let body = multipart(&boundary, namespace, policy.as_str(), zip);
+        let body = bytes::Bytes::from(multipart(&boundary, namespace, policy.as_str(), zip));
         let a: Answer = self
             .json("import", &|http, base| {
-                http.post(format!("{base}/v1/cs/configs"))
+                let req = http
+                    .post(format!("{base}/v1/cs/configs"))
                     .query(&[("import", "true")])
                     .header(
                         reqwest::header::CONTENT_TYPE,
                         format!("multipart/form-data; boundary={boundary}"),
-                    )
-                    .body(body.clone())
+                    );
+                match &progress {
+                    None => req.body(body.clone()),
+                    Some(p) => req
+                        .header(reqwest::header::CONTENT_LENGTH, body.len())
+                        .body(reqwest::Body::wrap_stream(chunks(body.clone(), p.clone()))),
+                }
             })
             .await?;
         Ok(a.data.unwrap_or_default())
     }
+}
+
+/// A progress callback: `(bytes sent, bytes in all)`.
+pub type Progress = std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>;
+
+/// Bytes per chunk of a body sent with progress.
+const PROGRESS_CHUNK: usize = 64 * 1024;
+
+/// `body` in chunks, reporting each one as it is taken by the connection.
+fn chunks(
+    body: bytes::Bytes,
+    progress: Progress,
+) -> impl futures::Stream<Item = std::result::Result<bytes::Bytes, std::io::Error>> + Send + 'static
+{
+    let total = body.len();
+    let starts = (0..total).step_by(PROGRESS_CHUNK);
+    futures::stream::iter(starts.map(move |start| {
+        let end = (start + PROGRESS_CHUNK).min(total);
+        progress(end as u64, total as u64);
+        Ok(body.slice(start..end))
+    }))
 }
 
 /// A `multipart/form-data` body with the fields `namespace`, `policy` and the `file`.

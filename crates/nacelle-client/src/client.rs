@@ -70,7 +70,7 @@ impl Client {
             last_failure: Mutex::new("not connected yet".into()),
             http_up: std::sync::atomic::AtomicBool::new(false),
             http_server: std::sync::atomic::AtomicUsize::new(0),
-            listen_added: tokio::sync::Notify::new(),
+            listen_changed: tokio::sync::Notify::new(),
             groups: Mutex::new(HashMap::new()),
         });
         tokio::spawn(session::run(Arc::clone(&shared)));
@@ -245,7 +245,8 @@ impl Client {
         let shared = self.shared();
         let is_new = {
             let mut listens = lock(&shared.listens);
-            if listens.contains_key(&key) {
+            if let Some(entry) = listens.get_mut(&key) {
+                entry.starting += 1;
                 false
             } else {
                 let saved = shared.snapshot.as_ref().and_then(|s| s.load(&key));
@@ -264,6 +265,7 @@ impl Client {
                         value,
                         fresh: false,
                         subscribers: Vec::new(),
+                        starting: 1,
                     },
                 );
                 true
@@ -279,19 +281,17 @@ impl Client {
                 attempt: 0,
                 reply: Some(tx),
             };
-            shared
-                .refresh_tx
-                .send(req)
-                .map_err(|_| ClientError::Closed)?;
-            let read = rx.await.map_err(|_| ClientError::Closed)?;
+            let read = match shared.refresh_tx.send(req) {
+                Ok(()) => rx.await.unwrap_or(Err(ClientError::Closed)),
+                Err(_) => Err(ClientError::Closed),
+            };
             if let Err(e) = read {
                 let has_snapshot = lock(&shared.listens)
                     .get(&key)
                     .is_some_and(|e| e.value.is_some());
                 if !(e.is_unavailable() && has_snapshot) {
-                    if is_new {
-                        lock(&shared.listens).remove(&key);
-                    }
+                    // No watch after all: the key goes when nothing else holds it.
+                    self.release(&key, true);
                     return Err(e);
                 }
                 tracing::warn!(key = %key, error = %e, "no server: starting from the snapshot");
@@ -301,12 +301,13 @@ impl Client {
         let (initial, md5, stale) = {
             let mut listens = lock(&shared.listens);
             let entry = listens.get_mut(&key).ok_or(ClientError::Closed)?;
+            entry.starting = entry.starting.saturating_sub(1);
             entry.subscribers.push(tx);
             (entry.value.clone(), entry.md5.clone(), !entry.fresh)
         };
         if is_new && shared.opts.transport == Transport::HttpLongPolling {
             // The held poll restarts with the new key.
-            shared.listen_added.notify_one();
+            shared.listen_changed.notify_one();
         } else if is_new && shared.connected() {
             // Disconnected (or failing): the session re-sends the whole set on reconnect.
             if let Err(e) = session::listen(shared, &[(key.clone(), md5)]).await {
@@ -337,6 +338,56 @@ impl Client {
             }
         });
         Ok(Listener { initial, task })
+    }
+
+    /// Called when a watch of `key` goes (`starting`: one that never subscribed): when
+    /// nothing else holds the key, forgets it (its md5 and value) and stops listening to it
+    /// on the server — gRPC `ConfigBatchListenRequest` with `listen: false`, HTTP the next
+    /// poll without it.
+    fn release(&self, key: &Key, starting: bool) {
+        let shared = &self.inner.shared;
+        let gone = {
+            let mut listens = lock(&shared.listens);
+            match listens.get_mut(key) {
+                Some(entry) => {
+                    if starting {
+                        entry.starting = entry.starting.saturating_sub(1);
+                    }
+                    let unused = entry.unused();
+                    if unused {
+                        listens.remove(key);
+                    }
+                    unused
+                }
+                None => false,
+            }
+        };
+        if !gone {
+            return;
+        }
+        tracing::debug!(key = %key, "last watch dropped: unlistening");
+        if shared.opts.transport == Transport::HttpLongPolling {
+            shared.listen_changed.notify_one();
+            return;
+        }
+        if !shared.connected() {
+            // The set re-sent on the next connection no longer has it.
+            return;
+        }
+        // Drop runs outside async code: the request goes from a task. Without a runtime
+        // (a watch dropped after it ended) the server keeps the listener until the
+        // connection ends; a push for it is then ignored (no entry).
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::debug!(key = %key, "no runtime to unlisten from");
+            return;
+        };
+        let shared = Arc::clone(shared);
+        let key = key.clone();
+        rt.spawn(async move {
+            if let Err(e) = session::unlisten(&shared, &key).await {
+                tracing::debug!(key = %key, error = %e, "unlisten failed; the next connection leaves it out");
+            }
+        });
     }
 
     /// Whether the client's value of a listened key has been confirmed by a server
@@ -384,6 +435,14 @@ impl Watch {
     /// The next change (`None` once the client shut down).
     pub async fn next_change(&mut self) -> Option<Change> {
         self.rx.recv().await
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // Closed first, so the release sees this subscriber gone.
+        self.rx.close();
+        self.client.release(&self.key, false);
     }
 }
 

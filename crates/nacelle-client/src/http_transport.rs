@@ -207,7 +207,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         if keys.is_empty() {
             tokio::select! {
                 () = shared.shutdown.cancelled() => return,
-                () = shared.listen_added.notified() => continue,
+                () = shared.listen_changed.notified() => continue,
             }
         }
         let body = listening_configs(&keys);
@@ -219,8 +219,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         let poll = send(&shared, "listen", &build);
         let answer = tokio::select! {
             () = shared.shutdown.cancelled() => return,
-            // A new key: poll again with it.
-            () = shared.listen_added.notified() => continue,
+            // A key added or dropped: poll again with the new set.
+            () = shared.listen_changed.notified() => continue,
             a = poll => a,
         };
         let changed = match answer {

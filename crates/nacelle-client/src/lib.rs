@@ -22,7 +22,8 @@
 //! - `bind.rs`, `format.rs`: typed hot reload — [`Binding`], [`Binder`] (layers, a
 //!   validator), [`BindError`]; [`Format`] (YAML, JSON, TOML, properties).
 //! - `admin.rs`: [`Admin`], the HTTP calls with no gRPC form (search, history,
-//!   namespaces, export/import).
+//!   namespaces, export/import); `gray.rs`: gray releases (list, publish by IPs or
+//!   labels, promote, stop); `users.rs`: users, roles, permissions.
 //! - `session.rs`: the background session (connect, fail over, backoff, re-send the
 //!   listen set on every connection, keepalive, `ConnectResetRequest`) and the refresh
 //!   worker; `grpc.rs`: one registered connection; `shared.rs`: the state they share.
@@ -42,6 +43,7 @@ mod client;
 mod error;
 mod fetch;
 mod format;
+mod gray;
 mod group;
 mod grpc;
 mod http;
@@ -52,16 +54,20 @@ mod options;
 mod session;
 mod shared;
 mod snapshot;
+mod users;
 
 pub use admin::{
     Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
+    Progress, UnrecognizedItem,
 };
 pub use bind::{BindError, Binder, Binding, Validator};
 pub use client::{Client, Listener, Watch};
 pub use error::{ClientError, Result};
 pub use format::Format;
+pub use gray::{GrayRule, GrayVariant, BETA_GRAY_NAME};
 pub use group::{GroupEvent, GroupWatch};
 pub use key::{IntoKey, Key, DEFAULT_GROUP};
 pub use metrics::{MetricEvent, Metrics};
 pub use options::{ClientBuilder, GroupWatchMode, ServerAddr, Transport, GRPC_PORT_OFFSET};
 pub use shared::{Change, Config, PublishOptions};
+pub use users::{Permission, RoleGrant, User};

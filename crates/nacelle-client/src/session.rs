@@ -286,6 +286,30 @@ async fn resend_groups(shared: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// Stops listening to `key` on the server (`ConfigBatchListenRequest` with `listen:
+/// false`). A watch of the key started meanwhile sent its listen before this check, so
+/// when the key is listened again by now, its listen is re-sent after the unlisten.
+pub(crate) async fn unlisten(shared: &Shared, key: &Key) -> Result<()> {
+    let context = ConfigListenContext::new(&key.data_id, &key.group, &key.namespace, "");
+    let answer = shared
+        .call(
+            "unlisten",
+            &ConfigBatchListenRequest::new(false, vec![context]),
+        )
+        .await?;
+    let resp: ConfigChangeBatchListenResponse = answer
+        .parse_body()
+        .map_err(|e| ClientError::Protocol(format!("{}: {e}", answer.type_name())))?;
+    if !resp.head.is_ok() {
+        return Err(ClientError::from_head(&resp.head, "unlisten"));
+    }
+    let again = lock(&shared.listens).get(key).map(|e| e.md5.clone());
+    if let Some(md5) = again {
+        listen(shared, &[(key.clone(), md5)]).await?;
+    }
+    Ok(())
+}
+
 /// The refresh worker: re-reads keys one at a time and delivers what changed.
 pub(crate) async fn refresher(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Refresh>) {
     loop {

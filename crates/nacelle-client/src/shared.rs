@@ -92,6 +92,17 @@ pub(crate) struct Entry {
     pub(crate) fresh: bool,
     /// Where changes go; closed receivers are dropped at the next change.
     pub(crate) subscribers: Vec<mpsc::UnboundedSender<Change>>,
+    /// Watches of the key being started (not subscribed yet): the entry stays while any
+    /// is, even when the last subscriber goes.
+    pub(crate) starting: usize,
+}
+
+impl Entry {
+    /// Whether nothing holds the key any more: no live subscriber, none starting.
+    pub(crate) fn unused(&mut self) -> bool {
+        self.subscribers.retain(|tx| !tx.is_closed());
+        self.subscribers.is_empty() && self.starting == 0
+    }
 }
 
 /// A request to the refresh worker: re-read a key and deliver it if it changed.
@@ -119,8 +130,9 @@ pub(crate) struct Shared {
     pub(crate) http_up: AtomicBool,
     /// HTTP transport: the server the last request reached (index into the servers).
     pub(crate) http_server: AtomicUsize,
-    /// HTTP transport: a key was added to the listen set (the held poll restarts).
-    pub(crate) listen_added: Notify,
+    /// HTTP transport: a key was added to or removed from the listen set (the held poll
+    /// restarts with the new set).
+    pub(crate) listen_changed: Notify,
     /// The group watches served by the server's fuzzy watch, by id (`crate::group`).
     pub(crate) groups: Mutex<HashMap<u64, GroupReg>>,
 }

@@ -763,3 +763,87 @@ async fn app_name_and_labels_choose_gray_variants() -> Result<()> {
     );
     Ok(())
 }
+
+/// The client IPs the server lists as listeners of a key.
+async fn listeners_of(api: &Api, data_id: &str) -> Result<usize> {
+    let v = api.listeners("", "DEFAULT_GROUP", data_id).await?;
+    Ok(v["lisentersGroupkeyStatus"]
+        .as_object()
+        .map_or(0, serde_json::Map::len))
+}
+
+/// Drops every kind of handle of one key, one at a time: the key stays listened until the
+/// last goes, then the server no longer lists the client for it; the other key stays
+/// listened; listening again later works.
+async fn unlisten_on_last_drop(client: &Client, api: &Api, tag: &str) -> Result<()> {
+    let (a, b) = (format!("drop-{tag}-a.yaml"), format!("drop-{tag}-b.yaml"));
+    client.publish(a.as_str(), "v: 1\n").await?;
+    client.publish(b.as_str(), "v: 1\n").await?;
+    let first = client.watch(a.as_str()).await?;
+    let second = client.watch(a.as_str()).await?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let callback = client
+        .listen(a.as_str(), move |_| {
+            counted.fetch_add(1, Ordering::Relaxed);
+        })
+        .await?;
+    let binding = client
+        .bind::<serde_json::Value>(a.as_str(), Format::Yaml)
+        .await?;
+    let mut other = client.watch(b.as_str()).await?;
+    api.wait_listener("", "DEFAULT_GROUP", &a, SOON).await?;
+    api.wait_listener("", "DEFAULT_GROUP", &b, SOON).await?;
+
+    drop(first);
+    drop(second);
+    drop(callback);
+    // The binding still holds the key: listened, and its changes arrive.
+    client.publish(a.as_str(), "v: 2\n").await?;
+    until("bound to v 2", || binding.get()["v"] == 2).await?;
+    assert!(client.is_fresh(a.as_str()));
+    assert_eq!(listeners_of(api, &a).await?, 1);
+
+    drop(binding);
+    let deadline = Instant::now() + SOON;
+    while listeners_of(api, &a).await? != 0 {
+        if Instant::now() > deadline {
+            bail!("{tag}: the server still lists a listener of {a}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Forgotten by the client too (no md5 held, so nothing is fresh).
+    assert!(!client.is_fresh(a.as_str()));
+    // The other key is still listened, and its changes still arrive.
+    assert_eq!(listeners_of(api, &b).await?, 1);
+    client.publish(b.as_str(), "v: 2\n").await?;
+    assert_eq!(
+        next(&mut other).await?.config.map(|c| c.content),
+        Some("v: 2\n".into())
+    );
+
+    // Listening again later works: the current value, then its changes.
+    let mut again = client.watch(a.as_str()).await?;
+    assert_eq!(again.initial().map(|c| c.content.as_str()), Some("v: 2\n"));
+    api.wait_listener("", "DEFAULT_GROUP", &a, SOON).await?;
+    client.publish(a.as_str(), "v: 3\n").await?;
+    assert_eq!(
+        next(&mut again).await?.config.map(|c| c.content),
+        Some("v: 3\n".into())
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn dropping_the_last_watch_of_a_key_stops_listening_to_it() -> Result<()> {
+    let ts = TestServer::start().await?;
+    let grpc = client_of(&ts).await?;
+    unlisten_on_last_drop(&grpc, &ts.api, "grpc").await?;
+
+    let http = Client::builder()
+        .server(ServerAddr::new("127.0.0.1", running(&ts)?.http_addr.port())?.with_grpc_port(1))
+        .transport(Transport::HttpLongPolling)
+        .build()
+        .await?;
+    unlisten_on_last_drop(&http, &ts.api, "http").await
+}

@@ -135,6 +135,10 @@ impl Decoder {
                 }
                 _ => {
                     if self.current.is_empty() {
+                        // An empty slice still holds the frame's allocation (the
+                        // connection's read buffer of that moment): let it go, so that an
+                        // idle stream pins no read buffer.
+                        self.current = Bytes::new();
                         return Ok(None);
                     }
                     // Keep the start of a split message aside.

@@ -87,26 +87,38 @@ impl Default for HttpOptions {
     }
 }
 
-/// Shared state of every handler.
+/// Shared state of every handler: one `Arc`, since axum clones the state for every request
+/// (the observing middleware and each handler's `State`) and every clone and drop of a
+/// reference count touches a cache line all the runtime's workers share.
 #[derive(Debug, Clone)]
-pub(crate) struct AppState {
+pub(crate) struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub(crate) struct Shared {
     pub service: ConfigService,
-    pub options: Arc<HttpOptions>,
+    pub options: HttpOptions,
     /// Long polls currently held.
     pub held_polls: Arc<AtomicUsize>,
     /// Long polls currently held per caller IP (`Limits::max_held_polls_per_ip`).
     pub held_per_ip: ConnectionCounter,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 /// Builds the router of the whole HTTP API.
 pub fn router(service: ConfigService, options: HttpOptions) -> Router {
     let body_limit = options.max_request_bytes;
-    let state = AppState {
+    let state = AppState(Arc::new(Shared {
         service,
-        options: Arc::new(options),
+        options,
         held_polls: Arc::new(AtomicUsize::new(0)),
         held_per_ip: ConnectionCounter::default(),
-    };
+    }));
     // The first router over a service reports its held polls (tests may build two).
     let held = observe::HeldPolls(state.held_polls.clone());
     state.service.metrics().add_source("http", held);

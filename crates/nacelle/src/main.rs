@@ -10,10 +10,7 @@ use nacelle::settings::{LogFormat, ServeArgs};
 use nacelle::Settings;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc: glibc's malloc serialises on arena locks under many small allocations across
-/// threads (seen in profiles of the GET path); mimalloc's thread-local heaps do not.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+mod alloc;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -153,6 +150,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(alloc::on_worker_park)
         .build()
     {
         Ok(rt) => rt,

@@ -2,7 +2,9 @@
 //! (the binary too), as a new user would run them: put/get, watch (with --exec), history,
 //! diff, rollback, namespaces, export/import, JSON output parsed, profiles, completions,
 //! and the exit codes and messages of a missing key, an unreachable server and a failed
-//! login. Each test has its own `XDG_CONFIG_HOME`.
+//! login; with authentication on, gray releases (by IPs and by app, listed, promoted,
+//! stopped) and users, roles and permissions; the import's progress bar on a terminal.
+//! Each test has its own `XDG_CONFIG_HOME`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
@@ -486,6 +488,371 @@ fn profiles_completions_and_help() -> TestResult {
         let help = env.ok(&[cmd, "--help"], None)?;
         assert!(help.contains("Examples:"), "{cmd} --help has no examples");
     }
+    Ok(())
+}
+
+const ADMIN_PASSWORD: &str = "Cli-Admin-Passw0rd";
+
+/// A server with authentication on, the administrator logged in (its profile current).
+fn start_logged_in() -> TestResult<Env> {
+    let env = start_with(&[
+        "--auth",
+        "on",
+        "--auth-token-secret",
+        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "--admin-password",
+        ADMIN_PASSWORD,
+    ])?;
+    // The administrator is created right after the load.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = env.run(
+            &["login", "--username", "nacos", "--password", ADMIN_PASSWORD],
+            None,
+        )?;
+        if out.status.success() {
+            return Ok(env);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("login never worked: {}", stderr(&out)).into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The entries of a JSON array answer.
+fn items(v: &Value) -> TestResult<&Vec<Value>> {
+    v.as_array()
+        .ok_or_else(|| format!("not an array: {v}").into())
+}
+
+#[test]
+fn gray_releases_by_ips_and_by_app() -> TestResult {
+    let env = start_logged_in()?;
+    env.ok(&["put", "app.yaml"], Some("v: 1\n"))?;
+    let said = env.ok(
+        &[
+            "gray",
+            "create",
+            "app.yaml",
+            "--ips",
+            "10.0.0.7,10.1.0.0/16",
+        ],
+        Some("v: beta\n"),
+    )?;
+    assert!(said.contains("published gray `beta`"), "{said}");
+    let canary = env.file("canary.yaml", "v: canary\n")?;
+    let v = env.json(&[
+        "gray",
+        "create",
+        "app.yaml",
+        &canary,
+        "--app",
+        "shop",
+        "--name",
+        "shop-canary",
+        "--priority",
+        "10",
+    ])?;
+    assert_eq!(v["name"], "shop-canary");
+
+    // Listed highest priority first: the beta, then the app's variant.
+    let list = env.json(&["gray", "ls", "app.yaml"])?;
+    let list = items(&list)?;
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["name"], "beta");
+    assert_eq!(list[0]["type"], "beta");
+    assert!(
+        list[0]["rule"]
+            .as_str()
+            .is_some_and(|r| r.contains("10.0.0.7")),
+        "{list:?}"
+    );
+    assert_eq!(list[0]["content"], "v: beta\n");
+    assert_eq!(list[1]["name"], "shop-canary");
+    assert_eq!(list[1]["priority"], 10);
+    assert_eq!(list[1]["rule"], "AppName=shop");
+    let table = env.ok(&["gray", "ls", "app.yaml"], None)?;
+    assert!(
+        table.starts_with("NAME") && table.contains("shop-canary"),
+        "{table}"
+    );
+
+    // Promote the app's variant: it becomes the formal config; the beta stays.
+    env.ok(
+        &["gray", "promote", "app.yaml", "--name", "shop-canary"],
+        None,
+    )?;
+    assert_eq!(env.ok(&["get", "app.yaml"], None)?, "v: canary\n");
+    let list = env.json(&["gray", "ls", "app.yaml"])?;
+    assert_eq!(items(&list)?.len(), 1);
+    // Stop (abandon) the beta.
+    let v = env.json(&["gray", "stop", "app.yaml"])?;
+    assert_eq!(v["stopped"], true);
+    assert!(items(&env.json(&["gray", "ls", "app.yaml"])?)?.is_empty());
+
+    // Bad input: a clear message and the documented exit code.
+    let out = env.run(&["gray", "stop", "app.yaml"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no gray `beta` of public/DEFAULT_GROUP/app.yaml"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["gray", "promote", "app.yaml", "--name", "gone"], Some(""))?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    let out = env.run(
+        &[
+            "gray",
+            "create",
+            "app.yaml",
+            "--ips",
+            "10.0.0.7",
+            "--priority",
+            "5",
+        ],
+        Some("x"),
+    )?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--ips makes the beta"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["gray", "create", "app.yaml", "--app", "shop"], Some("x"))?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("need a --name"), "{}", stderr(&out));
+    let out = env.run(&["gray", "create", "app.yaml"], Some("x"))?;
+    assert_eq!(code(&out), Some(2), "a rule is required: {}", stderr(&out));
+    let out = env.run(
+        &["gray", "create", "app.yaml", "--ips", "not-an-ip"],
+        Some("x"),
+    )?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not-an-ip"), "{}", stderr(&out));
+    let out = env.run(
+        &[
+            "gray", "create", "app.yaml", "--labels", "env==pre", "--name", "pre",
+        ],
+        Some("x"),
+    )?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    let out = env.run(
+        &["gray", "create", "missing.yaml", "--ips", "10.0.0.7"],
+        Some("x"),
+    )?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("publish the formal config"),
+        "{}",
+        stderr(&out)
+    );
+    // Without credentials: refused.
+    let elsewhere = tempfile::tempdir()?;
+    let out = env
+        .command(&["gray", "ls", "app.yaml"])
+        .env("XDG_CONFIG_HOME", elsewhere.path())
+        .output()?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    for cmd in ["ls", "create", "promote", "stop"] {
+        let help = env.ok(&["gray", cmd, "--help"], None)?;
+        assert!(
+            help.contains("Examples:"),
+            "gray {cmd} --help has no examples"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn users_roles_and_permissions() -> TestResult {
+    const DEV_PASSWORD: &str = "Dev-Passw0rd-1";
+    let env = start_logged_in()?;
+    env.ok(&["put", "secret.txt"], Some("s"))?;
+    let said = env.ok(
+        &["user", "create", "dev", "--password-stdin"],
+        Some(&format!("{DEV_PASSWORD}\n")),
+    )?;
+    assert_eq!(said, "created user dev\n");
+    let users = env.json(&["user", "ls"])?;
+    assert!(
+        items(&users["items"])?
+            .iter()
+            .any(|u| u["username"] == "dev"),
+        "{users}"
+    );
+    // No terminal to ask on and no --password-stdin: refused, nothing created.
+    let out = env.run(&["user", "create", "dev2"], None)?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--password-stdin"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["user", "create", "dev"], Some("x\n"))?;
+    assert_ne!(code(&out), Some(0), "a duplicate user");
+
+    // The user logs in (its own profile dir) but may not read yet.
+    let dev = tempfile::tempdir()?;
+    let as_dev = |args: &[&str], stdin: Option<&str>| -> TestResult<Output> {
+        let mut child = env
+            .command(args)
+            .env("XDG_CONFIG_HOME", dev.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut pipe) = child.stdin.take() {
+            pipe.write_all(stdin.unwrap_or("").as_bytes())?;
+        }
+        Ok(child.wait_with_output()?)
+    };
+    let out = as_dev(
+        &["login", "--username", "dev", "--password", DEV_PASSWORD],
+        None,
+    )?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = as_dev(&["get", "secret.txt"], None)?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+
+    // A role with read on the public namespace lets it read.
+    env.ok(&["role", "add", "readers", "dev"], None)?;
+    env.ok(&["perm", "add", "readers", ":*:*", "r"], None)?;
+    let roles = env.json(&["role", "ls", "--user", "dev"])?;
+    assert!(
+        items(&roles["items"])?
+            .iter()
+            .any(|r| r["role"] == "readers" && r["username"] == "dev"),
+        "{roles}"
+    );
+    let perms = env.json(&["perm", "ls", "--role", "readers"])?;
+    assert_eq!(perms["items"][0]["resource"], ":*:*", "{perms}");
+    assert!(env.ok(&["perm", "ls"], None)?.contains("readers"));
+    let out = as_dev(&["get", "secret.txt"], None)?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout)?, "s");
+    // Read only: a write is refused; and a user manages no users.
+    let out = as_dev(&["put", "secret.txt"], Some("w"))?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    let out = as_dev(
+        &["user", "create", "x", "--password-stdin"],
+        Some("Xx-Passw0rd-1\n"),
+    )?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+
+    // The permission removed: denied again (exit 5).
+    env.ok(&["perm", "rm", "readers", ":*:*", "r"], None)?;
+    let out = as_dev(&["get", "secret.txt"], None)?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: forbidden"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A new password: the old one no longer logs in.
+    env.ok(
+        &["user", "passwd", "dev", "--password-stdin"],
+        Some("Dev-Passw0rd-2\n"),
+    )?;
+    let out = as_dev(
+        &["login", "--username", "dev", "--password", DEV_PASSWORD],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    // The password from stdin (no terminal).
+    let out = as_dev(&["login", "--username", "dev"], Some("Dev-Passw0rd-2\n"))?;
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    env.ok(&["role", "rm", "readers", "dev"], None)?;
+    assert!(items(&env.json(&["role", "ls", "--user", "dev"])?["items"])?.is_empty());
+    env.ok(&["user", "rm", "dev"], None)?;
+    let users = env.json(&["user", "ls"])?;
+    assert!(
+        !items(&users["items"])?
+            .iter()
+            .any(|u| u["username"] == "dev"),
+        "{users}"
+    );
+    // Bad input: an unknown action is a usage error; an empty password is refused.
+    let out = env.run(&["perm", "add", "readers", ":*:*", "x"], None)?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    let out = env.run(&["user", "create", "e", "--password-stdin"], Some("\n"))?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the password is empty"),
+        "{}",
+        stderr(&out)
+    );
+    for cmd in [["user", "create"], ["role", "add"], ["perm", "add"]] {
+        let help = env.ok(&[cmd[0], cmd[1], "--help"], None)?;
+        assert!(help.contains("Examples:"), "{cmd:?} --help has no examples");
+    }
+    Ok(())
+}
+
+#[test]
+fn import_shows_progress_on_a_terminal_only() -> TestResult {
+    let env = start()?;
+    env.ok(&["put", "a.yaml"], Some("a: 1\n"))?;
+    env.ok(&["put", "b.json", "-g", "G"], Some("{}"))?;
+    env.ok(&["ns", "create", "copy"], None)?;
+    let zip = env.work.path().join("all.zip").display().to_string();
+    env.ok(&["export", "--file", &zip], None)?;
+    // `script` (util-linux) runs the command on a pseudo-terminal.
+    let on_tty = |args: &str| -> TestResult<String> {
+        let line = format!("{NACELLE} {args}");
+        let mut c = Command::new("script");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("NACELLE_") {
+                c.env_remove(k);
+            }
+        }
+        let out = c
+            .args(["-qec", &line, "/dev/null"])
+            .env("XDG_CONFIG_HOME", env.config.path())
+            .env("NACELLE_SERVER", &env.addr)
+            .current_dir(env.work.path())
+            .stdin(Stdio::null())
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    let shown = on_tty(&format!("import {zip} -n copy"))?;
+    assert!(
+        shown.contains("importing") && shown.contains('\u{1b}') && shown.contains("IMPORTED"),
+        "no bar on a terminal: {shown:?}"
+    );
+    // The per-item result is still reported.
+    let shown = on_tty(&format!("import {zip} -n copy --policy skip"))?;
+    assert!(
+        shown.contains("skipped (exists): G/b.json")
+            && shown.contains("skipped (exists): DEFAULT_GROUP/a.yaml"),
+        "{shown:?}"
+    );
+    // Not with --quiet nor -o json (the JSON names the skipped keys).
+    let quiet = on_tty(&format!("import {zip} -n copy --policy skip --quiet"))?;
+    assert!(
+        !quiet.contains('\u{1b}') && !quiet.contains("importing"),
+        "{quiet:?}"
+    );
+    let json = on_tty(&format!("import {zip} -n copy --policy skip -o json"))?;
+    assert!(!json.contains('\u{1b}'), "{json:?}");
+    let v: Value = serde_json::from_str(json.lines().last().ok_or("no output")?.trim())?;
+    assert_eq!(v["skipCount"], 2);
+    assert_eq!(items(&v["skipped"])?.len(), 2);
+    // Not a terminal: one plain line on stderr, no bar.
+    let out = env.run(&["import", &zip, "-n", "copy", "--policy", "skip"], None)?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("importing") && !stderr(&out).contains('\u{1b}'),
+        "{}",
+        stderr(&out)
+    );
     Ok(())
 }
 

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Fan-out side by side with r-nacos (issue 15): for each pass, the machine's floor
+# (`fanout-ceiling`), then 1 000 (and optionally 10 000) long polls and gRPC listeners of
+# one key against Nacelle and against r-nacos, the order of the two servers alternating
+# per pass. Each server is started fresh per pass on its own data directory. Usage:
+#
+#   crates/nacelle-bench/rnacos-fanout.sh TARGET RNACOS [OUT_DIR] [PASSES] [N...]
+#
+# TARGET holds `nacelle` and `nacelle-bench` (e.g. target/release); RNACOS is the r-nacos
+# binary (`cargo install rnacos --version '^0.8'`). Defaults: 3 passes, N = 1000.
+# Results: OUT_DIR/results.jsonl (one line per scenario, tagged with server and pass) and
+# a summary of the medians over the passes (summary.txt), printed at the end.
+set -euo pipefail
+
+TARGET=$1
+RNACOS=$2
+OUT=${3:-target/bench-rnacos}
+PASSES=${4:-3}
+shift $(( $# < 4 ? $# : 4 ))
+SIZES=("$@")
+[ ${#SIZES[@]} -eq 0 ] && SIZES=(1000)
+PORT=${PORT:-38848}
+GPORT=$((PORT + 1000))
+RPORT=${RPORT:-28848}
+RGPORT=$((RPORT + 1000))
+BENCH="$TARGET/nacelle-bench"
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+. "$(dirname "$0")/server.sh"
+
+RNACOS_PID=""
+start_rnacos() {
+    local dir=$1
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # r-nacos reads its settings from the environment (and a .env in its working
+    # directory, so it runs in its own empty directory). No console port, no auth.
+    (cd "$dir" && RNACOS_HTTP_PORT=$RPORT RNACOS_GRPC_PORT=$RGPORT RNACOS_HTTP_CONSOLE_PORT=0 \
+        RNACOS_DATA_DIR="$dir/db" RUST_LOG=warn exec "$RNACOS" >"$dir.log" 2>&1) &
+    RNACOS_PID=$!
+    for _ in $(seq 1 100); do
+        if curl -sf "http://127.0.0.1:$RPORT/nacos/v1/cs/configs?dataId=x&group=y" -o /dev/null \
+            || [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RPORT/nacos/v1/cs/configs?dataId=x&group=y")" = 404 ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "r-nacos did not answer" >&2
+    exit 1
+}
+stop_rnacos() {
+    if [ -n "$RNACOS_PID" ]; then
+        kill "$RNACOS_PID" 2>/dev/null || true
+        wait "$RNACOS_PID" 2>/dev/null || true
+        RNACOS_PID=""
+    fi
+}
+trap 'stop_server; stop_rnacos' EXIT
+
+run() {
+    local server=$1 pass=$2
+    shift 2
+    echo "== $server pass $pass: $*" >&2
+    "$BENCH" "$@" 2>&1 | tee -a "$OUT/$server-$pass.txt" | grep '^{' \
+        | sed "s/^{/{\"server\":\"$server\",\"pass\":$pass,/" >>"$OUT/results.jsonl" || true
+}
+
+nacelle_round() {
+    local pass=$1
+    start_server "$TARGET" "$OUT/data-nacelle-$pass" "$OUT/data-nacelle-$pass.log"
+    sleep 1
+    echo "idle_rss_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/nacelle-$pass.txt"
+    for n in "${SIZES[@]}"; do
+        run nacelle "$pass" longpoll-fanout --addr "127.0.0.1:$PORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
+        run nacelle "$pass" grpc-fanout --addr "127.0.0.1:$GPORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
+    done
+    sleep 30
+    echo "rss_30s_after_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/nacelle-$pass.txt"
+    stop_server
+}
+
+rnacos_round() {
+    local pass=$1
+    start_rnacos "$OUT/data-rnacos-$pass"
+    sleep 1
+    for n in "${SIZES[@]}"; do
+        run rnacos "$pass" longpoll-fanout --addr "127.0.0.1:$RPORT" --n "$n" --rounds 5 --server-pid "$RNACOS_PID"
+        run rnacos "$pass" grpc-fanout --addr "127.0.0.1:$RGPORT" --n "$n" --rounds 5 --server-pid "$RNACOS_PID"
+    done
+    stop_rnacos
+}
+
+for pass in $(seq 1 "$PASSES"); do
+    for n in "${SIZES[@]}"; do
+        run floor "$pass" fanout-ceiling --n "$n" --rounds 5
+    done
+    if [ $((pass % 2)) -eq 1 ]; then
+        nacelle_round "$pass"
+        rnacos_round "$pass"
+    else
+        rnacos_round "$pass"
+        nacelle_round "$pass"
+    fi
+done
+
+python3 - "$OUT/results.jsonl" <<'PY' | tee "$OUT/summary.txt"
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+groups = {}
+for r in rows:
+    n = r.get("polls") or r.get("listeners") or r.get("connections") or r.get("n")
+    key = (r["scenario"], n, r["server"])
+    lat = r.get("latency_from_publish_sent") or r.get("latency_from_trigger_sent") or {}
+    groups.setdefault(key, []).append((lat.get("p50_ms"), lat.get("p99_ms")))
+print(f"{'scenario':<18}{'N':>7} {'server':<8} {'passes':>6} {'median p50 ms':>14} {'median p99 ms':>14}  p99 per pass")
+for (scen, n, server), vals in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
+    p50 = statistics.median(v[0] for v in vals if v[0] is not None)
+    p99 = [v[1] for v in vals if v[1] is not None]
+    print(f"{scen:<18}{str(n):>7} {server:<8} {len(vals):>6} {p50:>14.1f} {statistics.median(p99):>14.1f}  {p99}")
+PY
