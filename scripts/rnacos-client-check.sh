@@ -73,10 +73,13 @@ echo "ports: HTTP $HTTP_PORT, gRPC $((HTTP_PORT + 1000)), console $((HTTP_PORT +
 ) >"$WORK/rnacos.log" 2>&1 &
 RNACOS_PID=$!
 
-# Ready once a login answers (the admin user is created at start).
-for _ in $(seq 1 100); do
-    if curl -fsS -X POST "http://127.0.0.1:$HTTP_PORT/nacos/v1/auth/login" \
-        -d "username=admin&password=$PASSWORD" >/dev/null 2>&1; then
+# Ready once a login answers with a token (r-nacos reads the query string; the admin user
+# is created once its store is up, which can take a few seconds).
+ready=""
+for _ in $(seq 1 150); do
+    if curl -fsS -X POST "http://127.0.0.1:$HTTP_PORT/nacos/v1/auth/login?username=admin&password=$PASSWORD" \
+        2>/dev/null | grep -q accessToken; then
+        ready=yes
         break
     fi
     if ! kill -0 "$RNACOS_PID" 2>/dev/null; then
@@ -86,6 +89,11 @@ for _ in $(seq 1 100); do
     fi
     sleep 0.2
 done
+if [[ -z "$ready" ]]; then
+    echo "r-nacos did not accept the admin login within 30 s:" >&2
+    tail -n 40 "$WORK/rnacos.log" >&2
+    exit 2
+fi
 
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 status=0
