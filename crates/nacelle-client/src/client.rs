@@ -71,6 +71,7 @@ impl Client {
             http_up: std::sync::atomic::AtomicBool::new(false),
             http_server: std::sync::atomic::AtomicUsize::new(0),
             listen_changed: tokio::sync::Notify::new(),
+            groups: Mutex::new(HashMap::new()),
         });
         tokio::spawn(session::run(Arc::clone(&shared)));
         tokio::spawn(session::refresher(Arc::clone(&shared), refresh_rx));

@@ -33,6 +33,8 @@ const MAX_MESSAGE: usize = 64 << 20;
 pub(crate) enum StreamEvent {
     /// A listened key changed (the push was acked).
     Changed(ConfigChangeNotifyRequest),
+    /// A fuzzy-watch push (sync batch or change notification), acked.
+    Fuzzy(Payload),
     /// The server asked for a reconnect, to this server when it named one.
     Reset(Option<(String, u16)>),
     /// The stream ended (server gone, connection cut).
@@ -155,6 +157,10 @@ impl Conn {
                             }
                         }
                     }
+                    types::CONFIG_FUZZY_WATCH_SYNC_REQUEST
+                    | types::CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST => {
+                        Some(StreamEvent::Fuzzy(p.clone()))
+                    }
                     types::CONNECT_RESET_REQUEST => {
                         let target = p.parse::<ConnectResetRequest>().ok().and_then(|r| {
                             let ip = r.server_ip.filter(|ip| !ip.is_empty())?;
@@ -169,6 +175,12 @@ impl Conn {
                     types::CONFIG_CHANGE_NOTIFY_REQUEST => types::CONFIG_CHANGE_NOTIFY_RESPONSE,
                     types::CLIENT_DETECTION_REQUEST => types::CLIENT_DETECTION_RESPONSE,
                     types::CONNECT_RESET_REQUEST => types::CONNECT_RESET_RESPONSE,
+                    types::CONFIG_FUZZY_WATCH_SYNC_REQUEST => {
+                        types::CONFIG_FUZZY_WATCH_SYNC_RESPONSE
+                    }
+                    types::CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST => {
+                        types::CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_RESPONSE
+                    }
                     _ => "ServerRequestResponse",
                 };
                 let ack = ResponseHead::ok(p.request_id());

@@ -77,6 +77,29 @@ impl IntoKey for (&str, &str) {
     }
 }
 
+/// Whether `p` is one of Nacos's part shapes: `*`, `x*`, `*x`, `*x*` or exact.
+pub(crate) fn valid_part(p: &str) -> bool {
+    if p == "*" {
+        return true;
+    }
+    let inner = p.strip_prefix('*').unwrap_or(p);
+    let inner = inner.strip_suffix('*').unwrap_or(inner);
+    !inner.is_empty() && !inner.contains('*')
+}
+
+/// Whether `value` matches the part `p` (a valid one).
+pub(crate) fn part_matches(p: &str, value: &str) -> bool {
+    if p == "*" {
+        return true;
+    }
+    match (p.strip_prefix('*'), p.strip_suffix('*')) {
+        (Some(rest), _) if rest.ends_with('*') => value.contains(rest.trim_end_matches('*')),
+        (Some(suffix), _) => value.ends_with(suffix),
+        (None, Some(prefix)) => value.starts_with(prefix),
+        (None, None) => value == p,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +112,24 @@ mod tests {
         );
         assert_eq!("a".into_key("dev").to_string(), "dev/DEFAULT_GROUP/a");
         assert_eq!(("G", "a").into_key("").to_string(), "public/G/a");
+    }
+
+    #[test]
+    fn parts_match_as_nacos_does() {
+        for (p, v, m) in [
+            ("*", "x", true),
+            ("app*", "app.yaml", true),
+            ("app*", "my-app", false),
+            ("*.yaml", "app.yaml", true),
+            ("*-db-*", "shop-db-1", true),
+            ("*-db-*", "shop-1", false),
+            ("app.yaml", "app.yaml", true),
+        ] {
+            assert!(valid_part(p), "{p}");
+            assert_eq!(part_matches(p, v), m, "{p} {v}");
+        }
+        for bad in ["", "**", "a*b", "***"] {
+            assert!(!valid_part(bad), "{bad}");
+        }
     }
 }

@@ -153,6 +153,19 @@ pub(crate) struct Options {
     pub(crate) metrics: Sink,
     pub(crate) transport: Transport,
     pub(crate) long_poll_timeout: Duration,
+    pub(crate) group_watch: GroupWatchMode,
+    pub(crate) group_poll_interval: Duration,
+}
+
+/// How [`crate::Client::watch_group`] learns which keys a group holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupWatchMode {
+    /// The server's fuzzy watch (Nacos 3.0 `ConfigFuzzyWatchRequest`, pushed) when the
+    /// server answers it; else polling (a Nacos 2.x server, r-nacos, the HTTP transport).
+    #[default]
+    Auto,
+    /// Always poll: list the group with the search API every `group_poll_interval`.
+    Polling,
 }
 
 /// Builds a [`crate::Client`]:
@@ -210,6 +223,8 @@ impl Default for ClientBuilder {
                 metrics: Sink::default(),
                 transport: Transport::Grpc,
                 long_poll_timeout: Duration::from_secs(30),
+                group_watch: GroupWatchMode::Auto,
+                group_poll_interval: Duration::from_secs(10),
             },
             metrics: None,
         }
@@ -323,6 +338,18 @@ impl ClientBuilder {
     /// How long the server may hold a long poll (HTTP transport; default 30 s).
     pub fn long_poll_timeout(mut self, t: Duration) -> Self {
         self.opts.long_poll_timeout = t;
+        self
+    }
+
+    /// How group watches find the keys of a group (default [`GroupWatchMode::Auto`]).
+    pub fn group_watch_mode(mut self, mode: GroupWatchMode) -> Self {
+        self.opts.group_watch = mode;
+        self
+    }
+
+    /// How often a polling group watch lists its group (default 10 s).
+    pub fn group_poll_interval(mut self, every: Duration) -> Self {
+        self.opts.group_poll_interval = every;
         self
     }
 

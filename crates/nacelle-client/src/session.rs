@@ -9,14 +9,18 @@ use std::time::Duration;
 use nacelle_proto::config::{
     ConfigBatchListenRequest, ConfigChangeBatchListenResponse, ConfigListenContext,
 };
+use nacelle_proto::fuzzy::{
+    self, ConfigFuzzyWatchChangeNotifyRequest, ConfigFuzzyWatchRequest, ConfigFuzzyWatchSyncRequest,
+};
+use nacelle_proto::{types, Payload};
 use tokio::sync::mpsc;
 
 use crate::error::{ClientError, Result};
 use crate::grpc::{Conn, StreamEvent};
-use crate::key::Key;
+use crate::key::{part_matches, Key};
 use crate::metrics::MetricEvent;
 use crate::options::ServerAddr;
-use crate::shared::{lock, Refresh, Shared};
+use crate::shared::{lock, Membership, Refresh, Shared};
 
 /// Keys per `ConfigBatchListenRequest` when the whole set is re-sent.
 const LISTEN_BATCH: usize = 1000;
@@ -110,6 +114,7 @@ async fn serve(
                 Some(StreamEvent::Changed(n)) => {
                     shared.refresh_later(Key::new(&n.tenant, &n.group, &n.data_id));
                 }
+                Some(StreamEvent::Fuzzy(p)) => on_fuzzy_push(shared, &p),
                 Some(StreamEvent::Reset(target)) => {
                     *preferred = target.and_then(|(ip, port)| reset_target(shared, &ip, port));
                     if preferred.is_none() {
@@ -154,7 +159,7 @@ pub(crate) async fn resend(shared: &Shared, _conn: &Conn) -> Result<()> {
     for chunk in keys.chunks(LISTEN_BATCH) {
         listen(shared, chunk).await?;
     }
-    Ok(())
+    resend_groups(shared).await
 }
 
 /// One `ConfigBatchListenRequest` for `keys`; re-reads the changed ones, confirms the
@@ -196,6 +201,87 @@ pub(crate) async fn listen(shared: &Shared, keys: &[(Key, String)]) -> Result<()
     }
     for k in changed {
         shared.refresh_later(k);
+    }
+    Ok(())
+}
+
+/// A fuzzy-watch push from the stream (already acked): membership for the group
+/// watches it concerns.
+pub(crate) fn on_fuzzy_push(shared: &Shared, p: &Payload) {
+    let mut groups = lock(&shared.groups);
+    match p.type_name() {
+        types::CONFIG_FUZZY_WATCH_SYNC_REQUEST => {
+            let Ok(req) = p.parse::<ConfigFuzzyWatchSyncRequest>() else {
+                tracing::warn!("unreadable fuzzy watch sync");
+                return;
+            };
+            let Some(reg) = groups
+                .values_mut()
+                .find(|r| r.pattern == req.group_key_pattern)
+            else {
+                return;
+            };
+            for ctx in req.contexts.unwrap_or_default() {
+                let Some((d, g, _)) = fuzzy::parse_group_key(&ctx.group_key) else {
+                    continue;
+                };
+                let key = Key::new(&reg.namespace, &g, &d);
+                let m = if ctx.changed_type == fuzzy::DELETE_CONFIG {
+                    reg.known.remove(&ctx.group_key);
+                    Membership::Gone(key)
+                } else {
+                    reg.known.insert(ctx.group_key.clone());
+                    Membership::Present(key)
+                };
+                // A watch whose task ended is removed when it is dropped.
+                let _task_gone = reg.tx.send(m);
+            }
+        }
+        types::CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST => {
+            let Ok(req) = p.parse::<ConfigFuzzyWatchChangeNotifyRequest>() else {
+                tracing::warn!("unreadable fuzzy watch change");
+                return;
+            };
+            let Some((d, g, t)) = fuzzy::parse_group_key(&req.group_key) else {
+                return;
+            };
+            let default = |ns: &str| ns.is_empty() || ns == "public";
+            for reg in groups.values_mut() {
+                let same_ns = reg.namespace == t || (default(&reg.namespace) && default(&t));
+                if !(same_ns && reg.group == g && part_matches(&reg.data_id, &d)) {
+                    continue;
+                }
+                let key = Key::new(&reg.namespace, &g, &d);
+                let m = if req.change_type == fuzzy::DELETE_CONFIG {
+                    reg.known.remove(&req.group_key);
+                    Membership::Gone(key)
+                } else {
+                    reg.known.insert(req.group_key.clone());
+                    Membership::Present(key)
+                };
+                // As above: a finished task's registration goes with its watch.
+                let _task_gone = reg.tx.send(m);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Re-sends every server-pushed group watch (`crate::group`) on a new connection, with
+/// the keys held.
+async fn resend_groups(shared: &Shared) -> Result<()> {
+    let reqs: Vec<ConfigFuzzyWatchRequest> = lock(&shared.groups)
+        .values()
+        .map(|r| r.request(false))
+        .collect();
+    for req in reqs {
+        match shared.fuzzy_watch(&req).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(pattern = ?req.group_key_pattern, "this server has no fuzzy watch: the group watch sees only its known keys")
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }

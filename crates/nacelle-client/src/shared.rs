@@ -3,13 +3,14 @@
 //! the client holds for each, the login, the snapshot directory; and the one way a
 //! request goes out (`Shared::call`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use nacelle_cipher::{cipher_rule, CipherRule, DataKey};
 use nacelle_proto::config::{ConfigQueryRequest, ConfigQueryResponse};
+use nacelle_proto::fuzzy::{self, ConfigFuzzyWatchRequest};
 use nacelle_proto::{error_code, Message, Payload};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
@@ -132,6 +133,8 @@ pub(crate) struct Shared {
     /// HTTP transport: a key was added to or removed from the listen set (the held poll
     /// restarts with the new set).
     pub(crate) listen_changed: Notify,
+    /// The group watches served by the server's fuzzy watch, by id (`crate::group`).
+    pub(crate) groups: Mutex<HashMap<u64, GroupReg>>,
 }
 
 /// Locks a std mutex, also when a panicking thread poisoned it (the data are plain maps
@@ -280,6 +283,27 @@ impl Shared {
         }
     }
 
+    /// Sends a `WATCH`; `Ok(false)`: the server does not know the request (`302`).
+    pub(crate) async fn fuzzy_watch(&self, req: &ConfigFuzzyWatchRequest) -> Result<bool> {
+        let answer = self.call("fuzzy_watch", req).await?;
+        let head = answer
+            .head()
+            .map_err(|e| ClientError::Protocol(format!("{}: {e}", answer.type_name())))?;
+        if head.is_ok() {
+            return Ok(true);
+        }
+        match head.error_code {
+            error_code::NO_HANDLER => Ok(false),
+            error_code::FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT => {
+                // The server watches the first keys (500 on Nacos and Nacelle) and reports
+                // the others only once some of those go.
+                tracing::warn!(pattern = ?req.group_key_pattern, "the pattern matches more keys than the server reports");
+                Ok(true)
+            }
+            _ => Err(ClientError::from_head(&head, "fuzzy watch")),
+        }
+    }
+
     /// Asks the refresh worker to re-read `key` (after a push, or a listen answer saying
     /// it changed).
     pub(crate) fn refresh_later(&self, key: Key) {
@@ -290,6 +314,41 @@ impl Shared {
         };
         if self.refresh_tx.send(req).is_err() {
             tracing::debug!("refresh worker gone (client shut down)");
+        }
+    }
+}
+
+/// A group watch registered for server pushes.
+#[derive(Debug)]
+pub(crate) struct GroupReg {
+    /// The pattern as sent (the default namespace spelled `public`, as Nacos 3.0 wants).
+    pub(crate) pattern: String,
+    /// The client's namespace (keys are built with it).
+    pub(crate) namespace: String,
+    pub(crate) group: String,
+    pub(crate) data_id: String,
+    /// Group keys the server reported present (sent back as `receivedGroupKeys`).
+    pub(crate) known: HashSet<String>,
+    pub(crate) tx: mpsc::UnboundedSender<Membership>,
+}
+
+/// What the server (or a listing) says about a key's membership.
+#[derive(Debug)]
+pub(crate) enum Membership {
+    Present(Key),
+    Gone(Key),
+}
+
+impl GroupReg {
+    /// A `WATCH` of this pattern carrying the keys held.
+    pub(crate) fn request(&self, initializing: bool) -> ConfigFuzzyWatchRequest {
+        ConfigFuzzyWatchRequest {
+            group_key_pattern: Some(self.pattern.clone()),
+            received_group_keys: Some(self.known.iter().cloned().collect()),
+            watch_type: Some(fuzzy::WATCH.to_string()),
+            initializing,
+            module: Some("config".to_string()),
+            ..Default::default()
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`store`]: the storage trait every database backend implements.
 //! - [`gray`]: the gray model — rules (beta by IP/CIDR, tag, tagv2 label expressions),
 //!   priorities and the first-match selection of a caller's variant.
+//! - [`pattern`]: group patterns (`namespace>>group>>dataId`) of wildcard watches.
 //! - [`auth`]: identities, Nacos's permission resources and patterns, the records of
 //!   `users` / `roles` / `permissions`.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
@@ -24,6 +25,7 @@ pub mod error;
 pub mod gray;
 pub mod key;
 pub mod model;
+pub mod pattern;
 pub mod rules;
 pub mod store;
 
@@ -34,6 +36,7 @@ pub use error::{CoreError, StoreError};
 pub use gray::{GrayRule, GraySpec};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
+pub use pattern::GroupPattern;
 pub use store::{BatchItem, BatchOutcome, ConfigStore, SamePolicy};
 
 /// Lowercase hex MD5 of the UTF-8 bytes of `content`, as Nacos computes it.

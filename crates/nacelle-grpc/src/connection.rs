@@ -7,6 +7,7 @@
 //! connection. Locks are `parking_lot` mutexes: they are held for a few map operations and
 //! never across an `.await`.
 
+use std::collections::HashSet;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,8 +21,14 @@ use nacelle_core::{Caller, ConfigKey, CoreError};
 use nacelle_metrics::Metrics;
 use nacelle_proto::config::ConfigChangeNotifyRequest;
 use nacelle_proto::connection::{ClientDetectionRequest, ConnectResetRequest};
+use nacelle_proto::fuzzy::{
+    self, ConfigFuzzyWatchChangeNotifyRequest, ConfigFuzzyWatchSyncRequest, FuzzyWatchContext,
+};
 use nacelle_proto::Payload;
-use nacelle_service::{ChangeEvent, Subscriber, Watch, WatchItem};
+use nacelle_service::{
+    ChangeEvent, GroupChange, GroupSubscriber, PatternError, PatternWatched, Subscriber, Watch,
+    WatchItem,
+};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -293,6 +300,49 @@ impl Connection {
         self.pending.lock().clear();
     }
 
+    // ------------------------------------------------------------ group patterns
+
+    /// Watches the keys `pattern` covers (Nacos 3.0 fuzzy watch): the service lists them
+    /// and this connection sends the sync batches before returning, then a
+    /// `ConfigFuzzyWatchChangeNotifyRequest` per later change. `received` are the keys the
+    /// client holds; `initializing` asks for the closing `FINISH_FUZZY_WATCH_INIT_NOTIFY`.
+    pub fn watch_pattern(
+        self: &Arc<Self>,
+        requester: &Caller,
+        pattern: &str,
+        received: &HashSet<ConfigKey>,
+        initializing: bool,
+    ) -> Result<PatternWatched, PatternError> {
+        let tenant = pattern
+            .split(fuzzy::PATTERN_SPLITTER)
+            .next()
+            .unwrap_or_default();
+        let listener = Arc::new(PatternListener {
+            conn: Arc::downgrade(self),
+            pattern: pattern.into(),
+            tenant: tenant.into(),
+            initializing,
+        });
+        self.watch
+            .watch_pattern(requester, pattern, received, listener)
+    }
+
+    /// Stops watching `pattern`.
+    pub fn unwatch_pattern(&self, pattern: &str) -> Result<bool, CoreError> {
+        self.watch.unwatch_pattern(pattern)
+    }
+
+    /// Sends a server request of a pattern watch (sync batch or change). These are not
+    /// retried: a client whose stream breaks watches again on its next connection, with
+    /// the keys it holds, and gets the difference. (Not counted in `pushes_sent`, which
+    /// counts change pushes against their acks.)
+    fn send_fuzzy<M: nacelle_proto::Message>(&self, msg: &M) {
+        if self.is_closed() {
+            return;
+        }
+        self.send(&wire::message(msg));
+    }
+
     // ------------------------------------------------------------ pushes
 
     /// Pushes a change of a listened key.
@@ -397,6 +447,91 @@ impl Connection {
             drop(probe);
             self.send(&msg);
         }
+    }
+}
+
+/// Request ids of pattern pushes (`fz-<n>`), apart from change pushes (the event's sequence
+/// number) and probes.
+static FUZZY_REQUEST_ID: AtomicU64 = AtomicU64::new(1);
+
+fn fuzzy_request_id() -> String {
+    format!("fz-{}", FUZZY_REQUEST_ID.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The subscriber of one (connection, pattern): the pattern and its namespace part as the
+/// client wrote them (group keys carry that spelling), and a weak reference to the
+/// connection.
+struct PatternListener {
+    conn: Weak<Connection>,
+    pattern: Arc<str>,
+    tenant: Arc<str>,
+    initializing: bool,
+}
+
+impl PatternListener {
+    fn group_key(&self, key: &ConfigKey) -> String {
+        fuzzy::group_key(key.data_id(), key.group(), &self.tenant)
+    }
+}
+
+impl GroupSubscriber for PatternListener {
+    /// Nacos's batches: `nacos.config.push.batchSize` (20) keys each, `ADD_CONFIG` for a
+    /// key the client lacks, `DELETE_CONFIG` for one it holds that is gone; `totalBatch` /
+    /// `currentBatch` from 1; after an initializing request, a closing
+    /// `FINISH_FUZZY_WATCH_INIT_NOTIFY` (Nacos sends it once every batch is acked; here it
+    /// follows them on the stream, which keeps their order).
+    fn sync(&self, present: &[ConfigKey], gone: &[ConfigKey]) {
+        let Some(conn) = self.conn.upgrade() else {
+            return;
+        };
+        let contexts: Vec<FuzzyWatchContext> = present
+            .iter()
+            .map(|k| (k, fuzzy::ADD_CONFIG))
+            .chain(gone.iter().map(|k| (k, fuzzy::DELETE_CONFIG)))
+            .map(|(k, t)| FuzzyWatchContext {
+                group_key: self.group_key(k),
+                changed_type: t.to_string(),
+            })
+            .collect();
+        let sync_type = if self.initializing {
+            fuzzy::INIT_NOTIFY
+        } else {
+            fuzzy::DIFF_SYNC_NOTIFY
+        };
+        let batches: Vec<&[FuzzyWatchContext]> = contexts.chunks(fuzzy::SYNC_BATCH_SIZE).collect();
+        let total = batches.len() as u32;
+        for (i, batch) in batches.into_iter().enumerate() {
+            conn.send_fuzzy(&ConfigFuzzyWatchSyncRequest::batch(
+                fuzzy_request_id(),
+                &self.pattern,
+                sync_type,
+                batch.to_vec(),
+                total,
+                i as u32 + 1,
+            ));
+        }
+        if self.initializing {
+            conn.send_fuzzy(&ConfigFuzzyWatchSyncRequest::finish(
+                fuzzy_request_id(),
+                &self.pattern,
+            ));
+        }
+    }
+
+    fn changed(&self, key: &ConfigKey, change: GroupChange) {
+        let Some(conn) = self.conn.upgrade() else {
+            return;
+        };
+        let change_type = match change {
+            GroupChange::Added => fuzzy::ADD_CONFIG,
+            GroupChange::Changed => fuzzy::CONFIG_CHANGED,
+            GroupChange::Removed => fuzzy::DELETE_CONFIG,
+        };
+        conn.send_fuzzy(&ConfigFuzzyWatchChangeNotifyRequest::new(
+            fuzzy_request_id(),
+            self.group_key(key),
+            change_type,
+        ));
     }
 }
 

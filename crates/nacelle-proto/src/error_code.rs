@@ -32,7 +32,17 @@ pub const BAD_GATEWAY: i32 = 502;
 /// Over a TPS (rate) limit: Nacos's `NacosException.OVER_THRESHOLD`, answered by its TPS
 /// control with [`TPS_RESTRICTED_PREFIX`] before the reason.
 pub const OVER_THRESHOLD: i32 = 503;
+/// A fuzzy watch over the pattern limit — Nacos 3.0's `FUZZY_WATCH_PATTERN_OVER_LIMIT`.
+pub const FUZZY_WATCH_PATTERN_OVER_LIMIT: i32 = 50310;
+/// A fuzzy watch pattern matching more keys than the limit —
+/// `FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT`.
+pub const FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT: i32 = 50311;
 
+/// The message of [`FUZZY_WATCH_PATTERN_OVER_LIMIT`].
+pub const FUZZY_WATCH_PATTERN_OVER_LIMIT_MESSAGE: &str = "fuzzy watch pattern over limit";
+/// The message of [`FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT`].
+pub const FUZZY_WATCH_PATTERN_MATCH_COUNT_OVER_LIMIT_MESSAGE: &str =
+    "fuzzy watch pattern matched count over limit";
 /// The message of [`SERVER_NOT_READY`].
 pub const SERVER_NOT_READY_MESSAGE: &str = "Server is starting,please try later.";
 /// The start of the message of an [`OVER_THRESHOLD`] answer (Nacos's TPS control puts the

@@ -43,6 +43,7 @@
 //!   `ConnectionSetupRequest`) and the server's own requests on the bi-stream
 //!   (`ClientDetectionRequest`, `ConnectResetRequest`).
 //! - [`config`]: the config messages (query, publish, remove, batch listen, change push).
+//! - [`fuzzy`]: Nacos 3.0's fuzzy watch (`ConfigFuzzyWatch*`), group keys and patterns.
 //! - [`cluster`]: `ConfigChangeClusterSyncRequest` / `…Response` between members.
 //!
 //! # Conventions
@@ -66,6 +67,7 @@ pub mod cluster;
 pub mod config;
 pub mod connection;
 pub mod error_code;
+pub mod fuzzy;
 mod lenient;
 mod payload;
 pub mod response;

@@ -47,6 +47,20 @@ pub const CONFIG_CHANGE_CLUSTER_SYNC_REQUEST: &str = "ConfigChangeClusterSyncReq
 /// Member → member: the answer to [`CONFIG_CHANGE_CLUSTER_SYNC_REQUEST`].
 pub const CONFIG_CHANGE_CLUSTER_SYNC_RESPONSE: &str = "ConfigChangeClusterSyncResponse";
 
+/// Client → server (unary): watch or stop watching every key matching a pattern (Nacos 3.0
+/// fuzzy watch).
+pub const CONFIG_FUZZY_WATCH_REQUEST: &str = "ConfigFuzzyWatchRequest";
+/// The answer to [`CONFIG_FUZZY_WATCH_REQUEST`].
+pub const CONFIG_FUZZY_WATCH_RESPONSE: &str = "ConfigFuzzyWatchResponse";
+/// Server → client (stream): a batch of the keys a pattern matches (or no longer matches).
+pub const CONFIG_FUZZY_WATCH_SYNC_REQUEST: &str = "ConfigFuzzyWatchSyncRequest";
+/// Client → server (stream): the ack of [`CONFIG_FUZZY_WATCH_SYNC_REQUEST`].
+pub const CONFIG_FUZZY_WATCH_SYNC_RESPONSE: &str = "ConfigFuzzyWatchSyncResponse";
+/// Server → client (stream): one key matching a watched pattern was added, changed or removed.
+pub const CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST: &str = "ConfigFuzzyWatchChangeNotifyRequest";
+/// Client → server (stream): the ack of [`CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_REQUEST`].
+pub const CONFIG_FUZZY_WATCH_CHANGE_NOTIFY_RESPONSE: &str = "ConfigFuzzyWatchChangeNotifyResponse";
+
 /// Whether a type name is a response. On the bi-stream any response type counts as the
 /// client's answer to a server request (`ConfigChangeNotifyResponse` from Rust and Java,
 /// `NotifySubscriberResponse` from Python 3.x).

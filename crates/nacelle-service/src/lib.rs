@@ -12,6 +12,8 @@
 //!   subscribe-then-compare.
 //! - `hub` (private): who listens to which key; a change touches only that key's
 //!   subscribers.
+//! - `patterns` (private): who watches which group pattern (wildcard watches); a change
+//!   checks only the patterns of its namespace and group.
 //! - `cipher`: encrypted configs (`cipher-aes-…`): sealed on publish, revealed per
 //!   protocol on read, data keys wrapped by the master key.
 //! - [`auth`]: authentication (credentials → identity, Nacos tokens, the login throttle),
@@ -32,6 +34,7 @@ mod history;
 mod hub;
 pub mod limits;
 mod namespaces;
+mod patterns;
 mod read;
 pub mod request;
 pub mod service;
@@ -51,4 +54,7 @@ pub use service::{CommitObserver, ConfigService};
 pub use transfer::{
     CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,
 };
-pub use watch::{Added, ChangeEvent, ListenerView, Subscriber, Watch, WatchItem};
+pub use watch::{
+    Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, PatternError, PatternWatched,
+    Subscriber, Watch, WatchItem,
+};

@@ -40,6 +40,12 @@ pub struct Limits {
     /// `None`: data keys are stored in clear, as Nacos does. Never a built-in default. See
     /// `docs/encryption.md`.
     pub cipher_master_key: Option<Arc<MasterKeys>>,
+    /// Most group patterns one watch (a gRPC connection) may watch at once (Nacos 3.0's
+    /// `nacos.config.fuzzy.watch.max.pattern.count`, 20 — counted server-wide there).
+    pub max_watch_patterns: usize,
+    /// Most keys one watched pattern reports (Nacos 3.0's
+    /// `nacos.config.fuzzy.watch.max.pattern.match.config.count`, 500).
+    pub max_pattern_keys: usize,
 }
 
 impl Default for Limits {
@@ -53,6 +59,8 @@ impl Default for Limits {
             write_burst_per_ip: 1_000,
             content_validation: ValidationPolicy::default(),
             cipher_master_key: None,
+            max_watch_patterns: 20,
+            max_pattern_keys: 500,
         }
     }
 }

@@ -178,6 +178,7 @@ impl ConfigService {
             .map(|c| Arc::from(c.md5.as_str()))
             .unwrap_or_else(|| Arc::from(""));
         let hub = &self.inner.hub;
+        self.inner.patterns.publish(key, self);
         let Some(set) = self.inner.grays.get(key).map(|s| s.value().clone()) else {
             hub.publish(key, &formal, revision, Visible::All(formal.clone()));
             return;

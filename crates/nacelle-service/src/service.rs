@@ -35,6 +35,7 @@ use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
 use crate::limits::{Limits, RateLimiter};
+use crate::patterns::PatternHub;
 
 /// Number of write-lock stripes; writes of different keys rarely share one.
 const WRITE_STRIPES: usize = 256;
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) grays: DashMap<ConfigKey, Arc<GraySet>>,
     /// Who listens to which key.
     pub(crate) hub: Arc<WatchHub>,
+    /// Who watches which group pattern (wildcard watches).
+    pub(crate) patterns: PatternHub,
     pub(crate) limits: Limits,
     /// The write rate limit per client IP (`Limits::write_rate_per_ip`); `None`: off.
     pub(crate) write_rate: Option<RateLimiter>,
@@ -102,6 +105,7 @@ impl ConfigService {
                 cache: DashMap::new(),
                 grays: DashMap::new(),
                 hub: Arc::new(WatchHub::new()),
+                patterns: PatternHub::new(),
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),

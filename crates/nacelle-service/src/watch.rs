@@ -9,18 +9,47 @@
 //!   caller's, so a change landing in between is both reported and pushed (never lost);
 //! - the comparison itself: against the md5 of what this caller would be served.
 //!
-//! The change hub behind it stays private to the service.
+//! A watch also holds group patterns (`namespace>>group>>dataId`, Nacos 3.0's fuzzy
+//! watch): [`Watch::watch_pattern`] owns their limits (patterns per watch, keys per
+//! pattern), the listing of what a pattern covers and the read filter (a caller hears only
+//! of keys it may read).
+//!
+//! The change hub and the pattern hub behind it stay private to the service.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
 use nacelle_core::Action;
-use nacelle_core::{Caller, ConfigKey, CoreError};
+use nacelle_core::{Caller, ConfigKey, CoreError, GroupPattern};
 use parking_lot::Mutex;
 
 pub use crate::hub::{ChangeEvent, Subscriber};
+pub use crate::patterns::{GroupChange, GroupSubscriber};
+use crate::patterns::{KeyState, PatternSub};
 use crate::service::ConfigService;
+
+/// What [`Watch::watch_pattern`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatternWatched {
+    /// How many keys the pattern covers for this caller (at most
+    /// [`crate::Limits::max_pattern_keys`]).
+    pub keys: usize,
+    /// Whether more keys matched than the limit: the watch is in place over the first
+    /// keys (in key order), and a key beyond them is not reported until others go.
+    pub truncated: bool,
+}
+
+/// Why [`Watch::watch_pattern`] refused a pattern.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// The watch already has [`crate::Limits::max_watch_patterns`] patterns.
+    #[error("fuzzy watch pattern over limit: at most {max} patterns per connection")]
+    TooManyPatterns { max: usize },
+    /// Any other refusal: a bad pattern, the caller's credentials, readiness.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
 
 /// One key to watch: the md5 the client holds (`""` when it holds nothing) and who is told
 /// of its changes.
@@ -74,6 +103,8 @@ pub struct Watch {
     /// The hub's id of this watcher.
     id: u64,
     keys: Mutex<HashSet<ConfigKey>>,
+    /// The group patterns watched, each with its subscription in the pattern hub.
+    patterns: Mutex<HashMap<GroupPattern, Arc<PatternSub>>>,
 }
 
 impl fmt::Debug for Watch {
@@ -82,6 +113,7 @@ impl fmt::Debug for Watch {
             .field("id", &self.id)
             .field("ip", &self.ip)
             .field("keys", &self.keys.lock().len())
+            .field("patterns", &self.patterns.lock().len())
             .finish()
     }
 }
@@ -98,6 +130,7 @@ impl ConfigService {
             ip: caller.ip_string().into(),
             id: self.inner.hub.next_watcher_id(),
             keys: Mutex::new(HashSet::new()),
+            patterns: Mutex::new(HashMap::new()),
         })
     }
 
@@ -200,6 +233,11 @@ impl ConfigService {
         self.inner.hub.listener_count()
     }
 
+    /// Number of (watch, group pattern) subscriptions, for stats.
+    pub fn watched_patterns(&self) -> usize {
+        self.inner.patterns.len()
+    }
+
     /// Number of keys with at least one listener, for stats.
     pub fn watched_keys(&self) -> usize {
         self.inner.hub.watched_keys()
@@ -266,8 +304,70 @@ impl Watch {
         removed
     }
 
-    /// Stops watching every key; returns how many were watched.
+    /// Watches every key `pattern` (`namespace>>group>>dataId`) covers that `requester`
+    /// may read. `received` are the keys the client says it already holds: before this
+    /// returns, `subscriber.sync` is told the covered keys it does not hold and the held
+    /// keys that are not covered (any more); then every change of a covered key reaches
+    /// `subscriber.changed` (added, changed, removed — a key the caller may not read is
+    /// never reported). Watching a pattern already watched replaces it and lists again.
+    /// Refused when the watch already has [`crate::Limits::max_watch_patterns`] patterns.
+    pub fn watch_pattern(
+        &self,
+        requester: &Caller,
+        pattern: &str,
+        received: &HashSet<ConfigKey>,
+        subscriber: Arc<dyn GroupSubscriber>,
+    ) -> Result<PatternWatched, PatternError> {
+        let service = &self.service;
+        service.guard()?;
+        service.authenticated(requester)?;
+        let pattern = GroupPattern::parse(pattern)?;
+        let limits = &service.inner.limits;
+        let hub = &service.inner.patterns;
+        let mut patterns = self.patterns.lock();
+        if let Some(old) = patterns.remove(&pattern) {
+            hub.unsubscribe(&old);
+        } else if patterns.len() >= limits.max_watch_patterns {
+            return Err(PatternError::TooManyPatterns {
+                max: limits.max_watch_patterns,
+            });
+        }
+        let (sub, listed) = hub.subscribe(
+            pattern.clone(),
+            Arc::new(requester.clone()),
+            subscriber,
+            limits.max_pattern_keys,
+            received,
+            service,
+        );
+        patterns.insert(pattern, sub);
+        Ok(PatternWatched {
+            keys: listed.keys,
+            truncated: listed.truncated,
+        })
+    }
+
+    /// Stops watching `pattern`; returns whether it was watched.
+    pub fn unwatch_pattern(&self, pattern: &str) -> Result<bool, CoreError> {
+        let pattern = GroupPattern::parse(pattern)?;
+        let removed = self.patterns.lock().remove(&pattern);
+        if let Some(sub) = &removed {
+            self.service.inner.patterns.unsubscribe(sub);
+        }
+        Ok(removed.is_some())
+    }
+
+    /// Number of group patterns watched.
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.lock().len()
+    }
+
+    /// Stops watching every key and every pattern; returns how many keys were watched.
     pub fn clear(&self) -> usize {
+        let subs: Vec<Arc<PatternSub>> = self.patterns.lock().drain().map(|(_, s)| s).collect();
+        for sub in &subs {
+            self.service.inner.patterns.unsubscribe(sub);
+        }
         let keys: Vec<ConfigKey> = self.keys.lock().drain().collect();
         for key in &keys {
             self.service.inner.hub.unsubscribe(key, self.id);
@@ -288,6 +388,27 @@ impl Watch {
     /// The caller this watch acts for.
     pub fn caller(&self) -> &Caller {
         &self.caller
+    }
+}
+
+/// What a pattern subscription reads of a key: the formal config in the cache (a pattern
+/// reports keys, not variants) and the caller's read permission.
+impl KeyState for ConfigService {
+    fn md5(&self, key: &ConfigKey) -> Option<Arc<str>> {
+        self.inner.cache.get(key).map(|c| Arc::from(c.md5.as_str()))
+    }
+
+    fn readable(&self, caller: &Caller, key: &ConfigKey) -> bool {
+        self.may_read(caller, key)
+    }
+
+    fn matching(&self, pattern: &GroupPattern) -> Vec<(ConfigKey, Arc<str>)> {
+        self.inner
+            .cache
+            .iter()
+            .filter(|e| pattern.matches(e.key()))
+            .map(|e| (e.key().clone(), Arc::from(e.value().md5.as_str())))
+            .collect()
     }
 }
 

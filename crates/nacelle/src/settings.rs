@@ -763,6 +763,9 @@ impl Settings {
             write_burst_per_ip: self.write_burst_per_ip,
             content_validation: self.content_validation.clone(),
             cipher_master_key: self.cipher_master_key.clone(),
+            // Nacos's fixed defaults (20 patterns, 500 keys each); not settings yet.
+            max_watch_patterns: Limits::default().max_watch_patterns,
+            max_pattern_keys: Limits::default().max_pattern_keys,
         }
     }
 

@@ -8,6 +8,7 @@
 //! Every handler receives the request's [`RequestMeta`]: its type, the client IP the client
 //! reported and the headers of `metadata.headers` (`accessToken`, `app`, …).
 
+mod fuzzy;
 mod health;
 mod listen;
 mod publish;
@@ -33,6 +34,7 @@ enum Kind {
     Publish,
     Remove,
     BatchListen,
+    FuzzyWatch,
 }
 
 impl Kind {
@@ -43,6 +45,7 @@ impl Kind {
             types::CONFIG_PUBLISH_REQUEST => Kind::Publish,
             types::CONFIG_REMOVE_REQUEST => Kind::Remove,
             types::CONFIG_BATCH_LISTEN_REQUEST => Kind::BatchListen,
+            types::CONFIG_FUZZY_WATCH_REQUEST => Kind::FuzzyWatch,
             _ => return None,
         })
     }
@@ -86,6 +89,7 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
         Kind::Publish => publish::handle(ctx, &caller, &meta, body).await,
         Kind::Remove => remove::handle(ctx, &caller, &meta, body).await,
         Kind::BatchListen => listen::handle(&conn, &caller, &meta, body),
+        Kind::FuzzyWatch => fuzzy::handle(&conn, &caller, &meta, body),
     }
 }
 
