@@ -7,7 +7,9 @@
 #   crates/nacelle-bench/rnacos-fanout.sh TARGET RNACOS [OUT_DIR] [PASSES] [N...]
 #
 # TARGET holds `nacelle` and `nacelle-bench` (e.g. target/release); RNACOS is the r-nacos
-# binary (`cargo install rnacos --version '^0.8'`). Defaults: 3 passes, N = 1000.
+# binary (`cargo install rnacos --version '^0.8'`). Defaults: 3 passes, N = 1000. With
+# BEFORE=DIR (another directory of binaries) each pass also runs that Nacelle, labelled
+# `before`, so a change is measured before and after beside r-nacos in one run.
 # Results: OUT_DIR/results.jsonl (one line per scenario, tagged with server and pass) and
 # a summary of the medians over the passes (summary.txt), printed at the end.
 set -euo pipefail
@@ -66,16 +68,16 @@ run() {
 }
 
 nacelle_round() {
-    local pass=$1
-    start_server "$TARGET" "$OUT/data-nacelle-$pass" "$OUT/data-nacelle-$pass.log"
+    local pass=$1 label=${2:-nacelle} bin=${3:-$TARGET}
+    start_server "$bin" "$OUT/data-$label-$pass" "$OUT/data-$label-$pass.log"
     sleep 1
-    echo "idle_rss_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/nacelle-$pass.txt"
+    echo "idle_rss_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/$label-$pass.txt"
     for n in "${SIZES[@]}"; do
-        run nacelle "$pass" longpoll-fanout --addr "127.0.0.1:$PORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
-        run nacelle "$pass" grpc-fanout --addr "127.0.0.1:$GPORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
+        run "$label" "$pass" longpoll-fanout --addr "127.0.0.1:$PORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
+        run "$label" "$pass" grpc-fanout --addr "127.0.0.1:$GPORT" --n "$n" --rounds 5 --server-pid "$SERVER_PID"
     done
     sleep 30
-    echo "rss_30s_after_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/nacelle-$pass.txt"
+    echo "rss_30s_after_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/$label-$pass.txt"
     stop_server
 }
 
@@ -97,7 +99,9 @@ for pass in $(seq 1 "$PASSES"); do
     if [ $((pass % 2)) -eq 1 ]; then
         nacelle_round "$pass"
         rnacos_round "$pass"
+        [ -n "${BEFORE:-}" ] && nacelle_round "$pass" before "$BEFORE"
     else
+        [ -n "${BEFORE:-}" ] && nacelle_round "$pass" before "$BEFORE"
         rnacos_round "$pass"
         nacelle_round "$pass"
     fi
