@@ -266,6 +266,8 @@ impl Admin {
         }
         let servers = self.order();
         let answer = http::send(self.client.shared(), &servers, build).await?;
+        // Not every answer is an envelope (Spring's 403 body is not): `None` is handled
+        // below — a protocol error on success, the plain HTTP error otherwise.
         let envelope: Option<Envelope> = serde_json::from_slice(&answer.body).ok();
         if answer.status.is_success() {
             let e = envelope.ok_or_else(|| {
