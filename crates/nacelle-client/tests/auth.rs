@@ -3,6 +3,10 @@
 //! a fresh login before the token expires (a 2 s TTL), and bad or missing credentials
 //! refused.
 
+mod common;
+
+use common::addr_of;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use nacelle::settings::AuthSettings;
 use nacelle::RunningServer;
-use nacelle_client::{Client, ClientError, MetricEvent, ServerAddr};
+use nacelle_client::{Client, ClientError, MetricEvent};
 use nacelle_testkit::server::settings_for;
 use nacelle_testkit::Api;
 
@@ -42,14 +46,6 @@ async fn auth_server(dir: &std::path::Path) -> Result<RunningServer> {
             Err(e) if std::time::Instant::now() > deadline => bail!("no administrator: {e}"),
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
-    }
-}
-
-fn addr_of(s: &RunningServer) -> ServerAddr {
-    ServerAddr {
-        host: "127.0.0.1".into(),
-        http_port: s.http_addr.port(),
-        grpc_port: s.grpc_addr.port(),
     }
 }
 

@@ -4,6 +4,10 @@
 //! change made while it was down, failover between two servers sharing a database, the
 //! snapshot directory with no server, the HTTP admin calls and the metrics hook.
 
+mod common;
+
+use common::{addr_of, start_on};
+
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,14 +22,6 @@ use nacelle_client::{
 use nacelle_testkit::server::{settings_for, TestServer};
 use nacelle_testkit::{free_port, md5, Api, Backend, TestDb, SOON};
 use serde::Deserialize;
-
-fn addr_of(s: &RunningServer) -> ServerAddr {
-    ServerAddr {
-        host: "127.0.0.1".into(),
-        http_port: s.http_addr.port(),
-        grpc_port: s.grpc_addr.port(),
-    }
-}
 
 fn running(ts: &TestServer) -> Result<&RunningServer> {
     ts.server.as_ref().context("server stopped")
@@ -371,17 +367,6 @@ async fn validators_and_layers() -> Result<()> {
         other => bail!("expected a rejected first value, got {other:?}"),
     }
     Ok(())
-}
-
-/// A server on `dir` with fixed ports (so a client finds it again after a restart).
-async fn start_on(dir: &Path, http: u16, grpc: u16) -> Result<RunningServer> {
-    let settings = settings_for(dir, |s: &mut Settings| {
-        s.port = http;
-        s.grpc_port = Some(grpc);
-    });
-    let server = nacelle::start(&settings).await?;
-    Api::new(server.http_addr)?.wait_ready().await?;
-    Ok(server)
 }
 
 #[tokio::test]

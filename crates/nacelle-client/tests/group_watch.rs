@@ -4,22 +4,16 @@
 //! removal, and that a key outside the pattern reports nothing (the next event is the
 //! one made after it). Then a server restart with a key created while it was down.
 
-use std::path::Path;
+mod common;
+
+use common::{addr_of, start_on};
+
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use nacelle::{RunningServer, Settings};
-use nacelle_client::{Client, GroupEvent, GroupWatch, GroupWatchMode, ServerAddr};
-use nacelle_testkit::server::{settings_for, TestServer};
+use nacelle_client::{Client, GroupEvent, GroupWatch, GroupWatchMode};
+use nacelle_testkit::server::TestServer;
 use nacelle_testkit::{free_port, Api, SOON};
-
-fn addr_of(s: &RunningServer) -> ServerAddr {
-    ServerAddr {
-        host: "127.0.0.1".into(),
-        http_port: s.http_addr.port(),
-        grpc_port: s.grpc_addr.port(),
-    }
-}
 
 async fn next(w: &mut GroupWatch) -> Result<GroupEvent> {
     tokio::time::timeout(SOON, w.next_event())
@@ -81,17 +75,6 @@ async fn both_modes_report_added_changed_and_removed_keys() -> Result<()> {
         assert!(client.watch_group("*", "a").await.is_err());
     }
     Ok(())
-}
-
-/// A server on `dir` with fixed ports (so a client finds it again after a restart).
-async fn start_on(dir: &Path, http: u16, grpc: u16) -> Result<RunningServer> {
-    let settings = settings_for(dir, |s: &mut Settings| {
-        s.port = http;
-        s.grpc_port = Some(grpc);
-    });
-    let server = nacelle::start(&settings).await?;
-    Api::new(server.http_addr)?.wait_ready().await?;
-    Ok(server)
 }
 
 #[tokio::test]
