@@ -205,31 +205,7 @@ fn an_unreachable_server_and_a_failed_login_say_so() -> TestResult {
 
 #[test]
 fn login_saves_a_profile_whose_token_later_commands_use() -> TestResult {
-    const PASSWORD: &str = "Cli-Admin-Passw0rd";
-    let env = start_with(&[
-        "--auth",
-        "on",
-        "--auth-token-secret",
-        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-        "--admin-password",
-        PASSWORD,
-    ])?;
-    // The administrator is created right after the load.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = env.run(
-            &["login", "--username", "nacos", "--password", PASSWORD],
-            None,
-        )?;
-        if out.status.success() {
-            assert!(String::from_utf8(out.stdout)?.starts_with("logged in as nacos"));
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!("login never worked: {}", stderr(&out)).into());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let env = start_logged_in()?;
     let file = env.config.path().join("nacelle").join("profiles.toml");
     #[cfg(unix)]
     {
@@ -281,7 +257,7 @@ fn login_saves_a_profile_whose_token_later_commands_use() -> TestResult {
             "--username",
             "nacos",
             "--password",
-            PASSWORD,
+            ADMIN_PASSWORD,
         ])
         .env("XDG_CONFIG_HOME", elsewhere.path())
         .output()?;
@@ -511,6 +487,7 @@ fn start_logged_in() -> TestResult<Env> {
             None,
         )?;
         if out.status.success() {
+            assert!(String::from_utf8(out.stdout)?.starts_with("logged in as nacos"));
             return Ok(env);
         }
         if Instant::now() > deadline {
