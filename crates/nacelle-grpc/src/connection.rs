@@ -350,10 +350,10 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        let request_id = event.seq.to_string();
+        // The request id is the change's sequence number: its acks are matched by number.
         let encode = || {
             codec::encode(&wire::message(&ConfigChangeNotifyRequest::new(
-                request_id.as_str(),
+                event.seq.to_string(),
                 event.key.data_id(),
                 event.key.group(),
                 tenant,
@@ -368,7 +368,7 @@ impl Connection {
         };
         self.pending.lock().sent(
             &event.key,
-            &request_id,
+            event.seq,
             frame.clone(),
             self.clock.now() + self.policy.ack_timeout,
             event.committed_at,
@@ -377,18 +377,46 @@ impl Connection {
         self.send_framed(frame);
     }
 
-    /// A response arrived on the stream: the ack of a push or of a probe.
-    pub fn on_ack(&self, request_id: &str) {
-        self.out.answered();
-        let acked = self.pending.lock().ack(request_id);
-        if let Some(committed_at) = acked {
-            stats::inc(&self.stats.counters().push_acks);
-            self.metrics.push_acked(committed_at.elapsed());
+    /// A response arrived on the stream (its JSON body): the ack of a push or of a probe,
+    /// matched by its `requestId`. A response without one is ignored.
+    ///
+    /// The id is first read quickly ([`wire::request_id_hint`]); only when that is not a
+    /// push this connection waits for is the body parsed as JSON. A hint can only ever
+    /// match a push of this very connection, so a client sending odd JSON can at worst ack
+    /// its own pushes — as it could with a plain ack.
+    pub fn on_response(&self, body: &[u8]) {
+        let hint = wire::request_id_hint(body);
+        if let Some(seq) = hint.and_then(|id| id.parse::<u64>().ok()) {
+            if self.ack_push(seq) {
+                return;
+            }
         }
+        let Some(id) = wire::request_id_of(body) else {
+            return;
+        };
+        if hint != Some(id.as_str()) {
+            if let Ok(seq) = id.parse::<u64>() {
+                if self.ack_push(seq) {
+                    return;
+                }
+            }
+        }
+        self.out.answered();
         let mut probe = self.probe.lock();
-        if probe.as_ref().map(|(id, _)| id.as_str()) == Some(request_id) {
+        if probe.as_ref().map(|(p, _)| p.as_str()) == Some(id.as_str()) {
             *probe = None;
         }
+    }
+
+    /// Acks the push `seq` if it is pending; returns whether it was.
+    fn ack_push(&self, seq: u64) -> bool {
+        let Some(committed_at) = self.pending.lock().ack(seq) else {
+            return false;
+        };
+        self.out.answered();
+        stats::inc(&self.stats.counters().push_acks);
+        self.metrics.push_acked(committed_at.elapsed());
+        true
     }
 
     /// Handles pushes due at `now`: resends retries; gives up on the connection after too

@@ -6,12 +6,18 @@
 //! failures the connection is given up. Only the newest push of a key is kept: a change
 //! that supersedes an unacknowledged one replaces it and inherits its failure count, so a
 //! dead client is still dropped while a healthy one is never penalised for fast changes.
+//!
+//! A push's request id is the change's sequence number (its decimal form on the wire), so
+//! the table is keyed by a `u64`; both maps hash with `rustc-hash` (the keys are the
+//! server's own: sequence numbers, and keys the connection already listens to), which makes
+//! recording a push and matching its ack a few hundred instructions.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
 use nacelle_core::ConfigKey;
+use rustc_hash::FxBuildHasher;
 use tokio::time::Instant;
 
 /// Retry policy of pushes.
@@ -54,8 +60,8 @@ pub(crate) struct Due {
 /// Pending pushes of one connection, by request id and by key.
 #[derive(Debug, Default)]
 pub(crate) struct PushTable {
-    by_id: HashMap<String, Pending>,
-    by_key: HashMap<ConfigKey, String>,
+    by_id: HashMap<u64, Pending, FxBuildHasher>,
+    by_key: HashMap<ConfigKey, u64, FxBuildHasher>,
 }
 
 impl PushTable {
@@ -64,19 +70,19 @@ impl PushTable {
     pub fn sent(
         &mut self,
         key: &ConfigKey,
-        request_id: &str,
+        request_id: u64,
         frame: Bytes,
         due: Instant,
         committed_at: std::time::Instant,
     ) {
         let mut failures = 0;
-        if let Some(old_id) = self.by_key.insert(key.clone(), request_id.to_string()) {
+        if let Some(old_id) = self.by_key.insert(key.clone(), request_id) {
             if let Some(old) = self.by_id.remove(&old_id) {
                 failures = old.failures;
             }
         }
         self.by_id.insert(
-            request_id.to_string(),
+            request_id,
             Pending {
                 key: key.clone(),
                 committed_at,
@@ -90,9 +96,9 @@ impl PushTable {
 
     /// An ack arrived; returns when the change of the push it matched reached the hub,
     /// `None` when it matched none.
-    pub fn ack(&mut self, request_id: &str) -> Option<std::time::Instant> {
-        let p = self.by_id.remove(request_id)?;
-        if self.by_key.get(&p.key).map(String::as_str) == Some(request_id) {
+    pub fn ack(&mut self, request_id: u64) -> Option<std::time::Instant> {
+        let p = self.by_id.remove(&request_id)?;
+        if self.by_key.get(&p.key) == Some(&request_id) {
             self.by_key.remove(&p.key);
         }
         Some(p.committed_at)
@@ -160,9 +166,9 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Bytes::new(), now, std::time::Instant::now());
-        assert!(t.ack("2").is_none());
-        assert!(t.ack("1").is_some());
+        t.sent(&k, 1, Bytes::new(), now, std::time::Instant::now());
+        assert!(t.ack(2).is_none());
+        assert!(t.ack(1).is_some());
         assert_eq!(t.len(), 0);
         assert!(t.next_due().is_none());
     }
@@ -175,7 +181,7 @@ mod tests {
         let start = Instant::now();
         t.sent(
             &k,
-            "1",
+            1,
             Bytes::new(),
             start + p.ack_timeout,
             std::time::Instant::now(),
@@ -205,11 +211,11 @@ mod tests {
         let mut t = PushTable::default();
         let k = ConfigKey::from_trusted("", "G", "d");
         let now = Instant::now();
-        t.sent(&k, "1", Bytes::new(), now, std::time::Instant::now());
+        t.sent(&k, 1, Bytes::new(), now, std::time::Instant::now());
         let _resent = t.fire_due(now, &p); // one failure
-        t.sent(&k, "2", Bytes::new(), now, std::time::Instant::now());
+        t.sent(&k, 2, Bytes::new(), now, std::time::Instant::now());
         assert_eq!(t.len(), 1);
-        assert!(t.ack("1").is_none());
+        assert!(t.ack(1).is_none());
         let due = t.fire_due(now, &p);
         assert!(!due.give_up);
         let next = t.next_due().expect("retry");

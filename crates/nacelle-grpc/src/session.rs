@@ -132,9 +132,7 @@ async fn serve(
 fn on_message(conn: &Connection, p: &Payload) {
     let type_name = p.type_name();
     if types::is_response_type(type_name) {
-        if let Some(id) = p.request_id() {
-            conn.on_ack(&id);
-        }
+        conn.on_response(p.body());
     } else {
         tracing::debug!(conn = %conn.id, type_name, "ignoring a client request on the bi-stream");
     }

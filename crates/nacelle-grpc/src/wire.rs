@@ -11,6 +11,23 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use nacelle_proto::request_id_of;
 
+/// A quick read of a JSON body's `requestId`: the string right after the first
+/// `"requestId":"`, when it holds no escape. Clients write their acks compactly
+/// (`{"resultCode":200,…,"requestId":"42"}`), so this finds the id without parsing the JSON.
+/// It is only a hint: a nested object or an escaped key could mislead it, so a caller
+/// matches it against what it waits for and otherwise reads the body with
+/// [`request_id_of`].
+pub(crate) fn request_id_hint(body: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"requestId\":\"";
+    let start = memchr::memmem::find(body, KEY)? + KEY.len();
+    let rest = &body[start..];
+    let value = &rest[..memchr::memchr(b'"', rest)?];
+    if value.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(value).ok()
+}
+
 /// The metadata of one request: `metadata.type`, the client IP the client reported and the
 /// request headers (`accessToken`, `app`, …), which Nacos clients put in
 /// `metadata.headers`. Every unary handler receives it.
@@ -128,5 +145,28 @@ mod tests {
         );
         assert_eq!(non_blank(Some(" ")), None);
         assert_eq!(non_blank(Some("a")), Some("a"));
+    }
+
+    #[test]
+    fn the_request_id_hint_reads_compact_acks_and_gives_up_on_anything_else() {
+        // What Java's Jackson, Go's encoding/json and our own clients send.
+        let java = br#"{"resultCode":200,"errorCode":0,"success":true,"requestId":"42"}"#;
+        assert_eq!(request_id_hint(java), Some("42"));
+        assert_eq!(request_id_hint(br#"{"requestId":"","x":1}"#), Some(""));
+        // Spaces (Python's json.dumps), escapes, no id, a cut body: no hint; the caller
+        // parses the JSON.
+        assert_eq!(request_id_hint(br#"{"requestId": "42"}"#), None);
+        assert_eq!(request_id_hint(br#"{"requestId":"4\"2"}"#), None);
+        assert_eq!(request_id_hint(br#"{"resultCode":200}"#), None);
+        assert_eq!(request_id_hint(br#"{"requestId":"42"#), None);
+        assert_eq!(
+            request_id_of(br#"{"requestId": "42"}"#).as_deref(),
+            Some("42")
+        );
+        // A nested id comes first: only a hint, which the connection checks against its
+        // pending pushes before believing it.
+        let nested = br#"{"data":{"requestId":"1"},"requestId":"2"}"#;
+        assert_eq!(request_id_hint(nested), Some("1"));
+        assert_eq!(request_id_of(nested).as_deref(), Some("2"));
     }
 }

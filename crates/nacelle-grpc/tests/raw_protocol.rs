@@ -627,6 +627,61 @@ async fn graceful_shutdown_resets_every_client() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn acks_are_matched_however_their_json_is_written() -> anyhow::Result<()> {
+    // The server reads an ack's requestId quickly when the JSON is compact and parses it
+    // otherwise: spaced JSON (Python's json.dumps), an id after a nested object that
+    // carries another id, and an escaped id must each ack exactly their own push.
+    let opts = GrpcOptions {
+        push_ack_timeout: Duration::from_millis(300),
+        push_retry_base: Duration::from_millis(100),
+        push_max_tries: 3,
+        ..fast_opts()
+    };
+    let server = TestServer::start(opts).await?;
+    server.publish("", "G", "k", "v0").await?;
+    let mut c = server.raw().await?;
+    c.setup("10.0.0.7").await?;
+    c.listen(&[("k", "G", "", "")], true).await?;
+    let bodies: [&dyn Fn(&str) -> String; 4] = [
+        &|id| {
+            format!(
+                r#"{{"resultCode": 200, "errorCode": 0, "requestId": "{id}", "success": true}}"#
+            )
+        },
+        &|id| {
+            format!(r#"{{"extra":{{"requestId":"999999"}},"resultCode":200,"requestId":"{id}"}}"#)
+        },
+        &|id| {
+            format!(
+                r#"{{"resultCode":200,"requestId":"\u00{:02x}{}"}}"#,
+                id.as_bytes()[0],
+                &id[1..]
+            )
+        },
+        &|id| format!(r#"{{"resultCode":200,"errorCode":0,"success":true,"requestId":"{id}"}}"#),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        server.publish("", "G", "k", &format!("v{}", i + 1)).await?;
+        let push = c
+            .next(SOON)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no push"))?;
+        assert_eq!(push.type_name, "ConfigChangeNotifyRequest");
+        let id = push.str("requestId").unwrap_or_default().to_string();
+        c.respond_raw("ConfigChangeNotifyResponse", body(&id).into_bytes())
+            .await?;
+    }
+    // Longer than the ack timeout plus a retry: an unmatched ack would show as a resend.
+    if let Ok(Some(m)) = c.next(Duration::from_millis(700)).await {
+        panic!("something was resent: {}", m.type_name);
+    }
+    let s = server.stats.snapshot();
+    assert_eq!(s.push_acks, 4, "{s:?}");
+    assert_eq!(s.push_retries, 0, "{s:?}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_change_of_every_listened_key_at_once_does_not_drop_a_healthy_client(
 ) -> anyhow::Result<()> {
     // Every listened key changes while the client is not reading (a pause, a GC): it then

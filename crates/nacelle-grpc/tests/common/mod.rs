@@ -232,10 +232,16 @@ impl RawClient {
     /// Sends a response on the stream (e.g. the ack of a push).
     pub async fn respond(&self, type_name: &str, request_id: &str) -> anyhow::Result<()> {
         let body = ResponseHead::ok(Some(request_id.to_string()));
+        self.respond_raw(type_name, serde_json::to_vec(&body)?)
+            .await
+    }
+
+    /// Answers on the stream with a body exactly as given.
+    pub async fn respond_raw(&self, type_name: &str, body: Vec<u8>) -> anyhow::Result<()> {
         self.tx
             .as_ref()
             .ok_or_else(|| anyhow!("no stream"))?
-            .send(payload(type_name, "", serde_json::to_vec(&body)?))
+            .send(payload(type_name, "", body))
             .await?;
         Ok(())
     }
