@@ -17,6 +17,7 @@ use crate::grpc_client::{
     publish_body, query_body, raise_nofile, source_for, GrpcConn, PushArrival, Route,
     StreamCounters, Unary,
 };
+use crate::h2_listener;
 use crate::scenarios::{content_of, rss_kib, CpuMeter, GROUP, WARMUP};
 use crate::stats::{report, Latencies};
 use crate::{measured, Load};
@@ -77,11 +78,47 @@ pub enum Stage {
 }
 
 /// The outcome of opening many connections.
-struct Opened {
-    conns: Vec<GrpcConn>,
+struct Opened<C = GrpcConn> {
+    conns: Vec<C>,
     failed: usize,
     first_error: Option<String>,
     took: Duration,
+}
+
+impl<C> Opened<C> {
+    fn map<D>(self, f: impl Fn(C) -> D) -> Opened<D> {
+        Opened {
+            conns: self.conns.into_iter().map(f).collect(),
+            failed: self.failed,
+            first_error: self.first_error,
+            took: self.took,
+        }
+    }
+}
+
+/// The client `grpc-fanout`'s listeners run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListenerClient {
+    /// One task per connection on the `h2` crate ([`crate::h2_listener`]).
+    H2,
+    /// The tonic client of [`crate::grpc_client`].
+    Tonic,
+}
+
+impl ListenerClient {
+    fn name(self) -> &'static str {
+        match self {
+            ListenerClient::H2 => "h2",
+            ListenerClient::Tonic => "tonic",
+        }
+    }
+}
+
+/// A listening connection of either client; dropping it closes the connection.
+#[derive(Debug)]
+enum Listener {
+    Tonic(#[allow(dead_code)] GrpcConn),
+    Lean(#[allow(dead_code)] h2_listener::LeanListener),
 }
 
 /// Opens `n` connections (handshake + one listen each, `key_of(i)` with `md5`), at most
@@ -94,28 +131,65 @@ async fn open_listeners(
     counters: Arc<StreamCounters>,
     max_failures: usize,
 ) -> Result<Opened> {
+    let md5 = md5.to_string();
+    open_many((target, sources), n, max_failures, |i, route| {
+        let pushes = pushes.clone();
+        let counters = counters.clone();
+        let md5 = md5.clone();
+        let key = key_of(i);
+        async move {
+            if stage == Stage::Check {
+                return GrpcConn::connect_unregistered(route).await;
+            }
+            let mut conn = GrpcConn::connect(route, i, pushes, counters).await?;
+            if stage == Stage::Listening {
+                conn.unary.listen(&key, GROUP, &md5).await?;
+            }
+            Ok::<_, anyhow::Error>(conn)
+        }
+    })
+    .await
+}
+
+/// Opens `n` lean listeners of one key ([`h2_listener`]); stops at the first failure.
+async fn open_lean_listeners(
+    (target, sources): (SocketAddr, Sources),
+    n: usize,
+    (data_id, md5): (&str, &str),
+    pushes: mpsc::UnboundedSender<PushArrival>,
+    counters: &Arc<StreamCounters>,
+) -> Result<Opened<Listener>> {
+    open_many((target, sources), n, 1, |i, route| {
+        let pushes = pushes.clone();
+        let counters = counters.clone();
+        async move {
+            h2_listener::listen(route, i, (data_id, GROUP, md5), pushes, counters)
+                .await
+                .map(Listener::Lean)
+        }
+    })
+    .await
+}
+
+/// Runs `connect(i, route)` for `n` connections, at most [`CONNECT_CONCURRENCY`] at a
+/// time; stops launching new ones after `max_failures`.
+async fn open_many<C, F, Fut>(
+    (target, sources): (SocketAddr, Sources),
+    n: usize,
+    max_failures: usize,
+    connect: F,
+) -> Result<Opened<C>>
+where
+    F: Fn(usize, Route) -> Fut,
+    Fut: std::future::Future<Output = Result<C>>,
+{
     let started = Instant::now();
     let mut routes = Vec::with_capacity(n);
     for i in 0..n {
-        routes.push((i, sources.route(target, i)?, key_of(i)));
+        routes.push((i, sources.route(target, i)?));
     }
-    let md5 = md5.to_string();
     let mut results = futures::stream::iter(routes)
-        .map(|(i, route, key)| {
-            let pushes = pushes.clone();
-            let counters = counters.clone();
-            let md5 = md5.clone();
-            async move {
-                if stage == Stage::Check {
-                    return GrpcConn::connect_unregistered(route).await;
-                }
-                let mut conn = GrpcConn::connect(route, i, pushes, counters).await?;
-                if stage == Stage::Listening {
-                    conn.unary.listen(&key, GROUP, &md5).await?;
-                }
-                Ok::<_, anyhow::Error>(conn)
-            }
-        })
+        .map(|(i, route)| connect(i, route))
         .buffer_unordered(CONNECT_CONCURRENCY);
     let mut opened = Opened {
         conns: Vec::with_capacity(n),
@@ -301,7 +375,7 @@ pub async fn grpc_fanout(
     addr: SocketAddr,
     n: usize,
     rounds: usize,
-    sources: Sources,
+    (sources, client): (Sources, ListenerClient),
     server_pid: Option<u32>,
 ) -> Result<()> {
     let n = n.clamp(1, 200_000);
@@ -315,16 +389,31 @@ pub async fn grpc_fanout(
     let rss_before = server_pid.map(rss_kib).transpose()?;
 
     let (tx, mut rx) = mpsc::unbounded_channel::<PushArrival>();
-    let id = data_id.clone();
-    let opened = open_listeners(
-        (addr, sources),
-        n,
-        (move |_| id.clone(), &md5_hex(&content), Stage::Listening),
-        Some(tx),
-        counters.clone(),
-        1,
-    )
-    .await?;
+    let opened = match client {
+        ListenerClient::Tonic => {
+            let id = data_id.clone();
+            open_listeners(
+                (addr, sources),
+                n,
+                (move |_| id.clone(), &md5_hex(&content), Stage::Listening),
+                Some(tx),
+                counters.clone(),
+                1,
+            )
+            .await?
+            .map(Listener::Tonic)
+        }
+        ListenerClient::H2 => {
+            open_lean_listeners(
+                (addr, sources),
+                n,
+                (&data_id, &md5_hex(&content)),
+                tx,
+                &counters,
+            )
+            .await?
+        }
+    };
     if let Some(e) = opened.first_error {
         bail!(
             "opened {} of {n} listeners (open-file limit {nofile}): {e}",
@@ -396,6 +485,7 @@ pub async fn grpc_fanout(
         "grpc-fanout",
         json!({
             "listeners": n,
+            "client": client.name(),
             "rounds": rounds,
             "connect_s": opened.took.as_secs_f64(),
             "latency_from_publish_sent": all.summary(),

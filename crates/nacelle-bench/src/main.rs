@@ -9,6 +9,7 @@ mod creds;
 mod fanout_ceiling;
 mod grpc_client;
 mod grpc_scenarios;
+mod h2_listener;
 mod scenarios;
 mod stats;
 
@@ -148,6 +149,10 @@ enum Scenario {
         /// PID of the server, to report its RSS.
         #[arg(long)]
         server_pid: Option<u32>,
+        /// The listeners' client: `h2` (one task per connection on the `h2` crate, the
+        /// cheapest instrument) or `tonic` (the bench's tonic client, as before issue 15).
+        #[arg(long, value_enum, default_value_t = grpc_scenarios::ListenerClient::H2)]
+        client: grpc_scenarios::ListenerClient,
     },
     /// The fan-out floor of this machine: a minimal raw-TCP push server (its own process)
     /// writes one message to N connections and reads N acks; time from the trigger to each
@@ -314,9 +319,17 @@ fn main() -> Result<()> {
                 rounds,
                 sources,
                 server_pid,
+                client,
             } => {
                 check_loopback(&addr)?;
-                grpc_scenarios::grpc_fanout(addr, n, rounds, sources.sources(), server_pid).await
+                grpc_scenarios::grpc_fanout(
+                    addr,
+                    n,
+                    rounds,
+                    (sources.sources(), client),
+                    server_pid,
+                )
+                .await
             }
             Scenario::Connections {
                 addr,
