@@ -197,33 +197,10 @@ impl GrpcConn {
                     break;
                 };
                 let at = Instant::now();
-                let ack_type = match p.type_name() {
-                    types::CONFIG_CHANGE_NOTIFY_REQUEST => {
-                        counters.pushes.fetch_add(1, Ordering::Relaxed);
-                        if let Some(tx) = &pushes {
-                            // The round that wanted arrival times may be over; then the
-                            // push only counts.
-                            let _late = tx.send((index, at));
-                        }
-                        types::CONFIG_CHANGE_NOTIFY_RESPONSE
-                    }
-                    types::CLIENT_DETECTION_REQUEST => {
-                        counters.probes.fetch_add(1, Ordering::Relaxed);
-                        types::CLIENT_DETECTION_RESPONSE
-                    }
-                    types::CONNECT_RESET_REQUEST => {
-                        counters.resets.fetch_add(1, Ordering::Relaxed);
-                        types::CONNECT_RESET_RESPONSE
-                    }
-                    t if types::is_response_type(t) => continue,
-                    _ => "ServerRequestResponse",
+                let Some(ack) = answer_to(&p, at, (index, pushes.as_ref(), &counters)) else {
+                    continue;
                 };
-                let ack = Head::ok(Some(p.request_id().unwrap_or_default()));
-                if out_tx
-                    .send(Payload::new(ack_type, json(&ack)))
-                    .await
-                    .is_err()
-                {
+                if out_tx.send(ack).await.is_err() {
                     break;
                 }
             }
@@ -252,6 +229,42 @@ impl GrpcConn {
             _stop: stop_tx,
         })
     }
+}
+
+/// The client's answer to a server request on the bi-stream (`None` for a response, which
+/// needs none): counts it, and reports a change push's arrival on `pushes`.
+pub fn answer_to(
+    p: &Payload,
+    at: Instant,
+    (index, pushes, counters): (
+        usize,
+        Option<&mpsc::UnboundedSender<PushArrival>>,
+        &StreamCounters,
+    ),
+) -> Option<Payload> {
+    let ack_type = match p.type_name() {
+        types::CONFIG_CHANGE_NOTIFY_REQUEST => {
+            counters.pushes.fetch_add(1, Ordering::Relaxed);
+            if let Some(tx) = pushes {
+                // The round that wanted arrival times may be over; then the push only
+                // counts.
+                let _late = tx.send((index, at));
+            }
+            types::CONFIG_CHANGE_NOTIFY_RESPONSE
+        }
+        types::CLIENT_DETECTION_REQUEST => {
+            counters.probes.fetch_add(1, Ordering::Relaxed);
+            types::CLIENT_DETECTION_RESPONSE
+        }
+        types::CONNECT_RESET_REQUEST => {
+            counters.resets.fetch_add(1, Ordering::Relaxed);
+            types::CONNECT_RESET_RESPONSE
+        }
+        t if types::is_response_type(t) => return None,
+        _ => "ServerRequestResponse",
+    };
+    let ack = Head::ok(Some(p.request_id().unwrap_or_default()));
+    Some(Payload::new(ack_type, json(&ack)))
 }
 
 impl Unary {

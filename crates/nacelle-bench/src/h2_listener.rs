@@ -29,7 +29,7 @@ use prost::Message;
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::grpc_client::{listen_body, PushArrival, Route, StreamCounters};
+use crate::grpc_client::{answer_to, listen_body, PushArrival, Route, StreamCounters};
 
 /// How long a handshake step may take before the connection counts as failed.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -311,24 +311,8 @@ fn answer(
     out: &mut SendStream<Bytes>,
     (index, pushes, counters): (usize, &mpsc::UnboundedSender<PushArrival>, &StreamCounters),
 ) -> Result<(), h2::Error> {
-    let ack_type = match p.type_name() {
-        types::CONFIG_CHANGE_NOTIFY_REQUEST => {
-            counters.pushes.fetch_add(1, Ordering::Relaxed);
-            // The round that wanted arrival times may be over; then the push only counts.
-            let _late = pushes.send((index, at));
-            types::CONFIG_CHANGE_NOTIFY_RESPONSE
-        }
-        types::CLIENT_DETECTION_REQUEST => {
-            counters.probes.fetch_add(1, Ordering::Relaxed);
-            types::CLIENT_DETECTION_RESPONSE
-        }
-        types::CONNECT_RESET_REQUEST => {
-            counters.resets.fetch_add(1, Ordering::Relaxed);
-            types::CONNECT_RESET_RESPONSE
-        }
-        t if types::is_response_type(t) => return Ok(()),
-        _ => "ServerRequestResponse",
-    };
-    let ack = ResponseHead::ok(Some(p.request_id().unwrap_or_default()));
-    out.send_data(frame(&Payload::new(ack_type, json(&ack))), false)
+    match answer_to(p, at, (index, Some(pushes), counters)) {
+        Some(ack) => out.send_data(frame(&ack), false),
+        None => Ok(()),
+    }
 }

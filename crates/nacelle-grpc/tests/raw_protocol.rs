@@ -21,6 +21,16 @@ fn fast_opts() -> GrpcOptions {
     }
 }
 
+/// Pushes time out after 300 ms and are retried after 100 ms × tries, 3 tries at most.
+fn quick_retry_opts() -> GrpcOptions {
+    GrpcOptions {
+        push_ack_timeout: Duration::from_millis(300),
+        push_retry_base: Duration::from_millis(100),
+        push_max_tries: 3,
+        ..fast_opts()
+    }
+}
+
 #[tokio::test]
 async fn handshake_and_protocol_errors() -> anyhow::Result<()> {
     let server = TestServer::start(fast_opts()).await?;
@@ -417,12 +427,7 @@ async fn connection_limits_are_answered_with_connect_reset() -> anyhow::Result<(
 
 #[tokio::test]
 async fn unacked_pushes_are_retried_then_the_client_is_unregistered() -> anyhow::Result<()> {
-    let opts = GrpcOptions {
-        push_ack_timeout: Duration::from_millis(300),
-        push_retry_base: Duration::from_millis(100),
-        push_max_tries: 3,
-        ..fast_opts()
-    };
+    let opts = quick_retry_opts();
     let server = TestServer::start(opts).await?;
     server.publish("", "G", "k", "v0").await?;
     let mut mute = server.raw().await?;
@@ -631,12 +636,7 @@ async fn acks_are_matched_however_their_json_is_written() -> anyhow::Result<()> 
     // The server reads an ack's requestId quickly when the JSON is compact and parses it
     // otherwise: spaced JSON (Python's json.dumps), an id after a nested object that
     // carries another id, and an escaped id must each ack exactly their own push.
-    let opts = GrpcOptions {
-        push_ack_timeout: Duration::from_millis(300),
-        push_retry_base: Duration::from_millis(100),
-        push_max_tries: 3,
-        ..fast_opts()
-    };
+    let opts = quick_retry_opts();
     let server = TestServer::start(opts).await?;
     server.publish("", "G", "k", "v0").await?;
     let mut c = server.raw().await?;
