@@ -7,8 +7,16 @@
 //! worker that goes idle after a load never does either, so after 20 000 connections close
 //! the memory they used stayed resident. Each runtime worker therefore collects its heap
 //! when it parks, at most once per [`COLLECT_INTERVAL`].
+//!
+//! A worker that parks within that interval of its last collection skips it and *owes*
+//! one; if nothing wakes it again (the load just ended), the memory freed into its heap
+//! stays. [`settle_owed_collections`] runs beside the server: while any worker owes a
+//! collection it wakes the workers every [`SETTLE_PERIOD`] with a few empty tasks, so each
+//! parks again — later than the interval — and collects. At rest nothing is owed and the
+//! task only ticks.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// mimalloc: glibc's malloc serialises on arena locks under many small allocations across
@@ -21,12 +29,19 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// that parks thousands of times a second under load still collects once a second.
 const COLLECT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often [`settle_owed_collections`] looks for owed collections.
+const SETTLE_PERIOD: Duration = Duration::from_secs(2);
+
+/// Number of threads whose last park skipped a collection.
+static OWING: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     static LAST_COLLECT: Cell<Option<Instant>> = const { Cell::new(None) };
+    static OWES: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The runtime's `on_thread_park` hook: collects this thread's heap when the last
-/// collection is older than [`COLLECT_INTERVAL`].
+/// collection is older than [`COLLECT_INTERVAL`], else notes that this thread owes one.
 pub fn on_worker_park() {
     let now = Instant::now();
     let due = LAST_COLLECT.with(|last| match last.get() {
@@ -34,6 +49,18 @@ pub fn on_worker_park() {
         _ => {
             last.set(Some(now));
             true
+        }
+    });
+    // This thread owes a collection exactly when this park skipped one.
+    let owes_now = !due;
+    OWES.with(|owes| {
+        if owes.get() != owes_now {
+            owes.set(owes_now);
+            if due {
+                OWING.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                OWING.fetch_add(1, Ordering::Relaxed);
+            }
         }
     });
     if due {
@@ -46,5 +73,80 @@ pub fn on_worker_park() {
         unsafe {
             libmimalloc_sys::mi_collect(false)
         };
+    }
+}
+
+/// Number of runtime threads whose last park skipped a collection.
+pub fn owing() -> usize {
+    OWING.load(Ordering::Relaxed)
+}
+
+/// Runs for the life of the runtime: while a worker owes a collection, wakes the `workers`
+/// workers every [`SETTLE_PERIOD`] so that each parks again and collects. Empty tasks
+/// spawned from a worker are stolen by parked ones (the runtime wakes a parked worker when
+/// a run queue holds work to steal), which then park again.
+pub async fn settle_owed_collections(workers: usize) {
+    let mut tick = tokio::time::interval(SETTLE_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if owing() == 0 {
+            continue;
+        }
+        for _ in 0..workers.max(1) * 2 {
+            tokio::spawn(tokio::task::yield_now());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After a burst of work on every worker ends, no worker is left owing a collection:
+    /// each one is woken, parks again and collects.
+    #[test]
+    fn every_worker_collects_after_a_load_ends() {
+        const WORKERS: usize = 2;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKERS)
+            .enable_all()
+            .on_thread_park(on_worker_park)
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            tokio::spawn(settle_owed_collections(WORKERS));
+            // Work that parks and wakes the workers many times a second: their parks
+            // within a second of a collection skip it.
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(1500) {
+                let tasks: Vec<_> = (0..8)
+                    .map(|i| {
+                        tokio::spawn(async move {
+                            let v = vec![i as u8; 4096 * (i + 1)];
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            v.len()
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("task");
+                }
+            }
+            // This very thread (the `block_on` one) is not a worker, but the workers
+            // were just busy: some owe a collection now, or will at their next park.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if owing() == 0 {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{} workers still owe a collection",
+                    owing()
+                );
+            }
+        });
     }
 }

@@ -204,6 +204,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         "starting nacelle"
     );
     let mut server = nacelle::start(&settings).await?;
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    tokio::spawn(alloc::settle_owed_collections(workers));
     tokio::select! {
         sig = shutdown_signal() => {
             tracing::info!(signal = sig?, "shutting down");
