@@ -174,7 +174,7 @@ impl IntoResponse for V2Error {
 impl ApiError {
     /// The answer of an authentication failure or a throttled login, the same on every
     /// API version. A 403's body names the request path, which only the router knows:
-    /// [`AuthRejected`] marks the response and [`fill_auth_errors`] writes the body.
+    /// [`AuthRejected`] marks the response and [`fill_auth_error`] writes the body.
     fn auth_response(&self) -> Option<Response> {
         match self {
             ApiError::Auth(f) => {
@@ -202,14 +202,11 @@ impl ApiError {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AuthRejected(pub &'static str);
 
-/// The layer that writes a 403's body as Spring (so Nacos) does:
-/// `{"timestamp":…,"status":403,"error":"Forbidden","message":…,"path":…}`.
-pub(crate) async fn fill_auth_errors(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let path = req.uri().path().to_string();
-    let response = next.run(req).await;
+/// Writes the body of a 403 that [`AuthRejected`] marks as Spring (so Nacos) does:
+/// `{"timestamp":…,"status":403,"error":"Forbidden","message":…,"path":…}`; any other
+/// response is returned as it is. Called by the outer layer ([`crate::observe::observe`])
+/// on every response, with the request's path.
+pub(crate) fn fill_auth_error(response: Response, path: &str) -> Response {
     let Some(AuthRejected(message)) = response.extensions().get::<AuthRejected>().copied() else {
         return response;
     };

@@ -185,7 +185,6 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
     console::routes(api)
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
-        .layer(axum::middleware::from_fn(error::fill_auth_errors))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -76,13 +76,18 @@ fn method_label(m: &Method) -> &'static str {
     }
 }
 
-/// Outer layer: times the request inside its span, records it, logs it when slow.
+/// The one layer around the router: times the request inside its span, writes an
+/// authentication 403's body ([`crate::error::fill_auth_error`]), records the request and
+/// logs it when slow.
 pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let method = method_label(req.method());
     let route = route_label(req.uri().path());
+    // A `Uri` clone shares its bytes: the path is kept without a copy.
+    let uri = req.uri().clone();
     let span = tracing::debug_span!("http", route, method, status = Empty, duration_ms = Empty);
     let started = Instant::now();
     let (resp, gathered) = timing::scope(next.run(req)).instrument(span.clone()).await;
+    let resp = crate::error::fill_auth_error(resp, uri.path());
     let took = started.elapsed();
     let store = gathered.store;
     let status = resp.status().as_u16();

@@ -2,13 +2,13 @@
 //! first, the first value of a name wins), decoded strictly — a parameter that is not valid
 //! UTF-8 after percent-decoding is a 400, never silently replaced.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
-use percent_encoding::percent_decode;
 
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, TrustedProxies, Variant};
 use nacelle_service::auth::Credentials;
@@ -134,7 +134,10 @@ async fn read_multipart(
     Ok(file)
 }
 
-/// Decodes `a=b&c=d` form encoding into `out`, keeping the first value of each name.
+/// Decodes `a=b&c=d` form encoding into `out`, keeping the first value of each name. Every
+/// name and value is checked (a later duplicate that is not UTF-8 is still a 400); only a
+/// name not seen before is stored, and a component without escapes is not copied to be
+/// checked.
 pub(crate) fn decode_form_into(
     raw: &[u8],
     out: &mut HashMap<String, String>,
@@ -149,20 +152,47 @@ pub(crate) fn decode_form_into(
         };
         let k = decode_component(k)?;
         let v = decode_component(v)?;
-        out.entry(k).or_insert(v);
+        if !out.contains_key(k.as_ref()) {
+            out.insert(k.into_owned(), v.into_owned());
+        }
     }
     Ok(())
 }
 
-fn decode_component(raw: &[u8]) -> Result<String, ApiError> {
-    let plus_free: Vec<u8> = raw
-        .iter()
-        .map(|b| if *b == b'+' { b' ' } else { *b })
-        .collect();
-    percent_decode(&plus_free)
-        .decode_utf8()
-        .map(|s| s.into_owned())
-        .map_err(|_| ApiError::Invalid("request parameters are not valid UTF-8".into()))
+/// Decodes one form component: `+` is a space, `%XX` a byte (a `%` not followed by two hex
+/// digits stays as it is), and the result must be UTF-8. Borrowed when there is nothing
+/// to decode.
+fn decode_component(raw: &[u8]) -> Result<Cow<'_, str>, ApiError> {
+    let not_utf8 = |_| ApiError::Invalid("request parameters are not valid UTF-8".into());
+    if !raw.iter().any(|b| matches!(b, b'+' | b'%')) {
+        return std::str::from_utf8(raw)
+            .map(Cow::Borrowed)
+            .map_err(not_utf8);
+    }
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        i += 1;
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => match (
+                raw.get(i).copied().and_then(hex),
+                raw.get(i + 1).copied().and_then(hex),
+            ) {
+                (Some(hi), Some(lo)) => {
+                    out.push(hi << 4 | lo);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+    }
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|e| not_utf8(e.utf8_error()))
 }
 
 /// The address a proxy header names: `X-Real-IP`, else the first `X-Forwarded-For`
@@ -413,6 +443,21 @@ mod tests {
         assert_eq!(m["d"], "中");
         let mut m = HashMap::new();
         assert!(decode_form_into(b"a=%FF%FE", &mut m).is_err());
+        // A later duplicate is checked too, though the first value wins.
+        let mut m = HashMap::new();
+        assert!(decode_form_into(b"a=1&a=%FF", &mut m).is_err());
+        // A `%` without two hex digits after it is kept as it is, as is a lone `%`.
+        let mut m = HashMap::new();
+        decode_form_into(b"p=100%&q=%zz%4&r=%41%42c&s=%e4%b8%ad", &mut m).expect("valid form");
+        assert_eq!(m["p"], "100%");
+        assert_eq!(m["q"], "%zz%4");
+        assert_eq!(m["r"], "ABc");
+        assert_eq!(m["s"], "中");
+        // Escaped names are decoded before they are compared.
+        let mut m = HashMap::new();
+        decode_form_into(b"%61=1&a=2&b+c=3", &mut m).expect("valid form");
+        assert_eq!(m["a"], "1");
+        assert_eq!(m["b c"], "3");
     }
 
     #[test]

@@ -60,10 +60,9 @@ struct Entry {
     /// when what the caller sees differs from it, so a caller whose variant did not change
     /// is not woken.
     md5: Arc<str>,
-    /// Who listens: decides which variant of the key it sees.
+    /// Who listens: decides which variant of the key it sees; its IP answers listener
+    /// queries.
     caller: Arc<Caller>,
-    /// The watcher's client IP, for listener queries.
-    ip: Arc<str>,
 }
 
 /// What each subscriber of a changed key now sees: one md5 for everyone (the key has no
@@ -115,7 +114,6 @@ impl WatchHub {
         key: &ConfigKey,
         md5: String,
         caller: Arc<Caller>,
-        ip: Arc<str>,
         subscriber: Arc<dyn Subscriber>,
     ) -> bool {
         let mut slot = self.index.entry(key.clone()).or_default();
@@ -123,7 +121,6 @@ impl WatchHub {
             subscriber,
             md5: md5.into(),
             caller,
-            ip,
         };
         let new = slot.insert(id, entry).is_none();
         if new {
@@ -219,7 +216,7 @@ impl WatchHub {
             .get(key)
             .map(|subs| {
                 subs.values()
-                    .map(|e| (e.ip.to_string(), e.md5.to_string()))
+                    .map(|e| (e.caller.ip_string(), e.md5.to_string()))
                     .collect()
             })
             .unwrap_or_default()
@@ -240,10 +237,11 @@ impl WatchHub {
 
     /// Every (key, subscriber, md5 held) of the subscribers whose client IP is `ip`.
     pub fn subscriptions_of_ip(&self, ip: &str) -> Vec<(ConfigKey, Arc<Caller>, Arc<str>)> {
+        let ip = IpQuery::new(ip);
         let mut out = Vec::new();
         for item in self.index.iter() {
             for e in item.value().values() {
-                if &*e.ip == ip {
+                if ip.matches(&e.caller) {
                     out.push((item.key().clone(), e.caller.clone(), e.md5.clone()));
                 }
             }
@@ -253,15 +251,47 @@ impl WatchHub {
 
     /// Key → md5 reported, for every key that a client at `ip` listens to.
     pub fn keys_of_ip(&self, ip: &str) -> Vec<(ConfigKey, String)> {
+        let ip = IpQuery::new(ip);
         let mut out = Vec::new();
         for item in self.index.iter() {
             for e in item.value().values() {
-                if &*e.ip == ip {
+                if ip.matches(&e.caller) {
                     out.push((item.key().clone(), e.md5.to_string()));
                 }
             }
         }
         out
+    }
+}
+
+/// The IP a listener query names, matched against each subscriber's caller: an address
+/// matches the same address (an IPv4-mapped IPv6 form matches its IPv4 one, as callers'
+/// addresses are kept), the empty string matches callers without one, and anything else
+/// matches nobody. Subscribers keep their IP as an address, so subscribing formats none.
+enum IpQuery {
+    Addr(std::net::IpAddr),
+    Unknown,
+    Invalid,
+}
+
+impl IpQuery {
+    fn new(ip: &str) -> Self {
+        let ip = ip.trim();
+        if ip.is_empty() {
+            return IpQuery::Unknown;
+        }
+        match ip.parse::<std::net::IpAddr>() {
+            Ok(a) => IpQuery::Addr(a.to_canonical()),
+            Err(_) => IpQuery::Invalid,
+        }
+    }
+
+    fn matches(&self, caller: &Caller) -> bool {
+        match self {
+            IpQuery::Addr(a) => caller.ip.map(|ip| ip.to_canonical()) == Some(*a),
+            IpQuery::Unknown => caller.ip.is_none(),
+            IpQuery::Invalid => false,
+        }
     }
 }
 
@@ -272,6 +302,13 @@ mod tests {
 
     fn who() -> Arc<Caller> {
         Arc::new(Caller::internal())
+    }
+
+    fn at(ip: &str) -> Arc<Caller> {
+        Arc::new(Caller::anonymous(
+            nacelle_core::Protocol::Grpc,
+            Some(ip.parse().expect("an address")),
+        ))
     }
 
     #[derive(Default)]
@@ -292,9 +329,9 @@ mod tests {
         let ra = Arc::new(Rec::default());
         let rb = Arc::new(Rec::default());
         let (ia, ib) = (hub.next_watcher_id(), hub.next_watcher_id());
-        assert!(hub.subscribe(ia, &a, "m".into(), who(), "1.1.1.1".into(), ra.clone()));
-        assert!(hub.subscribe(ib, &b, String::new(), who(), "2.2.2.2".into(), rb.clone()));
-        assert!(!hub.subscribe(ia, &a, "m".into(), who(), "1.1.1.1".into(), ra.clone()));
+        assert!(hub.subscribe(ia, &a, "m".into(), at("1.1.1.1"), ra.clone()));
+        assert!(hub.subscribe(ib, &b, String::new(), at("2.2.2.2"), rb.clone()));
+        assert!(!hub.subscribe(ia, &a, "m".into(), at("1.1.1.1"), ra.clone()));
         // A change to what the subscriber already holds wakes nobody.
         assert_eq!(hub.publish(&a, "m", 1, Visible::All("m".into())), 0);
         assert_eq!(hub.listener_count(), 2);
@@ -307,6 +344,11 @@ mod tests {
             "the md5 it was last told of"
         );
         assert_eq!(hub.keys_of_ip("2.2.2.2").len(), 1);
+        assert_eq!(hub.keys_of_ip("::ffff:2.2.2.2").len(), 1);
+        assert_eq!(hub.keys_of_ip(" 1.1.1.1 ").len(), 1);
+        assert!(hub.keys_of_ip("2.2.2.3").is_empty());
+        assert!(hub.keys_of_ip("not-an-ip").is_empty());
+        assert!(hub.keys_of_ip("").is_empty(), "every subscriber has an IP");
         assert!(hub.unsubscribe(&a, ia));
         assert!(!hub.unsubscribe(&a, ia));
         assert_eq!(hub.listener_count(), 1);
@@ -342,14 +384,7 @@ mod tests {
         let n = INLINE_WALK_MAX + 100;
         for _ in 0..n {
             let id = hub.next_watcher_id();
-            hub.subscribe(
-                id,
-                &key,
-                String::new(),
-                who(),
-                "127.0.0.1".into(),
-                gate.clone(),
-            );
+            hub.subscribe(id, &key, String::new(), who(), gate.clone());
         }
         // The walk blocks in its first notification, yet publish has returned.
         assert_eq!(hub.publish(&key, "m", 1, Visible::All("m".into())), n);
@@ -369,14 +404,7 @@ mod tests {
         let small = ConfigKey::from_trusted("", "G", "few");
         let rec = Arc::new(Rec::default());
         let id = hub.next_watcher_id();
-        hub.subscribe(
-            id,
-            &small,
-            String::new(),
-            who(),
-            "3.3.3.3".into(),
-            rec.clone(),
-        );
+        hub.subscribe(id, &small, String::new(), who(), rec.clone());
         assert_eq!(hub.publish(&small, "m", 2, Visible::All("m".into())), 1);
         assert_eq!(rec.got.lock().len(), 1);
     }

@@ -98,8 +98,6 @@ pub struct ListenerView {
 pub struct Watch {
     service: ConfigService,
     caller: Arc<Caller>,
-    /// The caller's IP as listener queries show it.
-    ip: Arc<str>,
     /// The hub's id of this watcher.
     id: u64,
     keys: Mutex<HashSet<ConfigKey>>,
@@ -111,7 +109,7 @@ impl fmt::Debug for Watch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Watch")
             .field("id", &self.id)
-            .field("ip", &self.ip)
+            .field("ip", &self.caller.ip)
             .field("keys", &self.keys.lock().len())
             .field("patterns", &self.patterns.lock().len())
             .finish()
@@ -127,7 +125,6 @@ impl ConfigService {
         Ok(Watch {
             service: self.clone(),
             caller: Arc::new(caller.clone()),
-            ip: caller.ip_string().into(),
             id: self.inner.hub.next_watcher_id(),
             keys: Mutex::new(HashSet::new()),
             patterns: Mutex::new(HashMap::new()),
@@ -282,7 +279,6 @@ impl Watch {
                 &item.key,
                 item.md5.clone(),
                 self.caller.clone(),
-                self.ip.clone(),
                 item.subscriber,
             ) {
                 added.new_keys += 1;

@@ -28,6 +28,8 @@ const WORD_SEPARATOR: char = '\u{2}';
 const LINE_SEPARATOR: char = '\u{1}';
 /// Nacos answers this much before the client's timeout so the client never times out first.
 const HOLD_MARGIN_MS: u64 = 500;
+/// Up to this many keys in one poll, a key sent twice is found by a linear look-up.
+const LINEAR_LOOKUP_MAX: usize = 16;
 
 /// One record of `Listening-Configs`, with the names exactly as the client sent them so the
 /// answer echoes them unchanged.
@@ -50,21 +52,29 @@ pub(crate) fn parse_listening_configs(
     tenant_param: Option<&str>,
 ) -> Result<Vec<ListenItem>, ApiError> {
     let mut items: Vec<ListenItem> = Vec::new();
-    let mut seen: HashMap<ConfigKey, usize> = HashMap::new();
+    // Where each key is in `items`, built only once a poll carries more keys than a
+    // linear look-up handles well (most polls carry a handful).
+    let mut seen: Option<HashMap<ConfigKey, usize>> = None;
     for record in raw.split(LINE_SEPARATOR) {
         if record.is_empty() {
             continue;
         }
-        let fields: Vec<&str> = record.split(WORD_SEPARATOR).collect();
+        let mut fields = record.split(WORD_SEPARATOR);
+        let mut field = [""; 4];
+        let mut count = 0;
+        for f in fields.by_ref().take(4) {
+            field[count] = f;
+            count += 1;
+        }
+        count += fields.count();
         // `echo` is the tenant written back in the answer: only what the record carried.
-        let (data_id, group, md5, tenant, echo) = match fields.as_slice() {
-            [d, g, m] => (*d, *g, *m, tenant_param.unwrap_or(""), ""),
-            [d, g, m, t] => (*d, *g, *m, *t, *t),
+        let (data_id, group, md5, tenant, echo) = match count {
+            3 => (field[0], field[1], field[2], tenant_param.unwrap_or(""), ""),
+            4 => (field[0], field[1], field[2], field[3], field[3]),
             _ => {
                 return Err(ApiError::Invalid(format!(
-                    "invalid probeModify: record `{}` has {} fields, expected 3 or 4",
+                    "invalid probeModify: record `{}` has {count} fields, expected 3 or 4",
                     record.escape_debug(),
-                    fields.len()
                 )))
             }
         };
@@ -76,18 +86,33 @@ pub(crate) fn parse_listening_configs(
         }
         let key = ConfigKey::parse(Some(tenant), group, data_id)
             .map_err(|e| ApiError::Invalid(format!("invalid probeModify: {e}")))?;
+        let at = match &mut seen {
+            Some(index) => index.get(&key).copied(),
+            None => items.iter().position(|i| i.key == key),
+        };
         let item = ListenItem {
-            key: key.clone(),
             md5: md5.to_string(),
             data_id: data_id.to_string(),
             group: group.to_string(),
             tenant: echo.to_string(),
+            key,
         };
-        match seen.get(&key) {
-            Some(&i) => items[i] = item,
+        match at {
+            Some(i) => items[i] = item,
             None => {
-                seen.insert(key, items.len());
+                if let Some(index) = &mut seen {
+                    index.insert(item.key.clone(), items.len());
+                }
                 items.push(item);
+                if seen.is_none() && items.len() > LINEAR_LOOKUP_MAX {
+                    seen = Some(
+                        items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, it)| (it.key.clone(), i))
+                            .collect(),
+                    );
+                }
             }
         }
     }
@@ -318,6 +343,25 @@ mod tests {
         let items = parse_listening_configs(twice, None).expect("valid");
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].md5, "abc");
+    }
+
+    #[test]
+    fn a_key_sent_twice_keeps_its_last_record_in_a_large_poll() {
+        // Past LINEAR_LOOKUP_MAX keys the look-up switches to an index: keys sent before
+        // and after the switch are still found.
+        let n = LINEAR_LOOKUP_MAX * 3;
+        let mut raw = String::new();
+        for round in ["", "abc"] {
+            for i in 0..n {
+                raw.push_str(&format!("k{i}\u{2}G\u{2}{round}\u{1}"));
+            }
+        }
+        let items = parse_listening_configs(&raw, None).expect("valid");
+        assert_eq!(items.len(), n);
+        for (i, item) in items.iter().enumerate() {
+            assert_eq!(item.data_id, format!("k{i}"), "first-seen order is kept");
+            assert_eq!(item.md5, "abc", "{}", item.data_id);
+        }
     }
 
     #[test]
