@@ -1,7 +1,7 @@
 //! The parsers the fuzz targets (`fuzz/`, `crates/nacelle-fuzzing`) drive, exposed only with
 //! the `fuzzing` feature. Each takes arbitrary bytes and must never panic.
 
-use std::collections::HashMap;
+use crate::params::ParamMap;
 
 /// `Listening-Configs` as the long-poll handler parses it; the first byte chooses whether a
 /// separate `tenant` parameter is given. Returns how many records were accepted.
@@ -17,14 +17,14 @@ pub fn listening_configs(data: &[u8]) -> usize {
 /// `a=b&c=d` form/query decoding, strict as every handler reads parameters. Returns how
 /// many distinct names were decoded.
 pub fn form(data: &[u8]) -> usize {
-    let mut out = HashMap::new();
+    let mut out = ParamMap::default();
     match crate::params::decode_form_into(data, &mut out) {
         Ok(()) => {
             // What the encoder writes back must decode to the same values.
             for (k, v) in &out {
                 let mut encoded = String::new();
                 crate::params::java_url_encode(v, &mut encoded);
-                let mut again = HashMap::new();
+                let mut again = ParamMap::default();
                 let pair = format!("k={encoded}");
                 assert!(
                     crate::params::decode_form_into(pair.as_bytes(), &mut again).is_ok(),

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dashmap::DashMap;
 use nacelle_cipher::{CipherError, MasterKeys};
-use nacelle_core::ConfigKey;
 
 /// The state of encrypted configs: the master key and the opened versions.
 #[derive(Debug, Default)]
@@ -18,7 +16,7 @@ pub(crate) struct CipherState {
     /// The opened version of each encrypted key, checked against the stored version on
     /// every read (md5 and stored data key), so a new version — or another variant of the
     /// key — is opened afresh.
-    pub(crate) opened: DashMap<ConfigKey, Arc<Opened>>,
+    pub(crate) opened: crate::service::KeyMap<Arc<Opened>>,
 }
 
 /// One stored version of an encrypted config, opened. Its `Debug` shows neither the key
@@ -48,7 +46,7 @@ impl CipherState {
     pub(crate) fn new(master: Option<Arc<MasterKeys>>) -> Self {
         CipherState {
             master,
-            opened: DashMap::new(),
+            opened: Default::default(),
         }
     }
 }

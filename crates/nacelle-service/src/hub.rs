@@ -18,8 +18,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
-use dashmap::DashMap;
 use nacelle_core::{Caller, ConfigKey};
+use rustc_hash::FxBuildHasher;
+
+use crate::service::KeyMap;
 
 /// Most subscribers of a key that [`WatchHub::publish`] notifies itself before returning.
 pub const INLINE_WALK_MAX: usize = 1024;
@@ -75,7 +77,9 @@ pub(crate) enum Visible<'a> {
 /// Key → subscribers index. Only the service uses it: adapters watch through
 /// [`crate::Watch`].
 pub(crate) struct WatchHub {
-    index: DashMap<ConfigKey, HashMap<u64, Entry>>,
+    /// Key → watcher id → subscriber. Watcher ids are the hub's own, so their map hashes
+    /// with `rustc-hash`.
+    index: KeyMap<HashMap<u64, Entry, FxBuildHasher>>,
     next_id: AtomicU64,
     next_seq: AtomicU64,
     listeners: AtomicU64,
@@ -94,7 +98,7 @@ impl WatchHub {
     /// An empty hub.
     pub fn new() -> Self {
         WatchHub {
-            index: DashMap::new(),
+            index: KeyMap::default(),
             next_id: AtomicU64::new(1),
             next_seq: AtomicU64::new(1),
             listeners: AtomicU64::new(0),

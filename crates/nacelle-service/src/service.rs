@@ -37,6 +37,12 @@ use crate::hub::WatchHub;
 use crate::limits::{Limits, RateLimiter};
 use crate::patterns::PatternHub;
 
+/// A concurrent map keyed by config key. Keys come from clients, so the hash is keyed per
+/// process (`ahash`'s random state, resistant to chosen collisions like std's SipHash) and
+/// a key's three strings hash in a few dozen instructions instead of SipHash's hundreds:
+/// a long poll looks keys up here several times.
+pub(crate) type KeyMap<V> = DashMap<ConfigKey, V, ahash::RandomState>;
+
 /// Number of write-lock stripes; writes of different keys rarely share one.
 const WRITE_STRIPES: usize = 256;
 
@@ -49,10 +55,10 @@ pub struct ConfigService {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn ConfigStore>,
     /// The formal config of every key, loaded at start; reads never touch the database.
-    pub(crate) cache: DashMap<ConfigKey, Arc<StoredConfig>>,
+    pub(crate) cache: KeyMap<Arc<StoredConfig>>,
     /// The gray variants of the keys that have any, loaded at start like formal configs.
     /// Most keys have none, so a read of such a key costs one failed lookup here.
-    pub(crate) grays: DashMap<ConfigKey, Arc<GraySet>>,
+    pub(crate) grays: KeyMap<Arc<GraySet>>,
     /// Who listens to which key.
     pub(crate) hub: Arc<WatchHub>,
     /// Who watches which group pattern (wildcard watches).
@@ -102,8 +108,8 @@ impl ConfigService {
         let service = ConfigService {
             inner: Arc::new(Inner {
                 store,
-                cache: DashMap::new(),
-                grays: DashMap::new(),
+                cache: KeyMap::default(),
+                grays: KeyMap::default(),
                 hub: Arc::new(WatchHub::new()),
                 patterns: PatternHub::new(),
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
