@@ -16,7 +16,7 @@ pub(crate) struct CipherState {
     /// The opened version of each encrypted key, checked against the stored version on
     /// every read (md5 and stored data key), so a new version — or another variant of the
     /// key — is opened afresh.
-    pub(crate) opened: crate::service::KeyMap<Arc<Opened>>,
+    pub(crate) opened: crate::key_map::KeyMap<Arc<Opened>>,
 }
 
 /// One stored version of an encrypted config, opened. Its `Debug` shows neither the key

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use nacelle_core::{Caller, ConfigKey};
 use rustc_hash::FxBuildHasher;
 
-use crate::service::KeyMap;
+use crate::key_map::KeyMap;
 
 /// Most subscribers of a key that [`WatchHub::publish`] notifies itself before returning.
 pub const INLINE_WALK_MAX: usize = 1024;

@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod follow;
 mod history;
 mod hub;
+mod key_map;
 pub mod limits;
 mod namespaces;
 mod patterns;

@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
-use dashmap::DashMap;
 use nacelle_core::{
     ConfigKey, ConfigStore, CoreError, Gray, GraySet, GraySpec, StoreError, StoredConfig,
     StoredGray,
@@ -37,11 +36,7 @@ use crate::hub::WatchHub;
 use crate::limits::{Limits, RateLimiter};
 use crate::patterns::PatternHub;
 
-/// A concurrent map keyed by config key. Keys come from clients, so the hash is keyed per
-/// process (`ahash`'s random state, resistant to chosen collisions like std's SipHash) and
-/// a key's three strings hash in a few dozen instructions instead of SipHash's hundreds:
-/// a long poll looks keys up here several times.
-pub(crate) type KeyMap<V> = DashMap<ConfigKey, V, ahash::RandomState>;
+use crate::key_map::KeyMap;
 
 /// Number of write-lock stripes; writes of different keys rarely share one.
 const WRITE_STRIPES: usize = 256;
