@@ -9,14 +9,17 @@
 //! when it parks, at most once per [`COLLECT_INTERVAL`].
 //!
 //! A worker that parks within that interval of its last collection skips it and *owes*
-//! one; if nothing wakes it again (the load just ended), the memory freed into its heap
-//! stays. [`settle_owed_collections`] runs beside the server: while any worker owes a
-//! collection it wakes the workers every [`SETTLE_PERIOD`] with a few empty tasks, so each
-//! parks again — later than the interval — and collects. At rest nothing is owed and the
-//! task only ticks.
+//! one. A worker that keeps waking collects at a later park; one that nothing wakes again
+//! (the load just ended) would keep the memory freed into its heap.
+//! [`settle_owed_collections`] runs beside the server: every [`SETTLE_PERIOD`] it looks for
+//! a worker that has owed a collection since before the last period — so it has not
+//! parked since — and then wakes the workers with a few empty tasks, so that it parks
+//! again, later than the interval, and collects. At rest nothing is owed and the task
+//! only ticks.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// mimalloc: glibc's malloc serialises on arena locks under many small allocations across
@@ -32,12 +35,38 @@ const COLLECT_INTERVAL: Duration = Duration::from_secs(1);
 /// How often [`settle_owed_collections`] looks for owed collections.
 const SETTLE_PERIOD: Duration = Duration::from_secs(2);
 
-/// Number of threads whose last park skipped a collection.
-static OWING: AtomicUsize = AtomicUsize::new(0);
+/// Workers tracked; a runtime with more (a host of over 64 cores) leaves the rest to their
+/// own parks.
+const SLOTS: usize = 64;
+
+/// Per worker: when (milliseconds since [`epoch`], plus one) its last park skipped a
+/// collection, or 0 when its last park collected.
+static OWED_SINCE: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     static LAST_COLLECT: Cell<Option<Instant>> = const { Cell::new(None) };
-    static OWES: Cell<bool> = const { Cell::new(false) };
+    static SLOT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn millis_since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch()).as_millis()).unwrap_or(u64::MAX - 1)
+}
+
+/// This thread's slot in [`OWED_SINCE`], taken at its first park.
+fn slot() -> Option<usize> {
+    SLOT.with(|s| {
+        if s.get().is_none() {
+            let i = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+            s.set((i < SLOTS).then_some(i));
+        }
+        s.get()
+    })
 }
 
 /// The runtime's `on_thread_park` hook: collects this thread's heap when the last
@@ -51,18 +80,10 @@ pub fn on_worker_park() {
             true
         }
     });
-    // This thread owes a collection exactly when this park skipped one.
-    let owes_now = !due;
-    OWES.with(|owes| {
-        if owes.get() != owes_now {
-            owes.set(owes_now);
-            if due {
-                OWING.fetch_sub(1, Ordering::Relaxed);
-            } else {
-                OWING.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    });
+    if let Some(i) = slot() {
+        let owed_since = if due { 0 } else { millis_since_epoch(now) + 1 };
+        OWED_SINCE[i].store(owed_since, Ordering::Relaxed);
+    }
     if due {
         // SAFETY: `mi_collect` takes no pointer and has no precondition: it may be called
         // at any time from any thread, and only frees what mimalloc already knows to be
@@ -76,21 +97,28 @@ pub fn on_worker_park() {
     }
 }
 
-/// Number of runtime threads whose last park skipped a collection.
-pub fn owing() -> usize {
-    OWING.load(Ordering::Relaxed)
+/// Number of workers that have owed a collection for at least `age`: they have not parked
+/// since, so nothing but a wake-up will make them collect.
+pub fn owing_for(age: Duration) -> usize {
+    let now = millis_since_epoch(Instant::now());
+    let age = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+    OWED_SINCE
+        .iter()
+        .map(|s| s.load(Ordering::Relaxed))
+        .filter(|&since| since != 0 && now.saturating_sub(since - 1) >= age)
+        .count()
 }
 
-/// Runs for the life of the runtime: while a worker owes a collection, wakes the `workers`
-/// workers every [`SETTLE_PERIOD`] so that each parks again and collects. Empty tasks
-/// spawned from a worker are stolen by parked ones (the runtime wakes a parked worker when
-/// a run queue holds work to steal), which then park again.
+/// Runs for the life of the runtime: when a worker has owed a collection for a whole
+/// [`SETTLE_PERIOD`], wakes the `workers` workers so that it parks again and collects.
+/// Empty tasks spawned from a worker are stolen by parked ones (the runtime wakes a parked
+/// worker when a run queue holds work to steal), which then park again.
 pub async fn settle_owed_collections(workers: usize) {
     let mut tick = tokio::time::interval(SETTLE_PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if owing() == 0 {
+        if owing_for(SETTLE_PERIOD) == 0 {
             continue;
         }
         for _ in 0..workers.max(1) * 2 {
@@ -133,20 +161,21 @@ mod tests {
                     t.await.expect("task");
                 }
             }
-            // This very thread (the `block_on` one) is not a worker, but the workers
-            // were just busy: some owe a collection now, or will at their next park.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
+            // The workers were just busy: some owe a collection now. One that keeps waking
+            // (the timer of the sleeps below) collects at its own parks and never owes for
+            // long; one that stays parked must be woken to collect. After three settle
+            // periods, none may have owed one for two whole periods.
+            let quiet = Instant::now();
+            while quiet.elapsed() < SETTLE_PERIOD * 3 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if owing() == 0 {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "{} workers still owe a collection",
-                    owing()
-                );
             }
+            let stale = owing_for(SETTLE_PERIOD * 2);
+            assert_eq!(
+                stale,
+                0,
+                "{stale} workers have owed a collection for over {:?}",
+                SETTLE_PERIOD * 2
+            );
         });
     }
 }
