@@ -299,11 +299,10 @@ where
             }
 
             Frame::Priority(_) => {
-                /*
-                v.encode(self.buf.get_mut());
-                tracing::trace!("encoded priority; rem={:?}", self.buf.remaining());
-                */
-                unimplemented!();
+                // nacelle patch: h2 never queues a PRIORITY frame; were one queued, it is
+                // dropped (PRIORITY is advisory and deprecated by RFC 9113) instead of
+                // panicking.
+                tracing::trace!("dropped a priority frame; h2 sends none");
             }
             Frame::Reset(v) => {
                 v.encode(self.buf.get_mut());
