@@ -255,16 +255,10 @@ impl WatchHub {
 
     /// Key → md5 reported, for every key that a client at `ip` listens to.
     pub fn keys_of_ip(&self, ip: &str) -> Vec<(ConfigKey, String)> {
-        let ip = IpQuery::new(ip);
-        let mut out = Vec::new();
-        for item in self.index.iter() {
-            for e in item.value().values() {
-                if ip.matches(&e.caller) {
-                    out.push((item.key().clone(), e.md5.to_string()));
-                }
-            }
-        }
-        out
+        self.subscriptions_of_ip(ip)
+            .into_iter()
+            .map(|(key, _, md5)| (key, md5.to_string()))
+            .collect()
     }
 }
 
