@@ -16,8 +16,7 @@
 # and the profile, and ThinLTO suffixes that change with the code; build.rs then matches
 # them without those, which packs less tightly. Rerun this after `cargo update`, a
 # toolchain change, or when "idle RSS" in docs/benchmarks.md creeps up; the next build
-# uses the new list. Needs valgrind
-# and curl.
+# uses the new list. Needs valgrind and curl.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

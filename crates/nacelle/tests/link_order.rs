@@ -85,7 +85,9 @@ fn the_script_places_exact_names_first_and_patterns_after_text() {
             .count(),
         1
     );
-    assert!(first.find("0000000000000001E)").unwrap() < first.find("0000000000000002E)").unwrap());
+    let one = first.find("0000000000000001E)").expect("first name");
+    let two = first.find("0000000000000002E)").expect("second name");
+    assert!(one < two);
     assert!(first.contains("*(.text.plain .text.unlikely.plain)"));
     assert!(first.contains("INSERT BEFORE .text;"));
     // The two hashed names share one pattern; the plain name needs none.
