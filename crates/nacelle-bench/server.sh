@@ -1,8 +1,11 @@
-# Sourced by run-all.sh and compare.sh: start and stop one `nacelle serve` on a fresh data
-# directory, on $PORT (HTTP) and $GPORT (gRPC), waiting for readiness.
+# Sourced by run-all.sh, compare.sh and scripts/link-order.sh: start and stop one
+# `nacelle serve` on a fresh data directory, on $PORT (HTTP) and $GPORT (gRPC), waiting for
+# readiness (up to $READY_TRIES × 0.1 s, default 100).
 # start_server BIN_DIR DATA_DIR LOG_FILE  → sets SERVER_PID
 # stop_server                             → stops it (safe to call twice)
+# SERVER_WRAPPER (an array, empty by default) is put before the binary, e.g. valgrind.
 SERVER_PID=""
+SERVER_WRAPPER=()
 
 start_server() {
     local bin=$1 dir=$2 log=$3
@@ -15,10 +18,10 @@ start_server() {
     # compare.sh runs ignore them.
     NACELLE_WRITE_RATE_PER_IP=0 NACELLE_MAX_HELD_POLLS_PER_IP=1000000 \
     NACELLE_HTTP_MAX_CONNECTIONS_PER_IP=1000000 \
-    "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
+    ${SERVER_WRAPPER[@]+"${SERVER_WRAPPER[@]}"} "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
         --grpc-port "$GPORT" --log warn --auth off >"$log" 2>&1 &
     SERVER_PID=$!
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 "${READY_TRIES:-100}"); do
         if curl -sf "http://127.0.0.1:$PORT/nacos/v1/console/health/readiness" >/dev/null; then
             return 0
         fi

@@ -35,9 +35,8 @@ pub fn linker_script(names: &[&str]) -> String {
     script.push_str("  }\n}\nINSERT BEFORE .text;\nSECTIONS {\n  .text.nacelle_like : {\n");
     for name in names {
         let pattern = without_hash(name);
-        if !placed.contains(&pattern) {
+        if placed.insert(pattern.clone()) {
             push_rule(&mut script, &pattern);
-            placed.insert(pattern);
         }
     }
     script.push_str("  }\n}\nINSERT AFTER .text;\n");
