@@ -24,7 +24,7 @@ const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 // nacelle patch: the capacity of the read buffer while the connection has bytes to read;
 // the buffer is released whenever the connection waits for the peer with nothing
 // buffered (see `poll_next`), so an idle connection holds no read buffer.
-const READ_BUFFER_CAPACITY: usize = 8 * 1024;
+const READ_BUFFER_CAPACITY: usize = 1024;
 
 #[derive(Debug)]
 pub struct FramedRead<T> {

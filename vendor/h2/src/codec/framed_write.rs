@@ -60,11 +60,12 @@ enum Next<B> {
     Continuation(frame::Continuation),
 }
 
-/// Initialize the connection with this amount of write buffer.
-///
-/// The minimum MAX_FRAME_SIZE is 16kb, so always be able to send a HEADERS
-/// frame that big.
-const DEFAULT_BUFFER_CAPACITY: usize = 16 * 1_024;
+/// nacelle patch: the capacity the write buffer is allocated with when a frame is
+/// buffered (it is released after each complete flush). 1 KiB stays within the
+/// allocator's small-block fast path, where 16 KiB took its generic path on every push;
+/// DATA payloads above `CHAIN_THRESHOLD` are chained rather than copied in, so only
+/// frame headers and small frames live here.
+const WRITE_BUFFER_CAPACITY: usize = 1_024;
 
 /// Chain payloads bigger than this when vectored I/O is enabled. The remote
 /// will never advertise a max frame size less than this (well, the spec says
@@ -228,8 +229,11 @@ where
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
         // nacelle patch: the buffer is allocated on demand (see `release_buffer`)
+        // with room for a few small frames (more than two of the largest that are copied
+        // rather than chained); it grows as frames need it, e.g. a large HEADERS block
         if self.buf.get_ref().capacity() == 0 {
-            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
+            let initial = WRITE_BUFFER_CAPACITY.max(2 * self.min_buffer_capacity);
+            self.buf.get_mut().reserve(initial);
         }
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
