@@ -361,18 +361,15 @@ impl Connection {
         };
         // The common case: the client names the namespace as we store it, and every such
         // connection shares one framed message.
-        let frame = if tenant == event.key.tenant() {
-            event.encoded.get_or_init(encode).clone()
+        let (frame, own_frame) = if tenant == event.key.tenant() {
+            (event.encoded.get_or_init(encode).clone(), None)
         } else {
-            encode()
+            let own = encode();
+            (own.clone(), Some(own))
         };
-        self.pending.lock().sent(
-            &event.key,
-            event.seq,
-            frame.clone(),
-            self.clock.now() + self.policy.ack_timeout,
-            event.committed_at,
-        );
+        self.pending
+            .lock()
+            .sent(event, own_frame, self.clock.now() + self.policy.ack_timeout);
         stats::inc(&self.stats.counters().pushes_sent);
         self.send_framed(frame);
     }
