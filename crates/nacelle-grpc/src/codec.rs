@@ -125,13 +125,18 @@ impl Decoder {
     /// The next complete message, `Ok(None)` when more data is needed, or the status to end
     /// the call with (oversized, compressed or unparsable message).
     pub fn next(&mut self) -> Result<Option<Payload>, Status> {
+        self.next_raw()?.map(decode).transpose()
+    }
+
+    /// The bytes of the next complete message (without its prefix), `Ok(None)` when more
+    /// data is needed, or the status to end the call with (oversized or compressed).
+    pub fn next_raw(&mut self) -> Result<Option<Bytes>, Status> {
         if self.partial.is_empty() {
             // Fast path: a whole message inside the current frame, no copy.
             match self.header_of(&self.current)? {
                 Some(len) if self.current.len() >= PREFIX + len => {
                     self.current.advance(PREFIX);
-                    let msg = self.current.split_to(len);
-                    return decode(msg).map(Some);
+                    return Ok(Some(self.current.split_to(len)));
                 }
                 _ => {
                     if self.current.is_empty() {
@@ -169,7 +174,7 @@ impl Decoder {
             if self.partial.is_empty() {
                 self.partial = BytesMut::new();
             }
-            return decode(whole.freeze()).map(Some);
+            return Ok(Some(whole.freeze()));
         }
     }
 
@@ -198,7 +203,7 @@ impl Decoder {
     }
 }
 
-fn decode(msg: Bytes) -> Result<Payload, Status> {
+pub(crate) fn decode(msg: Bytes) -> Result<Payload, Status> {
     Payload::decode(msg).map_err(|e| {
         Status::new(
             Code::Internal,

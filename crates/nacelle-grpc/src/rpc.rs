@@ -383,8 +383,17 @@ impl Inbound {
     /// The next message; `Ok(None)` once the client closed its half. Cancel-safe: a
     /// received frame is consumed before the next await.
     pub async fn message(&mut self) -> Result<Option<Payload>, Status> {
+        match self.message_bytes().await? {
+            Some(bytes) => codec::decode(bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The next message's protobuf bytes, not yet decoded (see [`crate::wire::PayloadView`]);
+    /// `Ok(None)` once the client closed its half. Cancel-safe as [`Inbound::message`].
+    pub async fn message_bytes(&mut self) -> Result<Option<Bytes>, Status> {
         loop {
-            if let Some(p) = self.dec.next()? {
+            if let Some(p) = self.dec.next_raw()? {
                 return Ok(Some(p));
             }
             if self.ended {

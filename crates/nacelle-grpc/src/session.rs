@@ -11,15 +11,17 @@ use std::sync::Arc;
 
 use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
 use nacelle_proto::connection::{ConnectionSetupRequest, APP_NAME_LABEL};
-use nacelle_proto::{types, Payload};
+use nacelle_proto::types;
 
-use crate::codec::Status;
+use bytes::Bytes;
+
+use crate::codec::{self, Status};
 use crate::connection::{Closer, ConnMeta, Connection};
 use crate::ctx::Ctx;
 use crate::rpc::{Inbound, Outbound};
 use crate::stats;
 use crate::tcp::ConnTag;
-use crate::wire;
+use crate::wire::{self, PayloadView};
 
 /// Runs one bi-stream until it ends, then ends the server's half with status OK (or the
 /// status of the client's protocol error).
@@ -108,10 +110,14 @@ async fn serve(
         tokio::select! {
             biased;
             _ = closer.wait() => break,
-            msg = inbound.message() => match msg {
-                Ok(Some(p)) => {
+            msg = inbound.message_bytes() => match msg {
+                Ok(Some(bytes)) => {
                     conn.touch();
-                    on_message(&conn, &p);
+                    if let Err(status) = on_message(&conn, bytes) {
+                        tracing::debug!(conn = %conn.id, %status, "bi-stream failed");
+                        failure = Some(status);
+                        break;
+                    }
                 }
                 Ok(None) => break,
                 Err(status) => {
@@ -128,11 +134,22 @@ async fn serve(
     failure
 }
 
-/// A message on a registered stream: responses ack pushes and probes.
-fn on_message(conn: &Connection, p: &Payload) {
-    let type_name = p.type_name();
+/// A message on a registered stream: responses ack pushes and probes. Read through a
+/// [`PayloadView`] (no `Payload` is built for an ack); a message the view does not take is
+/// decoded in full, and one that does not decode ends the stream.
+fn on_message(conn: &Connection, bytes: Bytes) -> Result<(), Status> {
+    if let Some(view) = PayloadView::parse(&bytes) {
+        on_parts(conn, view.type_name, view.body);
+        return Ok(());
+    }
+    let p = codec::decode(bytes)?;
+    on_parts(conn, p.type_name(), p.body());
+    Ok(())
+}
+
+fn on_parts(conn: &Connection, type_name: &str, body: &[u8]) {
     if types::is_response_type(type_name) {
-        conn.on_response(p.body());
+        conn.on_response(body);
     } else {
         tracing::debug!(conn = %conn.id, type_name, "ignoring a client request on the bi-stream");
     }
