@@ -79,18 +79,23 @@ impl Default for ServeOptions {
 /// Open connections per peer address, shared by the listeners it is given to (also the
 /// held long polls per caller IP).
 #[derive(Debug, Clone, Default)]
-pub struct ConnectionCounter {
-    /// One short lock per accepted and per closed connection.
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+pub struct ConnectionCounter(Arc<CounterState>);
+
+/// The state behind one [`ConnectionCounter`] (one reference count per slot taken).
+#[derive(Debug, Default)]
+struct CounterState {
+    /// One short lock per accepted and per closed connection (and held poll). Keyed by
+    /// client addresses, so hashed with a per-process key (`ahash`), cheaper than SipHash.
+    open: Mutex<HashMap<IpAddr, usize, ahash::RandomState>>,
     /// The second (Unix time) a refusal was last logged: at most one log line a second.
-    logged_at: Arc<std::sync::atomic::AtomicU64>,
+    logged_at: std::sync::atomic::AtomicU64,
 }
 
 impl ConnectionCounter {
     /// Counts a connection (or a held poll) from `ip` if fewer than `max` are open; the
     /// slot is given back when it is dropped.
     pub(crate) fn take(&self, ip: IpAddr, max: usize) -> Option<ConnectionSlot> {
-        let mut open = self.open.lock();
+        let mut open = self.0.open.lock();
         let n = open.entry(ip).or_default();
         if *n >= max {
             if *n == 0 {
@@ -111,12 +116,12 @@ impl ConnectionCounter {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        self.logged_at.swap(now, Ordering::Relaxed) != now
+        self.0.logged_at.swap(now, Ordering::Relaxed) != now
     }
 
     /// Open connections from `ip`.
     pub fn open_from(&self, ip: IpAddr) -> usize {
-        self.open.lock().get(&ip).copied().unwrap_or(0)
+        self.0.open.lock().get(&ip).copied().unwrap_or(0)
     }
 }
 
@@ -128,7 +133,7 @@ pub(crate) struct ConnectionSlot {
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        let mut open = self.counter.open.lock();
+        let mut open = self.counter.0.open.lock();
         if let Some(n) = open.get_mut(&self.ip) {
             *n = n.saturating_sub(1);
             if *n == 0 {

@@ -25,6 +25,7 @@ use nacelle_core::{Caller, ConfigKey, CoreError, GroupPattern};
 use parking_lot::Mutex;
 
 pub use crate::hub::{ChangeEvent, Subscriber};
+use crate::key_map::KeySet;
 pub use crate::patterns::{GroupChange, GroupSubscriber};
 use crate::patterns::{KeyState, PatternSub};
 use crate::service::ConfigService;
@@ -100,7 +101,7 @@ pub struct Watch {
     caller: Arc<Caller>,
     /// The hub's id of this watcher.
     id: u64,
-    keys: Mutex<HashSet<ConfigKey>>,
+    keys: Mutex<KeySet<ConfigKey>>,
     /// The group patterns watched, each with its subscription in the pattern hub.
     patterns: Mutex<HashMap<GroupPattern, Arc<PatternSub>>>,
 }
@@ -126,7 +127,7 @@ impl ConfigService {
             service: self.clone(),
             caller: Arc::new(caller.clone()),
             id: self.inner.hub.next_watcher_id(),
-            keys: Mutex::new(HashSet::new()),
+            keys: Mutex::new(KeySet::default()),
             patterns: Mutex::new(HashMap::new()),
         })
     }
@@ -140,7 +141,7 @@ impl ConfigService {
         items: &[(ConfigKey, &str)],
     ) -> Result<Vec<ConfigKey>, CoreError> {
         self.guard()?;
-        let distinct: HashSet<&ConfigKey> = items.iter().map(|(k, _)| k).collect();
+        let distinct: KeySet<&ConfigKey> = items.iter().map(|(k, _)| k).collect();
         self.check_listen_limit(distinct.len())?;
         for key in &distinct {
             self.authorize_key(caller, key, Action::Read)?;
@@ -264,7 +265,7 @@ impl Watch {
             service.authorize_key(requester, &item.key, Action::Read)?;
         }
         let mut keys = self.keys.lock();
-        let fresh: HashSet<&ConfigKey> = items
+        let fresh: KeySet<&ConfigKey> = items
             .iter()
             .map(|i| &i.key)
             .filter(|k| !keys.contains(*k))
