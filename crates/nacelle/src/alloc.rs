@@ -69,11 +69,11 @@ unsafe impl std::alloc::GlobalAlloc for MiMalloc {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         // SAFETY: see the impl; `layout.size()` is non-zero by `GlobalAlloc`'s contract.
         unsafe {
-            if plain_is_enough(layout.align(), layout.size()) {
-                libmimalloc_sys::mi_malloc(layout.size()).cast()
-            } else {
-                libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
+            allocate(
+                layout,
+                libmimalloc_sys::mi_malloc,
+                libmimalloc_sys::mi_malloc_aligned,
+            )
         }
     }
 
@@ -81,11 +81,11 @@ unsafe impl std::alloc::GlobalAlloc for MiMalloc {
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
         // SAFETY: as `alloc`.
         unsafe {
-            if plain_is_enough(layout.align(), layout.size()) {
-                libmimalloc_sys::mi_zalloc(layout.size()).cast()
-            } else {
-                libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
+            allocate(
+                layout,
+                libmimalloc_sys::mi_zalloc,
+                libmimalloc_sys::mi_zalloc_aligned,
+            )
         }
     }
 
@@ -107,6 +107,31 @@ unsafe impl std::alloc::GlobalAlloc for MiMalloc {
             } else {
                 libmimalloc_sys::mi_realloc_aligned(ptr.cast(), new_size, align).cast()
             }
+        }
+    }
+}
+
+/// A block for `layout` from `plain` where that aligns it (see [`plain_is_enough`]), else
+/// from `aligned`.
+///
+/// # Safety
+/// `plain` and `aligned` are a pair of mimalloc's allocation functions (`mi_malloc` and
+/// `mi_malloc_aligned`, or the zeroing pair), and `layout.size()` is not zero.
+#[allow(unsafe_code)]
+#[inline]
+unsafe fn allocate(
+    layout: std::alloc::Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut std::ffi::c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut std::ffi::c_void,
+) -> *mut u8 {
+    // SAFETY: the functions take sizes and a power-of-two alignment, no pointer; they
+    // return null or a block of at least `layout.size()` bytes, aligned for `layout` by
+    // the choice made here (see `MiMalloc`'s impl).
+    unsafe {
+        if plain_is_enough(layout.align(), layout.size()) {
+            plain(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
         }
     }
 }
