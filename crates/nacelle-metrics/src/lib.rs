@@ -151,6 +151,21 @@ impl StaticKey {
     }
 }
 
+/// A request's count and duration handles.
+type Handles = (Counter, LatencyHistogram);
+
+/// The handles cached under `key`, made by `make` (from the families) the first time.
+fn cached<K: std::hash::Hash + Eq>(
+    cache: &RwLock<HashMap<K, Handles, FxBuildHasher>>,
+    key: K,
+    make: impl FnOnce() -> Handles,
+) -> Handles {
+    if let Some(handles) = cache.read().get(&key) {
+        return handles.clone();
+    }
+    cache.write().entry(key).or_insert_with(make).clone()
+}
+
 /// Route, method and status of an HTTP request.
 type HttpKey = (StaticKey, StaticKey, u16);
 /// Request type and Nacos error code of a gRPC request (the result label follows the code).
@@ -177,8 +192,8 @@ struct Inner {
     /// identity of the label set's static strings (see [`StaticKey`]): a family hashes its
     /// label set with SipHash on every `get_or_create` (about 700 instructions per request
     /// for the two families); this is one read-locked lookup of a few words.
-    http_handles: RwLock<HashMap<HttpKey, (Counter, LatencyHistogram), FxBuildHasher>>,
-    grpc_handles: RwLock<HashMap<GrpcKey, (Counter, LatencyHistogram), FxBuildHasher>>,
+    http_handles: RwLock<HashMap<HttpKey, Handles, FxBuildHasher>>,
+    grpc_handles: RwLock<HashMap<GrpcKey, Handles, FxBuildHasher>>,
     writes: Family<WriteLabels, Counter>,
     commit_duration: Family<OpLabels, LatencyHistogram>,
     store_duration: Family<OpLabels, LatencyHistogram>,
@@ -316,9 +331,8 @@ impl Metrics {
     ) {
         let i = &self.inner;
         let key = (StaticKey::of(route), StaticKey::of(method), status);
-        let cached = i.http_handles.read().get(&key).cloned();
-        let (count, duration) = cached.unwrap_or_else(|| {
-            let handles = (
+        let (count, duration) = cached(&i.http_handles, key, || {
+            (
                 i.http_requests
                     .get_or_create(&HttpLabels {
                         route,
@@ -329,9 +343,7 @@ impl Metrics {
                 i.http_duration
                     .get_or_create(&RouteLabels { route, method })
                     .clone(),
-            );
-            i.http_handles.write().insert(key, handles.clone());
-            handles
+            )
         });
         count.inc();
         duration.observe(took);
@@ -342,9 +354,8 @@ impl Metrics {
         let result = if code == 0 { "ok" } else { "error" };
         let i = &self.inner;
         let key = (StaticKey::of(request), code);
-        let cached = i.grpc_handles.read().get(&key).cloned();
-        let (count, duration) = cached.unwrap_or_else(|| {
-            let handles = (
+        let (count, duration) = cached(&i.grpc_handles, key, || {
+            (
                 i.grpc_requests
                     .get_or_create(&GrpcLabels {
                         request,
@@ -355,9 +366,7 @@ impl Metrics {
                 i.grpc_duration
                     .get_or_create(&RequestLabels { request })
                     .clone(),
-            );
-            i.grpc_handles.write().insert(key, handles.clone());
-            handles
+            )
         });
         count.inc();
         duration.observe(took);
