@@ -276,123 +276,113 @@ fn main() -> Result<()> {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    {
-        match cli.scenario {
-            Scenario::HttpGet {
-                load,
-                keys,
-                size,
-                beta_ips,
-                cipher,
-            } => {
-                check_loopback(&load.addr)?;
-                let beta = beta_ips.as_deref();
-                scenarios::http_get(&load, keys, size, beta, cipher).await
-            }
-            Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
-            Scenario::CeilingServe { size } => ceiling::serve(size).await,
-            Scenario::FanoutCeiling { n, rounds, size } => {
-                fanout_ceiling::run(n, rounds, size).await
-            }
-            Scenario::FanoutCeilingServe { n, size } => fanout_ceiling::serve(n, size).await,
-            Scenario::GrpcQuery {
-                load,
-                keys,
-                size,
-                in_flight,
-            } => {
-                check_loopback(&load.addr)?;
-                grpc_scenarios::grpc_query(&load, keys, size, in_flight).await
-            }
-            Scenario::Publish {
-                load,
-                protocol,
-                keys,
-                size,
-            } => {
-                check_loopback(&load.addr)?;
-                let hot = match keys.as_str() {
-                    "hot" => true,
-                    "distinct" => false,
-                    other => bail!("--keys must be distinct or hot, not {other}"),
-                };
-                match protocol.as_str() {
-                    "http" => scenarios::publish(&load, hot, size).await,
-                    "grpc" => grpc_scenarios::publish(&load, hot, size).await,
-                    other => bail!("--protocol must be http or grpc, not {other}"),
-                }
-            }
-            Scenario::GrpcFanout {
-                addr,
-                n,
-                rounds,
-                sources,
-                server_pid,
-                client,
-            } => {
-                check_loopback(&addr)?;
-                grpc_scenarios::grpc_fanout(
-                    addr,
-                    n,
-                    rounds,
-                    (sources.sources(), client),
-                    server_pid,
-                )
-                .await
-            }
-            Scenario::Connections {
-                addr,
-                n,
-                hold,
-                sources,
-                server_pid,
-                stage,
-            } => {
-                check_loopback(&addr)?;
-                grpc_scenarios::connections(
-                    addr,
-                    n,
-                    Duration::from_secs(hold.min(3600)),
-                    sources.sources(),
-                    (server_pid, stage),
-                )
-                .await
-            }
-            Scenario::LongpollFanout {
-                addr,
-                n,
-                rounds,
-                server_pid,
-                beta_ips,
-            } => {
-                check_loopback(&addr)?;
-                let beta = beta_ips.as_deref();
-                scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid, beta).await
-            }
-            Scenario::ClientLatency {
-                addr,
-                grpc_addr,
-                keys,
-                samples,
-            } => {
-                let grpc = match grpc_addr {
-                    Some(g) => g,
-                    None => SocketAddr::new(addr.ip(), addr.port().saturating_add(1000)),
-                };
-                check_loopback(&addr)?;
-                check_loopback(&grpc)?;
-                if keys.is_empty() || keys.contains(&0) || keys.iter().any(|&k| k > 100_000) {
-                    bail!("--keys must be counts from 1 to 100000");
-                }
-                client_latency::run(addr, grpc, &keys, samples.clamp(1, 1_000_000)).await
-            }
-            Scenario::Startup {
-                bin,
-                configs,
-                size,
-                dir,
-            } => scenarios::startup(&bin, configs, size, &dir).await,
+    match cli.scenario {
+        Scenario::HttpGet {
+            load,
+            keys,
+            size,
+            beta_ips,
+            cipher,
+        } => {
+            check_loopback(&load.addr)?;
+            let beta = beta_ips.as_deref();
+            scenarios::http_get(&load, keys, size, beta, cipher).await
         }
+        Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
+        Scenario::CeilingServe { size } => ceiling::serve(size).await,
+        Scenario::FanoutCeiling { n, rounds, size } => fanout_ceiling::run(n, rounds, size).await,
+        Scenario::FanoutCeilingServe { n, size } => fanout_ceiling::serve(n, size).await,
+        Scenario::GrpcQuery {
+            load,
+            keys,
+            size,
+            in_flight,
+        } => {
+            check_loopback(&load.addr)?;
+            grpc_scenarios::grpc_query(&load, keys, size, in_flight).await
+        }
+        Scenario::Publish {
+            load,
+            protocol,
+            keys,
+            size,
+        } => {
+            check_loopback(&load.addr)?;
+            let hot = match keys.as_str() {
+                "hot" => true,
+                "distinct" => false,
+                other => bail!("--keys must be distinct or hot, not {other}"),
+            };
+            match protocol.as_str() {
+                "http" => scenarios::publish(&load, hot, size).await,
+                "grpc" => grpc_scenarios::publish(&load, hot, size).await,
+                other => bail!("--protocol must be http or grpc, not {other}"),
+            }
+        }
+        Scenario::GrpcFanout {
+            addr,
+            n,
+            rounds,
+            sources,
+            server_pid,
+            client,
+        } => {
+            check_loopback(&addr)?;
+            grpc_scenarios::grpc_fanout(addr, n, rounds, (sources.sources(), client), server_pid)
+                .await
+        }
+        Scenario::Connections {
+            addr,
+            n,
+            hold,
+            sources,
+            server_pid,
+            stage,
+        } => {
+            check_loopback(&addr)?;
+            grpc_scenarios::connections(
+                addr,
+                n,
+                Duration::from_secs(hold.min(3600)),
+                sources.sources(),
+                (server_pid, stage),
+            )
+            .await
+        }
+        Scenario::LongpollFanout {
+            addr,
+            n,
+            rounds,
+            server_pid,
+            beta_ips,
+        } => {
+            check_loopback(&addr)?;
+            let beta = beta_ips.as_deref();
+            scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid, beta).await
+        }
+        Scenario::ClientLatency {
+            addr,
+            grpc_addr,
+            keys,
+            samples,
+        } => {
+            let grpc = match grpc_addr {
+                Some(g) => g,
+                None => SocketAddr::new(addr.ip(), addr.port().saturating_add(1000)),
+            };
+            check_loopback(&addr)?;
+            check_loopback(&grpc)?;
+            if keys.is_empty() || keys.contains(&0) || keys.iter().any(|&k| k > 100_000) {
+                bail!("--keys must be counts from 1 to 100000");
+            }
+            client_latency::run(addr, grpc, &keys, samples.clamp(1, 1_000_000)).await
+        }
+        Scenario::Startup {
+            bin,
+            configs,
+            size,
+            dir,
+        } => scenarios::startup(&bin, configs, size, &dir).await,
     }
 }
 

@@ -9,11 +9,10 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
 use nacelle_proto::connection::{ConnectionSetupRequest, APP_NAME_LABEL};
 use nacelle_proto::types;
-
-use bytes::Bytes;
 
 use crate::codec::{self, Status};
 use crate::connection::{Closer, ConnMeta, Connection};

@@ -154,16 +154,23 @@ impl StaticKey {
 /// A request's count and duration handles.
 type Handles = (Counter, LatencyHistogram);
 
-/// The handles cached under `key`, made by `make` (from the families) the first time.
-fn cached<K: std::hash::Hash + Eq>(
+/// Counts one request of `took` on the handles cached under `key`, made by `make` (from the
+/// families) the first time. The handles are used under the read lock rather than cloned
+/// out, so a request moves no reference count (every request of a route shares them).
+fn record<K: std::hash::Hash + Eq>(
     cache: &RwLock<HashMap<K, Handles, FxBuildHasher>>,
     key: K,
     make: impl FnOnce() -> Handles,
-) -> Handles {
+    took: Duration,
+) {
+    let observe = |(count, duration): &Handles| {
+        count.inc();
+        duration.observe(took);
+    };
     if let Some(handles) = cache.read().get(&key) {
-        return handles.clone();
+        return observe(handles);
     }
-    cache.write().entry(key).or_insert_with(make).clone()
+    observe(cache.write().entry(key).or_insert_with(make));
 }
 
 /// Route, method and status of an HTTP request.
@@ -331,7 +338,7 @@ impl Metrics {
     ) {
         let i = &self.inner;
         let key = (StaticKey::of(route), StaticKey::of(method), status);
-        let (count, duration) = cached(&i.http_handles, key, || {
+        let make = || {
             (
                 i.http_requests
                     .get_or_create(&HttpLabels {
@@ -344,9 +351,8 @@ impl Metrics {
                     .get_or_create(&RouteLabels { route, method })
                     .clone(),
             )
-        });
-        count.inc();
-        duration.observe(took);
+        };
+        record(&i.http_handles, key, make, took);
     }
 
     /// One gRPC unary request answered; `code` is its Nacos `errorCode` (0 when ok).
@@ -354,7 +360,7 @@ impl Metrics {
         let result = if code == 0 { "ok" } else { "error" };
         let i = &self.inner;
         let key = (StaticKey::of(request), code);
-        let (count, duration) = cached(&i.grpc_handles, key, || {
+        let make = || {
             (
                 i.grpc_requests
                     .get_or_create(&GrpcLabels {
@@ -367,9 +373,8 @@ impl Metrics {
                     .get_or_create(&RequestLabels { request })
                     .clone(),
             )
-        });
-        count.inc();
-        duration.observe(took);
+        };
+        record(&i.grpc_handles, key, make, took);
     }
 
     /// One call to the store took `took` (and failed, unless `ok`). Also adds to the
