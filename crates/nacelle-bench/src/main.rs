@@ -20,6 +20,11 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
+/// The measuring clients' allocator (see Cargo.toml): the less the instrument costs on the
+/// cores it shares with the server, the more its figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "nacelle-bench",
@@ -131,6 +136,14 @@ enum Scenario {
         /// then goes through per-listener variant selection).
         #[arg(long)]
         beta_ips: Option<String>,
+        /// Pause in milliseconds before each publish, for every poll to reach the server
+        /// and be held, and after each round's answers before the next polls are sent
+        /// (default: 500 + n / 10 before, none after). Give more under a profiler, so that
+        /// the publish's marker on stderr ("round N: publishing", then one more second
+        /// before the publish) and the answers' marker ("round N: answered") bracket the
+        /// release alone.
+        #[arg(long)]
+        pause_ms: Option<u64>,
     },
     /// N gRPC connections listening to one key, one publish per round, time from sending the
     /// publish to the arrival of each push; several rounds.
@@ -355,10 +368,12 @@ async fn run(cli: Cli) -> Result<()> {
             rounds,
             server_pid,
             beta_ips,
+            pause_ms,
         } => {
             check_loopback(&addr)?;
             let beta = beta_ips.as_deref();
-            scenarios::longpoll_fanout(addr, n, rounds.min(100), server_pid, beta).await
+            let rounds = rounds.min(100);
+            scenarios::longpoll_fanout(addr, (n, rounds, pause_ms), server_pid, beta).await
         }
         Scenario::ClientLatency {
             addr,

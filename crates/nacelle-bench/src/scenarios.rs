@@ -225,8 +225,7 @@ pub async fn publish(load: &Load, hot: bool, size: usize) -> Result<()> {
 /// from the acknowledgement, since Nacelle wakes listeners before it answers the publish).
 pub async fn longpoll_fanout(
     addr: SocketAddr,
-    n: usize,
-    rounds: usize,
+    (n, rounds, pause_ms): (usize, usize, Option<u64>),
     server_pid: Option<u32>,
     beta_ips: Option<&str>,
 ) -> Result<()> {
@@ -269,8 +268,14 @@ pub async fn longpoll_fanout(
         }
         barrier.wait().await;
         // Let every poll reach the server and be held.
-        tokio::time::sleep(Duration::from_millis(500 + (n as u64) / 10)).await;
+        let hold = pause_ms.unwrap_or(500 + (n as u64) / 10);
+        tokio::time::sleep(Duration::from_millis(hold)).await;
         content = format!("round-{round}-{}", std::process::id());
+        eprintln!("  round {round}: publishing");
+        if pause_ms.is_some() {
+            // Under a profiler: the marker's reader acts on it before the publish.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
         let meter = CpuMeter::start(server_pid)?;
         let sent = Instant::now();
         publish_one(&mut admin, &data_id, &content).await?;
@@ -291,6 +296,10 @@ pub async fn longpoll_fanout(
         }
         // CPU of the release (publish, wake-ups, answers); not of the re-polls, sent later.
         let cpu = meter.per_item(n)?;
+        eprintln!("  round {round}: answered");
+        if let Some(ms) = pause_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         all.merge(&lat);
         per_round.push(json!({
             "round": round,

@@ -44,6 +44,7 @@ impl Latencies {
     pub fn summary(&self) -> Value {
         json!({
             "count": self.count(),
+            "min_ms": round3(self.0.min() as f64 / 1000.0),
             "p50_ms": round3(self.ms(0.5)),
             "p99_ms": round3(self.ms(0.99)),
             "max_ms": round3(self.0.max() as f64 / 1000.0),
