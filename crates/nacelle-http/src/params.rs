@@ -417,19 +417,26 @@ impl Params {
 /// space becomes `+`, every other byte becomes `%XX` (upper case).
 pub(crate) fn java_url_encode(s: &str, out: &mut String) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in s.as_bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => {
-                out.push('%');
-                out.push(HEX[(b >> 4) as usize] as char);
-                out.push(HEX[(b & 0xf) as usize] as char);
-            }
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_') {
+            continue;
         }
+        // The run before `i` is ASCII that stays as it is, copied at once. `i` is a char
+        // boundary: the byte before it is ASCII (or `i` starts the string or follows an
+        // escaped byte, which `run` then equals).
+        out.push_str(s.get(run..i).unwrap_or_default());
+        if b == b' ' {
+            out.push('+');
+        } else {
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 0xf) as usize] as char);
+        }
+        run = i + 1;
     }
+    out.push_str(s.get(run..).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -503,6 +510,55 @@ mod tests {
         let mut s = String::new();
         java_url_encode("app\u{2}DEFAULT_GROUP\u{1}a b*中", &mut s);
         assert_eq!(s, "app%02DEFAULT_GROUP%01a+b*%E4%B8%AD");
+    }
+
+    /// Java's `URLEncoder` byte by byte: what the run-copying encoder must equal.
+    fn java_reference(s: &str) -> String {
+        let mut out = String::new();
+        for &b in s.as_bytes() {
+            match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                    out.push(b as char)
+                }
+                b' ' => out.push('+'),
+                _ => out.push_str(&format!("%{b:02X}")),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn java_encoding_matches_the_byte_by_byte_rule() {
+        let cases = [
+            "",
+            "a",
+            " ",
+            "中",
+            "中文",
+            "x中",
+            "中x",
+            "a b",
+            "  ",
+            "é~!@#$%^&()+={}[]|\\:;'<>,?/\"",
+            "dataId.with-dots_and*stars",
+            "\u{1}\u{2}\u{7f}\u{80}\u{10ffff}",
+            "mixed 中 text é and 😀 end",
+        ];
+        for case in cases {
+            let mut got = String::from("prefix:");
+            java_url_encode(case, &mut got);
+            assert_eq!(got, format!("prefix:{}", java_reference(case)), "{case:?}");
+        }
+        // Every char of the Basic Multilingual Plane's first block, one by one and together.
+        let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        for c in all.chars() {
+            let mut got = String::new();
+            java_url_encode(c.encode_utf8(&mut [0; 4]), &mut got);
+            assert_eq!(got, java_reference(&c.to_string()), "{c:?}");
+        }
+        let mut got = String::new();
+        java_url_encode(&all, &mut got);
+        assert_eq!(got, java_reference(&all));
     }
 
     fn ip(s: &str) -> Option<IpAddr> {

@@ -365,11 +365,14 @@ impl Watch {
         for sub in &subs {
             self.service.inner.patterns.unsubscribe(sub);
         }
-        let keys: Vec<ConfigKey> = self.keys.lock().drain().collect();
-        for key in &keys {
-            self.service.inner.hub.unsubscribe(key, self.id);
+        // Under the key set's lock, as `add` subscribes (set, then hub: one lock order), so
+        // that no copy of the keys is made on the way out of every released poll.
+        let mut keys = self.keys.lock();
+        let n = keys.len();
+        for key in keys.drain() {
+            self.service.inner.hub.unsubscribe(&key, self.id);
         }
-        keys.len()
+        n
     }
 
     /// Number of keys watched.

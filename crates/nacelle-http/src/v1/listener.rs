@@ -10,9 +10,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderValue};
+use axum::response::Response;
 use nacelle_core::ConfigKey;
 use nacelle_service::{ChangeEvent, Subscriber, WatchItem};
 use parking_lot::Mutex;
@@ -26,6 +27,9 @@ use crate::AppState;
 
 const WORD_SEPARATOR: char = '\u{2}';
 const LINE_SEPARATOR: char = '\u{1}';
+/// The two separators as `java_url_encode` writes them.
+const ENCODED_WORD_SEPARATOR: &str = "%02";
+const ENCODED_LINE_SEPARATOR: &str = "%01";
 /// Nacos answers this much before the client's timeout so the client never times out first.
 const HOLD_MARGIN_MS: u64 = 500;
 /// Up to this many keys in one poll, a key sent twice is found by a linear look-up.
@@ -128,16 +132,15 @@ pub(crate) fn parse_listening_configs(
 pub(crate) fn changed_body(items: &[ListenItem], changed: &[ConfigKey]) -> String {
     let mut out = String::new();
     for item in items.iter().filter(|i| changed.contains(&i.key)) {
-        let mut line = String::new();
-        line.push_str(&item.data_id);
-        line.push(WORD_SEPARATOR);
-        line.push_str(&item.group);
+        // The record `dataId^Bgroup[^Btenant]^A` URL-encoded, written part by part.
+        java_url_encode(&item.data_id, &mut out);
+        out.push_str(ENCODED_WORD_SEPARATOR);
+        java_url_encode(&item.group, &mut out);
         if !item.tenant.trim().is_empty() {
-            line.push(WORD_SEPARATOR);
-            line.push_str(&item.tenant);
+            out.push_str(ENCODED_WORD_SEPARATOR);
+            java_url_encode(&item.tenant, &mut out);
         }
-        line.push(LINE_SEPARATOR);
-        java_url_encode(&line, &mut out);
+        out.push_str(ENCODED_LINE_SEPARATOR);
     }
     if !out.is_empty() {
         out.push('\n');
@@ -145,9 +148,14 @@ pub(crate) fn changed_body(items: &[ListenItem], changed: &[ConfigKey]) -> Strin
     out
 }
 
+/// The answer to a poll: Nacos's no-cache headers over the body. The header map is sized
+/// for them and the content length up front and the body is not typed first as
+/// `text/plain` (what `String::into_response` would do), since every released poll
+/// builds one.
 fn poll_response(body: String) -> Response {
-    let mut resp = (StatusCode::OK, body).into_response();
+    let mut resp = Response::new(Body::from(body));
     let h = resp.headers_mut();
+    h.reserve(5);
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html;charset=UTF-8"),
@@ -255,6 +263,10 @@ pub(crate) async fn long_poll(State(st): State<AppState>, p: Params) -> Result<R
     if !added.changed.is_empty() {
         return Ok(poll_response(changed_body(&items, &added.changed)));
     }
+    // The request's parameters and headers are freed now, not when the poll is released:
+    // a release touches as little memory as it can (a change wakes thousands at once).
+    drop(pairs);
+    drop(p);
     let shutdown = st.service.shutdown_token().clone();
     tokio::select! {
         _ = waiter.wake.notified() => {
@@ -373,5 +385,21 @@ mod tests {
             changed_body(&items, &changed),
             "a%02G%02public%01b%02G%01\n"
         );
+    }
+
+    #[test]
+    fn answer_encodes_each_changed_record_as_one_line() {
+        let raw = "app:v1.yaml\u{2}G:x\u{2}\u{2}ns-1\u{1}same\u{2}G\u{2}\u{1}other\u{2}G\u{2}\u{1}";
+        let items = parse_listening_configs(raw, None).expect("valid");
+        // Only the changed keys, in the order the client listed them.
+        let changed = vec![items[2].key.clone(), items[0].key.clone()];
+        let mut expected = String::new();
+        for record in ["app:v1.yaml\u{2}G:x\u{2}ns-1\u{1}", "other\u{2}G\u{1}"] {
+            java_url_encode(record, &mut expected);
+        }
+        expected.push('\n');
+        assert_eq!(changed_body(&items, &changed), expected);
+        assert_eq!(expected, "app%3Av1.yaml%02G%3Ax%02ns-1%01other%02G%01\n");
+        assert_eq!(changed_body(&items, &[]), "");
     }
 }
