@@ -113,14 +113,22 @@ python3 - "$OUT/results.jsonl" <<'PY' | tee "$OUT/summary.txt"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 groups = {}
+failed = {}
 for r in rows:
     n = r.get("polls") or r.get("listeners") or r.get("connections") or r.get("n")
     key = (r["scenario"], n, r["server"])
     lat = r.get("latency_from_publish_sent") or r.get("latency_from_trigger_sent") or {}
+    # A run that lost pushes or measured nothing (a server that failed to start answers
+    # nothing, or answers polls without holding them) is listed, not counted.
+    if r.get("missing") or not lat.get("count"):
+        failed.setdefault(key, []).append(r["pass"])
+        continue
     groups.setdefault(key, []).append((lat.get("p50_ms"), lat.get("p99_ms")))
 print(f"{'scenario':<18}{'N':>7} {'server':<8} {'passes':>6} {'median p50 ms':>14} {'median p99 ms':>14}  p99 per pass")
 for (scen, n, server), vals in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
     p50 = statistics.median(v[0] for v in vals if v[0] is not None)
     p99 = [v[1] for v in vals if v[1] is not None]
     print(f"{scen:<18}{str(n):>7} {server:<8} {len(vals):>6} {p50:>14.1f} {statistics.median(p99):>14.1f}  {p99}")
+for (scen, n, server), passes in sorted(failed.items(), key=lambda kv: str(kv[0])):
+    print(f"not counted: {scen} {n} {server}, pass(es) {passes} (missing pushes or no measurement)")
 PY

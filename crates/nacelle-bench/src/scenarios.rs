@@ -287,6 +287,10 @@ pub async fn longpoll_fanout(
             if status != 200 || body.is_empty() {
                 bail!("round {round}: a poll answered {status} without the changed key");
             }
+            if woke < sent {
+                // Not a release: the server answered without holding the poll.
+                bail!("round {round}: a poll was answered before the publish was sent");
+            }
             let d = woke.saturating_duration_since(sent);
             if d <= Duration::from_secs(5) {
                 within_5s += 1;
