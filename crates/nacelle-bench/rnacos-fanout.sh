@@ -11,7 +11,9 @@
 # BEFORE=DIR (another directory of binaries) each pass also runs that Nacelle, labelled
 # `before`, so a change is measured before and after beside r-nacos in one run.
 # Results: OUT_DIR/results.jsonl (one line per scenario, tagged with server and pass) and
-# a summary of the medians over the passes (summary.txt), printed at the end.
+# a summary (summary.txt), printed at the end: the medians of p50 and p99 over the passes,
+# the server's and the bench's CPU per push or released poll (median and quartiles over
+# the rounds), and the runs left out (pushes missing, or nothing measured).
 set -euo pipefail
 
 TARGET=$1
@@ -114,6 +116,7 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 groups = {}
 failed = {}
+cpu = {}
 for r in rows:
     n = r.get("polls") or r.get("listeners") or r.get("connections") or r.get("n")
     key = (r["scenario"], n, r["server"])
@@ -124,11 +127,24 @@ for r in rows:
         failed.setdefault(key, []).append(r["pass"])
         continue
     groups.setdefault(key, []).append((lat.get("p50_ms"), lat.get("p99_ms")))
+    for rnd in r.get("per_round", []):
+        c = rnd.get("cpu_per_push") or rnd.get("cpu_per_poll") or {}
+        cpu.setdefault(key, []).append(
+            (c.get("server_cpu_us_per_item"), c.get("bench_cpu_us_per_item")))
 print(f"{'scenario':<18}{'N':>7} {'server':<8} {'passes':>6} {'median p50 ms':>14} {'median p99 ms':>14}  p99 per pass")
 for (scen, n, server), vals in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
     p50 = statistics.median(v[0] for v in vals if v[0] is not None)
     p99 = [v[1] for v in vals if v[1] is not None]
     print(f"{scen:<18}{str(n):>7} {server:<8} {len(vals):>6} {p50:>14.1f} {statistics.median(p99):>14.1f}  {p99}")
+print(f"\n{'CPU per item, µs':<26}{'N':>7} {'server':<8} {'rounds':>6} {'server (p25-p75)':>18} {'bench':>6}")
+for (scen, n, server), vals in sorted(cpu.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
+    srv = sorted(v[0] for v in vals if v[0] is not None)
+    bench = [v[1] for v in vals if v[1] is not None]
+    if not srv or not bench:
+        continue
+    q = lambda f: srv[min(len(srv) - 1, int(f * len(srv)))]
+    band = f"{statistics.median(srv):.1f} ({q(0.25):.0f}-{q(0.75):.0f})"
+    print(f"{scen:<26}{str(n):>7} {server:<8} {len(vals):>6} {band:>18} {statistics.median(bench):>6.1f}")
 for (scen, n, server), passes in sorted(failed.items(), key=lambda kv: str(kv[0])):
     print(f"not counted: {scen} {n} {server}, pass(es) {passes} (missing pushes or no measurement)")
 PY
