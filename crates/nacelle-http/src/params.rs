@@ -549,7 +549,7 @@ mod tests {
             java_url_encode(case, &mut got);
             assert_eq!(got, format!("prefix:{}", java_reference(case)), "{case:?}");
         }
-        // Every char of the Basic Multilingual Plane's first block, one by one and together.
+        // Every char below U+0800 (all one- and two-byte UTF-8 sequences), one by one and together.
         let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
         for c in all.chars() {
             let mut got = String::new();
