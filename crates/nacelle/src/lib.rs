@@ -28,10 +28,31 @@ use std::sync::Arc;
 use anyhow::Context;
 use nacelle_core::ConfigStore;
 use nacelle_service::ConfigService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+/// Connections a listening port queues before they are accepted (the kernel caps it at
+/// `net.core.somaxconn`, 4096 on current Linux). A whole fleet reconnects at once when a
+/// node restarts or a load balancer moves it; with the 128 a plain `bind` gives, the
+/// 129th connection of such a burst had its SYN dropped and retried a second later
+/// (then 3 s, 7 s…). Netty under Nacos's gRPC port also asks for `somaxconn`.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a listening port (with `SO_REUSEADDR`, as a plain bind has, so a restarted
+/// node rebinds at once) queueing [`LISTEN_BACKLOG`] connections. Called inside the
+/// runtime (the listener registers with its reactor).
+pub fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
 
 pub use settings::Settings;
 
@@ -139,15 +160,13 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         .set_slow_request_threshold(settings.slow_request);
     service.configure_auth(auth_setup::auth_config(settings)?);
 
-    let http_listener = TcpListener::bind((settings.bind, settings.port))
-        .await
+    let http_listener = bind_listener(SocketAddr::new(settings.bind, settings.port))
         .with_context(|| format!("binding HTTP on {}:{}", settings.bind, settings.port))?;
     let http_addr = http_listener.local_addr()?;
     tracing::info!("http listening on {http_addr}");
 
     let grpc_port = settings.effective_grpc_port(http_addr.port());
-    let grpc_listener = TcpListener::bind((settings.bind, grpc_port))
-        .await
+    let grpc_listener = bind_listener(SocketAddr::new(settings.bind, grpc_port))
         .with_context(|| format!("binding gRPC on {}:{grpc_port}", settings.bind))?;
     let grpc_addr = grpc_listener.local_addr()?;
     tracing::info!("grpc listening on {grpc_addr}");
@@ -155,8 +174,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     // Members call each other on the cluster port; it exists only in a cluster.
     let (cluster_listener, cluster_grpc_addr) = if settings.clustered() {
         let port = settings.effective_cluster_grpc_port(http_addr.port());
-        let listener = TcpListener::bind((settings.bind, port))
-            .await
+        let listener = bind_listener(SocketAddr::new(settings.bind, port))
             .with_context(|| {
                 format!(
                     "binding cluster gRPC on {}:{port} (nodes on one host need HTTP ports at \
@@ -338,8 +356,7 @@ impl Tls {
         let grpc_acceptor = nacelle_tls::TlsAcceptor::new(t.files.clone(), &[b"h2"], "grpc")
             .context("TLS of the gRPC port")?;
         let bind = |port: u16, what: &'static str| async move {
-            let l = TcpListener::bind((settings.bind, port))
-                .await
+            let l = bind_listener(SocketAddr::new(settings.bind, port))
                 .with_context(|| format!("binding {what} on {}:{port}", settings.bind))?;
             let addr = l.local_addr()?;
             tracing::info!("{what} listening on {addr}");
@@ -506,6 +523,33 @@ mod tests {
             port: 0,
             ..Settings::default()
         }
+    }
+
+    /// A burst of connections far over the 128 a plain `bind` queues is held by the kernel
+    /// until the server accepts them: none has its SYN dropped (which would stall it for a
+    /// second, then 3 s, 7 s…), whatever the accept loop is doing meanwhile.
+    #[tokio::test]
+    async fn a_burst_of_connections_waits_in_the_accept_queue() -> TestResult {
+        let listener = bind_listener("127.0.0.1:0".parse()?)?;
+        let addr = listener.local_addr()?;
+        // Under net.core.somaxconn (4096 by default, at least 1024 on older kernels).
+        const BURST: usize = 900;
+        let mut clients = Vec::with_capacity(BURST);
+        for i in 0..BURST {
+            // Nothing accepts yet. A dropped SYN is retried only after a second, and then
+            // the queue is still full: this connect would not finish in time.
+            let c = tokio::time::timeout(
+                Duration::from_secs(5),
+                tokio::net::TcpStream::connect(addr),
+            )
+            .await
+            .map_err(|_| format!("connection {i} of the burst was not queued"))??;
+            clients.push(c);
+        }
+        for _ in 0..BURST {
+            tokio::time::timeout(Duration::from_secs(5), listener.accept()).await??;
+        }
+        Ok(())
     }
 
     /// Shuts `server` down and checks that no task of it is left.
