@@ -11,15 +11,24 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-/// One keep-alive connection.
+/// One keep-alive connection (opened again when the server has closed it while idle).
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
     host: String,
+    addr: SocketAddr,
 }
 
 impl Conn {
     /// Connects and performs the HTTP/1.1 handshake.
     pub async fn connect(addr: SocketAddr) -> Result<Self> {
+        Ok(Conn {
+            sender: Self::handshake(addr).await?,
+            host: addr.to_string(),
+            addr,
+        })
+    }
+
+    async fn handshake(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>> {
         let stream = TcpStream::connect(addr)
             .await
             .with_context(|| format!("connecting to {addr}"))?;
@@ -30,14 +39,17 @@ impl Conn {
             // a failed request is reported by the request itself.
             let _ended = conn.await;
         });
-        Ok(Conn {
-            sender,
-            host: addr.to_string(),
-        })
+        Ok(sender)
     }
 
     async fn send(&mut self, req: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes)> {
-        self.sender.ready().await?;
+        // A server closes a keep-alive connection idle past its own timeout (r-nacos's
+        // actix after 5 s, e.g. the publishing connection between `--pause-ms` rounds):
+        // a request is never sent on a closed one; it goes on a new connection.
+        if self.sender.is_closed() || self.sender.ready().await.is_err() {
+            self.sender = Self::handshake(self.addr).await?;
+            self.sender.ready().await?;
+        }
         let resp = self.sender.send_request(req).await?;
         let status = resp.status();
         let body = resp.into_body().collect().await?.to_bytes();

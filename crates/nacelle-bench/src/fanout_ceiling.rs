@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::ceiling::spawn_server;
@@ -30,7 +30,11 @@ const ACK_BYTES: usize = 64;
 /// is the control connection: each byte it sends starts a round.
 pub async fn serve(n: usize, size: usize) -> Result<()> {
     raise_nofile();
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    // The accept queue of a server (`nacelle::LISTEN_BACKLOG`): with the 128 of a plain
+    // bind, the client's connects overflowed it and waited for SYN retries (4 s for 1 000).
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(([127, 0, 0, 1], 0).into())?;
+    let listener = socket.listen(4096)?;
     println!("{}", listener.local_addr()?.port());
     let (mut control, _) = listener.accept().await?;
     let (round_tx, round_rx) = watch::channel(0u64);
