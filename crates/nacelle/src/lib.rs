@@ -174,14 +174,13 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     // Members call each other on the cluster port; it exists only in a cluster.
     let (cluster_listener, cluster_grpc_addr) = if settings.clustered() {
         let port = settings.effective_cluster_grpc_port(http_addr.port());
-        let listener = bind_listener(SocketAddr::new(settings.bind, port))
-            .with_context(|| {
-                format!(
-                    "binding cluster gRPC on {}:{port} (nodes on one host need HTTP ports at \
+        let listener = bind_listener(SocketAddr::new(settings.bind, port)).with_context(|| {
+            format!(
+                "binding cluster gRPC on {}:{port} (nodes on one host need HTTP ports at \
                      least 2 apart: HTTP + 1001 must not be another node's HTTP + 1000)",
-                    settings.bind
-                )
-            })?;
+                settings.bind
+            )
+        })?;
         let addr = listener.local_addr()?;
         tracing::info!("cluster grpc listening on {addr}");
         (Some(listener), Some(addr))
@@ -542,12 +541,10 @@ mod tests {
         for i in 0..burst {
             // Nothing accepts yet. A dropped SYN is retried only after a second, and then
             // the queue is still full: this connect would not finish in time.
-            let c = tokio::time::timeout(
-                Duration::from_secs(5),
-                tokio::net::TcpStream::connect(addr),
-            )
-            .await
-            .map_err(|_| format!("connection {i} of the burst was not queued"))??;
+            let c =
+                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                    .await
+                    .map_err(|_| format!("connection {i} of the burst was not queued"))??;
             clients.push(c);
         }
         for _ in 0..burst {
