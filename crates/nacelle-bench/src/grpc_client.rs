@@ -115,7 +115,7 @@ async fn channel(route: Route) -> Result<Channel> {
         }
         let stream = socket.connect(target).await?;
         stream.set_nodelay(true)?;
-        crate::no_time_wait(&stream);
+        crate::no_time_wait(&stream)?;
         Ok::<_, std::io::Error>(TokioIo::new(stream))
     });
     endpoint

@@ -148,7 +148,7 @@ async fn tcp(route: Route) -> Result<TcpStream> {
     }
     let stream = socket.connect(route.target).await?;
     stream.set_nodelay(true)?;
-    crate::no_time_wait(&stream);
+    crate::no_time_wait(&stream)?;
     Ok(stream)
 }
 
