@@ -64,9 +64,9 @@ async fn http_over(
     let addr = listener.local_addr()?;
     let opts = HttpOptions::default();
     let max = opts.max_request_bytes;
-    let router = nacelle_http::router(service, opts);
+    let api = nacelle_http::api(service, opts);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(nacelle_http::serve(listener, router, max, async {
+    tokio::spawn(nacelle_http::serve(listener, api, max, async {
         // A dropped sender stops the adapter as a sent one does.
         let _stopped = rx.await;
     }));

@@ -3,7 +3,9 @@
 //! Nacos's HTTP formats.
 //!
 //! # Layout
-//! - [`serve`]: the accept loop (hyper, HTTP/1.1, graceful shutdown).
+//! - [`serve`]: the accept loop (hyper, HTTP/1.1, graceful shutdown); each connection
+//!   hands a long poll (`POST /nacos/v1/cs/configs/listener`) straight to its handler
+//!   and every other request to the router built by [`api`].
 //! - `params`: strict form/query decoding shared by every handler.
 //! - `error`: the two wire error formats (v1 plain text, v2 JSON envelope), one mapping each.
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
@@ -110,8 +112,17 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// Builds the router of the whole HTTP API.
-pub fn router(service: ConfigService, options: HttpOptions) -> Router {
+/// The whole HTTP API, ready for [`serve`]: its router and, beside it, the state of the
+/// long-poll path the connections answer directly (`v1::listener::direct`). Cloning it is
+/// cheap (two reference counts).
+#[derive(Debug, Clone)]
+pub struct HttpApi {
+    pub(crate) router: Router,
+    pub(crate) state: AppState,
+}
+
+/// Builds the whole HTTP API.
+pub fn api(service: ConfigService, options: HttpOptions) -> HttpApi {
     let body_limit = options.max_request_bytes;
     let state = AppState(Arc::new(Shared {
         service,
@@ -131,7 +142,9 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         )
         .route(
             "/nacos/v1/cs/configs/listener",
-            get(v1::listener::listeners_of_key).post(v1::listener::long_poll),
+            // The long poll (POST) never reaches the router: each connection answers it
+            // directly (`server::ConnService`, `v1::listener::direct`).
+            get(v1::listener::listeners_of_key),
         )
         .route("/nacos/v1/cs/listener", get(v1::listener::keys_of_ip))
         .route("/nacos/v1/cs/history", get(v1::history::history))
@@ -182,7 +195,7 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
         .merge(v1::auth::routes());
-    console::routes(api)
+    let router = console::routes(api)
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -190,5 +203,6 @@ pub fn router(service: ConfigService, options: HttpOptions) -> Router {
             state.clone(),
             observe::observe,
         ))
-        .with_state(state)
+        .with_state(state.clone());
+    HttpApi { router, state }
 }

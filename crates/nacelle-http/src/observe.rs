@@ -9,10 +9,11 @@
 //! no routing information is needed (axum's `MatchedPath` would cost an allocation per
 //! request). A route with path parameters would need it.
 
+use std::future::Future;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use nacelle_metrics::{names, timing, Samples, Source, CONTENT_TYPE};
@@ -22,7 +23,7 @@ use tracing::Instrument;
 use crate::AppState;
 
 /// The route of a held long poll: its duration is its hold, so it is never "slow".
-const LONG_POLL: &str = "/nacos/v1/cs/configs/listener";
+pub(crate) const LONG_POLL: &str = "/nacos/v1/cs/configs/listener";
 
 /// The route templates of [`crate::router`], as metric labels. A route missing here is
 /// labelled `unmatched` (still bounded); keep the list in step with the router.
@@ -76,17 +77,32 @@ fn method_label(m: &Method) -> &'static str {
     }
 }
 
-/// The one layer around the router: times the request inside its span, writes an
-/// authentication 403's body ([`crate::error::fill_auth_error`]), records the request and
-/// logs it when slow.
+/// The one layer around the router: observes the request ([`observed`]).
 pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let method = method_label(req.method());
     let route = route_label(req.uri().path());
     // A `Uri` clone shares its bytes: the path is kept without a copy.
     let uri = req.uri().clone();
+    observed(&st, route, method, uri, next.run(req)).await
+}
+
+/// What every request goes through, whether the router's layer ([`observe`]) or the
+/// connection's direct path for long polls (`crate::v1::listener::direct`) runs it: times
+/// `answer` inside the request's span, writes an authentication 403's body
+/// ([`crate::error::fill_auth_error`]), records the request and logs it when slow.
+pub(crate) async fn observed<F>(
+    st: &AppState,
+    route: &'static str,
+    method: &'static str,
+    uri: Uri,
+    answer: F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let span = tracing::debug_span!("http", route, method, status = Empty, duration_ms = Empty);
     let started = Instant::now();
-    let (resp, gathered) = timing::scope(next.run(req)).instrument(span.clone()).await;
+    let (resp, gathered) = timing::scope(answer).instrument(span.clone()).await;
     let resp = crate::error::fill_auth_error(resp, uri.path());
     let took = started.elapsed();
     let store = gathered.store;

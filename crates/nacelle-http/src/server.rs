@@ -7,22 +7,28 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{Method, Request};
+use axum::response::Response;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use nacelle_core::TrustedProxies;
 use nacelle_tls::TlsAcceptor;
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
+
+use crate::{observe, HttpApi};
 
 /// Smallest buffer hyper accepts.
 const MIN_BUF: usize = 8 * 1024;
@@ -146,7 +152,7 @@ impl Drop for ConnectionSlot {
 /// [`serve_with`] with the default idle timeout.
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    api: HttpApi,
     max_request_bytes: usize,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -154,14 +160,14 @@ pub async fn serve(
         max_request_bytes,
         ..ServeOptions::default()
     };
-    serve_with(listener, router, opts, shutdown).await
+    serve_with(listener, api, opts, shutdown).await
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then waits for in-flight
+/// Serves `api` on `listener` until `shutdown` completes, then waits for in-flight
 /// requests (held long polls are released by the service's shutdown token) and returns.
 pub async fn serve_with(
     listener: TcpListener,
-    router: Router,
+    api: HttpApi,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -191,7 +197,7 @@ pub async fn serve_with(
                 };
                 let log_refusal = slot.is_none() && opts.connections.should_log();
                 let watcher = graceful.watcher();
-                let router = router.clone();
+                let api = api.clone();
                 let tls = opts.tls.clone();
                 let opts = (opts.max_request_bytes, opts.idle_timeout);
                 tokio::spawn(async move {
@@ -206,9 +212,9 @@ pub async fn serve_with(
                         return;
                     };
                     match tls {
-                        None => serve_connection(stream, peer, router, opts, watcher).await,
+                        None => serve_connection(stream, peer, api, opts, watcher).await,
                         Some(tls) => match tls.accept(stream).await {
-                            Ok(stream) => serve_connection(stream, peer, router, opts, watcher).await,
+                            Ok(stream) => serve_connection(stream, peer, api, opts, watcher).await,
                             Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         },
                     }
@@ -227,24 +233,71 @@ pub async fn serve_with(
 async fn serve_connection<I>(
     io: I,
     peer: SocketAddr,
-    router: Router,
+    api: HttpApi,
     opts: (usize, Duration),
     watcher: hyper_util::server::graceful::Watcher,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = router.map_request(move |mut req: axum::http::Request<Incoming>| {
-        req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-        req
-    });
+    let svc = ConnService { api, peer };
     let conn = http1::Builder::new()
         .max_buf_size(opts.0.max(MIN_BUF))
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(opts.1)
-        .serve_connection(TokioIo::new(io), TowerToHyperService::new(svc));
+        .serve_connection(TokioIo::new(io), svc);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%peer, error = %e, "http connection ended with an error");
+    }
+}
+
+/// The service of one connection: tags each request with the peer's address, hands a long
+/// poll straight to its handler (`crate::v1::listener::direct`, which says why) and every
+/// other request to the router.
+struct ConnService {
+    api: HttpApi,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<Request<Incoming>> for ConnService {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer;
+
+    fn call(&self, mut req: Request<Incoming>) -> Answer {
+        req.extensions_mut()
+            .insert(ConnectInfo::<SocketAddr>(self.peer));
+        if req.method() == Method::POST && req.uri().path() == observe::LONG_POLL {
+            let st = self.api.state.clone();
+            Answer::Direct {
+                answer: Box::pin(crate::v1::listener::direct(st, req.map(Body::new))),
+            }
+        } else {
+            // The router is always ready (axum documents it), as `oneshot` checks.
+            Answer::Routed {
+                answer: self.api.router.clone().oneshot(req),
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The answer of [`ConnService`]: the router's future, or a direct long poll's.
+    #[project = AnswerProj]
+    enum Answer {
+        Routed { #[pin] answer: tower::util::Oneshot<Router, Request<Incoming>> },
+        Direct { answer: Pin<Box<dyn Future<Output = Response> + Send>> },
+    }
+}
+
+impl Future for Answer {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            AnswerProj::Routed { answer } => answer.poll(cx),
+            AnswerProj::Direct { answer } => answer.as_mut().poll(cx).map(Ok),
+        }
     }
 }
 

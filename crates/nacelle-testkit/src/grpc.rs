@@ -128,9 +128,9 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let max = opts.max_request_bytes;
-        let router = nacelle_http::router(self.service.clone(), opts);
+        let api = nacelle_http::api(self.service.clone(), opts);
         let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(nacelle_http::serve(listener, router, max, async {
+        tokio::spawn(nacelle_http::serve(listener, api, max, async {
             // A dropped sender stops the adapter as a sent one does.
             let _stopped = rx.await;
         }));

@@ -234,7 +234,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             .context("grpc server failed")
     }));
 
-    let router = nacelle_http::router(service.clone(), settings.http_options(http_addr));
+    let api = nacelle_http::api(service.clone(), settings.http_options(http_addr));
     let connections = nacelle_http::ConnectionCounter::default();
     for (listener, tls) in http_listeners {
         let http_stop = stop.clone();
@@ -246,11 +246,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             trusted_proxies: settings.trusted_proxies.clone(),
             ..nacelle_http::ServeOptions::default()
         };
-        let router = router.clone();
+        let api = api.clone();
         tasks.push(tokio::spawn(async move {
-            nacelle_http::serve_with(listener, router, opts, async move {
-                http_stop.cancelled().await
-            })
+            nacelle_http::serve_with(
+                listener,
+                api,
+                opts,
+                async move { http_stop.cancelled().await },
+            )
             .await
             .context("http server failed")
         }));

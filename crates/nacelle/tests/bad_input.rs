@@ -334,7 +334,23 @@ fn table(backend: Backend) -> Vec<Row> {
             405,
             Expect::Body(""),
         ),
-        // ---- long polling
+        // ---- long polling (a POST of exactly this path is answered past the router)
+        with_form(
+            "PUT is not a method of the listener",
+            Method::PUT,
+            LISTENER,
+            &[("Listening-Configs", "a\u{2}DEFAULT_GROUP\u{2}\u{1}")],
+            405,
+            Expect::Body(""),
+        ),
+        with_form(
+            "a long poll on the listener's path with a trailing slash",
+            Method::POST,
+            "/nacos/v1/cs/configs/listener/",
+            &[("Listening-Configs", "a\u{2}DEFAULT_GROUP\u{2}\u{1}")],
+            404,
+            Expect::V1("no such API"),
+        ),
         listener(
             "Listening-Configs record of two fields",
             "a\u{2}DEFAULT_GROUP\u{1}",

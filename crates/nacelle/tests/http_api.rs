@@ -674,12 +674,12 @@ async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestRes
     let db = TestDb::create(backend).await?;
     let store = nacelle_store::open(&db.url).await?;
     let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
-    let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());
+    let api = nacelle_http::api(service.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let stop = tokio_util::sync::CancellationToken::new();
     let stopped = stop.clone();
-    let task = tokio::spawn(nacelle_http::serve(listener, router, 1 << 20, async move {
+    let task = tokio::spawn(nacelle_http::serve(listener, api, 1 << 20, async move {
         stopped.cancelled().await
     }));
     let http = reqwest::Client::new();
@@ -726,7 +726,7 @@ async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult
     let store = nacelle_store::open(&db.url).await?;
     let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
     service.load().await?;
-    let router = nacelle_http::router(service.clone(), nacelle_http::HttpOptions::default());
+    let api = nacelle_http::api(service.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let stop = tokio_util::sync::CancellationToken::new();
@@ -736,12 +736,9 @@ async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult
         idle_timeout: std::time::Duration::from_millis(300),
         ..nacelle_http::ServeOptions::default()
     };
-    let task = tokio::spawn(nacelle_http::serve_with(
-        listener,
-        router,
-        opts,
-        async move { stopped.cancelled().await },
-    ));
+    let task = tokio::spawn(nacelle_http::serve_with(listener, api, opts, async move {
+        stopped.cancelled().await
+    }));
     let wait = std::time::Duration::from_secs(5);
 
     // Reads until the server closes the connection; what it sent.

@@ -15,6 +15,7 @@ use nacelle_testkit::{listening_configs, md5, Api, TestResult};
 use prometheus_parse::{Scrape, Value};
 
 const CONFIGS: &str = "/nacos/v1/cs/configs";
+const LONG_POLL: &str = "/nacos/v1/cs/configs/listener";
 
 /// One parsed scrape.
 struct Scraped(Scrape);
@@ -132,6 +133,15 @@ async fn counters_move_by_the_requests_made() -> TestResult {
         .send()
         .await?;
     assert_eq!(v2.status(), 200);
+    // HTTP v1 long polls (the connection answers them past the router): one answered at
+    // once (no hold asked), one refused (no `Listening-Configs`).
+    let poll = |form: &'static [(&'static str, &'static str)]| {
+        ts.http.post(ts.url(LONG_POLL)).form(form).send()
+    };
+    let answered = poll(&[("Listening-Configs", "app\u{2}G\u{2}\u{1}")]).await?;
+    assert_eq!(answered.status(), 200);
+    assert_eq!(answered.text().await?, "app%02G%01\n");
+    assert_eq!(poll(&[("tenant", "")]).await?.status(), 400);
     // gRPC: two queries and one publish through the real Rust client.
     for _ in 0..2 {
         let got = sdk.client.get_config("app".into(), "G".into()).await?;
@@ -167,6 +177,10 @@ async fn counters_move_by_the_requests_made() -> TestResult {
         delta(http, &[("route", "unmatched"), ("status", "404")]),
         1.0
     );
+    for status in ["200", "400"] {
+        let labels = [("route", LONG_POLL), ("method", "POST"), ("status", status)];
+        assert_eq!(delta(http, &labels), 1.0, "long polls answered {status}");
+    }
     // Each scrape counts itself on its own route (seen by the next one).
     assert_eq!(delta(http, &[("route", "/metrics")]), 1.0);
     let hist = "nacelle_http_request_duration_seconds";
