@@ -373,8 +373,7 @@ pub async fn publish(load: &Load, hot: bool, size: usize) -> Result<()> {
 /// arrival of its `ConfigChangeNotifyRequest` (acked at once by the stream reader).
 pub async fn grpc_fanout(
     addr: SocketAddr,
-    n: usize,
-    rounds: usize,
+    (n, rounds, pause_ms): (usize, usize, Option<u64>),
     (sources, client): (Sources, ListenerClient),
     server_pid: Option<u32>,
 ) -> Result<()> {
@@ -433,8 +432,12 @@ pub async fn grpc_fanout(
     let mut per_round = Vec::new();
     let wait_limit = Duration::from_secs(10);
     for round in 1..=rounds {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(pause_ms.unwrap_or(500))).await;
         while rx.try_recv().is_ok() {}
+        if pause_ms.is_some() {
+            eprintln!("  round {round}: publishing");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
         let mut seen = vec![false; n];
         content = format!("round-{round}-{}", std::process::id());
         let meter = CpuMeter::start(server_pid)?;
@@ -466,6 +469,9 @@ pub async fn grpc_fanout(
         // Let the last acks be read before the CPU is taken.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let cpu = meter.per_item(n)?;
+        if pause_ms.is_some() {
+            eprintln!("  round {round}: answered");
+        }
         all.merge(&lat);
         // The fan-out alone: each push's arrival after the first one of the round.
         if let Some(first) = arrivals.iter().min().copied() {

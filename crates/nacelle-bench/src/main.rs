@@ -176,6 +176,11 @@ enum Scenario {
         /// cheapest instrument) or `tonic` (the bench's tonic client, as before issue 15).
         #[arg(long, value_enum, default_value_t = grpc_scenarios::ListenerClient::H2)]
         client: grpc_scenarios::ListenerClient,
+        /// Pause in milliseconds before each publish (default 500) and after each round's
+        /// pushes; with it, "round N: publishing" (one more second before the publish) and
+        /// "round N: answered" on stderr bracket one round's pushes for a profiler.
+        #[arg(long)]
+        pause_ms: Option<u64>,
     },
     /// The fan-out floor of this machine: a minimal raw-TCP push server (its own process)
     /// writes one message to N connections and reads N acks; time from the trigger to each
@@ -349,10 +354,16 @@ async fn run(cli: Cli) -> Result<()> {
             sources,
             server_pid,
             client,
+            pause_ms,
         } => {
             check_loopback(&addr)?;
-            grpc_scenarios::grpc_fanout(addr, n, rounds, (sources.sources(), client), server_pid)
-                .await
+            grpc_scenarios::grpc_fanout(
+                addr,
+                (n, rounds, pause_ms),
+                (sources.sources(), client),
+                server_pid,
+            )
+            .await
         }
         Scenario::Connections {
             addr,
