@@ -10,7 +10,7 @@
 //! request). A route with path parameters would need it.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
@@ -83,14 +83,16 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
     let route = route_label(req.uri().path());
     // A `Uri` clone shares its bytes: the path is kept without a copy.
     let uri = req.uri().clone();
-    observed(&st, route, method, uri, next.run(req)).await
+    observed::<_, true>(&st, route, method, uri, next.run(req)).await
 }
 
 /// What every request goes through, whether the router's layer ([`observe`]) or the
 /// connection's direct path for long polls (`crate::v1::listener::direct`) runs it: times
 /// `answer` inside the request's span, writes an authentication 403's body
 /// ([`crate::error::fill_auth_error`]), records the request and logs it when slow.
-pub(crate) async fn observed<F>(
+/// `STORE_TIME`: gather the request's store time, which only the slow-request log reads
+/// (off for held long polls, never "slow").
+pub(crate) async fn observed<F, const STORE_TIME: bool>(
     st: &AppState,
     route: &'static str,
     method: &'static str,
@@ -102,10 +104,14 @@ where
 {
     let span = tracing::debug_span!("http", route, method, status = Empty, duration_ms = Empty);
     let started = Instant::now();
-    let (resp, gathered) = timing::scope(answer).instrument(span.clone()).await;
+    let (resp, store) = if STORE_TIME {
+        let (resp, gathered) = timing::scope(answer).instrument(span.clone()).await;
+        (resp, gathered.store)
+    } else {
+        (answer.instrument(span.clone()).await, Duration::ZERO)
+    };
     let resp = crate::error::fill_auth_error(resp, uri.path());
     let took = started.elapsed();
-    let store = gathered.store;
     let status = resp.status().as_u16();
     let metrics = st.service.metrics();
     metrics.http_request(route, method, status, took);

@@ -308,7 +308,7 @@ pub(crate) async fn direct(st: AppState, req: Request) -> Response {
             Err(e) => e.into_response(),
         }
     };
-    observe::observed(&st, observe::LONG_POLL, "POST", uri, answer).await
+    observe::observed::<_, false>(&st, observe::LONG_POLL, "POST", uri, answer).await
 }
 
 #[derive(Serialize)]
