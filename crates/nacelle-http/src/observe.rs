@@ -82,8 +82,26 @@ pub(crate) async fn observe(State(st): State<AppState>, req: Request, next: Next
     let method = method_label(req.method());
     let route = route_label(req.uri().path());
     // A `Uri` clone shares its bytes: the path is kept without a copy.
-    let uri = req.uri().clone();
-    observed::<_, true>(&st, route, method, uri, next.run(req)).await
+    let path = RequestPath::Uri(req.uri().clone());
+    observed::<_, true>(&st, route, method, path, next.run(req)).await
+}
+
+/// The path an authentication 403's body names ([`crate::error::fill_auth_error`]).
+pub(crate) enum RequestPath {
+    /// A route known in advance: the direct long poll keeps no part of its request past
+    /// the hold (the request's buffer is freed before, not on the release).
+    Static(&'static str),
+    /// The request's own URI (its bytes shared, not copied).
+    Uri(Uri),
+}
+
+impl RequestPath {
+    fn as_str(&self) -> &str {
+        match self {
+            RequestPath::Static(p) => p,
+            RequestPath::Uri(u) => u.path(),
+        }
+    }
 }
 
 /// What every request goes through, whether the router's layer ([`observe`]) or the
@@ -96,7 +114,7 @@ pub(crate) async fn observed<F, const STORE_TIME: bool>(
     st: &AppState,
     route: &'static str,
     method: &'static str,
-    uri: Uri,
+    path: RequestPath,
     answer: F,
 ) -> Response
 where
@@ -110,14 +128,17 @@ where
     } else {
         (answer.instrument(span.clone()).await, Duration::ZERO)
     };
-    let resp = crate::error::fill_auth_error(resp, uri.path());
+    let resp = crate::error::fill_auth_error(resp, path.as_str());
+    drop(path);
     let took = started.elapsed();
     let status = resp.status().as_u16();
     let metrics = st.service.metrics();
     metrics.http_request(route, method, status, took);
-    let duration_ms = millis(took);
-    span.record("status", status);
-    span.record("duration_ms", duration_ms);
+    // A span no subscriber wants (the default log level) records nothing.
+    if !span.is_disabled() {
+        span.record("status", status);
+        span.record("duration_ms", millis(took));
+    }
     if took >= metrics.slow_request_threshold() && !(route == LONG_POLL && method == "POST") {
         metrics.slow_request();
         // Route, status and timings only: never a parameter or the content.
@@ -126,7 +147,7 @@ where
             route,
             method,
             status,
-            duration_ms,
+            duration_ms = millis(took),
             store_ms = millis(store),
             cause = timing::slow_cause(took, store),
             "slow request"

@@ -186,19 +186,25 @@ fn poll_response(body: String) -> Response {
 /// A held long poll, woken by the service when a watched key changes.
 struct PollWaiter {
     wake: Notify,
-    changed: Mutex<Vec<ConfigKey>>,
+    /// What woke it, under one lock (a change takes it once per waiter it wakes).
+    woken: Mutex<Woken>,
+}
+
+#[derive(Default)]
+struct Woken {
+    changed: Vec<ConfigKey>,
     /// When the first change that woke it reached the hub (the release latency's start).
-    first_change: Mutex<Option<Instant>>,
+    first_change: Option<Instant>,
 }
 
 impl Subscriber for PollWaiter {
     fn notify(&self, event: &Arc<ChangeEvent>) {
-        let mut changed = self.changed.lock();
-        if !changed.contains(&event.key) {
-            changed.push(event.key.clone());
+        let mut woken = self.woken.lock();
+        if !woken.changed.contains(&event.key) {
+            woken.changed.push(event.key.clone());
         }
-        drop(changed);
-        self.first_change.lock().get_or_insert(event.committed_at);
+        woken.first_change.get_or_insert(event.committed_at);
+        drop(woken);
         self.wake.notify_one();
     }
 }
@@ -215,12 +221,13 @@ impl Drop for HeldGuard {
 /// `POST /nacos/v1/cs/configs/listener`, once [`direct`] has read its parameters.
 async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     let raw = p.required("Listening-Configs")?;
-    let items = parse_listening_configs(raw, p.get("tenant"))?;
+    let mut items = parse_listening_configs(raw, p.get("tenant"))?;
     let pairs: Vec<(ConfigKey, &str)> = items
         .iter()
         .map(|i| (i.key.clone(), i.md5.as_str()))
         .collect();
     let changed = st.service.changed(&p.caller, &pairs)?;
+    drop(pairs);
     let timeout = match p.header("Long-Pulling-Timeout") {
         None => return Ok(poll_response(changed_body(&items, &changed))),
         Some(v) => v
@@ -254,18 +261,18 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     };
     let waiter = Arc::new(PollWaiter {
         wake: Notify::new(),
-        changed: Mutex::new(Vec::new()),
-        first_change: Mutex::new(None),
+        woken: Mutex::new(Woken::default()),
     });
     let watch = st.service.watch(&p.caller)?;
     let subscriber: Arc<dyn Subscriber> = waiter.clone();
     let added = watch.add(
         &p.caller,
         items
-            .iter()
+            .iter_mut()
             .map(|i| WatchItem {
                 key: i.key.clone(),
-                md5: i.md5.clone(),
+                // The poll's answer needs no md5: it moves to the watch.
+                md5: std::mem::take(&mut i.md5),
                 subscriber: subscriber.clone(),
             })
             .collect(),
@@ -276,18 +283,17 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     }
     // The request's parameters and headers are freed now, not when the poll is released:
     // a release touches as little memory as it can (a change wakes thousands at once).
-    drop(pairs);
     drop(p);
     let shutdown = st.service.shutdown_token().clone();
     // The wake-up is checked first: a released poll then never polls its hold timer.
     tokio::select! {
         biased;
         _ = waiter.wake.notified() => {
-            let changed = std::mem::take(&mut *waiter.changed.lock());
-            if let Some(at) = *waiter.first_change.lock() {
+            let woken = std::mem::take(&mut *waiter.woken.lock());
+            if let Some(at) = woken.first_change {
                 st.service.metrics().long_poll_released(at.elapsed());
             }
-            Ok(poll_response(changed_body(&items, &changed)))
+            Ok(poll_response(changed_body(&items, &woken.changed)))
         }
         _ = tokio::time::sleep(hold) => Ok(poll_response(String::new())),
         _ = shutdown.cancelled() => Ok(poll_response(String::new())),
@@ -301,14 +307,14 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
 /// the same extractor as every route's and observed as the router's layer observes every
 /// other request ([`observe::observed`]).
 pub(crate) async fn direct(st: AppState, req: Request) -> Response {
-    let uri = req.uri().clone();
     let answer = async {
         match Params::from_request(req, &st).await {
             Ok(p) => long_poll(&st, p).await.into_response(),
             Err(e) => e.into_response(),
         }
     };
-    observe::observed::<_, false>(&st, observe::LONG_POLL, "POST", uri, answer).await
+    let path = observe::RequestPath::Static(observe::LONG_POLL);
+    observe::observed::<_, false>(&st, observe::LONG_POLL, "POST", path, answer).await
 }
 
 #[derive(Serialize)]
