@@ -11,7 +11,7 @@
 //! waiting for tens of thousands of notifications and no runtime thread is held for the
 //! whole walk.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -53,6 +53,10 @@ pub struct ChangeEvent {
 pub trait Subscriber: Send + Sync + 'static {
     /// Called once per change of a watched key. Must return quickly and never block.
     fn notify(&self, event: &Arc<ChangeEvent>);
+
+    /// Called once when the server begins shutting down: a listener holding a request
+    /// (a long poll) answers it now. Must return quickly and never block.
+    fn close(&self) {}
 }
 
 struct Entry {
@@ -204,6 +208,23 @@ impl WatchHub {
         n
     }
 
+    /// Tells every subscriber the server is shutting down ([`Subscriber::close`]), once
+    /// per subscriber however many keys it watches; called outside the index's locks.
+    pub fn close_all(&self) {
+        let mut seen = HashSet::new();
+        let mut targets: Vec<Arc<dyn Subscriber>> = Vec::new();
+        for item in self.index.iter() {
+            for (id, e) in item.value() {
+                if seen.insert(*id) {
+                    targets.push(e.subscriber.clone());
+                }
+            }
+        }
+        for t in targets {
+            t.close();
+        }
+    }
+
     /// Number of (subscriber, key) pairs registered.
     pub fn listener_count(&self) -> u64 {
         self.listeners.load(Ordering::Relaxed)
@@ -312,11 +333,36 @@ mod tests {
     #[derive(Default)]
     struct Rec {
         got: Mutex<Vec<ConfigKey>>,
+        closed: std::sync::atomic::AtomicUsize,
     }
     impl Subscriber for Rec {
         fn notify(&self, event: &Arc<ChangeEvent>) {
             self.got.lock().push(event.key.clone());
         }
+        fn close(&self) {
+            self.closed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn closing_tells_each_subscriber_once_however_many_keys_it_watches() {
+        let hub = WatchHub::new();
+        let keys: Vec<ConfigKey> = ["a", "b", "c"]
+            .iter()
+            .map(|d| ConfigKey::from_trusted("", "G", d))
+            .collect();
+        let (many, one) = (Arc::new(Rec::default()), Arc::new(Rec::default()));
+        let (im, io) = (hub.next_watcher_id(), hub.next_watcher_id());
+        for k in &keys {
+            hub.subscribe(im, k, String::new(), who(), many.clone());
+        }
+        hub.subscribe(io, &keys[1], String::new(), who(), one.clone());
+        hub.close_all();
+        assert_eq!(many.closed.load(Ordering::Relaxed), 1);
+        assert_eq!(one.closed.load(Ordering::Relaxed), 1);
+        assert!(many.got.lock().is_empty(), "closing is not a change");
+        // The subscriptions stay until their watches leave.
+        assert_eq!(hub.listener_count(), 4);
     }
 
     #[test]

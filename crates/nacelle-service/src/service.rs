@@ -317,9 +317,12 @@ impl ConfigService {
         &self.inner.shutdown
     }
 
-    /// Starts shutting down: new operations fail, waiters wake up.
+    /// Starts shutting down: new operations fail, waiters wake up. The token is cancelled
+    /// before the subscribers are told ([`crate::Subscriber::close`]): a listener that subscribes
+    /// and then finds the token not cancelled is among those told.
     pub fn begin_shutdown(&self) {
         self.inner.shutdown.cancel();
+        self.inner.hub.close_all();
     }
 
     /// Number of configs in memory.

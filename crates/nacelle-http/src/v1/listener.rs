@@ -207,6 +207,11 @@ impl Subscriber for PollWaiter {
         drop(woken);
         self.wake.notify_one();
     }
+
+    /// The server is shutting down: the poll answers with what changed so far (nothing).
+    fn close(&self) {
+        self.wake.notify_one();
+    }
 }
 
 /// Counts a held poll for as long as it lives.
@@ -281,11 +286,17 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     if !added.changed.is_empty() {
         return Ok(poll_response(changed_body(&items, &added.changed)));
     }
+    // Shutdown cancels the token and then tells every subscriber: a poll that finds the
+    // token not cancelled now, after subscribing, is told. (One shared shutdown future per
+    // held poll would register in, and leave, one shared waiter list on every release.)
+    if st.service.shutdown_token().is_cancelled() {
+        return Ok(poll_response(String::new()));
+    }
     // The request's parameters and headers are freed now, not when the poll is released:
     // a release touches as little memory as it can (a change wakes thousands at once).
     drop(p);
-    let shutdown = st.service.shutdown_token().clone();
-    // The wake-up is checked first: a released poll then never polls its hold timer.
+    // The wake-up is checked first: a released poll then never polls its hold timer. A
+    // wake-up with nothing changed is the shutdown's ([`PollWaiter::close`]).
     tokio::select! {
         biased;
         _ = waiter.wake.notified() => {
@@ -296,7 +307,6 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
             Ok(poll_response(changed_body(&items, &woken.changed)))
         }
         _ = tokio::time::sleep(hold) => Ok(poll_response(String::new())),
-        _ = shutdown.cancelled() => Ok(poll_response(String::new())),
     }
 }
 
