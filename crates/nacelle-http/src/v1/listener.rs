@@ -35,17 +35,17 @@ const HOLD_MARGIN_MS: u64 = 500;
 /// Up to this many keys in one poll, a key sent twice is found by a linear look-up.
 const LINEAR_LOOKUP_MAX: usize = 16;
 
-/// One record of `Listening-Configs`, with the names exactly as the client sent them so the
-/// answer echoes them unchanged.
+/// One record of `Listening-Configs`: the key, the md5 the client holds, and the record
+/// the answer carries when the key changed, encoded when the poll is read — a change
+/// releases thousands of polls at once, and the release only copies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ListenItem {
     pub key: ConfigKey,
     pub md5: String,
-    pub data_id: String,
-    pub group: String,
-    /// The tenant as the record sent it (possibly `public`); empty when the record had
-    /// three fields, even if a separate `tenant` parameter chose the namespace.
-    pub tenant: String,
+    /// `dataId^Bgroup[^Btenant]^A` URL-encoded, with the names exactly as the client sent
+    /// them so the answer echoes them unchanged; the tenant only when the record carried
+    /// one (not a separate `tenant` parameter) that is not blank.
+    pub answer: String,
 }
 
 /// Parses `Listening-Configs`: records `dataId^Bgroup^Bmd5[^Btenant]^A`. Records of three
@@ -96,9 +96,7 @@ pub(crate) fn parse_listening_configs(
         };
         let item = ListenItem {
             md5: md5.to_string(),
-            data_id: data_id.to_string(),
-            group: group.to_string(),
-            tenant: echo.to_string(),
+            answer: answer_record(data_id, group, echo),
             key,
         };
         match at {
@@ -128,29 +126,33 @@ pub(crate) fn parse_listening_configs(
     Ok(items)
 }
 
-/// The answer body: URL-encoded `dataId^Bgroup[^Btenant]^A` per changed key, then a newline.
+/// The answer's record of one key: `dataId^Bgroup[^Btenant]^A` URL-encoded, part by part.
+fn answer_record(data_id: &str, group: &str, tenant: &str) -> String {
+    let mut out = String::with_capacity(data_id.len() + group.len() + tenant.len() + 3 * 3);
+    java_url_encode(data_id, &mut out);
+    out.push_str(ENCODED_WORD_SEPARATOR);
+    java_url_encode(group, &mut out);
+    if !tenant.trim().is_empty() {
+        out.push_str(ENCODED_WORD_SEPARATOR);
+        java_url_encode(tenant, &mut out);
+    }
+    out.push_str(ENCODED_LINE_SEPARATOR);
+    out
+}
+
+/// The answer body: the record of each changed key, in the order the client listed them,
+/// then a newline; empty when nothing changed.
 pub(crate) fn changed_body(items: &[ListenItem], changed: &[ConfigKey]) -> String {
     let changed_items = || items.iter().filter(|i| changed.contains(&i.key));
-    // Room for the records as they are when nothing in them needs escaping (the common
-    // case), so the answer is allocated once.
-    let room: usize = changed_items()
-        .map(|i| i.data_id.len() + i.group.len() + i.tenant.len() + 3 * 3)
-        .sum();
+    let room: usize = changed_items().map(|i| i.answer.len()).sum();
+    if room == 0 {
+        return String::new();
+    }
     let mut out = String::with_capacity(room + 1);
     for item in changed_items() {
-        // The record `dataId^Bgroup[^Btenant]^A` URL-encoded, written part by part.
-        java_url_encode(&item.data_id, &mut out);
-        out.push_str(ENCODED_WORD_SEPARATOR);
-        java_url_encode(&item.group, &mut out);
-        if !item.tenant.trim().is_empty() {
-            out.push_str(ENCODED_WORD_SEPARATOR);
-            java_url_encode(&item.tenant, &mut out);
-        }
-        out.push_str(ENCODED_LINE_SEPARATOR);
+        out.push_str(&item.answer);
     }
-    if !out.is_empty() {
-        out.push('\n');
-    }
+    out.push('\n');
     out
 }
 
@@ -381,7 +383,9 @@ mod tests {
         assert_eq!(items.len(), 3);
         assert_eq!(items[0].key.tenant(), "");
         assert_eq!(items[1].key.tenant(), "dev");
-        assert_eq!(items[2].tenant, "");
+        assert_eq!(items[1].answer, "b%02G%02dev%01");
+        // A blank tenant in the record is not echoed.
+        assert_eq!(items[2].answer, "c%02G%01");
         let items = parse_listening_configs("a\u{2}G\u{2}\u{1}", Some("ns")).expect("valid");
         assert_eq!(items[0].key.tenant(), "ns");
     }
@@ -417,8 +421,12 @@ mod tests {
         let items = parse_listening_configs(&raw, None).expect("valid");
         assert_eq!(items.len(), n);
         for (i, item) in items.iter().enumerate() {
-            assert_eq!(item.data_id, format!("k{i}"), "first-seen order is kept");
-            assert_eq!(item.md5, "abc", "{}", item.data_id);
+            assert_eq!(
+                item.answer,
+                format!("k{i}%02G%01"),
+                "first-seen order is kept"
+            );
+            assert_eq!(item.md5, "abc", "{}", item.answer);
         }
     }
 
