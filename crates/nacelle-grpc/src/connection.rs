@@ -154,6 +154,9 @@ pub(crate) struct Connection {
     last_active_ms: AtomicU64,
     clock: Arc<CoarseClock>,
     pending: Mutex<PushTable>,
+    /// The server's list of connections with pushes pending, which this one joins when it
+    /// sends a push.
+    unacked: Arc<Unacked>,
     /// The keys this connection listens to: one service watch, which owns the key limit.
     watch: Watch,
     /// The outstanding idle probe: its request id and the instant it was sent.
@@ -183,6 +186,7 @@ pub(crate) struct ConnDeps {
     pub stats: GrpcStats,
     pub clock: Arc<CoarseClock>,
     pub metrics: Metrics,
+    pub unacked: Arc<Unacked>,
 }
 
 impl Connection {
@@ -202,6 +206,7 @@ impl Connection {
             last_active_ms: AtomicU64::new(now),
             clock: deps.clock,
             pending: Mutex::new(PushTable::default()),
+            unacked: deps.unacked,
             watch: deps.watch,
             probe: Mutex::new(None),
             policy: deps.policy,
@@ -346,7 +351,7 @@ impl Connection {
     // ------------------------------------------------------------ pushes
 
     /// Pushes a change of a listened key.
-    fn push_change(&self, event: &Arc<ChangeEvent>, tenant: &str) {
+    fn push_change(self: &Arc<Self>, event: &Arc<ChangeEvent>, tenant: &str) {
         if self.is_closed() {
             return;
         }
@@ -367,9 +372,14 @@ impl Connection {
             let own = encode();
             (own.clone(), Some(own))
         };
-        self.pending
-            .lock()
-            .sent(event, own_frame, self.clock.now() + self.policy.ack_timeout);
+        let list = {
+            let mut pending = self.pending.lock();
+            pending.sent(event, own_frame, self.clock.now() + self.policy.ack_timeout);
+            pending.list()
+        };
+        if list {
+            self.unacked.list(self.clone());
+        }
         stats::inc(&self.stats.counters().pushes_sent);
         self.send_framed(frame);
     }
@@ -417,21 +427,22 @@ impl Connection {
     }
 
     /// Handles pushes due at `now`: resends retries; gives up on the connection after too
-    /// many failures. Called by the push sweeper on every tick.
-    pub fn fire_due_pushes(&self, now: Instant) {
-        if self.is_closed() {
-            return;
-        }
+    /// many failures. Called by the push sweeper ([`Unacked::sweep`]) on every tick while
+    /// pushes are pending; returns whether any still is (the connection stays listed).
+    fn fire_due_pushes(&self, now: Instant) -> bool {
         let due = {
             let mut pending = self.pending.lock();
-            if pending.len() == 0 {
-                return;
+            if self.is_closed() {
+                pending.clear();
+            }
+            if !pending.stays_listed() {
+                return false;
             }
             pending.fire_due(now, &self.policy)
         };
         if due.give_up {
             self.close(CloseReason::Unacked);
-            return;
+            return true;
         }
         let c = self.stats.counters();
         for p in due.resend {
@@ -439,6 +450,7 @@ impl Connection {
             stats::inc(&c.pushes_sent);
             self.send_framed(p);
         }
+        true
     }
 
     // ------------------------------------------------------------ probes
@@ -557,6 +569,40 @@ impl GroupSubscriber for PatternListener {
             self.group_key(key),
             change_type,
         ));
+    }
+}
+
+/// The connections with pushes pending (awaiting an ack or a retry): what the push
+/// sweeper (`server::sweep_pushes`) visits on each pass, instead of every registered
+/// connection. A connection joins when it sends a push while not listed and leaves at the
+/// first pass that finds nothing pending ([`PushTable::stays_listed`]), so an idle
+/// connection costs the sweeper nothing, however many are registered.
+#[derive(Debug, Default)]
+pub(crate) struct Unacked {
+    conns: Mutex<Vec<Arc<Connection>>>,
+}
+
+impl Unacked {
+    fn list(&self, conn: Arc<Connection>) {
+        self.conns.lock().push(conn);
+    }
+
+    /// One pass of the sweeper: resends or gives up what is due at `now` on every listed
+    /// connection (outside the list's lock, which pushes take), and keeps those that still
+    /// have pushes pending.
+    /// Records in `stats` how many stay listed (`unacked_connections`).
+    pub fn sweep(&self, now: Instant, stats: &GrpcStats) {
+        let listed = std::mem::take(&mut *self.conns.lock());
+        let still: Vec<Arc<Connection>> = listed
+            .into_iter()
+            .filter(|c| c.fire_due_pushes(now))
+            .collect();
+        let mut conns = self.conns.lock();
+        conns.extend(still);
+        stats
+            .counters()
+            .unacked_connections
+            .store(conns.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -10,7 +10,7 @@ use nacelle_service::ConfigService;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::{CoarseClock, ConnDeps};
+use crate::connection::{CoarseClock, ConnDeps, Unacked};
 use crate::options::GrpcOptions;
 use crate::push::PushPolicy;
 use crate::registry::Registry;
@@ -31,6 +31,8 @@ pub(crate) struct Ctx {
     pub hard_stop: CancellationToken,
     /// The time base of connection activity and push deadlines.
     pub clock: Arc<CoarseClock>,
+    /// The connections with pushes pending: the push sweeper's work.
+    pub unacked: Arc<Unacked>,
     next_request_id: AtomicU64,
 }
 
@@ -51,6 +53,7 @@ impl Ctx {
             sessions: TaskTracker::new(),
             hard_stop: CancellationToken::new(),
             clock: Arc::new(CoarseClock::new()),
+            unacked: Arc::default(),
             next_request_id: AtomicU64::new(1),
         }
     }
@@ -68,6 +71,7 @@ impl Ctx {
             stats: self.stats.clone(),
             clock: self.clock.clone(),
             metrics: self.service.metrics().clone(),
+            unacked: self.unacked.clone(),
         })
     }
 

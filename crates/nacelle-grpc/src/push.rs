@@ -81,9 +81,29 @@ pub(crate) struct PushTable {
     /// are pending) or complete: it is built when a push is sent while another is pending,
     /// and kept up to date from then on.
     by_key: HashMap<ConfigKey, u64, FxBuildHasher>,
+    /// Whether the connection is on the push sweeper's list
+    /// ([`crate::connection::Unacked`]): from its first push until a pass finds nothing
+    /// pending.
+    listed: bool,
 }
 
 impl PushTable {
+    /// Notes that the connection is on the sweeper's list; true when it was not (the
+    /// caller lists it).
+    pub fn list(&mut self) -> bool {
+        !std::mem::replace(&mut self.listed, true)
+    }
+
+    /// Whether the connection stays on the sweeper's list: only while a push is pending.
+    /// Decided under the table's lock, as [`PushTable::list`] is, so a push sent meanwhile
+    /// either finds the connection listed or lists it again.
+    pub fn stays_listed(&mut self) -> bool {
+        if self.by_id.is_empty() {
+            self.listed = false;
+        }
+        self.listed
+    }
+
     /// Records the push of `event` just sent, framed as `own_frame` when that is not the
     /// event's shared frame (`event.encoded`, which must then be set). Replaces the
     /// pending push of the same key, if any, inheriting its failure count.
@@ -133,6 +153,7 @@ impl PushTable {
     }
 
     /// Number of pushes waiting for an ack or a retry.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_id.len()
     }

@@ -177,17 +177,15 @@ pub(crate) fn sweep_period(opts: &GrpcOptions) -> Duration {
 
 /// Times out and retries unacknowledged pushes of every connection, one pass per
 /// [`sweep_period`]. One server-wide timer instead of one per push keeps the push path free
-/// of timer registrations and session wake-ups; a connection with nothing pending costs a
-/// pass one uncontended lock.
+/// of timer registrations and session wake-ups; a pass visits only the connections with
+/// pushes pending (`Unacked`), so idle ones cost it nothing.
 async fn sweep_pushes(ctx: Arc<Ctx>) {
     let mut tick = tokio::time::interval(sweep_period(&ctx.opts));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let now = ctx.clock.tick();
-        for conn in ctx.registry.all() {
-            conn.fire_due_pushes(now);
-        }
+        ctx.unacked.sweep(now, &ctx.stats);
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A cheap, cloneable handle on the adapter's counters. All counters are monotonic except
-/// the three gauges (`tcp_connections`, `connections`, `listened_keys`).
+/// the gauges (`tcp_connections`, `connections`, `listened_keys`, `unacked_connections`).
 #[derive(Debug, Clone, Default)]
 pub struct GrpcStats {
     inner: Arc<Counters>,
@@ -23,6 +23,7 @@ pub(crate) struct Counters {
     pub(crate) dropped_slow: AtomicU64,
     pub(crate) dropped_unacked: AtomicU64,
     pub(crate) dropped_idle: AtomicU64,
+    pub(crate) unacked_connections: AtomicU64,
 }
 
 /// The counters at one instant.
@@ -48,6 +49,9 @@ pub struct GrpcStatsSnapshot {
     pub dropped_unacked: u64,
     /// Connections closed because they did not answer an idle probe.
     pub dropped_idle: u64,
+    /// Connections with pushes awaiting an ack or a retry after the push sweeper's last
+    /// pass: the connections its next pass visits (idle ones are never visited).
+    pub unacked_connections: u64,
 }
 
 impl GrpcStats {
@@ -71,6 +75,7 @@ impl GrpcStats {
             dropped_slow: get(&c.dropped_slow),
             dropped_unacked: get(&c.dropped_unacked),
             dropped_idle: get(&c.dropped_idle),
+            unacked_connections: get(&c.unacked_connections),
         }
     }
 

@@ -415,6 +415,75 @@ async fn connection_limits_are_answered_with_connect_reset() -> anyhow::Result<(
     Ok(())
 }
 
+/// Waits until `check` holds for the server's stats (or `SOON` passes); returns the last.
+async fn stats_until(
+    server: &TestServer,
+    check: impl Fn(&nacelle_grpc::GrpcStatsSnapshot) -> bool,
+) -> nacelle_grpc::GrpcStatsSnapshot {
+    let deadline = Instant::now() + SOON;
+    let mut s = server.stats.snapshot();
+    while !check(&s) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        s = server.stats.snapshot();
+    }
+    s
+}
+
+#[tokio::test]
+async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyhow::Result<()> {
+    let opts = GrpcOptions {
+        push_ack_timeout: Duration::from_millis(300),
+        push_retry_base: Duration::from_millis(100),
+        push_max_tries: 3,
+        ..fast_opts()
+    };
+    let server = TestServer::start(opts).await?;
+    server.publish("", "G", "k", "v0").await?;
+    let mut mute = server.raw().await?;
+    mute.setup("10.0.0.11").await?;
+    mute.listen(&[("k", "G", "", "")], true).await?;
+    let mut good = Vec::new();
+    for ip in ["10.0.0.12", "10.0.0.13"] {
+        let mut c = server.raw().await?;
+        c.setup(ip).await?;
+        c.listen(&[("k", "G", "", "")], true).await?;
+        good.push(c);
+    }
+    // Registered and listening, nothing pushed: nothing for the sweeper.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.stats.snapshot().unacked_connections, 0);
+
+    server.publish("", "G", "k", "v1").await?;
+    for c in &mut good {
+        let push = c
+            .next(SOON)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no push"))?;
+        c.respond(
+            "ConfigChangeNotifyResponse",
+            push.str("requestId").unwrap_or_default(),
+        )
+        .await?;
+    }
+    // The acked connections leave the sweeper's list; the mute one stays while it is
+    // retried.
+    let s = stats_until(&server, |s| s.push_acks == 2 && s.unacked_connections == 1).await;
+    assert_eq!((s.push_acks, s.unacked_connections), (2, 1), "{s:?}");
+    // Given up on and unregistered, it leaves too.
+    let s = stats_until(&server, |s| {
+        s.dropped_unacked == 1 && s.unacked_connections == 0
+    })
+    .await;
+    assert_eq!((s.dropped_unacked, s.unacked_connections), (1, 0), "{s:?}");
+    assert!(s.push_retries >= 2, "{s:?}");
+    // A later push lists a connection again.
+    server.publish("", "G", "k", "v2").await?;
+    let s = stats_until(&server, |s| s.unacked_connections == 2).await;
+    assert_eq!(s.unacked_connections, 2, "{s:?}");
+    drop(mute);
+    Ok(())
+}
+
 #[tokio::test]
 async fn unacked_pushes_are_retried_then_the_client_is_unregistered() -> anyhow::Result<()> {
     // Pushes time out after 300 ms and are retried after 100 ms × tries, 3 tries at most.
