@@ -429,8 +429,9 @@ async fn stats_until(
     s
 }
 
-#[tokio::test]
-async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyhow::Result<()> {
+/// A server whose pushes time out after 300 ms and are retried after 100 ms × tries, 3
+/// tries at most, with key `k` of group `G` published.
+async fn start_with_quick_retries() -> anyhow::Result<TestServer> {
     let opts = GrpcOptions {
         push_ack_timeout: Duration::from_millis(300),
         push_retry_base: Duration::from_millis(100),
@@ -439,6 +440,12 @@ async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyho
     };
     let server = TestServer::start(opts).await?;
     server.publish("", "G", "k", "v0").await?;
+    Ok(server)
+}
+
+#[tokio::test]
+async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyhow::Result<()> {
+    let server = start_with_quick_retries().await?;
     let mut mute = server.raw().await?;
     mute.setup("10.0.0.11").await?;
     mute.listen(&[("k", "G", "", "")], true).await?;
@@ -486,15 +493,7 @@ async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyho
 
 #[tokio::test]
 async fn unacked_pushes_are_retried_then_the_client_is_unregistered() -> anyhow::Result<()> {
-    // Pushes time out after 300 ms and are retried after 100 ms × tries, 3 tries at most.
-    let opts = GrpcOptions {
-        push_ack_timeout: Duration::from_millis(300),
-        push_retry_base: Duration::from_millis(100),
-        push_max_tries: 3,
-        ..fast_opts()
-    };
-    let server = TestServer::start(opts).await?;
-    server.publish("", "G", "k", "v0").await?;
+    let server = start_with_quick_retries().await?;
     let mut mute = server.raw().await?;
     mute.setup("10.0.0.1").await?;
     mute.listen(&[("k", "G", "", "")], true).await?;
