@@ -89,6 +89,10 @@ impl Source for GrpcGauges {
         out.set(names::GRPC_CONNECTIONS, s.connections as f64);
         out.set(names::GRPC_TCP_CONNECTIONS, s.tcp_connections as f64);
         out.set(names::GRPC_LISTENED_KEYS, s.listened_keys as f64);
+        out.set(
+            names::GRPC_UNACKED_CONNECTIONS,
+            s.unacked_connections as f64,
+        );
         out.set(names::GRPC_REJECTED, s.rejected_connections as f64);
         out.set(names::GRPC_PUSHES, s.pushes_sent as f64);
         out.set(names::GRPC_PUSH_ACKS, s.push_acks as f64);

@@ -626,6 +626,12 @@ pub mod names {
         "(connection, key) listen pairs held by gRPC connections"
     );
     desc!(
+        GRPC_UNACKED_CONNECTIONS,
+        "nacelle_grpc_unacked_connections",
+        Gauge,
+        "gRPC connections with pushes awaiting an ack or a retry (after the push sweeper's last pass)"
+    );
+    desc!(
         GRPC_REJECTED,
         "nacelle_grpc_rejected_connections",
         Counter,

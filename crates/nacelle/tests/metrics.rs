@@ -358,6 +358,15 @@ async fn a_fan_out_and_a_released_long_poll_record_their_latencies() -> TestResu
     );
     assert_eq!(after.value("nacelle_grpc_listened_keys", &[]), 3.0);
     assert_eq!(after.value("nacelle_listened_keys", &[]), 1.0);
+    // Every push acked: the push sweeper's next pass lists no connection.
+    let unacked = "nacelle_grpc_unacked_connections";
+    let swept = scrape_until(&ts, "/metrics", |s| s.value(unacked, &[]) == 0.0).await?;
+    assert_eq!(
+        swept.matching(unacked, &[]).count(),
+        1,
+        "the gauge is exported"
+    );
+    assert_eq!(swept.value(unacked, &[]), 0.0);
     Ok(())
 }
 
