@@ -588,9 +588,9 @@ impl Unacked {
     }
 
     /// One pass of the sweeper: resends or gives up what is due at `now` on every listed
-    /// connection (outside the list's lock, which pushes take), and keeps those that still
-    /// have pushes pending.
-    /// Records in `stats` how many stay listed (`unacked_connections`).
+    /// connection (outside the list's lock, which pushes take), keeps those that still
+    /// have pushes pending, and records in `stats` how many they are
+    /// (`unacked_connections`).
     pub fn sweep(&self, now: Instant, stats: &GrpcStats) {
         let listed = std::mem::take(&mut *self.conns.lock());
         let still: Vec<Arc<Connection>> = listed
@@ -602,7 +602,7 @@ impl Unacked {
         stats
             .counters()
             .unacked_connections
-            .store(conns.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            .store(conns.len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -129,7 +129,6 @@ where
         (answer.instrument(span.clone()).await, Duration::ZERO)
     };
     let resp = crate::error::fill_auth_error(resp, path.as_str());
-    drop(path);
     let took = started.elapsed();
     let status = resp.status().as_u16();
     let metrics = st.service.metrics();

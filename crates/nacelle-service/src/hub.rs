@@ -209,13 +209,14 @@ impl WatchHub {
     }
 
     /// Tells every subscriber the server is shutting down ([`Subscriber::close`]), once
-    /// per subscriber however many keys it watches; called outside the index's locks.
+    /// per subscriber however many keys it watches (one subscriber is one allocation);
+    /// called outside the index's locks.
     pub fn close_all(&self) {
         let mut seen = HashSet::new();
         let mut targets: Vec<Arc<dyn Subscriber>> = Vec::new();
         for item in self.index.iter() {
-            for (id, e) in item.value() {
-                if seen.insert(*id) {
+            for e in item.value().values() {
+                if seen.insert(Arc::as_ptr(&e.subscriber).cast::<()>()) {
                     targets.push(e.subscriber.clone());
                 }
             }
