@@ -118,6 +118,9 @@ pub enum StoreOp {
     GrayWrite,
     /// A batch publish (import, clone).
     PublishBatch,
+    /// A read of the users, roles and permissions (the periodic re-read, and one for a
+    /// request naming a user the node does not know).
+    Identities,
 }
 
 impl StoreOp {
@@ -135,6 +138,7 @@ impl StoreOp {
             StoreOp::GrayRead => "gray_read",
             StoreOp::GrayWrite => "gray_write",
             StoreOp::PublishBatch => "publish_batch",
+            StoreOp::Identities => "identities",
         }
     }
 }

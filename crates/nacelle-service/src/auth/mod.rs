@@ -8,7 +8,10 @@
 //!   rule (admin, permission patterns, anonymous reads) lives here and nowhere else.
 //! - The directory of users, roles and permissions is read from the database into memory
 //!   at load, after every change made here, and every [`IDENTITY_REFRESH`] (a change made
-//!   by another node), so a check never touches the database.
+//!   by another node), so a check never touches the database. A request naming a user
+//!   this node does not know (created on another node since the last re-read) re-reads it
+//!   first (such re-reads at least [`UNKNOWN_USER_REREAD`] apart), so a user created on one
+//!   node can use every node right away.
 //! - Administration of users, roles and permissions (`ROLE_ADMIN` only, except a user
 //!   changing their own password) is in [`admin`].
 
@@ -21,12 +24,13 @@ mod throttle;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use nacelle_core::auth::{config_resource, Directory};
 use nacelle_core::{Action, AuthFailure, Caller, ConfigKey, CoreError, Identity};
+use nacelle_metrics::StoreOp;
 
 use crate::service::ConfigService;
 use state::AuthState;
@@ -35,6 +39,10 @@ pub use throttle::{ADDRESS_FREE_FAILURES, MAX_WAIT, PAIR_FREE_FAILURES};
 
 /// How often the directory is re-read from the database (changes made on other nodes).
 pub const IDENTITY_REFRESH: Duration = Duration::from_secs(2);
+/// Shortest time between the starts of two directory re-reads made for requests naming an
+/// unknown user: bounds the database reads that tokens of deleted users, or made-up user
+/// names, can cause (at most 4 a second, whatever the request rate).
+pub const UNKNOWN_USER_REREAD: Duration = Duration::from_millis(250);
 /// Most verified tokens kept; the cache is cleared when full.
 const TOKEN_CACHE_MAX: usize = 100_000;
 
@@ -138,9 +146,31 @@ impl ConfigService {
 
     /// Re-reads users, roles and permissions from the database.
     pub async fn refresh_identities(&self) -> Result<(), CoreError> {
-        let records = self.inner.store.load_identities().await?;
+        let records = self
+            .store_call(StoreOp::Identities, self.inner.store.load_identities())
+            .await?;
         *self.auth().directory.write() = Arc::new(Directory::new(records));
         Ok(())
+    }
+
+    /// Re-reads the directory for a request naming a user it does not hold (made on another
+    /// node since the last re-read), so that the caller's second look-up sees every user
+    /// committed before it asked. One re-read serves every request that asked before it
+    /// started; re-reads start at least [`UNKNOWN_USER_REREAD`] apart (a request may wait
+    /// that long for its turn).
+    async fn reread_for_unknown_user(&self) {
+        let asked = Instant::now();
+        let mut last = self.auth().unknown_user_reread.lock().await;
+        if let Some(started) = *last {
+            if started >= asked {
+                return;
+            }
+            tokio::time::sleep_until((started + UNKNOWN_USER_REREAD).into()).await;
+        }
+        *last = Some(Instant::now());
+        if let Err(e) = self.refresh_identities().await {
+            tracing::debug!(error = %e, "re-reading users for an unknown user failed");
+        }
     }
 
     /// Keeps the directory current until shutdown (changes made by other nodes).
@@ -167,7 +197,13 @@ impl ConfigService {
             return Identity::Anonymous;
         }
         if let Some(token) = creds.token.as_deref().filter(|t| !t.is_empty()) {
-            return match self.verify_token(token) {
+            let mut verified = self.verify_token(token);
+            if matches!(verified, Err(AuthFailure::UserNotFound)) {
+                // A well-signed token of a user this node does not know (yet).
+                self.reread_for_unknown_user().await;
+                verified = self.verify_token(token);
+            }
+            return match verified {
                 Ok(user) => Identity::User(user),
                 Err(failure) => Identity::Refused(failure),
             };
@@ -202,11 +238,13 @@ impl ConfigService {
                 retry_after_s: wait.as_secs().max(1),
             });
         }
-        let entry = self
-            .directory()
-            .user(user)
-            .filter(|u| u.enabled)
-            .map(|u| Arc::clone(&u.hash));
+        let lookup = |dir: &Directory| dir.user(user).map(|u| (u.enabled, Arc::clone(&u.hash)));
+        let mut found = lookup(&self.directory());
+        if found.is_none() {
+            self.reread_for_unknown_user().await;
+            found = lookup(&self.directory());
+        }
+        let entry = found.filter(|(enabled, _)| *enabled).map(|(_, hash)| hash);
         let ok = match entry {
             Some(hash) => auth.passwords.verify(user, password, &hash).await,
             None => false,

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
+use std::time::Instant;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -93,6 +94,10 @@ pub(crate) struct AuthState {
     pub(crate) tokens: DashMap<Box<str>, (Arc<str>, i64)>,
     pub(crate) passwords: PasswordCache,
     pub(crate) throttle: Throttle,
+    /// When the directory was last re-read for a request naming a user this node did not
+    /// know. An async lock: requests arriving during that re-read wait for it rather than
+    /// read the database again.
+    pub(crate) unknown_user_reread: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl AuthState {
@@ -106,6 +111,7 @@ impl AuthState {
             tokens: DashMap::new(),
             passwords: PasswordCache::new(),
             throttle: Throttle::default(),
+            unknown_user_reread: tokio::sync::Mutex::new(None),
         }
     }
 }
