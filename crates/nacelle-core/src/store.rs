@@ -208,6 +208,17 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
         batch: u32,
     ) -> Result<PurgeStep, StoreError>;
 
+    /// One batch of the purge of the gray change log (`nacelle_gray_log`, the history of
+    /// gray operations): the contract of [`Self::purge_history`], with the rows of a key
+    /// grouped by gray name — the newest row of each gray variant (its revision, or the
+    /// `D` row of its stop) always stays.
+    async fn purge_gray_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError>;
+
     /// Checks that the database answers (used by readiness and reconnection).
     async fn ping(&self) -> Result<(), StoreError>;
 

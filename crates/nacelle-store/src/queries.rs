@@ -89,12 +89,10 @@ pub(crate) struct Queries {
     /// On a Nacos 2.5/3.0 schema: the `his_config_info` row of a gray write
     /// ([`Queries::for_schema`]).
     pub insert_gray_history: Option<String>,
-    /// Purge candidates by age: `after_nid`, `until_nid`, cutoff time, limit.
-    pub purge_by_age: String,
-    /// Purge candidates beyond the newest N: `after_nid`, `until_nid`, N - 1, limit.
-    pub purge_by_count: String,
-    /// Purge candidates by age or count: `after_nid`, `until_nid`, cutoff time, N - 1, limit.
-    pub purge_by_age_or_count: String,
+    /// The history purge of `his_config_info` (formal rows, by key).
+    pub purge: PurgeSql,
+    /// The purge of the gray change log `nacelle_gray_log` (by key and gray name).
+    pub purge_gray: PurgeSql,
     /// Every `config_info_gray` row / those of one key (columns of `config_from_row`
     /// plus `gray_name`, `gray_rule`).
     pub load_grays: String,
@@ -149,6 +147,56 @@ pub(crate) struct IdentityQueries {
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
 
+/// The statements of one log's purge ([`crate::sql::purge_batch`]).
+#[derive(Debug, Clone)]
+pub struct PurgeSql {
+    /// Candidates by age: `after_nid`, `until_nid`, cutoff time, limit.
+    pub by_age: String,
+    /// Candidates beyond the newest N: `after_nid`, `until_nid`, N - 1, limit.
+    pub by_count: String,
+    /// Candidates by age or count: `after_nid`, `until_nid`, cutoff time, N - 1, limit.
+    pub by_age_or_count: String,
+    /// The log's newest `nid` as column `n` (where the walk ends).
+    pub newest: String,
+    /// `DELETE … WHERE nid IN (` before the list of condemned `nid`s.
+    pub delete_prefix: &'static str,
+}
+
+impl PurgeSql {
+    /// The purge of log `table`, whose rows are grouped by the key plus `partition`
+    /// (expressions over the row, `{a}` standing for its alias, that must be equal for a
+    /// row to count as newer). A row is condemned by age (`gmt_modified` before the cutoff)
+    /// or by count (older than the N-th newest of its group), and only while a newer row of
+    /// its group exists.
+    fn new<D: Dialect>(table: &str, partition: &[&str], delete_prefix: &'static str) -> Self {
+        let same: String = partition
+            .iter()
+            .map(|e| {
+                format!(
+                    " AND {} = {}",
+                    e.replace("{a}", "n."),
+                    e.replace("{a}", "h.")
+                )
+            })
+            .collect();
+        let by_age = format!("h.gmt_modified < {}", D::TIME_PARAM);
+        // Older than the N-th newest row of its group (NULL, so false, with fewer rows).
+        let by_count = format!(
+            "h.nid < (SELECT n.nid FROM {table} n WHERE n.data_id = h.data_id AND \
+             n.group_id = h.group_id AND n.tenant_id = h.tenant_id{same} \
+             ORDER BY n.nid DESC LIMIT 1 OFFSET ?)"
+        );
+        let purge = |condemned: &str| spell::<D>(&purge_candidates::<D>(table, condemned, &same));
+        PurgeSql {
+            by_age: purge(&by_age),
+            by_count: purge(&by_count),
+            by_age_or_count: purge(&format!("({by_age} OR {by_count})")),
+            newest: spell::<D>(&newest_nid::<D>(table)),
+            delete_prefix,
+        }
+    }
+}
+
 impl Queries {
     /// The statements as `D` spells them, for Nacelle's own schema.
     pub fn new<D: Dialect>() -> Self {
@@ -168,7 +216,7 @@ impl Queries {
                 String::new()
             }
         };
-        let (formal_any, formal_h, formal_n) = (formal(""), formal("h."), formal("n."));
+        let (formal_any, formal_h) = (formal(""), formal("h."));
         let config_columns = format!(
             "{} AS id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, c.type, \
              c.app_name, c.c_desc, c.c_use, c.effect, c.c_schema, c.encrypted_data_key, \
@@ -232,24 +280,23 @@ impl Queries {
         );
         let key_match_c = "c.data_id = ? AND c.group_id = ? AND c.tenant_id = ?";
         let q = |sql: String| spell::<D>(&sql);
-        // Only formal rows are purged, and only while a newer formal row of the key exists.
-        let purge = |condemned: &str| {
-            q(purge_candidates::<D>(
-                &format!("{condemned}{formal_h}"),
-                &formal_n,
-            ))
-        };
-        let by_age = format!("h.gmt_modified < {time}");
-        // Older than the N-th newest row of its key (NULL, so false, with fewer rows).
-        let by_count = format!(
-            "h.nid < (SELECT n.nid FROM his_config_info n WHERE n.data_id = \
-             h.data_id AND n.group_id = h.group_id AND n.tenant_id = h.tenant_id{formal_n} \
-             ORDER BY n.nid DESC LIMIT 1 OFFSET ?)"
-        );
         Queries {
-            purge_by_age: purge(&by_age),
-            purge_by_count: purge(&by_count),
-            purge_by_age_or_count: purge(&format!("({by_age} OR {by_count})")),
+            // A row goes only while a newer row of its key exists; on a 2.5/3.0 schema, a
+            // newer row of the same kind (formal, or gray of the same name). The gray change
+            // log by key and gray name.
+            purge: PurgeSql::new::<D>(
+                "his_config_info",
+                if publish_type {
+                    &[
+                        "COALESCE({a}publish_type, 'formal')",
+                        "COALESCE({a}gray_name, '')",
+                    ]
+                } else {
+                    &[]
+                },
+                DELETE_HISTORY,
+            ),
+            purge_gray: PurgeSql::new::<D>("nacelle_gray_log", &["{a}gray_name"], DELETE_GRAY_LOG),
             load_all: q(format!(
                 "SELECT {config_columns} FROM config_info c ORDER BY c.id"
             )),
@@ -453,26 +500,26 @@ fn newest_nid<D: Dialect>(table: &str) -> String {
 /// goes by primary key from the position; the newer-row test and the N-th newest row use
 /// `idx_did` (`data_id`, whose InnoDB entries end in the primary key `nid`; SQLite has
 /// `idx_his_key`), the age test `idx_gmt_modified` where the planner prefers it.
-fn purge_candidates<D: Dialect>(condemned: &str, newer_filter: &str) -> String {
+fn purge_candidates<D: Dialect>(table: &str, condemned: &str, newer_filter: &str) -> String {
     format!(
-        "SELECT {} AS nid FROM his_config_info h WHERE h.nid > ? AND h.nid <= ? AND {condemned} \
+        "SELECT {} AS nid FROM {table} h WHERE h.nid > ? AND h.nid <= ? AND {condemned} \
          AND EXISTS \
-         (SELECT 1 FROM his_config_info n WHERE n.data_id = h.data_id AND n.group_id = \
+         (SELECT 1 FROM {table} n WHERE n.data_id = h.data_id AND n.group_id = \
          h.group_id AND n.tenant_id = h.tenant_id AND n.nid > h.nid{newer_filter}) \
          ORDER BY h.nid LIMIT ?",
         D::signed("h.nid")
     )
 }
 
-/// Deletes the history rows `nids` in one statement. The ids are integers read from the
+const DELETE_HISTORY: &str = "DELETE FROM his_config_info WHERE nid IN (";
+const DELETE_GRAY_LOG: &str = "DELETE FROM nacelle_gray_log WHERE nid IN (";
+
+/// Deletes the log rows `nids` in one statement. The ids are integers read from the
 /// database and written as literals, so the statement is the same in every dialect and
 /// needs no placeholders however many rows a batch holds.
-pub(crate) fn delete_history(nids: &[i64]) -> String {
+pub(crate) fn delete_logged(purge: &PurgeSql, nids: &[i64]) -> String {
     let list: Vec<String> = nids.iter().map(i64::to_string).collect();
-    format!(
-        "DELETE FROM his_config_info WHERE nid IN ({})",
-        list.join(", ")
-    )
+    format!("{}{})", purge.delete_prefix, list.join(", "))
 }
 
 /// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our

@@ -483,7 +483,20 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
         let delete = |sql| sql::delete_history(&self.pool, sql);
-        let step = sql::purge_batch(&self.pool, &self.queries, rule, (after_nid, batch), delete);
+        let q = &self.queries.purge;
+        let step = sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete);
+        timed(self.op_timeout, step).await
+    }
+
+    async fn purge_gray_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let delete = |sql| sql::delete_history(&self.pool, sql);
+        let q = &self.queries.purge_gray;
+        let step = sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete);
         timed(self.op_timeout, step).await
     }
 

@@ -17,7 +17,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 use crate::common::TxError;
 use crate::map_err;
 use crate::plan::{batch_order, plan_batch, plan_publish, BatchPlan, Current, Plan};
-use crate::queries::{self, key_args, Arg, Dialect, Queries, Returns, Written};
+use crate::queries::{self, key_args, Arg, Dialect, PurgeSql, Queries, Returns, Written};
 
 /// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
 /// Implemented once, for every sqlx database that our [`Dialect`] spells.
@@ -513,7 +513,7 @@ pub(crate) struct PurgeCandidates {
 /// `batch` `nid`s; none when `rule` keeps everything.
 pub(crate) async fn purge_candidates<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &PurgeSql,
     rule: &HistoryRetention,
     after_nid: i64,
     batch: u32,
@@ -527,9 +527,9 @@ pub(crate) async fn purge_candidates<DB: Exec>(
                 resume_after: None,
             })
         }
-        (Some(c), None) => (&q.purge_by_age, vec![c]),
-        (None, Some(s)) => (&q.purge_by_count, vec![s]),
-        (Some(c), Some(s)) => (&q.purge_by_age_or_count, vec![c, s]),
+        (Some(c), None) => (&q.by_age, vec![c]),
+        (None, Some(s)) => (&q.by_count, vec![s]),
+        (Some(c), Some(s)) => (&q.by_age_or_count, vec![c, s]),
     };
     let batch = i64::from(batch.clamp(1, MAX_PURGE_BATCH));
     let until = after_nid.saturating_add(batch * PURGE_WINDOW);
@@ -547,7 +547,7 @@ pub(crate) async fn purge_candidates<DB: Exec>(
         Some(&last) if nids.len() as i64 >= batch => Some(last),
         // The window is done: the next one, unless the log ends in it.
         _ => {
-            let newest = match DB::row(&mut *c, &q.max_nid, &[]).await.map_err(map_err)? {
+            let newest = match DB::row(&mut *c, &q.newest, &[]).await.map_err(map_err)? {
                 Some(r) => DB::int(&r, "n")?,
                 None => 0,
             };
@@ -562,7 +562,7 @@ pub(crate) async fn purge_candidates<DB: Exec>(
 /// server runs it on the pool ([`delete_history`]); SQLite hands it to its writer thread.
 pub(crate) async fn purge_batch<DB, F, Fut>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &PurgeSql,
     rule: &HistoryRetention,
     (after_nid, batch): (i64, u32),
     delete: F,
@@ -576,7 +576,7 @@ where
     let deleted = if found.nids.is_empty() {
         0
     } else {
-        delete(queries::delete_history(&found.nids)).await?
+        delete(queries::delete_logged(q, &found.nids)).await?
     };
     Ok(PurgeStep {
         deleted,

@@ -12,6 +12,7 @@ use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry,
     HistoryRetention, Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
+    StoredGray,
 };
 use nacelle_core::{BatchItem, BatchOutcome, SamePolicy};
 use nacelle_store::StoreOptions;
@@ -54,7 +55,8 @@ per_backend!(
     purge_by_count_keeps_the_newest_n_per_key,
     purge_batches_are_bounded,
     gray_publish_update_remove_promote,
-    concurrent_gray_compare_and_set_has_one_winner;
+    concurrent_gray_compare_and_set_has_one_winner,
+    purge_of_the_gray_log_keeps_the_newest_row_of_each_variant;
     flavor = "multi_thread", worker_threads = 4
 );
 
@@ -1016,16 +1018,31 @@ async fn urls_are_checked_before_connecting() -> TestResult {
 
 const DAY: i64 = 86_400_000;
 
-/// Runs a whole purge in batches of `batch`: what each batch deleted.
+/// Runs a whole purge of the history in batches of `batch`: what each batch deleted.
 async fn purge_all(
     store: &Arc<dyn ConfigStore>,
     rule: HistoryRetention,
     batch: u32,
 ) -> anyhow::Result<Vec<u64>> {
+    purge_log(store, rule, batch, false).await
+}
+
+/// Runs a whole purge of the history, or of the gray change log, in batches of `batch`:
+/// what each batch deleted.
+async fn purge_log(
+    store: &Arc<dyn ConfigStore>,
+    rule: HistoryRetention,
+    batch: u32,
+    gray: bool,
+) -> anyhow::Result<Vec<u64>> {
     let mut after = 0;
     let mut steps = Vec::new();
     loop {
-        let step = store.purge_history(&rule, after, batch).await?;
+        let step = if gray {
+            store.purge_gray_history(&rule, after, batch).await?
+        } else {
+            store.purge_history(&rule, after, batch).await?
+        };
         steps.push(step.deleted);
         match step.resume_after {
             Some(next) => {
@@ -1366,6 +1383,105 @@ async fn gray_publish_update_remove_promote(store: Arc<dyn ConfigStore>, b: Back
         "insert, update, insert, promote's delete, delete"
     );
     assert_eq!(log[3].op_type, OpType::Delete);
+    Ok(())
+}
+
+async fn purge_of_the_gray_log_keeps_the_newest_row_of_each_variant(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    let (k, j) = (key("", "G", "grays"), key("", "G", "other"));
+    store.publish(&record(&k, "f: 1", T0)).await?;
+    store.publish(&record(&j, "f: 1", T0)).await?;
+    let beta = || GraySpec::beta("10.0.0.1");
+    let mut beta_nids = Vec::new();
+    for (i, t) in [T0, T0 + DAY, T0 + 200 * DAY].iter().enumerate() {
+        let g = store
+            .publish(&gray(&k, &format!("b: {i}"), *t, beta()?))
+            .await?;
+        beta_nids.push(g.revision);
+    }
+    // One old row, the newest of its variant; another key's variant of the same name.
+    let pre = GraySpec::labels("pre", "env=pre", Some(1))?;
+    let pre_nid = store.publish(&gray(&k, "p: 1", T0, pre)).await?.revision;
+    let other_beta = store
+        .publish(&gray(&j, "b: 1", T0 + DAY, beta()?))
+        .await?
+        .revision;
+    // A stopped variant: its insert goes, the row of its stop stays.
+    let canary = GraySpec::labels("canary", "env=canary", Some(2))?;
+    store.publish(&gray(&k, "c: 1", T0, canary)).await?;
+    let RemoveOutcome::Removed { revision: stopped } = store
+        .remove_gray(&k, "canary", &OpSource::default(), T0 + DAY)
+        .await?
+    else {
+        anyhow::bail!("canary was not removed");
+    };
+    let served = |grays: Vec<StoredGray>| {
+        grays
+            .into_iter()
+            .map(|g| (g.name, g.config.revision))
+            .collect::<Vec<_>>()
+    };
+    let before = served(store.grays_of(&k).await?);
+    let log = |store: Arc<dyn ConfigStore>| async move {
+        let rows = store.gray_changes_since(0, 100).await?;
+        anyhow::Ok(rows.iter().map(|r| r.nid).collect::<Vec<i64>>())
+    };
+    assert_eq!(log(store.clone()).await?.len(), 7);
+
+    let rule = HistoryRetention {
+        older_than_ms: Some(T0 + 100 * DAY),
+        keep_per_key: None,
+    };
+    // The history's purge leaves the gray log alone (and the one formal row of each key).
+    assert_eq!(purge_all(&store, rule, 2).await?.iter().sum::<u64>(), 0);
+    assert_eq!(log(store.clone()).await?.len(), 7);
+    let steps = purge_log(&store, rule, 2, true).await?;
+    assert_eq!(
+        steps.iter().sum::<u64>(),
+        3,
+        "the beta's two older rows and the canary's insert"
+    );
+    let mut kept = vec![beta_nids[2], pre_nid, other_beta, stopped];
+    kept.sort_unstable();
+    assert_eq!(log(store.clone()).await?, kept);
+    assert_eq!(
+        served(store.grays_of(&k).await?),
+        before,
+        "what each variant serves, its revision included, is unchanged"
+    );
+    assert_eq!(store.max_gray_nid().await?, stopped);
+    assert_eq!(store.history_page(&k, page(1, 10)).await?.total_count, 1);
+
+    // By count, per variant: keep the newest 2 of four.
+    let mut newer = Vec::new();
+    for i in 0..4 {
+        let t = T0 + (300 + i) * DAY;
+        let g = store
+            .publish(&gray(&j, &format!("n: {i}"), t, beta()?))
+            .await?;
+        newer.push(g.revision);
+    }
+    let keep_two = HistoryRetention {
+        older_than_ms: None,
+        keep_per_key: Some(2),
+    };
+    let steps = purge_log(&store, keep_two, 10, true).await?;
+    assert_eq!(steps.iter().sum::<u64>(), 3, "j's older beta rows");
+    let mut kept = vec![beta_nids[2], pre_nid, stopped, newer[2], newer[3]];
+    kept.sort_unstable();
+    assert_eq!(log(store.clone()).await?, kept);
+    // Nothing left to purge; a rule without limits never deletes.
+    assert_eq!(
+        purge_log(&store, keep_two, 10, true)
+            .await?
+            .iter()
+            .sum::<u64>(),
+        0
+    );
+    let forever = HistoryRetention::default();
+    assert_eq!(purge_log(&store, forever, 10, true).await?, vec![0]);
     Ok(())
 }
 

@@ -997,7 +997,9 @@ async fn gray_writes_are_in_his_config_info_on_a_nacos_3_database() -> TestResul
         .map(|r| s(r, "publish_type").map(Option::unwrap_or_default))
         .collect::<anyhow::Result<_>>()?;
     assert_eq!(kinds.last().map(String::as_str), Some("formal"));
-    // The purge keeps the newest formal row although gray rows are newer.
+    // The purge keeps the newest formal row, and the newest gray row of each gray name
+    // (here the beta's stop), although they are old: formal and gray rows are purged
+    // each among their own kind.
     let rule = nacelle_core::HistoryRetention {
         older_than_ms: Some(nacelle_core::now_millis()),
         keep_per_key: None,
@@ -1019,11 +1021,22 @@ async fn gray_writes_are_in_his_config_info_on_a_nacos_3_database() -> TestResul
             },
         )
         .await?;
-    assert!(newest.total_count >= 1);
+    assert_eq!(newest.total_count, 1);
+    assert_eq!(newest.items[0].nid, stored.revision);
     assert_eq!(
         store.get(&k).await?.map(|c| c.revision),
         Some(stored.revision)
     );
+    let grays_left = conn
+        .fetch_all(
+            "SELECT op_type FROM his_config_info WHERE data_id = 'app.yaml' AND \
+             publish_type = 'gray' ORDER BY nid",
+        )
+        .await?
+        .iter()
+        .map(|r| s(r, "op_type").map(Option::unwrap_or_default))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    assert_eq!(grays_left, ["D"], "the beta's insert went, its stop stays");
     drop(conn);
     drop(db);
     Ok(())

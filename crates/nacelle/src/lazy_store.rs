@@ -164,6 +164,16 @@ impl ConfigStore for LazyStore {
             .purge_history(rule, after_nid, batch)
             .await
     }
+    async fn purge_gray_history(
+        &self,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        self.get_store()?
+            .purge_gray_history(rule, after_nid, batch)
+            .await
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         self.get_store()?.ping().await
     }

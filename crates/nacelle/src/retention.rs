@@ -1,7 +1,8 @@
 //! The history purge in the background: every `history_purge_interval_s` the server removes
-//! the `his_config_info` rows its retention settings condemn ([`Retention`]), in batches of
-//! [`PURGE_BATCH`] rows with a short pause between them, through
-//! [`ConfigStore::purge_history`] (which never removes the newest row of a config).
+//! the `his_config_info` rows its retention settings condemn ([`Retention`]), then those
+//! of the gray change log, in batches of [`PURGE_BATCH`] rows with a short pause between
+//! them, through [`ConfigStore::purge_history`] and [`ConfigStore::purge_gray_history`]
+//! (which never remove the newest row of a config, or of a gray variant).
 //!
 //! Every node purges, also in a cluster sharing one database: a batch deletes by primary
 //! key only rows that have a newer row of their key, so two nodes purging at once delete
@@ -26,8 +27,10 @@ const FIRST_PURGE_AFTER: Duration = Duration::from_secs(60);
 /// What one purge run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PurgeReport {
-    /// Rows deleted.
+    /// `his_config_info` rows deleted.
     pub deleted: u64,
+    /// Rows of the gray change log (`nacelle_gray_log`) deleted.
+    pub gray_deleted: u64,
     /// Batches run.
     pub batches: u32,
     /// The longest single batch (its read and its `DELETE`).
@@ -38,8 +41,9 @@ pub struct PurgeReport {
     pub stopped: bool,
 }
 
-/// Runs one whole purge of `rule` in batches of `batch`, pausing `pause` between them;
-/// ends early (with what was done) once `stop` is cancelled.
+/// Runs one whole purge of `rule` over the history and then the gray change log, in
+/// batches of `batch`, pausing `pause` between them; ends early (with what was done) once
+/// `stop` is cancelled.
 pub async fn purge_once(
     store: &dyn ConfigStore,
     rule: &HistoryRetention,
@@ -49,21 +53,34 @@ pub async fn purge_once(
 ) -> Result<PurgeReport, StoreError> {
     let started = Instant::now();
     let mut report = PurgeReport::default();
-    let mut after = 0;
-    loop {
-        let t = Instant::now();
-        let step = store.purge_history(rule, after, batch).await?;
-        report.longest_batch = report.longest_batch.max(t.elapsed());
-        report.batches += 1;
-        report.deleted += step.deleted;
-        let Some(next) = step.resume_after else { break };
-        after = next;
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.cancelled() => {
-                report.stopped = true;
-                break;
+    for gray in [false, true] {
+        let mut after = 0;
+        loop {
+            let t = Instant::now();
+            let step = if gray {
+                store.purge_gray_history(rule, after, batch).await?
+            } else {
+                store.purge_history(rule, after, batch).await?
+            };
+            report.longest_batch = report.longest_batch.max(t.elapsed());
+            report.batches += 1;
+            if gray {
+                report.gray_deleted += step.deleted;
+            } else {
+                report.deleted += step.deleted;
             }
+            let Some(next) = step.resume_after else { break };
+            after = next;
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stop.cancelled() => {
+                    report.stopped = true;
+                    break;
+                }
+            }
+        }
+        if report.stopped {
+            break;
         }
     }
     report.elapsed = started.elapsed();
@@ -91,8 +108,9 @@ pub(crate) async fn run(
         wait = retention.interval;
         let rule = retention.rule(nacelle_core::now_millis());
         match purge_once(store.as_ref(), &rule, PURGE_BATCH, PAUSE, &stop).await {
-            Ok(r) if r.deleted > 0 || r.stopped => tracing::info!(
+            Ok(r) if r.deleted > 0 || r.gray_deleted > 0 || r.stopped => tracing::info!(
                 deleted = r.deleted,
+                gray_deleted = r.gray_deleted,
                 batches = r.batches,
                 longest_batch_ms = r.longest_batch.as_millis() as u64,
                 elapsed_ms = r.elapsed.as_millis() as u64,
@@ -104,5 +122,61 @@ pub(crate) async fn run(
                 tracing::warn!(error = %e, "history purge failed; retrying at the next interval")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nacelle_core::{md5_hex, ConfigKey, ConfigType, GraySpec, OpSource, PublishRecord};
+
+    fn record(
+        key: &ConfigKey,
+        content: &str,
+        now_ms: i64,
+        gray: Option<GraySpec>,
+    ) -> PublishRecord {
+        PublishRecord {
+            key: key.clone(),
+            content: content.to_string().into_bytes().into(),
+            md5: md5_hex(content.as_bytes()),
+            config_type: ConfigType::Text,
+            meta: Default::default(),
+            source: OpSource::default(),
+            cas_md5: None,
+            now_ms,
+            gray,
+        }
+    }
+
+    /// One run purges the history, then the gray change log, and says how much of each.
+    #[tokio::test]
+    async fn a_run_purges_the_history_and_then_the_gray_log(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = nacelle_store::open(&url).await?;
+        let key = ConfigKey::parse(None, "G", "k")?;
+        for (i, t) in [1_000, 2_000, 3_000].iter().enumerate() {
+            store
+                .publish(&record(&key, &format!("v{i}"), *t, None))
+                .await?;
+            let beta = GraySpec::beta("10.0.0.1")?;
+            store
+                .publish(&record(&key, &format!("b{i}"), *t, Some(beta)))
+                .await?;
+        }
+        let rule = HistoryRetention {
+            older_than_ms: None,
+            keep_per_key: Some(1),
+        };
+        let stop = CancellationToken::new();
+        let report = purge_once(store.as_ref(), &rule, 1, Duration::ZERO, &stop).await?;
+        assert_eq!((report.deleted, report.gray_deleted), (2, 2));
+        assert!(!report.stopped);
+        assert!(report.batches >= 4, "batches of one row: {report:?}");
+        let again = purge_once(store.as_ref(), &rule, 1, Duration::ZERO, &stop).await?;
+        assert_eq!((again.deleted, again.gray_deleted), (0, 0));
+        Ok(())
     }
 }
