@@ -283,6 +283,21 @@ impl HistoryRetention {
     }
 }
 
+/// Which log a history purge walks ([`crate::ConfigStore::purge_history`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryLog {
+    /// `his_config_info`, by key (on a Nacos 2.5/3.0 schema, by key and kind: formal, or
+    /// gray of one name).
+    Configs,
+    /// The gray change log `nacelle_gray_log`, by key and gray name.
+    Grays,
+}
+
+impl HistoryLog {
+    /// Both logs, in the order a purge run walks them.
+    pub const ALL: [HistoryLog; 2] = [HistoryLog::Configs, HistoryLog::Grays];
+}
+
 /// What one batch of a history purge did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PurgeStep {

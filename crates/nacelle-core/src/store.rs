@@ -19,8 +19,8 @@ use crate::auth::{IdentityRecords, IdentityWrite};
 use crate::error::StoreError;
 use crate::key::{ConfigKey, NamespaceId};
 use crate::model::{
-    ChangeRecord, GrayHistoryEntry, HistoryEntry, HistoryRetention, Namespace, OpSource, Page,
-    PageRequest, PublishRecord, PurgeStep, StoredConfig, StoredGray,
+    ChangeRecord, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention, Namespace,
+    OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoredConfig, StoredGray,
 };
 
 /// Result of removing a config.
@@ -191,9 +191,10 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     /// just loaded everything starts.
     async fn max_history_nid(&self) -> Result<i64, StoreError>;
 
-    /// One batch of a history purge: deletes at most `batch` `his_config_info` rows with
+    /// One batch of a history purge of `log`: deletes at most `batch` rows with
     /// `nid > after_nid` that `rule` condemns, in `nid` order, and never the newest row of a
-    /// key (that row stays whatever its age). Call again from
+    /// key (that row stays whatever its age) — for the gray change log, of a key's gray
+    /// variant (its revision, or the `D` row of its stop). Call again from
     /// [`PurgeStep::resume_after`] until it is `None`.
     ///
     /// A batch finds its rows with one read and removes them with one `DELETE` of at most
@@ -203,17 +204,7 @@ pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
     /// one database) are safe: the deletes are idempotent.
     async fn purge_history(
         &self,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError>;
-
-    /// One batch of the purge of the gray change log (`nacelle_gray_log`, the history of
-    /// gray operations): the contract of [`Self::purge_history`], with the rows of a key
-    /// grouped by gray name — the newest row of each gray variant (its revision, or the
-    /// `D` row of its stop) always stays.
-    async fn purge_gray_history(
-        &self,
+        log: HistoryLog,
         rule: &HistoryRetention,
         after_nid: i64,
         batch: u32,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use nacelle_core::{Caller, ConfigKey, ConfigStore, HistoryRetention};
+use nacelle_core::{Caller, ConfigKey, ConfigStore, HistoryLog, HistoryRetention};
 use nacelle_service::{ChangeFollower, ConfigService, Limits};
 use nacelle_testkit::service::publish;
 use nacelle_testkit::{per_backend, Backend, BoxError, TestDb};
@@ -26,7 +26,9 @@ async fn purge(store: &Arc<dyn ConfigStore>) -> Result<u64, BoxError> {
     };
     let (mut after, mut deleted) = (0, 0);
     loop {
-        let step = store.purge_history(&rule, after, 2).await?;
+        let step = store
+            .purge_history(HistoryLog::Configs, &rule, after, 2)
+            .await?;
         deleted += step.deleted;
         match step.resume_after {
             Some(next) => after = next,

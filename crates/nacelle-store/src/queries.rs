@@ -8,7 +8,7 @@
 //! serves them all (`common.rs`); a dialect says only how its SQL differs: placeholders,
 //! time conversion, integer casts, the tag aggregate, row locks, generated ids.
 
-use nacelle_core::ConfigKey;
+use nacelle_core::{ConfigKey, HistoryLog};
 
 use nacelle_core::StoreError;
 
@@ -198,6 +198,14 @@ impl PurgeSql {
 }
 
 impl Queries {
+    /// The purge statements of `log`.
+    pub fn purge_of(&self, log: HistoryLog) -> &PurgeSql {
+        match log {
+            HistoryLog::Configs => &self.purge,
+            HistoryLog::Grays => &self.purge_gray,
+        }
+    }
+
     /// The statements as `D` spells them, for Nacelle's own schema.
     pub fn new<D: Dialect>() -> Self {
         Self::for_schema::<D>(false)

@@ -14,9 +14,9 @@ use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
-    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
-    StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryLog,
+    HistoryRetention, Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
+    StoredConfig, StoredGray,
 };
 use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool};
@@ -478,24 +478,13 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
 
     async fn purge_history(
         &self,
+        log: HistoryLog,
         rule: &HistoryRetention,
         after_nid: i64,
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
         let delete = |sql| sql::delete_history(&self.pool, sql);
-        let q = &self.queries.purge;
-        let step = sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete);
-        timed(self.op_timeout, step).await
-    }
-
-    async fn purge_gray_history(
-        &self,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        let delete = |sql| sql::delete_history(&self.pool, sql);
-        let q = &self.queries.purge_gray;
+        let q = self.queries.purge_of(log);
         let step = sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete);
         timed(self.op_timeout, step).await
     }

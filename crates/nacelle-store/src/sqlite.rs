@@ -21,9 +21,9 @@ use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
-    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
-    StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryLog,
+    HistoryRetention, Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
+    StoredConfig, StoredGray,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
@@ -33,7 +33,7 @@ use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::map_err;
-use crate::queries::{Dialect, PurgeSql, Queries};
+use crate::queries::{Dialect, Queries};
 use crate::sql;
 use crate::sqlite_writer::{self, writer_gone, BatchOp, WriteOp};
 
@@ -124,24 +124,6 @@ impl SqliteStore {
 
     async fn submit(&self, op: WriteOp) -> Result<(), StoreError> {
         self.writes.send(op).await.map_err(|_| writer_gone())
-    }
-
-    /// One batch of the purge of a log: candidates are read through the reader pool with
-    /// the shared code; the `DELETE` goes to the writer thread, queued behind the writes
-    /// already waiting (no lock contention with it, no busy-timeout sleeps for
-    /// publishes): a publish waits at most one batch.
-    async fn purge_log(
-        &self,
-        log: &PurgeSql,
-        rule: &HistoryRetention,
-        position: (i64, u32),
-    ) -> Result<PurgeStep, StoreError> {
-        let delete = |sql| async move {
-            let (reply, answer) = oneshot::channel();
-            self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
-            answer.await.map_err(|_| writer_gone())?
-        };
-        sql::purge_batch(&self.reader, log, rule, position, delete).await
     }
 }
 
@@ -292,24 +274,23 @@ impl ConfigStore for SqliteStore {
         sql::max_history_nid(&self.reader, &self.queries).await
     }
 
+    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
+    /// to the writer thread, queued behind the writes already waiting (no lock contention
+    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
     async fn purge_history(
         &self,
+        log: HistoryLog,
         rule: &HistoryRetention,
         after_nid: i64,
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
-        self.purge_log(&self.queries.purge, rule, (after_nid, batch))
-            .await
-    }
-
-    async fn purge_gray_history(
-        &self,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        self.purge_log(&self.queries.purge_gray, rule, (after_nid, batch))
-            .await
+        let delete = |sql| async move {
+            let (reply, answer) = oneshot::channel();
+            self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
+            answer.await.map_err(|_| writer_gone())?
+        };
+        let (q, position) = (self.queries.purge_of(log), (after_nid, batch));
+        sql::purge_batch(&self.reader, q, rule, position, delete).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

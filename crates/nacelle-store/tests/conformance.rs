@@ -10,7 +10,7 @@ use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry,
+    md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry, HistoryLog,
     HistoryRetention, Namespace, OpSource, OpType, PageRequest, PublishRecord, StoreError,
     StoredGray,
 };
@@ -1024,7 +1024,7 @@ async fn purge_all(
     rule: HistoryRetention,
     batch: u32,
 ) -> anyhow::Result<Vec<u64>> {
-    purge_log(store, rule, batch, false).await
+    purge_log(store, rule, batch, HistoryLog::Configs).await
 }
 
 /// Runs a whole purge of the history, or of the gray change log, in batches of `batch`:
@@ -1033,16 +1033,12 @@ async fn purge_log(
     store: &Arc<dyn ConfigStore>,
     rule: HistoryRetention,
     batch: u32,
-    gray: bool,
+    log: HistoryLog,
 ) -> anyhow::Result<Vec<u64>> {
     let mut after = 0;
     let mut steps = Vec::new();
     loop {
-        let step = if gray {
-            store.purge_gray_history(&rule, after, batch).await?
-        } else {
-            store.purge_history(&rule, after, batch).await?
-        };
+        let step = store.purge_history(log, &rule, after, batch).await?;
         steps.push(step.deleted);
         match step.resume_after {
             Some(next) => {
@@ -1437,7 +1433,7 @@ async fn purge_of_the_gray_log_keeps_the_newest_row_of_each_variant(
     // The history's purge leaves the gray log alone (and the one formal row of each key).
     assert_eq!(purge_all(&store, rule, 2).await?.iter().sum::<u64>(), 0);
     assert_eq!(log(store.clone()).await?.len(), 7);
-    let steps = purge_log(&store, rule, 2, true).await?;
+    let steps = purge_log(&store, rule, 2, HistoryLog::Grays).await?;
     assert_eq!(
         steps.iter().sum::<u64>(),
         3,
@@ -1467,21 +1463,24 @@ async fn purge_of_the_gray_log_keeps_the_newest_row_of_each_variant(
         older_than_ms: None,
         keep_per_key: Some(2),
     };
-    let steps = purge_log(&store, keep_two, 10, true).await?;
+    let steps = purge_log(&store, keep_two, 10, HistoryLog::Grays).await?;
     assert_eq!(steps.iter().sum::<u64>(), 3, "j's older beta rows");
     let mut kept = vec![beta_nids[2], pre_nid, stopped, newer[2], newer[3]];
     kept.sort_unstable();
     assert_eq!(log(store.clone()).await?, kept);
     // Nothing left to purge; a rule without limits never deletes.
     assert_eq!(
-        purge_log(&store, keep_two, 10, true)
+        purge_log(&store, keep_two, 10, HistoryLog::Grays)
             .await?
             .iter()
             .sum::<u64>(),
         0
     );
     let forever = HistoryRetention::default();
-    assert_eq!(purge_log(&store, forever, 10, true).await?, vec![0]);
+    assert_eq!(
+        purge_log(&store, forever, 10, HistoryLog::Grays).await?,
+        vec![0]
+    );
     Ok(())
 }
 

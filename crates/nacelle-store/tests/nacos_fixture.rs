@@ -1006,7 +1006,9 @@ async fn gray_writes_are_in_his_config_info_on_a_nacos_3_database() -> TestResul
     };
     let mut after_nid = 0;
     loop {
-        let step = store.purge_history(&rule, after_nid, 100).await?;
+        let step = store
+            .purge_history(nacelle_core::HistoryLog::Configs, &rule, after_nid, 100)
+            .await?;
         match step.resume_after {
             Some(n) => after_nid = n,
             None => break,

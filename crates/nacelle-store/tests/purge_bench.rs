@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::{
-    md5_hex, ConfigKey, ConfigMeta, ConfigType, HistoryRetention, OpSource, PublishRecord,
+    md5_hex, ConfigKey, ConfigMeta, ConfigType, HistoryLog, HistoryRetention, OpSource,
+    PublishRecord,
 };
 use nacelle_testkit::{Backend, TestDb};
 use sqlx::Executor;
@@ -186,7 +187,9 @@ async fn a_batched_purge_of_many_rows_keeps_exactly_the_recent_ones() -> anyhow:
     let mut longest = Duration::ZERO;
     loop {
         let t = Instant::now();
-        let step = store.purge_history(&rule, after, batch).await?;
+        let step = store
+            .purge_history(HistoryLog::Configs, &rule, after, batch)
+            .await?;
         longest = longest.max(t.elapsed());
         batches += 1;
         deleted += step.deleted;

@@ -9,9 +9,9 @@ use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryRetention,
-    Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError, StoredConfig,
-    StoredGray,
+    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryLog,
+    HistoryRetention, Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
+    StoredConfig, StoredGray,
 };
 
 /// Delegates to the real store once [`LazyStore::set`] was called.
@@ -156,22 +156,13 @@ impl ConfigStore for LazyStore {
     }
     async fn purge_history(
         &self,
+        log: HistoryLog,
         rule: &HistoryRetention,
         after_nid: i64,
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
         self.get_store()?
-            .purge_history(rule, after_nid, batch)
-            .await
-    }
-    async fn purge_gray_history(
-        &self,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        self.get_store()?
-            .purge_gray_history(rule, after_nid, batch)
+            .purge_history(log, rule, after_nid, batch)
             .await
     }
     async fn ping(&self) -> Result<(), StoreError> {

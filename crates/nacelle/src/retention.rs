@@ -1,8 +1,8 @@
 //! The history purge in the background: every `history_purge_interval_s` the server removes
 //! the `his_config_info` rows its retention settings condemn ([`Retention`]), then those
 //! of the gray change log, in batches of [`PURGE_BATCH`] rows with a short pause between
-//! them, through [`ConfigStore::purge_history`] and [`ConfigStore::purge_gray_history`]
-//! (which never remove the newest row of a config, or of a gray variant).
+//! them, through [`ConfigStore::purge_history`] (which never removes the newest row of a
+//! config, or of a gray variant).
 //!
 //! Every node purges, also in a cluster sharing one database: a batch deletes by primary
 //! key only rows that have a newer row of their key, so two nodes purging at once delete
@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nacelle_core::{ConfigStore, HistoryRetention, StoreError};
+use nacelle_core::{ConfigStore, HistoryLog, HistoryRetention, StoreError};
 use tokio_util::sync::CancellationToken;
 
 use crate::settings::Retention;
@@ -53,21 +53,16 @@ pub async fn purge_once(
 ) -> Result<PurgeReport, StoreError> {
     let started = Instant::now();
     let mut report = PurgeReport::default();
-    for gray in [false, true] {
+    for log in HistoryLog::ALL {
         let mut after = 0;
         loop {
             let t = Instant::now();
-            let step = if gray {
-                store.purge_gray_history(rule, after, batch).await?
-            } else {
-                store.purge_history(rule, after, batch).await?
-            };
+            let step = store.purge_history(log, rule, after, batch).await?;
             report.longest_batch = report.longest_batch.max(t.elapsed());
             report.batches += 1;
-            if gray {
-                report.gray_deleted += step.deleted;
-            } else {
-                report.deleted += step.deleted;
+            match log {
+                HistoryLog::Configs => report.deleted += step.deleted,
+                HistoryLog::Grays => report.gray_deleted += step.deleted,
             }
             let Some(next) = step.resume_after else { break };
             after = next;
