@@ -89,7 +89,8 @@ pub(crate) struct Queries {
     /// On a Nacos 2.5/3.0 schema: the `his_config_info` row of a gray write
     /// ([`Queries::for_schema`]).
     pub insert_gray_history: Option<String>,
-    /// The history purge of `his_config_info` (formal rows, by key).
+    /// The history purge of `his_config_info`: by key (on a Nacos 2.5/3.0 schema, by key
+    /// and kind: formal, or gray of one name).
     pub purge: PurgeSql,
     /// The purge of the gray change log `nacelle_gray_log` (by key and gray name).
     pub purge_gray: PurgeSql,
