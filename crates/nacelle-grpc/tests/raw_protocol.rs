@@ -429,6 +429,14 @@ async fn stats_until(
     s
 }
 
+/// A raw client set up from `ip` and listening to key `k` of group `G` (holding nothing).
+async fn listener_of_k(server: &TestServer, ip: &str) -> anyhow::Result<RawClient> {
+    let mut c = server.raw().await?;
+    c.setup(ip).await?;
+    c.listen(&[("k", "G", "", "")], true).await?;
+    Ok(c)
+}
+
 /// A server whose pushes time out after 300 ms and are retried after 100 ms × tries, 3
 /// tries at most, with key `k` of group `G` published.
 async fn start_with_quick_retries() -> anyhow::Result<TestServer> {
@@ -446,15 +454,10 @@ async fn start_with_quick_retries() -> anyhow::Result<TestServer> {
 #[tokio::test]
 async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyhow::Result<()> {
     let server = start_with_quick_retries().await?;
-    let mut mute = server.raw().await?;
-    mute.setup("10.0.0.11").await?;
-    mute.listen(&[("k", "G", "", "")], true).await?;
+    let mute = listener_of_k(&server, "10.0.0.11").await?;
     let mut good = Vec::new();
     for ip in ["10.0.0.12", "10.0.0.13"] {
-        let mut c = server.raw().await?;
-        c.setup(ip).await?;
-        c.listen(&[("k", "G", "", "")], true).await?;
-        good.push(c);
+        good.push(listener_of_k(&server, ip).await?);
     }
     // Registered and listening, nothing pushed: nothing for the sweeper.
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -494,12 +497,8 @@ async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyho
 #[tokio::test]
 async fn unacked_pushes_are_retried_then_the_client_is_unregistered() -> anyhow::Result<()> {
     let server = start_with_quick_retries().await?;
-    let mut mute = server.raw().await?;
-    mute.setup("10.0.0.1").await?;
-    mute.listen(&[("k", "G", "", "")], true).await?;
-    let mut good = server.raw().await?;
-    good.setup("10.0.0.2").await?;
-    good.listen(&[("k", "G", "", "")], true).await?;
+    let mut mute = listener_of_k(&server, "10.0.0.1").await?;
+    let mut good = listener_of_k(&server, "10.0.0.2").await?;
 
     let mut latencies = Vec::new();
     let t0 = Instant::now();
@@ -709,9 +708,7 @@ async fn acks_are_matched_however_their_json_is_written() -> anyhow::Result<()> 
     };
     let server = TestServer::start(opts).await?;
     server.publish("", "G", "k", "v0").await?;
-    let mut c = server.raw().await?;
-    c.setup("10.0.0.7").await?;
-    c.listen(&[("k", "G", "", "")], true).await?;
+    let mut c = listener_of_k(&server, "10.0.0.7").await?;
     let bodies: [&dyn Fn(&str) -> String; 4] = [
         &|id| {
             format!(
