@@ -10,6 +10,10 @@
 # binary (`cargo install rnacos --version '^0.8'`). Defaults: 3 passes, N = 1000. With
 # BEFORE=DIR (another directory of binaries) each pass also runs that Nacelle, labelled
 # `before`, so a change is measured before and after beside r-nacos in one run.
+# DATA=DIR puts the servers' data directories there instead of under OUT_DIR: DATA=/dev/shm/x
+# takes the disk out of the time from the publish (r-nacos 0.8 never flushes a publish to
+# disk; Nacelle fsyncs the SQLite WAL before it answers and before it tells a listener, 1-4
+# ms on the VM disks here; on tmpfs an fsync returns at once, so neither server pays one).
 # Results: OUT_DIR/results.jsonl (one line per scenario, tagged with server and pass) and
 # a summary (summary.txt), printed at the end: the medians of p50 and p99 over the passes,
 # the server's and the bench's CPU per push or released poll (median and quartiles over
@@ -30,7 +34,8 @@ GPORT=$((PORT + 1000))
 RPORT=${RPORT:-28848}
 RGPORT=$((RPORT + 1000))
 BENCH="$TARGET/nacelle-bench"
-mkdir -p "$OUT"
+DATA=${DATA:-$OUT}
+mkdir -p "$OUT" "$DATA"
 : >"$OUT/results.jsonl"
 . "$(dirname "$0")/server.sh"
 
@@ -73,7 +78,7 @@ run() {
 
 nacelle_round() {
     local pass=$1 label=${2:-nacelle} bin=${3:-$TARGET}
-    start_server "$bin" "$OUT/data-$label-$pass" "$OUT/data-$label-$pass.log"
+    start_server "$bin" "$DATA/data-$label-$pass" "$OUT/data-$label-$pass.log"
     sleep 1
     echo "idle_rss_kib $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)" >>"$OUT/$label-$pass.txt"
     for n in "${SIZES[@]}"; do
@@ -87,7 +92,7 @@ nacelle_round() {
 
 rnacos_round() {
     local pass=$1
-    start_rnacos "$OUT/data-rnacos-$pass"
+    start_rnacos "$DATA/data-rnacos-$pass"
     sleep 1
     for n in "${SIZES[@]}"; do
         run rnacos "$pass" longpoll-fanout --addr "127.0.0.1:$RPORT" --n "$n" --rounds 5 --server-pid "$RNACOS_PID"
