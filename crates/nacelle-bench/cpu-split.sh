@@ -3,7 +3,8 @@
 # "Issue 15, eleventh session"): the server and the bench run as in `rnacos-fanout.sh`; at
 # the bench's "round K: publishing" marker (one second before the publish, with
 # --pause-ms) and at its "round K: answered" marker the server's and the bench's `utime`
-# and `stime` are read from /proc/PID/stat, for rounds 2 to ROUNDS (round 1 warms up).
+# and `stime` are read from /proc/PID/stat, for rounds 2 to ROUNDS (round 1 warms up; the
+# bench runs one round more, unmeasured).
 # The figures are the sums over those rounds divided by N × (ROUNDS − 1). Usage:
 #
 #   crates/nacelle-bench/cpu-split.sh TARGET OUT_DIR [longpoll|grpc] [N] [ROUNDS]
@@ -24,16 +25,10 @@ GPORT=$((PORT + 1000))
 rm -rf "$OUT"
 mkdir -p "$OUT"
 . "$(dirname "$0")/server.sh"
+. "$(dirname "$0")/rnacos.sh"
 if [ -n "${RNACOS:-}" ]; then
-    mkdir -p "$OUT/rnacos"
-    (cd "$OUT/rnacos" && RNACOS_HTTP_PORT=$PORT RNACOS_GRPC_PORT=$GPORT RNACOS_HTTP_CONSOLE_PORT=0 \
-        RNACOS_DATA_DIR="$OUT/rnacos/db" RUST_LOG=warn exec "$RNACOS" >"$OUT/server.log" 2>&1) &
-    SERVER_PID=$!
-    for _ in $(seq 1 100); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nacos/v1/cs/configs?dataId=x&group=y" || true)
-        [ "$code" = 200 ] || [ "$code" = 404 ] && break
-        sleep 0.1
-    done
+    RPORT=$PORT RGPORT=$GPORT start_rnacos "$OUT/rnacos"
+    SERVER_PID=$RNACOS_PID
 else
     start_server "$TARGET" "$OUT/data" "$OUT/server.log"
 fi
@@ -46,12 +41,15 @@ esac
 sleep 1
 # utime and stime (fields 14 and 15; the command name in field 2 has no spaces here).
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
-"$TARGET/nacelle-bench" "$KIND-fanout" --addr "$ADDR" --n "$N" --rounds "$ROUNDS" \
+# One round more than measured: the bench may exit as soon as its last round is answered,
+# before its marker is read, so the last round only keeps it alive.
+last=$((ROUNDS + 1))
+"$TARGET/nacelle-bench" "$KIND-fanout" --addr "$ADDR" --n "$N" --rounds "$last" \
     --pause-ms 3000 2> >(while read -r line; do
         echo "$line" >>"$OUT/bench.err"
         bench=$(cat "$OUT/bench.pid" 2>/dev/null || true)
         case "$line" in
-            *"round 1: "*) ;;
+            *"round 1: "* | *"round $last: "*) ;;
             *": publishing"*) echo "start $(ticks "$SERVER_PID") $(ticks "$bench")" >>"$OUT/ticks" ;;
             *": answered"*) echo "end $(ticks "$SERVER_PID") $(ticks "$bench")" >>"$OUT/ticks" ;;
         esac

@@ -39,33 +39,8 @@ mkdir -p "$OUT" "$DATA"
 : >"$OUT/results.jsonl"
 . "$(dirname "$0")/server.sh"
 
-RNACOS_PID=""
-start_rnacos() {
-    local dir=$1
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    # r-nacos reads its settings from the environment (and a .env in its working
-    # directory, so it runs in its own empty directory). No console port, no auth.
-    (cd "$dir" && RNACOS_HTTP_PORT=$RPORT RNACOS_GRPC_PORT=$RGPORT RNACOS_HTTP_CONSOLE_PORT=0 \
-        RNACOS_DATA_DIR="$dir/db" RUST_LOG=warn exec "$RNACOS" >"$dir.log" 2>&1) &
-    RNACOS_PID=$!
-    for _ in $(seq 1 100); do
-        if curl -sf "http://127.0.0.1:$RPORT/nacos/v1/cs/configs?dataId=x&group=y" -o /dev/null \
-            || [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RPORT/nacos/v1/cs/configs?dataId=x&group=y")" = 404 ]; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "r-nacos did not answer" >&2
-    exit 1
-}
-stop_rnacos() {
-    if [ -n "$RNACOS_PID" ]; then
-        kill "$RNACOS_PID" 2>/dev/null || true
-        wait "$RNACOS_PID" 2>/dev/null || true
-        RNACOS_PID=""
-    fi
-}
+. "$(dirname "$0")/rnacos.sh"
+
 trap 'stop_server; stop_rnacos' EXIT
 
 run() {
