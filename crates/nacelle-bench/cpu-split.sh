@@ -10,7 +10,7 @@
 #   crates/nacelle-bench/cpu-split.sh TARGET OUT_DIR [longpoll|grpc] [N] [ROUNDS]
 #
 # TARGET holds `nacelle` and `nacelle-bench`. RNACOS=BIN measures r-nacos instead of
-# Nacelle (started as `rnacos-fanout.sh` starts it). The clock ticks of /proc are 10 ms:
+# Nacelle (started by `rnacos.sh`). The clock ticks of /proc are 10 ms:
 # with 10 000 listeners a round is 15-20 ticks of each process, so use N = 10000 and five
 # rounds or more for a split within a few per cent.
 set -euo pipefail
@@ -27,7 +27,7 @@ mkdir -p "$OUT"
 . "$(dirname "$0")/server.sh"
 . "$(dirname "$0")/rnacos.sh"
 if [ -n "${RNACOS:-}" ]; then
-    RPORT=$PORT RGPORT=$GPORT start_rnacos "$OUT/rnacos"
+    RPORT=$PORT RGPORT=$GPORT start_rnacos "$OUT/rnacos" "$OUT/server.log"
     SERVER_PID=$RNACOS_PID
 else
     start_server "$TARGET" "$OUT/data" "$OUT/server.log"

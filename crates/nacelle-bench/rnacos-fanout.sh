@@ -67,7 +67,7 @@ nacelle_round() {
 
 rnacos_round() {
     local pass=$1
-    start_rnacos "$DATA/data-rnacos-$pass"
+    start_rnacos "$DATA/data-rnacos-$pass" "$OUT/data-rnacos-$pass.log"
     sleep 1
     for n in "${SIZES[@]}"; do
         run rnacos "$pass" longpoll-fanout --addr "127.0.0.1:$RPORT" --n "$n" --rounds 5 --server-pid "$RNACOS_PID"
