@@ -1,0 +1,98 @@
+package compat
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nacos-group/nacos-sdk-go/v2/vo"
+)
+
+func TestClusterFailoverMySQL(t *testing.T) {
+	t.Parallel()
+	clusterFailover(t, "NACELLE_TEST_MYSQL_URL")
+}
+
+func TestClusterFailoverPostgres(t *testing.T) {
+	t.Parallel()
+	clusterFailover(t, "NACELLE_TEST_POSTGRES_URL")
+}
+
+// Two nodes on one database; the client is given both (as users configure it). The node it
+// is connected to is killed; a change published on the other reaches its listener.
+func clusterFailover(t *testing.T, dbEnv string) {
+	db := NewTestDatabase(t, dbEnv)
+	nodes := StartCluster(t, 2, ServerOpts{}, func(ports []int) []string {
+		var members []string
+		for _, p := range ports {
+			members = append(members, fmt.Sprintf("127.0.0.1:%d", p))
+		}
+		return []string{"--db", db, "--members", strings.Join(members, ","),
+			"--cluster-secret", "go-sdk-compat-cluster-secret"}
+	})
+	c := NewClient(t, nodes, ClientOpts{})
+	const id = "go-cluster.yaml"
+	nodes[0].Publish(id, group, "", "v0", nil)
+	rec := NewRecorder(t, "listener")
+	rec.Listen(c, id, group)
+	rec.WaitFor(id, "v0", waitCB)
+
+	// Which node holds the client's listen?
+	var used, other *Server
+	deadline := time.Now().Add(waitReg)
+	for used == nil && time.Now().Before(deadline) {
+		for i, n := range nodes {
+			if len(n.Listeners(id, group, "")) > 0 {
+				used, other = n, nodes[1-i]
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if used == nil {
+		t.Fatalf("neither node reports the client's listener")
+	}
+	t.Logf("client connected to %s (port %d); the other is %s (port %d)", used.opts.Name, used.Port, other.opts.Name, other.Port)
+
+	// A change on the node the client is not connected to reaches it through the cluster.
+	start := time.Now()
+	other.Publish(id, group, "", "v1 via the other node", nil)
+	e := rec.WaitFor(id, "v1 via the other node", waitCB)
+	recordDelay(t, "cluster/publish-on-other-node", e.At.Sub(start))
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "v2 via SDK"})
+	rec.WaitFor(id, "v2 via SDK", waitCB)
+	if got, _, _ := other.Get(id, group, ""); got != "v2 via SDK" {
+		// the cluster bound is 2 s; allow it
+		deadline := time.Now().Add(5 * time.Second)
+		for got != "v2 via SDK" && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			got, _, _ = other.Get(id, group, "")
+		}
+		if got != "v2 via SDK" {
+			t.Fatalf("the other node serves %q after an SDK publish", got)
+		}
+	}
+
+	// Kill the client's node; publish on the survivor.
+	used.Kill()
+	killed := time.Now()
+	other.Publish(id, group, "", "v3 after failover", nil)
+	e = rec.WaitFor(id, "v3 after failover", waitCB)
+	t.Logf("listener got the change %v after the kill (reconnect included)", e.At.Sub(killed))
+	other.WaitListening(id, group, "", waitReg)
+	if got := mustGet(t, c, id, group); got != "v3 after failover" {
+		t.Fatalf("GetConfig after failover: %q", got)
+	}
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "v4 via SDK after failover"})
+	rec.WaitFor(id, "v4 via SDK after failover", waitCB)
+	start = time.Now()
+	other.Publish(id, group, "", "v5", nil)
+	e = rec.WaitFor(id, "v5", waitCB)
+	recordDelay(t, "cluster/after-failover", e.At.Sub(start))
+
+	// The killed node comes back and serves what was written while it was down.
+	used.Restart()
+	if got, _, _ := used.Get(id, group, ""); got != "v5" {
+		t.Fatalf("restarted node serves %q, want v5", got)
+	}
+}

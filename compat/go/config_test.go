@@ -1,0 +1,476 @@
+package compat
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nacos-group/nacos-sdk-go/v2/vo"
+)
+
+const (
+	group   = "DEFAULT_GROUP"
+	waitCB  = 30 * time.Second // bound for a listener callback (the SDK re-syncs every 5 s)
+	waitReg = 20 * time.Second // bound for a listen to be registered at the server
+)
+
+func md5hex(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }
+
+func TestPublishGetRemove(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+
+	// A key that does not exist: the SDK answers "" without an error (errorCode 300).
+	if got := mustGet(t, c, "go-missing", group); got != "" {
+		t.Fatalf("GetConfig of a missing key = %q, want \"\"", got)
+	}
+
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-basic", Group: group, Content: "a=1", Type: "properties"})
+	if got := mustGet(t, c, "go-basic", group); got != "a=1" {
+		t.Fatalf("GetConfig after publish = %q", got)
+	}
+	// What the SDK wrote over gRPC is what HTTP clients read, with its type.
+	content, found, hdr := srv.Get("go-basic", group, "")
+	if !found || content != "a=1" || hdr.Get("Config-Type") != "properties" || hdr.Get("Content-MD5") != md5hex("a=1") {
+		t.Fatalf("HTTP GET after SDK publish: found=%v %q type=%q md5=%q", found, content, hdr.Get("Config-Type"), hdr.Get("Content-MD5"))
+	}
+
+	// Update, then HTTP publish read by the SDK.
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-basic", Group: group, Content: "a=2"})
+	if got := mustGet(t, c, "go-basic", group); got != "a=2" {
+		t.Fatalf("GetConfig after update = %q", got)
+	}
+	srv.Publish("go-basic", group, "", "a=3", nil)
+	if got := mustGet(t, c, "go-basic", group); got != "a=3" {
+		t.Fatalf("GetConfig after HTTP publish = %q", got)
+	}
+
+	// A custom group.
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-basic", Group: "GO_GROUP", Content: "other group"})
+	if got := mustGet(t, c, "go-basic", "GO_GROUP"); got != "other group" {
+		t.Fatalf("GetConfig GO_GROUP = %q", got)
+	}
+
+	ok, err := c.DeleteConfig(vo.ConfigParam{DataId: "go-basic", Group: group})
+	if err != nil || !ok {
+		t.Fatalf("DeleteConfig: ok=%v err=%v", ok, err)
+	}
+	if got := mustGet(t, c, "go-basic", group); got != "" {
+		t.Fatalf("GetConfig after delete = %q, want \"\"", got)
+	}
+	if _, found, _ := srv.Get("go-basic", group, ""); found {
+		t.Fatalf("HTTP GET after SDK delete still finds the config")
+	}
+	// Deleting what is absent succeeds, as on Nacos.
+	ok, err = c.DeleteConfig(vo.ConfigParam{DataId: "go-basic", Group: group})
+	if err != nil || !ok {
+		t.Fatalf("DeleteConfig of an absent key: ok=%v err=%v", ok, err)
+	}
+	if got := mustGet(t, c, "go-basic", "GO_GROUP"); got != "other group" {
+		t.Fatalf("the other group's config was touched: %q", got)
+	}
+
+	// CAS: the right md5 succeeds, a stale one fails.
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-cas", Group: group, Content: "v1"})
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-cas", Group: group, Content: "v2", CasMd5: md5hex("v1")})
+	ok, err = c.PublishConfig(vo.ConfigParam{DataId: "go-cas", Group: group, Content: "v3", CasMd5: md5hex("v1")})
+	if ok || err == nil {
+		t.Fatalf("CAS publish with a stale md5: ok=%v err=%v, want a failure", ok, err)
+	}
+	t.Logf("stale CAS publish: %v", err)
+	if got := mustGet(t, c, "go-cas", group); got != "v2" {
+		t.Fatalf("after a failed CAS: %q, want v2", got)
+	}
+
+	// SearchConfig (HTTP v1 search, the SDK's only HTTP config call).
+	page, err := c.SearchConfig(vo.SearchConfigParam{Search: "accurate", DataId: "go-cas", Group: group, PageNo: 1, PageSize: 10})
+	if err != nil {
+		t.Fatalf("SearchConfig: %v", err)
+	}
+	if page.TotalCount != 1 || len(page.PageItems) != 1 || page.PageItems[0].Content != "v2" {
+		t.Fatalf("SearchConfig accurate: %+v", page)
+	}
+	page, err = c.SearchConfig(vo.SearchConfigParam{Search: "blur", DataId: "go-*", Group: "", PageNo: 1, PageSize: 10})
+	if err != nil {
+		t.Fatalf("SearchConfig blur: %v", err)
+	}
+	if page.TotalCount != 2 {
+		t.Fatalf("SearchConfig blur go-*: total %d, want 2 (go-basic in GO_GROUP, go-cas): %+v", page.TotalCount, page)
+	}
+}
+
+func TestListenFiresOnChange(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	listener := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-listener"})
+	publisher := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-publisher"})
+
+	srv.Publish("go-listen", group, "", "v0", nil)
+	rec := NewRecorder(t, "listener")
+	rec.Listen(listener, "go-listen", group)
+	// The SDK calls a new listener with the current content (md5 "" differs from the server's).
+	rec.WaitFor("go-listen", "v0", waitCB)
+
+	for i := 1; i <= 5; i++ {
+		want := fmt.Sprintf("v%d via SDK", i)
+		start := time.Now()
+		mustPublish(t, publisher, vo.ConfigParam{DataId: "go-listen", Group: group, Content: want})
+		e := rec.WaitFor("go-listen", want, waitCB)
+		recordDelay(t, "listen/sdk-publish", e.At.Sub(start))
+		if e.Namespace != "" || e.Group != group {
+			t.Fatalf("callback key: namespace %q group %q", e.Namespace, e.Group)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		want := fmt.Sprintf("v%d via HTTP", i)
+		start := time.Now()
+		srv.Publish("go-listen", group, "", want, nil)
+		e := rec.WaitFor("go-listen", want, waitCB)
+		recordDelay(t, "listen/http-publish", e.At.Sub(start))
+	}
+
+	// Deleting the config calls the listener with "" (the SDK's view of a missing config).
+	start := time.Now()
+	srv.Delete("go-listen", group, "")
+	e := rec.WaitFor("go-listen", "", waitCB)
+	recordDelay(t, "listen/http-delete", e.At.Sub(start))
+
+	// After CancelListenConfig, no callback.
+	if err := listener.CancelListenConfig(vo.ConfigParam{DataId: "go-listen", Group: group}); err != nil {
+		t.Fatalf("CancelListenConfig: %v", err)
+	}
+	srv.Publish("go-listen", group, "", "after cancel", nil)
+	// A marker key on the same client proves callbacks still flow after the cancelled one's change.
+	srv.Publish("go-listen-marker", group, "", "m0", nil)
+	rec.Listen(listener, "go-listen-marker", group)
+	rec.WaitFor("go-listen-marker", "m0", waitCB)
+	srv.Publish("go-listen-marker", group, "", "m1", nil)
+	rec.WaitFor("go-listen-marker", "m1", waitCB)
+	if rec.Saw("go-listen", "after cancel") {
+		t.Fatalf("a cancelled listener was called")
+	}
+}
+
+func TestListenBeforeKeyExists(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	rec := NewRecorder(t, "listener")
+	rec.Listen(c, "go-later", group)
+	// Wait until the SDK's batch listen reached the server, so the value comes by push.
+	srv.WaitListening("go-later", group, "", waitReg)
+	rec.Drain()
+	if len(rec.seen) != 0 {
+		t.Fatalf("callbacks before the key exists: %+v", rec.seen)
+	}
+	start := time.Now()
+	srv.Publish("go-later", group, "", "first value", nil)
+	e := rec.WaitFor("go-later", "first value", waitCB)
+	recordDelay(t, "listen/before-key-exists", e.At.Sub(start))
+	if got := mustGet(t, c, "go-later", group); got != "first value" {
+		t.Fatalf("GetConfig = %q", got)
+	}
+}
+
+func TestTwentyKeysOneClient(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	rec := NewRecorder(t, "listener")
+	const n = 20
+	key := func(i int) string { return fmt.Sprintf("go-multi-%02d.yaml", i) }
+	for i := 0; i < n; i++ {
+		srv.Publish(key(i), group, "", fmt.Sprintf("k: %d\nrev: 0", i), nil)
+	}
+	for i := 0; i < n; i++ {
+		rec.Listen(c, key(i), group)
+	}
+	for i := 0; i < n; i++ {
+		rec.WaitFor(key(i), fmt.Sprintf("k: %d\nrev: 0", i), waitCB)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		srv.Publish(key(i), group, "", fmt.Sprintf("k: %d\nrev: 1", i), nil)
+	}
+	var last time.Time
+	for i := 0; i < n; i++ {
+		e := rec.WaitFor(key(i), fmt.Sprintf("k: %d\nrev: 1", i), waitCB)
+		if e.At.After(last) {
+			last = e.At
+		}
+	}
+	recordDelay(t, "listen/20-keys-all-arrived", last.Sub(start))
+	for i := 0; i < n; i++ {
+		if got := mustGet(t, c, key(i), group); got != fmt.Sprintf("k: %d\nrev: 1", i) {
+			t.Fatalf("GetConfig %s = %q", key(i), got)
+		}
+	}
+	// Only the changed key's listener fires.
+	start = time.Now()
+	srv.Publish(key(7), group, "", "k: 7\nrev: 2", nil)
+	e := rec.WaitFor(key(7), "k: 7\nrev: 2", waitCB)
+	recordDelay(t, "listen/20-keys-one-change", e.At.Sub(start))
+	rec.Drain()
+	for _, e := range rec.seen[len(rec.seen)-1:] {
+		if e.DataID != key(7) {
+			t.Fatalf("unexpected callback %+v", e)
+		}
+	}
+}
+
+func TestNamespace(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	const ns = "go-dev-ns"
+	srv.CreateNamespace(ns, "Go dev")
+	c := NewClient(t, []*Server{srv}, ClientOpts{Namespace: ns})
+	pub := NewClient(t, []*Server{srv}, ClientOpts{}) // default namespace
+
+	mustPublish(t, c, vo.ConfigParam{DataId: "go-ns.yaml", Group: group, Content: "in dev"})
+	mustPublish(t, pub, vo.ConfigParam{DataId: "go-ns.yaml", Group: group, Content: "in public"})
+	if got := mustGet(t, c, "go-ns.yaml", group); got != "in dev" {
+		t.Fatalf("namespace client reads %q", got)
+	}
+	if got := mustGet(t, pub, "go-ns.yaml", group); got != "in public" {
+		t.Fatalf("public client reads %q", got)
+	}
+	if got, found, _ := srv.Get("go-ns.yaml", group, ns); !found || got != "in dev" {
+		t.Fatalf("HTTP GET tenant=%s: %v %q", ns, found, got)
+	}
+
+	rec := NewRecorder(t, "ns listener")
+	rec.Listen(c, "go-ns.yaml", group)
+	e := rec.WaitFor("go-ns.yaml", "in dev", waitCB)
+	if e.Namespace != ns {
+		t.Fatalf("callback namespace %q, want %q", e.Namespace, ns)
+	}
+	srv.WaitListening("go-ns.yaml", group, ns, waitReg)
+	// A change in the default namespace must not reach the namespace's listener ...
+	srv.Publish("go-ns.yaml", group, "", "public changed", nil)
+	// ... a change in the namespace must.
+	start := time.Now()
+	srv.Publish("go-ns.yaml", group, ns, "dev changed", nil)
+	e = rec.WaitFor("go-ns.yaml", "dev changed", waitCB)
+	recordDelay(t, "listen/namespace", e.At.Sub(start))
+	if rec.Saw("go-ns.yaml", "public changed") {
+		t.Fatalf("a change in the public namespace reached the listener of namespace %s", ns)
+	}
+	ok, err := c.DeleteConfig(vo.ConfigParam{DataId: "go-ns.yaml", Group: group})
+	if !ok || err != nil {
+		t.Fatalf("DeleteConfig in namespace: %v %v", ok, err)
+	}
+	if got := mustGet(t, pub, "go-ns.yaml", group); got != "public changed" {
+		t.Fatalf("deleting in %s touched public: %q", ns, got)
+	}
+}
+
+// 64 KiB of mixed ASCII, Chinese (3 bytes) and emoji (4 bytes), exactly 65536 bytes.
+func bigUnicode() string {
+	var b strings.Builder
+	pieces := []string{"key.", "配置中心", "🚀", "=", "值😀", "\n", "ü", "日本語", "\t", "\"quoted\" "}
+	for i := 0; b.Len() < 65536-64; i++ {
+		b.WriteString(pieces[i%len(pieces)])
+	}
+	for b.Len() < 65536 {
+		b.WriteByte('x')
+	}
+	return b.String()
+}
+
+func roundTrip(t *testing.T, srv *Server, opts ClientOpts) {
+	c := NewClient(t, []*Server{srv}, opts)
+	other := NewClient(t, []*Server{srv}, opts)
+	contents := map[string]string{
+		"go-big.txt":     bigUnicode(),
+		"go-unicode.txt": "名称=配置中心\nemoji=🎉🚀👍🏽\nflag=🇨🇳\nmixed=Grüße, 世界! 😀",
+	}
+	if n := len(contents["go-big.txt"]); n != 65536 {
+		t.Fatalf("big content is %d bytes", n)
+	}
+	rec := NewRecorder(t, "listener")
+	for id := range contents {
+		rec.Listen(c, id, group)
+		srv.WaitListening(id, group, opts.Namespace, waitReg)
+	}
+	for id, want := range contents {
+		// SDK → SDK (gRPC both ways), and the listener gets it byte for byte.
+		start := time.Now()
+		mustPublish(t, other, vo.ConfigParam{DataId: id, Group: group, Content: want})
+		e := rec.WaitFor(id, want, waitCB)
+		recordDelay(t, "listen/"+id, e.At.Sub(start))
+		if got := mustGet(t, c, id, group); got != want {
+			t.Fatalf("%s: SDK GetConfig differs (len %d vs %d)", id, len(got), len(want))
+		}
+		// SDK → HTTP
+		if got, found, hdr := srv.Get(id, group, opts.Namespace); !found || got != want || hdr.Get("Content-MD5") != md5hex(want) {
+			t.Fatalf("%s: HTTP GET differs (found %v, len %d vs %d, md5 %s)", id, found, len(got), len(want), hdr.Get("Content-MD5"))
+		}
+		// HTTP → SDK
+		want2 := want + "\n改"
+		srv.Publish(id, group, opts.Namespace, want2, nil)
+		rec.WaitFor(id, want2, waitCB)
+		if got := mustGet(t, c, id, group); got != want2 {
+			t.Fatalf("%s: SDK GetConfig after HTTP publish differs (len %d vs %d)", id, len(got), len(want2))
+		}
+	}
+}
+
+func TestLargeAndUnicodeContent(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	roundTrip(t, srv, ClientOpts{})
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{Auth: true})
+	pw := srv.AdminPassword()
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		roundTrip(t, srv, ClientOpts{Username: "nacos", Password: pw})
+	})
+
+	t.Run("WrongPassword", func(t *testing.T) {
+		srv.Publish("go-secret", group, "", "top secret", nil)
+		bad := NewClient(t, []*Server{srv}, ClientOpts{Username: "nacos", Password: pw + "-wrong"})
+		// The SDK's login fails (logged, not returned by NewConfigClient); every call then
+		// reaches the server without a token and is refused with 403.
+		got, err := bad.GetConfig(vo.ConfigParam{DataId: "go-secret", Group: group})
+		if err == nil || got == "top secret" {
+			t.Fatalf("GetConfig with a wrong password: %q, %v; want an error", got, err)
+		}
+		t.Logf("GetConfig with a wrong password: err=%v", err)
+		if !strings.Contains(err.Error(), "user not found") {
+			t.Fatalf("GetConfig error %q does not say the user is not authenticated", err)
+		}
+		ok, err := bad.PublishConfig(vo.ConfigParam{DataId: "go-secret", Group: group, Content: "overwritten"})
+		if ok || err == nil {
+			t.Fatalf("PublishConfig with a wrong password: ok=%v err=%v", ok, err)
+		}
+		t.Logf("PublishConfig with a wrong password: err=%v", err)
+		ok, err = bad.DeleteConfig(vo.ConfigParam{DataId: "go-secret", Group: group})
+		if ok || err == nil {
+			t.Fatalf("DeleteConfig with a wrong password: ok=%v err=%v", ok, err)
+		}
+		// A listener is never called with the content.
+		rec := NewRecorder(t, "bad listener")
+		rec.Listen(bad, "go-secret", group)
+		// A good client on the same key proves a listen round has happened meanwhile.
+		good := NewClient(t, []*Server{srv}, ClientOpts{Username: "nacos", Password: pw})
+		goodRec := NewRecorder(t, "good listener")
+		goodRec.Listen(good, "go-secret", group)
+		goodRec.WaitFor("go-secret", "top secret", waitCB)
+		time.Sleep(6 * time.Second) // one more SDK listen round (5 s) for the bad client
+		if rec.Saw("go-secret", "top secret") {
+			t.Fatalf("a client with a wrong password received the content")
+		}
+		if got, _, _ := srv.Get("go-secret", group, ""); got != "top secret" {
+			t.Fatalf("content changed by a client with a wrong password: %q", got)
+		}
+		// No credentials at all: the same refusals.
+		anon := NewClient(t, []*Server{srv}, ClientOpts{})
+		if got, err := anon.GetConfig(vo.ConfigParam{DataId: "go-secret", Group: group}); err == nil || got == "top secret" {
+			t.Fatalf("GetConfig without credentials: %q, %v", got, err)
+		}
+	})
+}
+
+func TestBetaByClientIP(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	const id = "go-beta.properties"
+	srv.Publish(id, group, "", "formal=1", nil)
+	rec := NewRecorder(t, "listener@127.0.0.1")
+	rec.Listen(c, id, group)
+	rec.WaitFor(id, "formal=1", waitCB)
+	srv.WaitListening(id, group, "", waitReg)
+
+	// A beta for another address: this client keeps the formal content.
+	srv.Publish(id, group, "", "beta-for-.2", map[string]string{"betaIps": "127.0.0.2"})
+	if got := mustGet(t, c, id, group); got != "formal=1" {
+		t.Fatalf("client at 127.0.0.1 reads %q while the beta is for 127.0.0.2", got)
+	}
+	// A formal change afterwards arrives as formal content.
+	start := time.Now()
+	srv.Publish(id, group, "", "formal=2", nil)
+	e := rec.WaitFor(id, "formal=2", waitCB)
+	recordDelay(t, "listen/formal-under-beta", e.At.Sub(start))
+	if rec.Saw(id, "beta-for-.2") {
+		t.Fatalf("the beta for 127.0.0.2 reached the client at 127.0.0.1")
+	}
+
+	// A beta for this client's address reaches it.
+	start = time.Now()
+	srv.Publish(id, group, "", "beta-for-.1", map[string]string{"betaIps": "127.0.0.2,127.0.0.1"})
+	e = rec.WaitFor(id, "beta-for-.1", waitCB)
+	recordDelay(t, "listen/beta", e.At.Sub(start))
+	if got := mustGet(t, c, id, group); got != "beta-for-.1" {
+		t.Fatalf("GetConfig under a beta for 127.0.0.1: %q", got)
+	}
+	if got, _, hdr := srv.Get(id, group, ""); got != "beta-for-.1" || hdr.Get("isBeta") != "true" {
+		t.Fatalf("HTTP GET from 127.0.0.1 under its beta: %q isBeta=%q", got, hdr.Get("isBeta"))
+	}
+
+	// Stopping the beta sends the formal content back.
+	code, body, _ := srv.Do(http.MethodDelete, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
+	if code != 200 {
+		t.Fatalf("stop beta: %d %s", code, body)
+	}
+	start = time.Now()
+	e = rec.WaitFor(id, "formal=2", waitCB)
+	recordDelay(t, "listen/beta-stopped", e.At.Sub(start))
+	if got := mustGet(t, c, id, group); got != "formal=2" {
+		t.Fatalf("GetConfig after the beta stopped: %q", got)
+	}
+}
+
+func TestServerRestartUnderListener(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	const id = "go-restart.yaml"
+	srv.Publish(id, group, "", "before", nil)
+	rec := NewRecorder(t, "listener")
+	rec.Listen(c, id, group)
+	rec.WaitFor(id, "before", waitCB)
+	srv.WaitListening(id, group, "", waitReg)
+
+	for i, how := range []string{"SIGTERM", "SIGKILL"} {
+		if how == "SIGTERM" {
+			srv.Stop()
+		} else {
+			srv.Kill()
+		}
+		srv.Restart()
+		// The SDK reconnects and re-sends its listen set; then the change is pushed.
+		srv.WaitListening(id, group, "", waitCB)
+		want := fmt.Sprintf("after restart %d (%s)", i+1, how)
+		start := time.Now()
+		srv.Publish(id, group, "", want, nil)
+		e := rec.WaitFor(id, want, waitCB)
+		recordDelay(t, "listen/after-restart", e.At.Sub(start))
+		if got := mustGet(t, c, id, group); got != want {
+			t.Fatalf("GetConfig after restart: %q", got)
+		}
+		ok, err := c.PublishConfig(vo.ConfigParam{DataId: id + ".w", Group: group, Content: want})
+		if !ok || err != nil {
+			t.Fatalf("SDK publish after restart (%s): %v %v", how, ok, err)
+		}
+	}
+
+	// A change made while the server is down is not lost: published right after the
+	// restart, before the client has reconnected, it reaches the listener too.
+	srv.Kill()
+	srv.Restart()
+	start := time.Now()
+	srv.Publish(id, group, "", "published before the client reconnected", nil)
+	e := rec.WaitFor(id, "published before the client reconnected", waitCB)
+	t.Logf("change published right after restart arrived after %v", e.At.Sub(start))
+}
