@@ -2,6 +2,8 @@
 //!
 //! MariaDB is found at `NACELLE_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306`),
 //! PostgreSQL at `NACELLE_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432`).
+//! The test command (`scripts/test.sh`) sets both to throwaway servers it starts for the
+//! run (`scripts/test-databases.sh`) and stops after it.
 //! Setting one to `skip` skips that backend: its tests report `SKIPPED` instead of running
 //! (see [`crate::per_backend`]). A server that is configured but unreachable is not a skip:
 //! the test fails and says how to start it or skip it.
@@ -88,8 +90,10 @@ impl Backend {
     pub fn how_to_start(self) -> String {
         let start = match self {
             Backend::Sqlite => return String::new(),
-            Backend::MariaDb => "start it (`start-stop-daemon --start --background --exec /usr/sbin/mariadbd`, as `.ci/run` does)",
-            Backend::Postgres => "start it (`pg_ctlcluster <version> main start`, as `.ci/run` does)",
+            Backend::MariaDb | Backend::Postgres => {
+                "start throwaway servers (`eval \"$(bash scripts/test-databases.sh start)\"`, \
+                 as the test command `bash scripts/test.sh` does)"
+            }
         };
         let (var, _) = self.env_var().unwrap_or_default();
         format!(
@@ -158,7 +162,7 @@ mod tests {
     #[test]
     fn an_unreachable_server_says_how_to_start_or_skip_it() {
         let how = Backend::Postgres.how_to_start();
-        assert!(how.contains("pg_ctlcluster"), "{how}");
+        assert!(how.contains("scripts/test-databases.sh"), "{how}");
         assert!(how.contains("NACELLE_TEST_POSTGRES_URL=skip"), "{how}");
     }
 }

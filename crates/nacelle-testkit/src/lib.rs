@@ -62,10 +62,62 @@ pub fn md5(s: &str) -> String {
     nacelle_core::md5_hex(s.as_bytes())
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released; fine for tests).
+/// The ports [`free_port`] hands out: below the kernel's ephemeral range (32768–60999 by
+/// default), so no outgoing connection of any process can take one between the check and
+/// the server's bind, and apart from the throwaway database servers'
+/// (`scripts/test-databases.sh`: 15000–19999) and the Java and Go suites' (20000–30999).
+pub const TEST_PORTS: std::ops::Range<u16> = 10_000..15_000;
+
+/// A free TCP port on 127.0.0.1 for a server that must be told its port before it starts
+/// (a cluster member, whose peers need it; a binary with `--port`). Servers that can bind
+/// port 0 and report it should do that instead.
+///
+/// The port is below the ephemeral range ([`TEST_PORTS`]), was free when checked, and is
+/// never handed out twice by one process. Tests of one binary run as threads of one
+/// process, and Cargo runs test binaries one at a time, so two tests never get the same
+/// port.
 pub fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
+    free_port_with(&[])
+}
+
+/// A port as [`free_port`] gives, with `port + offset` free and reserved too for each of
+/// `offsets` (a Nacos node binds HTTP + 1000 and HTTP + 1001 unless told otherwise).
+pub fn free_port_with(offsets: &[u16]) -> anyhow::Result<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    // Every port handed out by this process, with its offsets; a walk from a random start
+    // (so that two processes started together rarely try the same ports first).
+    static TAKEN: std::sync::Mutex<Option<(u16, std::collections::HashSet<u16>)>> =
+        std::sync::Mutex::new(None);
+    let span = TEST_PORTS.end - TEST_PORTS.start;
+    let mut guard = TAKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (next, taken) = guard.get_or_insert_with(|| {
+        let start = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+            % u64::from(span);
+        (
+            u16::try_from(start).unwrap_or(0),
+            std::collections::HashSet::new(),
+        )
+    });
+    let free = |port: u16, taken: &std::collections::HashSet<u16>| {
+        !taken.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+    };
+    for _ in 0..span {
+        let port = TEST_PORTS.start + *next % span;
+        *next = (*next + 1) % span;
+        let all: Option<Vec<u16>> = std::iter::once(Some(port))
+            .chain(offsets.iter().map(|o| port.checked_add(*o)))
+            .collect();
+        let Some(all) = all else { continue };
+        if all.iter().all(|p| free(*p, taken)) {
+            taken.extend(all);
+            return Ok(port);
+        }
+    }
+    anyhow::bail!("no free port in {TEST_PORTS:?} (with offsets {offsets:?})")
 }
 
 /// Prints min/median/max of measured latencies (tests print times, they do not assert

@@ -12,7 +12,8 @@ use nacelle_testkit::grpc::{recorder, Sdk};
 use nacelle_testkit::per_backend::skipped;
 use nacelle_testkit::server::BinaryServer;
 use nacelle_testkit::{
-    free_port, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb, TestResult, SOON,
+    free_port, free_port_with, listening_configs, md5, run_on, Api, Backend, Proxy, TestDb,
+    TestResult, SOON,
 };
 use serde_json::{json, Value};
 
@@ -31,20 +32,9 @@ struct Ports {
 impl Ports {
     /// Free ports, with HTTP + 1001 free too (the node binds it unless told otherwise).
     fn pick() -> TestResult<Self> {
-        for _ in 0..50 {
-            let http = free_port()?;
-            let Some(cluster) = http.checked_add(1001) else {
-                continue;
-            };
-            if std::net::TcpListener::bind(("127.0.0.1", cluster)).is_err() {
-                continue;
-            }
-            let grpc = free_port()?;
-            if grpc != http && grpc != cluster {
-                return Ok(Ports { http, grpc });
-            }
-        }
-        Err("no free port whose + 1001 is free too".into())
+        let http = free_port_with(&[1001])?;
+        let grpc = free_port()?;
+        Ok(Ports { http, grpc })
     }
 
     fn cluster(&self) -> u16 {
@@ -105,34 +95,33 @@ async fn start_cluster(
     n: usize,
     extra: impl Fn(usize) -> Vec<&'static str>,
 ) -> TestResult<(Vec<Node>, String)> {
-    // Every node's three ports distinct from every other node's.
-    let mut ports: Vec<Ports> = Vec::new();
-    while ports.len() < n {
-        let p = Ports::pick()?;
-        let taken = |q: &Ports| [q.http, q.grpc, q.cluster()];
-        if ports
+    // Ports are checked free, then bound by the nodes: something else may still take one
+    // in between (another program on the machine). Such a start is retried on fresh ports.
+    let mut attempt = 0;
+    let (nodes, members) = loop {
+        attempt += 1;
+        // Every port handed out once per process: the nodes' ports are all distinct.
+        let ports = (0..n)
+            .map(|_| Ports::pick())
+            .collect::<TestResult<Vec<_>>>()?;
+        let members = ports
             .iter()
-            .flat_map(taken)
-            .all(|used| !taken(&p).contains(&used))
-        {
-            ports.push(p);
+            .map(|p| format!("127.0.0.1:{}", p.http))
+            .collect::<Vec<_>>()
+            .join(",");
+        let spawned: TestResult<Vec<Node>> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| spawn_node(tempfile::tempdir()?, *port, db_url, &members, &extra(i)))
+            .collect();
+        match spawned {
+            Ok(nodes) => break (nodes, members),
+            Err(e) if attempt < 3 && e.to_string().contains("Address already in use") => {
+                eprintln!("cluster start on taken ports, retrying on others: {e}");
+            }
+            Err(e) => return Err(e),
         }
-    }
-    let members = ports
-        .iter()
-        .map(|p| format!("127.0.0.1:{}", p.http))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut nodes = Vec::new();
-    for (i, port) in ports.iter().enumerate() {
-        nodes.push(spawn_node(
-            tempfile::tempdir()?,
-            *port,
-            db_url,
-            &members,
-            &extra(i),
-        )?);
-    }
+    };
     for node in &nodes {
         node.server.api.wait_ready().await?;
     }

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine, with nothing running before it (README, "Run the
+# whole test suite"; `.ci/run` runs exactly this):
+#   1. installs what is missing from Debian (database servers, chromium and its driver,
+#      nghttp2's client), the Python clients' virtualenvs and the browser test's npm
+#      package;
+#   2. starts throwaway MariaDB and PostgreSQL servers (scripts/test-databases.sh) and
+#      stops them at the end, whatever happens;
+#   3. checks the crate boundaries of ARCHITECTURE.md;
+#   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
+#      clients and the Spring Cloud Alibaba app (compat/java, Maven) and the real Go client
+#      (compat/go) against the binary that build made;
+#   5. closes with one line counting every test of every runner: passed, failed, skipped.
+# Every stage runs even when an earlier one failed (one failure does not hide the state of
+# the rest); the exit status is non-zero when any failed.
+#
+#   bash scripts/test.sh            # everything
+#   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SUITES=${SUITES:-rust java go}
+
+# --- 1. What the suites need --------------------------------------------------------------
+have_pg() { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
+missing=()
+# The database servers the suites start for themselves (step 2).
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+have_pg || missing+=(postgresql)
+command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+# The console's browser test (crates/nacelle/tests/console_browser.rs) drives Debian's
+# headless chromium with playwright-core from npm (Playwright's own browser download cannot
+# work here).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# nghttp2's h2load and nghttp: an HTTP/2 stack independent of the server's
+# (crates/nacelle-grpc/tests/nghttp2.rs).
+command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
+# Node.js only when absent (a nodesource nodejs brings its own npm; Debian's would conflict).
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+case " $SUITES " in *" java "*) command -v mvn >/dev/null 2>&1 || missing+=(maven default-jdk-headless) ;; esac
+case " $SUITES " in *" go "*) command -v go >/dev/null 2>&1 || missing+=(golang-go) ;; esac
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing Debian packages: ${missing[*]} (install them as root, then run again)" >&2
+    exit 1
+  fi
+  echo "installing from Debian: ${missing[*]}" >&2
+  apt-get update -qq
+  # The packages' own services are not wanted: the suites start their own servers.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The Python client tests need nacos-sdk-python in virtualenvs (from PyPI): 1.0.0 (HTTP v1)
+# for python_client, 2.0.9 (gRPC) for python_grpc_client.
+bash scripts/python-venv.sh >/dev/null
+bash scripts/python-venv.sh "" 2.0.9 >/dev/null
+(cd crates/nacelle-console/e2e && npm ci --no-audit --no-fund --loglevel=error)
+
+# --- 2. Databases --------------------------------------------------------------------------
+db_env=$(bash scripts/test-databases.sh start)
+eval "$db_env"
+log=$(mktemp)
+cleanup() {
+  bash scripts/test-databases.sh stop "${NACELLE_TEST_DB_DIR:-}" || true
+  rm -f "$log"
+}
+trap cleanup EXIT
+
+# --- 3. Crate boundaries (ARCHITECTURE.md) -------------------------------------------------
+# The wire-types crate never depends on a server crate: fail if one shows up.
+proto_deps=$(cargo tree -p nacelle-proto --prefix none)
+if grep -E '^nacelle(-store|-service|-http|-grpc|-cluster)? v' <<<"$proto_deps"; then
+  echo "nacelle-proto must not depend on a server crate (see above)" >&2
+  exit 1
+fi
+# Nor does the cipher crate (the SDK decrypts with it): it depends on no Nacelle crate.
+cipher_deps=$(cargo tree -p nacelle-cipher --prefix none -e normal)
+if grep -E '^nacelle-(core|proto|store|service|http|grpc|cluster) v|^nacelle v' <<<"$cipher_deps"; then
+  echo "nacelle-cipher must not depend on another Nacelle crate (see above)" >&2
+  exit 1
+fi
+# Nor does the client SDK (nacelle-client, and the CLI built on it): server crates only ever
+# as dev-dependencies of its tests.
+for client_crate in nacelle-client nacelle-cli; do
+  client_deps=$(cargo tree -p "$client_crate" --prefix none -e normal)
+  if grep -E '^nacelle-(core|store|service|http|grpc|cluster|metrics|testkit) v|^nacelle v' <<<"$client_deps"; then
+    echo "$client_crate must not depend on a server crate (see above)" >&2
+    exit 1
+  fi
+done
+
+# --- 4. The suites -------------------------------------------------------------------------
+status=0
+# A fresh clone builds once: the incremental cache would only add gigabytes of disk.
+export CARGO_INCREMENTAL=0
+set +e
+# The Rust suites; they also build target/debug/nacelle, which the other suites run.
+case " $SUITES " in *" rust "*)
+  cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+*)
+  cargo build -p nacelle 2>&1 | tail -3 ;;
+esac
+export NACELLE_BIN="$ROOT/target/debug/nacelle"
+# The Java clients (nacos-client 2.x and 3.x) and the Spring Cloud Alibaba app: one Maven
+# reactor, one JVM per module; dependencies come from Maven Central once per machine
+# (~/.m2).
+case " $SUITES " in *" java "*)
+  mvn -B -ntp -f compat/java/pom.xml test 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+esac
+# The Go client (nacos-sdk-go v2): one test binary; modules cached by Go once per machine.
+case " $SUITES " in *" go "*)
+  (cd compat/go && go test -count=1 -v ./... 2>&1) | tee -a "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+esac
+set -e
+
+# --- 5. One closing line -------------------------------------------------------------------
+# libtest's `test result:` lines; Maven Surefire's per-module totals (the `Tests run:` lines
+# without `Time elapsed`, which are per class); go test's top-level `--- PASS/FAIL/SKIP`.
+# A Rust test whose backend the environment skips (NACELLE_TEST_MYSQL_URL=skip…) passes in
+# libtest's count but writes `SKIPPED <test> (<reason>)`: counted as skipped, not passed.
+awk '/^test result:/ {
+       for (i = 1; i <= NF; i++) {
+         if ($(i+1) ~ /^passed;?$/) p += $i;
+         if ($(i+1) ~ /^failed;?$/) f += $i;
+       }
+     }
+     /^SKIPPED / { s++; p-- }
+     /Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+/ && !/Time elapsed/ {
+       line = $0; sub(/.*Tests run: /, "", line); split(line, n, /[^0-9]+/);
+       # n[1] run, n[2] failures, n[3] errors, n[4] skipped
+       p += n[1] - n[2] - n[3] - n[4]; f += n[2] + n[3]; s += n[4];
+     }
+     /^--- PASS: / { p++ } /^--- FAIL: / { f++ } /^--- SKIP: / { s++ }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$status"
