@@ -5,7 +5,9 @@ package compat
 
 import (
 	"fmt"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ func NewClient(t testing.TB, servers []*Server, o ClientOpts) config_client.ICon
 		DisableUseSnapShot:  true, // a failing server must show, not be papered over by the snapshot
 		CacheDir:            t.TempDir(),
 		LogDir:              sdkLogDir,
-		LogLevel:            "info",
+		LogLevel:            sdkLogLevel(),
 	}
 	c, err := clients.NewConfigClient(vo.NacosClientParam{ClientConfig: &cc, ServerConfigs: scs})
 	if err != nil {
@@ -47,6 +49,14 @@ func NewClient(t testing.TB, servers []*Server, o ClientOpts) config_client.ICon
 	}
 	t.Cleanup(c.CloseClient)
 	return c
+}
+
+// sdkLogLevel is the SDK's log level: info, or GO_SDK_LOG_LEVEL (debug to see every request).
+func sdkLogLevel() string {
+	if l := os.Getenv("GO_SDK_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "info"
 }
 
 // ---- listener recorder ----
@@ -61,6 +71,7 @@ type Recorder struct {
 	name string
 	ch   chan Event
 	seen []Event
+	used []bool // seen[i] was returned by WaitFor
 }
 
 func NewRecorder(t testing.TB, name string) *Recorder {
@@ -86,17 +97,25 @@ func short(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// WaitFor waits (bounded) for a callback of dataID with exactly want; callbacks of other
-// contents seen meanwhile are kept in r.seen.
+// WaitFor waits (bounded) for a callback of dataID with exactly want that no earlier
+// WaitFor returned; callbacks of other keys or contents are kept for later calls.
 func (r *Recorder) WaitFor(dataID, want string, within time.Duration) Event {
 	r.t.Helper()
+	for i, e := range r.seen {
+		if !r.used[i] && e.DataID == dataID && e.Content == want {
+			r.used[i] = true
+			return e
+		}
+	}
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	for {
 		select {
 		case e := <-r.ch:
+			match := e.DataID == dataID && e.Content == want
 			r.seen = append(r.seen, e)
-			if e.DataID == dataID && e.Content == want {
+			r.used = append(r.used, match)
+			if match {
 				return e
 			}
 		case <-timer.C:
@@ -119,10 +138,23 @@ func (r *Recorder) Drain() {
 		select {
 		case e := <-r.ch:
 			r.seen = append(r.seen, e)
+			r.used = append(r.used, false)
 		default:
 			return
 		}
 	}
+}
+
+// Unclaimed returns the callbacks delivered that no WaitFor returned.
+func (r *Recorder) Unclaimed() []Event {
+	r.Drain()
+	var out []Event
+	for i, e := range r.seen {
+		if !r.used[i] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Saw reports whether a callback of dataID with content was ever delivered.
@@ -134,6 +166,18 @@ func (r *Recorder) Saw(dataID, content string) bool {
 		}
 	}
 	return false
+}
+
+var warmSeq atomic.Int64
+
+// Warm makes the client open its gRPC connection (lazily opened by the first request, and
+// the SDK sleeps 100 ms after its ConnectionSetupRequest), so that a measured publish
+// measures the publish. The key is unique: the SDK rate-limits queries per key process-wide.
+func Warm(t testing.TB, c config_client.IConfigClient) {
+	t.Helper()
+	if _, err := c.GetConfig(vo.ConfigParam{DataId: fmt.Sprintf("go-warmup-%d", warmSeq.Add(1)), Group: "DEFAULT_GROUP"}); err != nil {
+		t.Fatalf("warm-up GetConfig: %v", err)
+	}
 }
 
 func mustPublish(t testing.TB, c config_client.IConfigClient, p vo.ConfigParam) {

@@ -32,7 +32,8 @@ func clusterFailover(t *testing.T, dbEnv string) {
 			"--cluster-secret", "go-sdk-compat-cluster-secret"}
 	})
 	c := NewClient(t, nodes, ClientOpts{})
-	const id = "go-cluster.yaml"
+	// Apart per database: the SDK's query rate limiter is process-wide per key.
+	id := "go-cluster-" + strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(dbEnv, "NACELLE_TEST_"), "_URL")) + ".yaml"
 	nodes[0].Publish(id, group, "", "v0", nil)
 	rec := NewRecorder(t, "listener")
 	rec.Listen(c, id, group)
@@ -55,6 +56,7 @@ func clusterFailover(t *testing.T, dbEnv string) {
 	t.Logf("client connected to %s (port %d); the other is %s (port %d)", used.opts.Name, used.Port, other.opts.Name, other.Port)
 
 	// A change on the node the client is not connected to reaches it through the cluster.
+	pace()
 	start := time.Now()
 	other.Publish(id, group, "", "v1 via the other node", nil)
 	e := rec.WaitFor(id, "v1 via the other node", waitCB)
@@ -85,6 +87,7 @@ func clusterFailover(t *testing.T, dbEnv string) {
 	}
 	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "v4 via SDK after failover"})
 	rec.WaitFor(id, "v4 via SDK after failover", waitCB)
+	pace()
 	start = time.Now()
 	other.Publish(id, group, "", "v5", nil)
 	e = rec.WaitFor(id, "v5", waitCB)

@@ -19,6 +19,13 @@ const (
 	waitReg = 20 * time.Second // bound for a listen to be registered at the server
 )
 
+// pace spaces measured changes of one key: the SDK allows itself 5 ConfigQueryRequests per
+// second per key (a process-wide token bucket, clients/config_client/limiter.go, which
+// GetConfig shares); changes faster than that reach the listener up to 200 ms late (the
+// SDK re-sends its batch listen in a loop meanwhile), which measures the SDK's limiter,
+// not the server's push. Pacing, not a timing assertion.
+func pace() { time.Sleep(250 * time.Millisecond) }
+
 func md5hex(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }
 
 func TestPublishGetRemove(t *testing.T) {
@@ -110,6 +117,7 @@ func TestListenFiresOnChange(t *testing.T) {
 	srv := StartServer(t, ServerOpts{})
 	listener := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-listener"})
 	publisher := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-publisher"})
+	Warm(t, publisher)
 
 	srv.Publish("go-listen", group, "", "v0", nil)
 	rec := NewRecorder(t, "listener")
@@ -118,6 +126,7 @@ func TestListenFiresOnChange(t *testing.T) {
 	rec.WaitFor("go-listen", "v0", waitCB)
 
 	for i := 1; i <= 5; i++ {
+		pace()
 		want := fmt.Sprintf("v%d via SDK", i)
 		start := time.Now()
 		mustPublish(t, publisher, vo.ConfigParam{DataId: "go-listen", Group: group, Content: want})
@@ -128,6 +137,7 @@ func TestListenFiresOnChange(t *testing.T) {
 		}
 	}
 	for i := 1; i <= 5; i++ {
+		pace()
 		want := fmt.Sprintf("v%d via HTTP", i)
 		start := time.Now()
 		srv.Publish("go-listen", group, "", want, nil)
@@ -136,12 +146,16 @@ func TestListenFiresOnChange(t *testing.T) {
 	}
 
 	// Deleting the config calls the listener with "" (the SDK's view of a missing config).
+	pace()
 	start := time.Now()
 	srv.Delete("go-listen", group, "")
 	e := rec.WaitFor("go-listen", "", waitCB)
 	recordDelay(t, "listen/http-delete", e.At.Sub(start))
 
-	// After CancelListenConfig, no callback.
+	// After CancelListenConfig, no callback. The SDK only drops the key from its own map
+	// (the server is not told, nacos-sdk-go #629), and a listen round still running
+	// writes the entry back (#913): let the round of the delete above finish first.
+	time.Sleep(1500 * time.Millisecond)
 	if err := listener.CancelListenConfig(vo.ConfigParam{DataId: "go-listen", Group: group}); err != nil {
 		t.Fatalf("CancelListenConfig: %v", err)
 	}
@@ -194,33 +208,33 @@ func TestTwentyKeysOneClient(t *testing.T) {
 	for i := 0; i < n; i++ {
 		rec.WaitFor(key(i), fmt.Sprintf("k: %d\nrev: 0", i), waitCB)
 	}
-	start := time.Now()
+	// One change at a time: the SDK loses a push that lands while its listen round for
+	// another push is in flight (its cache entries are copied, changed and written back
+	// without a lock, so the round marks the newly pushed key "in sync" — nacos-sdk-go
+	// issues #608 and #913); that key's change then waits for the SDK's full re-sync,
+	// every 5 minutes. Against Nacos the same. So changes of different keys of one
+	// client are spaced here, and each waited for.
 	for i := 0; i < n; i++ {
-		srv.Publish(key(i), group, "", fmt.Sprintf("k: %d\nrev: 1", i), nil)
+		pace()
+		want := fmt.Sprintf("k: %d\nrev: 1", i)
+		start := time.Now()
+		srv.Publish(key(i), group, "", want, nil)
+		e := rec.WaitFor(key(i), want, waitCB)
+		recordDelay(t, "listen/20-keys", e.At.Sub(start))
 	}
-	var last time.Time
-	for i := 0; i < n; i++ {
-		e := rec.WaitFor(key(i), fmt.Sprintf("k: %d\nrev: 1", i), waitCB)
-		if e.At.After(last) {
-			last = e.At
-		}
-	}
-	recordDelay(t, "listen/20-keys-all-arrived", last.Sub(start))
 	for i := 0; i < n; i++ {
 		if got := mustGet(t, c, key(i), group); got != fmt.Sprintf("k: %d\nrev: 1", i) {
 			t.Fatalf("GetConfig %s = %q", key(i), got)
 		}
 	}
 	// Only the changed key's listener fires.
-	start = time.Now()
+	pace()
+	start := time.Now()
 	srv.Publish(key(7), group, "", "k: 7\nrev: 2", nil)
 	e := rec.WaitFor(key(7), "k: 7\nrev: 2", waitCB)
-	recordDelay(t, "listen/20-keys-one-change", e.At.Sub(start))
-	rec.Drain()
-	for _, e := range rec.seen[len(rec.seen)-1:] {
-		if e.DataID != key(7) {
-			t.Fatalf("unexpected callback %+v", e)
-		}
+	recordDelay(t, "listen/20-keys", e.At.Sub(start))
+	for _, e := range rec.Unclaimed() {
+		t.Fatalf("unexpected callback of %s with %q", e.DataID, e.Content)
 	}
 }
 
@@ -244,20 +258,21 @@ func TestNamespace(t *testing.T) {
 		t.Fatalf("HTTP GET tenant=%s: %v %q", ns, found, got)
 	}
 
+	// The client read the key (GetConfig caches it), so its listener starts from that
+	// content and is called on changes only (the SDK's behaviour).
 	rec := NewRecorder(t, "ns listener")
 	rec.Listen(c, "go-ns.yaml", group)
-	e := rec.WaitFor("go-ns.yaml", "in dev", waitCB)
-	if e.Namespace != ns {
-		t.Fatalf("callback namespace %q, want %q", e.Namespace, ns)
-	}
 	srv.WaitListening("go-ns.yaml", group, ns, waitReg)
 	// A change in the default namespace must not reach the namespace's listener ...
 	srv.Publish("go-ns.yaml", group, "", "public changed", nil)
 	// ... a change in the namespace must.
 	start := time.Now()
 	srv.Publish("go-ns.yaml", group, ns, "dev changed", nil)
-	e = rec.WaitFor("go-ns.yaml", "dev changed", waitCB)
+	e := rec.WaitFor("go-ns.yaml", "dev changed", waitCB)
 	recordDelay(t, "listen/namespace", e.At.Sub(start))
+	if e.Namespace != ns || e.Group != group {
+		t.Fatalf("callback namespace %q group %q, want %q %q", e.Namespace, e.Group, ns, group)
+	}
 	if rec.Saw("go-ns.yaml", "public changed") {
 		t.Fatalf("a change in the public namespace reached the listener of namespace %s", ns)
 	}
@@ -283,15 +298,19 @@ func bigUnicode() string {
 	return b.String()
 }
 
-func roundTrip(t *testing.T, srv *Server, opts ClientOpts) {
+// roundTrip: prefix keeps the dataIds apart from other tests' (the SDK's query rate limiter
+// is process-wide per dataId+group+tenant, whatever the server).
+func roundTrip(t *testing.T, srv *Server, opts ClientOpts, prefix string) {
 	c := NewClient(t, []*Server{srv}, opts)
 	other := NewClient(t, []*Server{srv}, opts)
-	contents := map[string]string{
-		"go-big.txt":     bigUnicode(),
-		"go-unicode.txt": "名称=配置中心\nemoji=🎉🚀👍🏽\nflag=🇨🇳\nmixed=Grüße, 世界! 😀",
-	}
-	if n := len(contents["go-big.txt"]); n != 65536 {
+	Warm(t, other)
+	big := bigUnicode()
+	if n := len(big); n != 65536 {
 		t.Fatalf("big content is %d bytes", n)
+	}
+	contents := map[string]string{
+		prefix + "-big.txt":     big,
+		prefix + "-unicode.txt": "名称=配置中心\nemoji=🎉🚀👍🏽\nflag=🇨🇳\nmixed=Grüße, 世界! 😀",
 	}
 	rec := NewRecorder(t, "listener")
 	for id := range contents {
@@ -300,10 +319,11 @@ func roundTrip(t *testing.T, srv *Server, opts ClientOpts) {
 	}
 	for id, want := range contents {
 		// SDK → SDK (gRPC both ways), and the listener gets it byte for byte.
+		pace()
 		start := time.Now()
 		mustPublish(t, other, vo.ConfigParam{DataId: id, Group: group, Content: want})
 		e := rec.WaitFor(id, want, waitCB)
-		recordDelay(t, "listen/"+id, e.At.Sub(start))
+		recordDelay(t, "listen/64KiB-and-unicode", e.At.Sub(start))
 		if got := mustGet(t, c, id, group); got != want {
 			t.Fatalf("%s: SDK GetConfig differs (len %d vs %d)", id, len(got), len(want))
 		}
@@ -313,6 +333,7 @@ func roundTrip(t *testing.T, srv *Server, opts ClientOpts) {
 		}
 		// HTTP → SDK
 		want2 := want + "\n改"
+		pace()
 		srv.Publish(id, group, opts.Namespace, want2, nil)
 		rec.WaitFor(id, want2, waitCB)
 		if got := mustGet(t, c, id, group); got != want2 {
@@ -324,7 +345,7 @@ func roundTrip(t *testing.T, srv *Server, opts ClientOpts) {
 func TestLargeAndUnicodeContent(t *testing.T) {
 	t.Parallel()
 	srv := StartServer(t, ServerOpts{})
-	roundTrip(t, srv, ClientOpts{})
+	roundTrip(t, srv, ClientOpts{}, "go-plain")
 }
 
 func TestAuth(t *testing.T) {
@@ -333,7 +354,7 @@ func TestAuth(t *testing.T) {
 	pw := srv.AdminPassword()
 
 	t.Run("RoundTrip", func(t *testing.T) {
-		roundTrip(t, srv, ClientOpts{Username: "nacos", Password: pw})
+		roundTrip(t, srv, ClientOpts{Username: "nacos", Password: pw}, "go-auth")
 	})
 
 	t.Run("WrongPassword", func(t *testing.T) {
@@ -398,6 +419,7 @@ func TestBetaByClientIP(t *testing.T) {
 		t.Fatalf("client at 127.0.0.1 reads %q while the beta is for 127.0.0.2", got)
 	}
 	// A formal change afterwards arrives as formal content.
+	pace()
 	start := time.Now()
 	srv.Publish(id, group, "", "formal=2", nil)
 	e := rec.WaitFor(id, "formal=2", waitCB)
@@ -407,6 +429,7 @@ func TestBetaByClientIP(t *testing.T) {
 	}
 
 	// A beta for this client's address reaches it.
+	pace()
 	start = time.Now()
 	srv.Publish(id, group, "", "beta-for-.1", map[string]string{"betaIps": "127.0.0.2,127.0.0.1"})
 	e = rec.WaitFor(id, "beta-for-.1", waitCB)
@@ -419,11 +442,12 @@ func TestBetaByClientIP(t *testing.T) {
 	}
 
 	// Stopping the beta sends the formal content back.
+	pace()
+	start = time.Now()
 	code, body, _ := srv.Do(http.MethodDelete, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
 	if code != 200 {
 		t.Fatalf("stop beta: %d %s", code, body)
 	}
-	start = time.Now()
 	e = rec.WaitFor(id, "formal=2", waitCB)
 	recordDelay(t, "listen/beta-stopped", e.At.Sub(start))
 	if got := mustGet(t, c, id, group); got != "formal=2" {
@@ -452,6 +476,7 @@ func TestServerRestartUnderListener(t *testing.T) {
 		// The SDK reconnects and re-sends its listen set; then the change is pushed.
 		srv.WaitListening(id, group, "", waitCB)
 		want := fmt.Sprintf("after restart %d (%s)", i+1, how)
+		pace()
 		start := time.Now()
 		srv.Publish(id, group, "", want, nil)
 		e := rec.WaitFor(id, want, waitCB)

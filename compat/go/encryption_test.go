@@ -74,8 +74,10 @@ func TestEncryptedConfigWithoutAESPlugin(t *testing.T) {
 		t.Fatalf("Content-MD5 %s is not the md5 of the stored ciphertext", hdr.Get("Content-MD5"))
 	}
 	// Its listener gets the same ciphertext, and is called once per change (no loop on md5).
+	// (A fresh client: one that read the key starts its listener from that content.)
+	lc := NewClient(t, []*Server{srv}, ClientOpts{})
 	rec := NewRecorder(t, "listener")
-	rec.Listen(c, "cipher-aes-go-http.yml", group)
+	rec.Listen(lc, "cipher-aes-go-http.yml", group)
 	rec.WaitFor("cipher-aes-go-http.yml", sdkGot, waitCB)
 	srv.Publish("cipher-aes-go-http.yml", group, "", plain+" v2", nil)
 	ct2 := mustGet(t, c, "cipher-aes-go-http.yml", group)
