@@ -8,18 +8,19 @@
 #      stops them at the end, whatever happens;
 #   3. checks the crate boundaries of ARCHITECTURE.md;
 #   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
-#      clients and the Spring Cloud Alibaba app (compat/java, Maven) and the real Go client
-#      (compat/go) against the binary that build made;
+#      clients and the Spring Cloud Alibaba app (compat/java, Maven), the real Go client
+#      (compat/go) and the real Node.js client (compat/node) against the binary that build
+#      made;
 #   5. closes with one line counting every test of every runner: passed, failed, skipped.
 # Every stage runs even when an earlier one failed (one failure does not hide the state of
 # the rest); the exit status is non-zero when any failed.
 #
 #   bash scripts/test.sh            # everything
-#   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go
+#   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go node
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-SUITES=${SUITES:-rust java go}
+SUITES=${SUITES:-rust java go node}
 
 # --- 1. What the suites need --------------------------------------------------------------
 have_pg() { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
@@ -57,6 +58,7 @@ fi
 bash scripts/python-venv.sh >/dev/null
 bash scripts/python-venv.sh "" 2.0.9 >/dev/null
 (cd crates/nacelle-console/e2e && npm ci --no-audit --no-fund --loglevel=error)
+case " $SUITES " in *" node "*) (cd compat/node && npm ci --no-audit --no-fund --loglevel=error) ;; esac
 
 # --- 2. Databases --------------------------------------------------------------------------
 db_env=$(bash scripts/test-databases.sh start)
@@ -116,11 +118,17 @@ case " $SUITES " in *" go "*)
   (cd compat/go && go test -count=1 -v ./... 2>&1) | tee -a "$log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
 esac
+# The Node.js client (npm `nacos`, HTTP v1 long polling): node's test runner.
+case " $SUITES " in *" node "*)
+  (cd compat/node && npm test --silent 2>&1) | tee -a "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+esac
 set -e
 
 # --- 5. One closing line -------------------------------------------------------------------
 # libtest's `test result:` lines; Maven Surefire's per-module totals (the `Tests run:` lines
-# without `Time elapsed`, which are per class); go test's top-level `--- PASS/FAIL/SKIP`.
+# without `Time elapsed`, which are per class); go test's top-level `--- PASS/FAIL/SKIP`;
+# node's test runner's `# pass/fail/skipped N`.
 # A Rust test whose backend the environment skips (NACELLE_TEST_MYSQL_URL=skip…) passes in
 # libtest's count but writes `SKIPPED <test> (<reason>)`: counted as skipped, not passed.
 awk '/^test result:/ {
@@ -136,5 +144,6 @@ awk '/^test result:/ {
        p += n[1] - n[2] - n[3] - n[4]; f += n[2] + n[3]; s += n[4];
      }
      /^--- PASS: / { p++ } /^--- FAIL: / { f++ } /^--- SKIP: / { s++ }
+     /^# pass [0-9]+$/ { p += $3 } /^# fail [0-9]+$/ { f += $3 } /^# skipped [0-9]+$/ { s += $3 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
 exit "$status"
