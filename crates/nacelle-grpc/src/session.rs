@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use nacelle_core::{Caller, Labels, Protocol, TrustedProxies};
-use nacelle_proto::connection::{ConnectionSetupRequest, APP_NAME_LABEL};
+use nacelle_proto::connection::{ConnectionSetupRequest, SetupAckRequest, APP_NAME_LABEL};
 use nacelle_proto::types;
 
 use crate::codec::{self, Status};
@@ -41,7 +41,7 @@ async fn serve(
     // Handshake: wait for ConnectionSetupRequest; nothing else is meaningful before it. A
     // stream that stays silent as long as an idle connection may is ended.
     let setup_deadline = tokio::time::Instant::now() + ctx.opts.idle_probe_after;
-    let meta = loop {
+    let (meta, negotiates) = loop {
         let msg = tokio::select! {
             _ = ctx.hard_stop.cancelled() => return None,
             _ = tokio::time::sleep_until(setup_deadline) => {
@@ -64,7 +64,13 @@ async fn serve(
             continue;
         }
         match wire::from_json::<ConnectionSetupRequest>(body) {
-            Ok(setup) => break meta_of(&tag, client_ip, setup, &ctx.opts.trusted_proxies),
+            Ok(setup) => {
+                let negotiates = setup.ability_table.is_some();
+                break (
+                    meta_of(&tag, client_ip, setup, &ctx.opts.trusted_proxies),
+                    negotiates,
+                );
+            }
             Err(e) => {
                 tracing::warn!(conn = %tag.id, error = %e, "unparsable ConnectionSetupRequest");
             }
@@ -100,6 +106,14 @@ async fn serve(
         remote = %conn.meta.remote, app = %conn.meta.app_name,
         version = %conn.meta.client_version, tenant = %conn.meta.tenant,
         labels = ?conn.meta.caller.labels, "gRPC connection registered");
+    if negotiates {
+        // A client that sent an ability table waits for the server's (the Java client
+        // reconnects without it, and uses fuzzy watch only when `fuzzyWatch` is in it).
+        // Nacos sends it once registered and expects no answer.
+        conn.send(&wire::message(&SetupAckRequest::new(
+            ctx.server_request_id("setup"),
+        )));
+    }
 
     // Unacknowledged pushes are timed out and retried by the server's push sweeper
     // (`server::sweep_pushes`), so a push costs this task no wake-up or timer: it only wakes

@@ -37,7 +37,7 @@ async fn handshake_and_protocol_errors() -> anyhow::Result<()> {
     assert_eq!(r.int("resultCode"), Some(200));
     assert_eq!(r.int("errorCode"), Some(0));
     assert_eq!(r.body["success"], json!(true));
-    assert_eq!(r.body["supportAbilityNegotiation"], json!(false));
+    assert_eq!(r.body["supportAbilityNegotiation"], json!(true));
     assert_eq!(r.str("requestId"), Some("1"));
     let conn_id = r.str("connectionId").unwrap_or_default().to_string();
     assert!(conn_id.contains("_127.0.0.1_"), "connection id {conn_id}");
@@ -90,6 +90,43 @@ async fn handshake_and_protocol_errors() -> anyhow::Result<()> {
     );
     assert_eq!(r.str("requestId"), Some("h1"));
     assert_eq!(server.stats.snapshot().connections, 1);
+    Ok(())
+}
+
+/// Nacos 2.3+ answers `supportAbilityNegotiation: true`; a client whose
+/// `ConnectionSetupRequest` carries an `abilityTable` (Java 2.3+, Python) then waits for a
+/// `SetupAckRequest` on the stream, and the Java 3.x client calls `fuzzyWatch` only when that
+/// ack lists `fuzzyWatch: true` ("Request Nacos server version is too low, not support fuzzy
+/// watch feature" otherwise). A client without an ability table gets no ack.
+#[tokio::test]
+async fn ability_negotiation_as_the_java_client_expects() -> anyhow::Result<()> {
+    use nacelle_proto::connection::ConnectionSetupRequest;
+    let server = TestServer::start(fast_opts()).await?;
+
+    let mut java = server.raw().await?;
+    let check = java.call("ServerCheckRequest", json!({})).await?;
+    assert_eq!(check.body["supportAbilityNegotiation"], json!(true));
+    let setup = ConnectionSetupRequest {
+        ability_table: Some(json!({"fuzzyWatch": true, "lock": true})),
+        ..ConnectionSetupRequest::new("Nacos-Java-Client:v3.2.1", "", Some("app"))
+    };
+    java.open_stream_with("127.0.0.1", &setup).await?;
+    let ack = java.next(SOON).await?.expect("the stream stays open");
+    assert_eq!(ack.type_name, "SetupAckRequest");
+    assert_eq!(ack.body["abilityTable"], json!({"fuzzyWatch": true}));
+    assert_eq!(ack.str("module"), Some("internal"));
+    assert!(ack.str("requestId").is_some());
+    // Registered: requests are served.
+    let r = java.call("HealthCheckRequest", json!({})).await?;
+    assert_eq!(r.int("resultCode"), Some(200));
+
+    // Without an ability table (older clients, the Rust SDK): registered, no ack.
+    let mut old = server.raw().await?;
+    old.setup("127.0.0.1").await?;
+    assert!(
+        old.next(Duration::from_millis(300)).await.is_err(),
+        "nothing is sent to a client that does not negotiate"
+    );
     Ok(())
 }
 

@@ -34,7 +34,10 @@ pub struct ServerCheckResponse {
     /// The id of the client's TCP connection, shared by its unary calls and its stream.
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub connection_id: String,
-    /// Nacelle writes `false`: with `true`, clients wait for a `SetupAckRequest`.
+    /// Nacelle writes `true`, as Nacos 2.3+ does: a client that then sends an
+    /// `abilityTable` in its `ConnectionSetupRequest` waits for the server's
+    /// [`SetupAckRequest`] (the Java client only uses fuzzy watch once it has seen the
+    /// server's `fuzzyWatch` ability there).
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub support_ability_negotiation: bool,
 }
@@ -65,6 +68,10 @@ pub struct ConnectionSetupRequest {
     /// `source=sdk`, `module=config`, `AppName=…` (a `null` value reads as `None`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<HashMap<String, Option<String>>>,
+    /// The client's abilities (Java 2.3+, Python): present (not `null`) when the client
+    /// negotiates abilities and so waits for a [`SetupAckRequest`]. Its content is not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ability_table: Option<serde_json::Value>,
 }
 
 impl ConnectionSetupRequest {
@@ -83,6 +90,7 @@ impl ConnectionSetupRequest {
             client_version: Some(client_version.to_string()),
             tenant: Some(tenant.to_string()),
             labels: Some(labels),
+            ability_table: None,
         }
     }
 }
@@ -113,6 +121,46 @@ impl ClientDetectionRequest {
             request_id: Some(request_id.into()),
             headers: BTreeMap::new(),
             module: MODULE_INTERNAL.to_string(),
+        }
+    }
+}
+
+/// The abilities Nacelle announces in [`SetupAckRequest`] (names of Nacos's
+/// `AbilityKey`s of mode SERVER): config fuzzy watch. Naming abilities are not announced.
+pub const SERVER_ABILITIES: &[(&str, bool)] = &[("fuzzyWatch", true)];
+
+/// `SetupAckRequest` (server → client, on the stream): sent once after a
+/// `ConnectionSetupRequest` that carried an `abilityTable` has registered the connection;
+/// `abilityTable` maps ability names to `true`. Nacos sends it without waiting for an
+/// answer, and the Java client answers nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetupAckRequest {
+    /// A server request id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Always written, empty.
+    #[serde(default, deserialize_with = "lenient::string_map")]
+    pub headers: BTreeMap<String, String>,
+    /// `internal`.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub module: String,
+    /// The server's abilities.
+    #[serde(default)]
+    pub ability_table: BTreeMap<String, bool>,
+}
+
+impl SetupAckRequest {
+    /// The ack announcing [`SERVER_ABILITIES`].
+    pub fn new(request_id: impl Into<String>) -> Self {
+        SetupAckRequest {
+            request_id: Some(request_id.into()),
+            headers: BTreeMap::new(),
+            module: MODULE_INTERNAL.to_string(),
+            ability_table: SERVER_ABILITIES
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
         }
     }
 }
@@ -160,6 +208,7 @@ messages! {
     ConnectionSetupRequest => types::CONNECTION_SETUP_REQUEST,
     ClientDetectionRequest => types::CLIENT_DETECTION_REQUEST,
     ConnectResetRequest => types::CONNECT_RESET_REQUEST,
+    SetupAckRequest => types::SETUP_ACK_REQUEST,
 }
 
 #[cfg(test)]
@@ -181,12 +230,19 @@ mod tests {
         let json = serde_json::to_string(&ServerCheckResponse {
             head: ResponseHead::ok(Some("1".into())),
             connection_id: "1700000000000_127.0.0.1_5000".into(),
-            support_ability_negotiation: false,
+            support_ability_negotiation: true,
         })
         .expect("json");
         assert_eq!(
             json,
-            r#"{"resultCode":200,"errorCode":0,"requestId":"1","success":true,"connectionId":"1700000000000_127.0.0.1_5000","supportAbilityNegotiation":false}"#
+            r#"{"resultCode":200,"errorCode":0,"requestId":"1","success":true,"connectionId":"1700000000000_127.0.0.1_5000","supportAbilityNegotiation":true}"#
+        );
+        // The Java client reads `abilityTable` (ability name -> bool) and needs
+        // `fuzzyWatch: true` before it sends a ConfigFuzzyWatchRequest.
+        let json = serde_json::to_string(&SetupAckRequest::new("ack-1")).expect("json");
+        assert_eq!(
+            json,
+            r#"{"requestId":"ack-1","headers":{},"module":"internal","abilityTable":{"fuzzyWatch":true}}"#
         );
     }
 
@@ -208,6 +264,12 @@ mod tests {
         let labels = s.labels.expect("labels");
         assert_eq!(labels.get("source"), Some(&Some("sdk".to_string())));
         assert_eq!(labels.get(APP_NAME_LABEL), Some(&None));
+        assert!(s.ability_table.is_some(), "the client negotiates abilities");
+        let old: ConnectionSetupRequest = serde_json::from_str(
+            r#"{"clientVersion":"x","abilityTable":null,"clientAbilities":{}}"#,
+        )
+        .expect("parses");
+        assert!(old.ability_table.is_none(), "null: no negotiation");
 
         let ours = ConnectionSetupRequest::new("nacelle-sdk", "", Some("app"));
         let back: ConnectionSetupRequest =

@@ -14,6 +14,9 @@ pub const CONNECTION_SETUP_REQUEST: &str = "ConnectionSetupRequest";
 pub const CONNECT_RESET_REQUEST: &str = "ConnectResetRequest";
 /// Client → server (stream): the ack of [`CONNECT_RESET_REQUEST`].
 pub const CONNECT_RESET_RESPONSE: &str = "ConnectResetResponse";
+/// Server → client (stream): the server's abilities, sent once the connection is registered
+/// when its `ConnectionSetupRequest` carried an `abilityTable` (no answer is expected).
+pub const SETUP_ACK_REQUEST: &str = "SetupAckRequest";
 /// Server → client (stream): a probe of an idle connection.
 pub const CLIENT_DETECTION_REQUEST: &str = "ClientDetectionRequest";
 /// Client → server (stream): the answer to [`CLIENT_DETECTION_REQUEST`].

@@ -7,7 +7,8 @@ use nacelle_proto::{Payload, ResponseHead};
 
 use crate::wire::{self, RequestMeta};
 
-/// `ServerCheckResponse {connectionId, supportAbilityNegotiation: false}`.
+/// `ServerCheckResponse {connectionId, supportAbilityNegotiation: true}` (as Nacos 2.3+):
+/// a client that negotiates gets a `SetupAckRequest` after its setup (see `session`).
 pub(super) fn server_check(
     _meta: &RequestMeta,
     connection_id: String,
@@ -16,7 +17,7 @@ pub(super) fn server_check(
     wire::message(&ServerCheckResponse {
         head: ResponseHead::ok(request_id),
         connection_id,
-        support_ability_negotiation: false,
+        support_ability_negotiation: true,
     })
 }
 

@@ -175,16 +175,25 @@ impl RawClient {
         client_ip: &str,
         labels: &[(&str, &str)],
     ) -> anyhow::Result<()> {
-        let (tx, rx) = mpsc::channel::<Payload>(64);
-        let outbound =
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
         let mut setup = ConnectionSetupRequest::new("raw-test", "", Some("raw"));
         if let Some(map) = setup.labels.as_mut() {
             for (k, v) in labels {
                 map.insert(k.to_string(), Some(v.to_string()));
             }
         }
-        tx.send(Payload::from_message(&setup)?.with_client_ip(client_ip))
+        self.open_stream_with(client_ip, &setup).await
+    }
+
+    /// Opens the bi-stream and sends this `ConnectionSetupRequest` reporting `client_ip`.
+    pub async fn open_stream_with(
+        &mut self,
+        client_ip: &str,
+        setup: &ConnectionSetupRequest,
+    ) -> anyhow::Result<()> {
+        let (tx, rx) = mpsc::channel::<Payload>(64);
+        let outbound =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|p| (p, rx)) });
+        tx.send(Payload::from_message(setup)?.with_client_ip(client_ip))
             .await?;
         let inbound = self.stream.request_bi_stream(outbound).await?.into_inner();
         self.tx = Some(tx);
