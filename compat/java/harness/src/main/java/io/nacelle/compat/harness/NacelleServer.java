@@ -239,7 +239,11 @@ public final class NacelleServer implements AutoCloseable {
           java.nio.file.StandardOpenOption.CREATE,
           java.nio.file.StandardOpenOption.APPEND);
       ProcessBuilder pb = new ProcessBuilder(command());
-      pb.environment().keySet().removeIf(k -> k.startsWith("NACELLE_"));
+      // Inherited NACELLE_* settings would change what is tested; only the log filter and the
+      // slow-request threshold (debugging aids) pass through.
+      pb.environment()
+          .keySet()
+          .removeIf(k -> k.startsWith("NACELLE_") && !k.equals("NACELLE_LOG") && !k.equals("NACELLE_SLOW_REQUEST_MS"));
       if (auth) {
         pb.environment().put("NACELLE_ADMIN_PASSWORD", adminPassword);
       }
