@@ -79,9 +79,9 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// After the cache is loaded: creates the administrator `nacos` when the database has no
-/// user, with the configured password or a random one written to
-/// `<data-dir>/initial-admin-password` (the log says where, never what).
+/// Before the service is marked ready (a login right after readiness finds it): creates the
+/// administrator `nacos` when the database has no user, with the configured password or a
+/// random one written to `<data-dir>/initial-admin-password` (the log says where, never what).
 pub(crate) async fn ensure_admin(service: &ConfigService, settings: &Settings) {
     if !service.auth_enabled() {
         return;

@@ -413,6 +413,9 @@ async fn load_then_follow(
             // The position is read before the load, so no change can fall between them.
             let position = service.change_log_position().await?;
             let gray_position = service.gray_log_position().await?;
+            // Before the load marks the service ready: a login right after readiness
+            // finds the first administrator.
+            auth_setup::ensure_admin(&service, &settings).await;
             let n = service.load().await?;
             Ok::<_, nacelle_core::CoreError>(((position, gray_position), n))
         };
@@ -423,7 +426,6 @@ async fn load_then_follow(
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "ready"
                 );
-                auth_setup::ensure_admin(&service, &settings).await;
                 break position;
             }
             Err(e) => tracing::error!(

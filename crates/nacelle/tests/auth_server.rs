@@ -126,6 +126,8 @@ async fn a_fresh_server_refuses_anonymous_writes_and_says_where_the_password_is(
         .unwrap_or_default()
         .to_string();
     assert!(password.len() >= 16, "{password:?}");
+    // The administrator is created before the server is ready.
+    serve.wait_line("\"ready\"")?;
 
     // Anonymous: refused, with Nacos's body.
     let publish = |token: Option<&str>| {
@@ -206,6 +208,40 @@ async fn a_fresh_server_refuses_anonymous_writes_and_says_where_the_password_is(
     assert_eq!(r.status(), 200);
     let again = std::fs::read_to_string(&file)?;
     assert_eq!(again.lines().next(), Some(password.as_str()));
+    Ok(())
+}
+
+/// Readiness means usable: the first administrator exists before the readiness probe answers
+/// 200, so a client (or test harness) that logs in as soon as the server is ready is let in.
+#[tokio::test]
+async fn the_configured_administrator_can_log_in_as_soon_as_the_server_is_ready() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let http = reqwest::Client::builder().timeout(SOON).build()?;
+    let serve = Serve::spawn(dir.path(), &["--admin-password", "Ready-Pw-123456"])?;
+    let deadline = Instant::now() + SOON;
+    loop {
+        let r = http
+            .get(serve.url("/nacos/v1/console/health/readiness"))
+            .send()
+            .await?;
+        if r.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let r = http
+        .post(serve.url("/nacos/v1/auth/login"))
+        .form(&[("username", "nacos"), ("password", "Ready-Pw-123456")])
+        .send()
+        .await?;
+    let status = r.status();
+    assert_eq!(
+        status,
+        200,
+        "login right after readiness: {}",
+        r.text().await?
+    );
     Ok(())
 }
 
