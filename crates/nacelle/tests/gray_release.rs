@@ -523,3 +523,34 @@ async fn a_node_that_misses_notifications_converges_on_grays_postgres() -> TestR
     )
     .await
 }
+
+/// `?show=all` is the formal record whoever asks, as Nacos's `detailConfigInfo` reads
+/// `config_info` only: a caller on a beta IP (the console's browser may be one) or naming a
+/// tag must not be shown the variant as if it were the formal config — the console saves
+/// what it shows. Found by the Go SDK suite (compat/go): a beta published through
+/// `additionMap.betaIps` for 127.0.0.1 made `show=all` from 127.0.0.1 answer the beta.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_all_is_the_formal_record_for_a_beta_ip_and_a_tag() -> TestResult {
+    let s = server(Backend::Sqlite).await?;
+    let beta_client = client_from(&s, "127.0.0.2")?;
+    let key = "show-all.yaml";
+    s.publish("", G, key, "v: formal").await?;
+    let r = publish(&s.api, key, "v: beta", &[("betaIps", "127.0.0.2")], &[]).await?;
+    assert_eq!(r, (200, "true".to_string()));
+    let r = publish(&s.api, key, "v: tagged", &[], &[("tag", "t1")]).await?;
+    assert_eq!(r, (200, "true".to_string()));
+    // The plain GET serves the caller's variant ...
+    assert_eq!(
+        get(&beta_client, key, &[], &[]).await?,
+        (200, true, "v: beta".into())
+    );
+    // ... show=all the formal record, to the beta IP and with a tag alike.
+    for extra in [vec![("show", "all")], vec![("show", "all"), ("tag", "t1")]] {
+        let (status, beta, body) = get(&beta_client, key, &[], &extra).await?;
+        assert_eq!((status, beta), (200, false), "{body}");
+        let v: Value = serde_json::from_str(&body)?;
+        assert_eq!(v["content"], "v: formal", "{extra:?}: {body}");
+        assert_eq!(v["md5"], md5("v: formal"), "{body}");
+    }
+    Ok(())
+}

@@ -186,14 +186,20 @@ pub(crate) async fn get_configs(
                 }),
         }));
     }
+    if p.get("show") == Some("all") {
+        // The formal record, whoever asks (Nacos's `detailConfigInfo` reads `config_info`
+        // only): a caller on a beta IP, or naming a tag, still sees what the console edits.
+        let Some(cfg) = st.service.formal(&p.caller, &key)? else {
+            return Ok(not_found_response());
+        };
+        let shown = st.service.reveal(&p.caller, &cfg)?;
+        return Ok(json(&ConfigDetail::of(&cfg, &shown)));
+    }
     let Some(served) = st.service.get(&p.caller, &key, p.tag())? else {
         return Ok(not_found_response());
     };
     let cfg = &served.config;
     let shown = st.service.reveal(&p.caller, cfg)?;
-    if p.get("show") == Some("all") {
-        return Ok(json(&ConfigDetail::of(cfg, &shown)));
-    }
     let mut resp = raw_config_response(cfg, &shown);
     let h = resp.headers_mut();
     if served.beta {
