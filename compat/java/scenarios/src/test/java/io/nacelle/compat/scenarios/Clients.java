@@ -73,13 +73,17 @@ final class Clients {
       return calls.stream().anyMatch(c -> content.equals(c.content()));
     }
 
+    boolean receivedNull() {
+      return calls.stream().anyMatch(c -> c.content() == null);
+    }
+
     /** Arrival time of the first callback with this content, or -1. */
     long firstNanos(String content) {
       return calls.stream().filter(c -> content.equals(c.content())).mapToLong(Call::nanos).findFirst().orElse(-1);
     }
 
     List<String> contents() {
-      return calls.stream().map(Call::content).toList();
+      return calls.stream().map(Call::content).collect(java.util.stream.Collectors.toList());
     }
   }
 

@@ -3,6 +3,7 @@ package io.nacelle.compat.scenarios;
 import static io.nacelle.compat.scenarios.Clients.GROUP;
 import static io.nacelle.compat.scenarios.Clients.WAIT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -49,9 +50,22 @@ class CoreConfigTest {
     assertEquals("a=1", server.get(id, GROUP), "the server stored what the client published");
     assertTrue(client.publishConfig(id, GROUP, "a=2", "properties"));
     assertEquals("a=2", client.getConfig(id, GROUP, 5000));
+    assertEquals("properties", server.getResult("", id, GROUP, java.util.Map.of()).header("Config-Type"), "type kept");
+
+    // compare-and-set on the md5 of the current content (casMd5 on ConfigPublishRequest)
+    String md5 = md5Hex("a=2");
+    assertFalse(client.publishConfigCas(id, GROUP, "a=lost", md5Hex("not the current content")), "CAS with a stale md5 fails");
+    assertEquals("a=2", server.get(id, GROUP));
+    assertTrue(client.publishConfigCas(id, GROUP, "a=3", md5), "CAS with the current md5 succeeds");
+    assertEquals("a=3", client.getConfig(id, GROUP, 5000));
     assertTrue(client.removeConfig(id, GROUP));
     assertNull(server.get(id, GROUP), "removed on the server");
     assertNull(client.getConfig(id, GROUP, 5000), "removed for the client");
+  }
+
+  static String md5Hex(String s) throws Exception {
+    return java.util.HexFormat.of()
+        .formatHex(java.security.MessageDigest.getInstance("MD5").digest(s.getBytes(StandardCharsets.UTF_8)));
   }
 
   @Test
@@ -69,6 +83,10 @@ class CoreConfigTest {
     assertTrue(client.publishConfig(id, GROUP, "v: 3"));
     Await.until(WAIT, "listener gets v: 3 (got " + rec.contents() + ")", () -> rec.received("v: 3"));
     Clients.reportDelay("gRPC publish (same client)", t1, rec.firstNanos("v: 3"));
+
+    // a removal reaches the listener as null content (the Java client's "config deleted")
+    server.delete(id, GROUP);
+    Await.until(WAIT, "listener told of the removal (got " + rec.contents() + ")", rec::receivedNull);
   }
 
   @Test
