@@ -22,6 +22,7 @@ type ClientOpts struct {
 	Username  string
 	Password  string
 	AppName   string
+	Labels    map[string]string // AppConnLabels (the SDK sends them prefixed app_)
 }
 
 func NewClient(t testing.TB, servers []*Server, o ClientOpts) config_client.IConfigClient {
@@ -42,6 +43,7 @@ func NewClient(t testing.TB, servers []*Server, o ClientOpts) config_client.ICon
 		CacheDir:            t.TempDir(),
 		LogDir:              sdkLogDir,
 		LogLevel:            sdkLogLevel(),
+		AppConnLabels:       o.Labels,
 	}
 	c, err := clients.NewConfigClient(vo.NacosClientParam{ClientConfig: &cc, ServerConfigs: scs})
 	if err != nil {

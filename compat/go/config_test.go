@@ -3,6 +3,7 @@ package compat
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -355,6 +356,12 @@ func TestAuth(t *testing.T) {
 
 	t.Run("RoundTrip", func(t *testing.T) {
 		roundTrip(t, srv, ClientOpts{Username: "nacos", Password: pw}, "go-auth")
+		// SearchConfig is the SDK's HTTP call: the token goes as the accessToken parameter.
+		c := NewClient(t, []*Server{srv}, ClientOpts{Username: "nacos", Password: pw})
+		page, err := c.SearchConfig(vo.SearchConfigParam{Search: "blur", DataId: "go-auth-*", PageNo: 1, PageSize: 10})
+		if err != nil || page.TotalCount != 2 {
+			t.Fatalf("SearchConfig with auth: %+v, %v", page, err)
+		}
 	})
 
 	t.Run("WrongPassword", func(t *testing.T) {
@@ -393,6 +400,11 @@ func TestAuth(t *testing.T) {
 		}
 		if got, _, _ := srv.Get("go-secret", group, ""); got != "top secret" {
 			t.Fatalf("content changed by a client with a wrong password: %q", got)
+		}
+		if page, err := bad.SearchConfig(vo.SearchConfigParam{Search: "accurate", DataId: "go-secret", Group: group}); err == nil {
+			t.Fatalf("SearchConfig with a wrong password: %+v, want an error", page)
+		} else {
+			t.Logf("SearchConfig with a wrong password: err=%v", err)
 		}
 		// No credentials at all: the same refusals.
 		anon := NewClient(t, []*Server{srv}, ClientOpts{})
@@ -498,4 +510,124 @@ func TestServerRestartUnderListener(t *testing.T) {
 	srv.Publish(id, group, "", "published before the client reconnected", nil)
 	e := rec.WaitFor(id, "published before the client reconnected", waitCB)
 	t.Logf("change published right after restart arrived after %v", e.At.Sub(start))
+}
+
+// What the SDK's PublishConfig sends in additionMap (appName, type, config_tags, src_user,
+// tag, betaIps — always all keys, "" meaning absent) lands where HTTP readers see it.
+func TestPublishMetadataTagAndBeta(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-app"})
+	const id = "go-meta.yaml"
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "a: 1", AppName: "go-app",
+		Type: "yaml", ConfigTags: "go,sdk", SrcUser: "go-user"})
+	code, body, _ := srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "show": {"all"}}, nil)
+	if code != 200 {
+		t.Fatalf("show=all: %d %s", code, body)
+	}
+	var rec struct {
+		Content, AppName, Type, ConfigTags, CreateUser string
+	}
+	if err := json.Unmarshal([]byte(body), &rec); err != nil {
+		t.Fatalf("show=all body %s: %v", body, err)
+	}
+	if rec.Content != "a: 1" || rec.AppName != "go-app" || rec.Type != "yaml" || rec.ConfigTags != "go,sdk" {
+		t.Fatalf("show=all after an SDK publish with metadata: %s", body)
+	}
+	t.Logf("show=all: %s", body)
+
+	// Tag: a tagged variant; the SDK's GetConfig (no tag) still reads the formal content.
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "a: tagged", Tag: "gotag"})
+	if got := mustGet(t, c, id, group); got != "a: 1" {
+		t.Fatalf("GetConfig after a tag publish: %q, want the formal a: 1", got)
+	}
+	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "tag": {"gotag"}}, nil)
+	if code != 200 || body != "a: tagged" {
+		t.Fatalf("HTTP GET tag=gotag: %d %q", code, body)
+	}
+
+	// Beta through the SDK (additionMap.betaIps): reaches this client (127.0.0.1).
+	rl := NewRecorder(t, "listener")
+	lc := NewClient(t, []*Server{srv}, ClientOpts{})
+	rl.Listen(lc, id, group)
+	rl.WaitFor(id, "a: 1", waitCB)
+	srv.WaitListening(id, group, "", waitReg)
+	pace()
+	start := time.Now()
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "a: beta", BetaIps: "127.0.0.1"})
+	e := rl.WaitFor(id, "a: beta", waitCB)
+	recordDelay(t, "listen/beta-via-sdk", e.At.Sub(start))
+	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
+	if code != 200 || !strings.Contains(body, `"betaIps":"127.0.0.1"`) || !strings.Contains(body, `"content":"a: beta"`) {
+		t.Fatalf("HTTP ?beta=true after an SDK beta publish: %d %s", code, body)
+	}
+	// The formal config is untouched, and show=all (what the console edits) is the formal
+	// record even for a caller on the beta IP (this test runs on 127.0.0.1), as on Nacos.
+	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "show": {"all"}}, nil)
+	if code != 200 || !strings.Contains(body, `"content":"a: 1"`) {
+		t.Fatalf("show=all from the beta IP after an SDK beta publish: %s", body)
+	}
+	if got, _, _ := srv.Get(id, group, ""); got != "a: beta" {
+		t.Fatalf("plain GET from the beta IP: %q, want the beta", got)
+	}
+	if got := mustGet(t, lc, id, group); got != "a: beta" {
+		t.Fatalf("SDK GetConfig from the beta IP: %q, want the beta", got)
+	}
+}
+
+// Label gray (Nacelle's tagv2 rules, Nacos's development line): the SDK's AppConnLabels
+// (sent as app_<key> connection labels) and AppName select a variant; others keep the
+// formal config.
+func TestLabelGray(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	const id = "go-label-gray.yaml"
+	srv.Publish(id, group, "", "formal", nil)
+	canary := NewClient(t, []*Server{srv}, ClientOpts{Labels: map[string]string{"env": "canary"}})
+	shop := NewClient(t, []*Server{srv}, ClientOpts{AppName: "go-shop"})
+	plain := NewClient(t, []*Server{srv}, ClientOpts{})
+	recs := map[string]*Recorder{}
+	for name, c := range map[string]interface{ ListenConfig(vo.ConfigParam) error }{"canary": canary, "shop": shop, "plain": plain} {
+		r := NewRecorder(t, name)
+		if err := c.ListenConfig(vo.ConfigParam{DataId: id, Group: group, OnChange: r.OnChange}); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitFor(id, "formal", waitCB)
+		recs[name] = r
+	}
+	grayPublish := func(name, rule, prio, content string) {
+		t.Helper()
+		code, body, _ := srv.Do(http.MethodPost, "/v2/cs/config", url.Values{"dataId": {id}, "group": {group},
+			"content": {content}, "grayName": {name}, "grayRule": {rule}, "grayPriority": {prio}}, nil)
+		if code != 200 || !strings.Contains(body, `"code":0`) {
+			t.Fatalf("gray publish %s: %d %s", name, code, body)
+		}
+	}
+	pace()
+	start := time.Now()
+	grayPublish("canary", "env=canary", "10", "for canary")
+	e := recs["canary"].WaitFor(id, "for canary", waitCB)
+	recordDelay(t, "listen/label-gray", e.At.Sub(start))
+	grayPublish("shop", "AppName=go-shop", "5", "for shop")
+	recs["shop"].WaitFor(id, "for shop", waitCB)
+	if got := mustGet(t, canary, id, group); got != "for canary" {
+		t.Fatalf("canary client reads %q", got)
+	}
+	if got := mustGet(t, shop, id, group); got != "for shop" {
+		t.Fatalf("shop client reads %q", got)
+	}
+	if got := mustGet(t, plain, id, group); got != "formal" {
+		t.Fatalf("unlabelled client reads %q", got)
+	}
+	// A formal change reaches the unlabelled client, which never saw a variant.
+	srv.Publish(id, group, "", "formal 2", nil)
+	recs["plain"].WaitFor(id, "formal 2", waitCB)
+	for _, c := range []string{"for canary", "for shop"} {
+		if recs["plain"].Saw(id, c) {
+			t.Fatalf("the unlabelled client got %q", c)
+		}
+	}
+	if recs["canary"].Saw(id, "for shop") || recs["shop"].Saw(id, "for canary") {
+		t.Fatalf("a variant reached the wrong client")
+	}
 }

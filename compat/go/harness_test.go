@@ -41,15 +41,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "NACELLE_BIN=%s is not a file: %v\n", nacelleBin, err)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "nacelle-go-sdk-log-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	// GO_SDK_LOG_DIR keeps the SDK's log (with GO_SDK_LOG_LEVEL=debug: every request and
+	// response); by default it goes to a temp dir removed after a passing run.
+	dir, keep := os.Getenv("GO_SDK_LOG_DIR"), true
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "nacelle-go-sdk-log-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		keep = false
 	}
 	sdkLogDir = dir
 	code := m.Run()
 	printDelaySummary()
-	if code == 0 {
+	if code == 0 && !keep {
 		os.RemoveAll(dir)
 	} else {
 		fmt.Fprintf(os.Stderr, "Go SDK log kept in %s\n", dir)
