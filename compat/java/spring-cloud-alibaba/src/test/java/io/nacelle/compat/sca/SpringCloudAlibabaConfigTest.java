@@ -20,7 +20,9 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -43,7 +45,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SpringCloudAlibabaConfigTest {
 
+  /** app.yaml and late.yaml: the app's default group; shared.yaml: a group of its own. */
   private static final String GROUP = "DEFAULT_GROUP";
+  private static final String SHARED_GROUP = "SHARED_GROUP";
   private static final String APP_USER = "sca-app";
   private static final String APP_PASSWORD = "sca-app-Pw-1";
   /** Bound on every wait for a published value; the delay itself is measured and printed. */
@@ -66,7 +70,7 @@ class SpringCloudAlibabaConfigTest {
     admin("POST", "/nacos/v1/auth/roles", Map.of("role", "sca-reader", "username", APP_USER));
     admin("POST", "/nacos/v1/auth/permissions", Map.of("role", "sca-reader", "resource", ":*:*", "action", "r"));
 
-    nacelle.publish("", "shared.yaml", GROUP, "demo:\n  shared: shared-v1\n  overridden: from-shared-v1\n",
+    nacelle.publish("", "shared.yaml", SHARED_GROUP, "demo:\n  shared: shared-v1\n  overridden: from-shared-v1\n",
         Map.of("type", "yaml"), Map.of());
     nacelle.publish("", "app.yaml", GROUP, "demo:\n  greeting: hello-v1\n  overridden: from-app-v1\n",
         Map.of("type", "yaml"), Map.of());
@@ -118,8 +122,9 @@ class SpringCloudAlibabaConfigTest {
     Map<String, Object> endpoint = getJson("/actuator/nacosconfig");
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> sources = (List<Map<String, Object>>) endpoint.get("Sources");
-    assertEquals(List.of("late.yaml", "shared.yaml", "app.yaml"),
-        sources.stream().map(src -> src.get("dataId")).toList(), "SCA's Nacos sources: " + sources);
+    // (kept in a hash map by SCA: no order)
+    assertEquals(Set.of("late.yaml", "shared.yaml", "app.yaml"),
+        sources.stream().map(src -> src.get("dataId")).collect(Collectors.toSet()), "SCA's Nacos sources: " + sources);
   }
 
   @Test
@@ -191,7 +196,18 @@ class SpringCloudAlibabaConfigTest {
     }
     assertEquals(expected, recorded, "SCA refresh history (oldest first): " + history);
     current.forEach((dataId, md5) -> assertEquals(md5,
-        nacelle.getResult("", dataId, GROUP, Map.of()).header("Content-MD5"), dataId + " Content-MD5"));
+        nacelle.getResult("", dataId, groupOf(dataId), Map.of()).header("Content-MD5"), dataId + " Content-MD5"));
+  }
+
+  @Test
+  @Order(9)
+  void afterANacelleRestartTheAppFollowsPublishesAgain() {
+    // Same ports and data directory (the token secret with it): the client reconnects by
+    // itself and listens again.
+    long t0 = System.nanoTime();
+    nacelle.restart();
+    System.out.printf("[sca] nacelle restarted in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+    publishAndAwait("app.yaml", "demo:\n  greeting: hello-after-restart\n", "greeting", "hello-after-restart");
   }
 
   // ---- helpers ---------------------------------------------------------------------------
@@ -203,7 +219,7 @@ class SpringCloudAlibabaConfigTest {
    */
   private Map<String, Map<String, String>> publishAndAwait(String dataId, String content, String key, String expected) {
     long t0 = System.nanoTime();
-    nacelle.publish("", dataId, GROUP, content, Map.of("type", "yaml"), Map.of());
+    nacelle.publish("", dataId, groupOf(dataId), content, Map.of("type", "yaml"), Map.of());
     publishedAfterStart.add(new String[] {dataId, content});
     long published = System.nanoTime();
     Map<String, Long> seen = new LinkedHashMap<>();
@@ -248,6 +264,10 @@ class SpringCloudAlibabaConfigTest {
       Thread.currentThread().interrupt();
       throw new AssertionError(e);
     }
+  }
+
+  private static String groupOf(String dataId) {
+    return dataId.equals("shared.yaml") ? SHARED_GROUP : GROUP;
   }
 
   private static String md5(String content) {
