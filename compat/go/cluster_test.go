@@ -39,20 +39,22 @@ func clusterFailover(t *testing.T, dbEnv string) {
 	rec.Listen(c, id, group)
 	rec.WaitFor(id, "v0", waitCB)
 
-	// Which node holds the client's listen?
-	var used, other *Server
-	deadline := time.Now().Add(waitReg)
-	for used == nil && time.Now().Before(deadline) {
-		for i, n := range nodes {
-			if len(n.Listeners(id, group, "")) > 0 {
-				used, other = n, nodes[1-i]
+	// Which node holds the client's listen (exactly one, as the SDK uses one connection)?
+	whichNode := func() (used, other *Server) {
+		t.Helper()
+		deadline := time.Now().Add(waitReg)
+		for time.Now().Before(deadline) {
+			for i, n := range nodes {
+				if len(n.Listeners(id, group, "")) > 0 {
+					return n, nodes[1-i]
+				}
 			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if used == nil {
 		t.Fatalf("neither node reports the client's listener")
+		return nil, nil
 	}
+	used, other := whichNode()
 	t.Logf("client connected to %s (port %d); the other is %s (port %d)", used.opts.Name, used.Port, other.opts.Name, other.Port)
 
 	// A change on the node the client is not connected to reaches it through the cluster.
@@ -75,27 +77,42 @@ func clusterFailover(t *testing.T, dbEnv string) {
 		}
 	}
 
-	// Kill the client's node; publish on the survivor.
-	used.Kill()
-	killed := time.Now()
-	other.Publish(id, group, "", "v3 after failover", nil)
-	e = rec.WaitFor(id, "v3 after failover", waitCB)
-	t.Logf("listener got the change %v after the kill (reconnect included)", e.At.Sub(killed))
-	other.WaitListening(id, group, "", waitReg)
-	if got := mustGet(t, c, id, group); got != "v3 after failover" {
-		t.Fatalf("GetConfig after failover: %q", got)
-	}
-	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "v4 via SDK after failover"})
-	rec.WaitFor(id, "v4 via SDK after failover", waitCB)
-	pace()
-	start = time.Now()
-	other.Publish(id, group, "", "v5", nil)
-	e = rec.WaitFor(id, "v5", waitCB)
-	recordDelay(t, "cluster/after-failover", e.At.Sub(start))
+	// Take the client's node away — first a graceful stop (SIGTERM: Nacelle sends
+	// ConnectResetRequest and ends the streams), then, after it is back, a kill of the node
+	// the client then uses — and publish on the survivor each time.
+	for round, how := range []string{"SIGTERM", "SIGKILL"} {
+		if round > 0 {
+			used, other = whichNode()
+			t.Logf("round %d: client on %s", round+1, used.opts.Name)
+		}
+		if how == "SIGTERM" {
+			used.Stop()
+		} else {
+			used.Kill()
+		}
+		gone := time.Now()
+		want := fmt.Sprintf("v%d after %s of %s", 3+round, how, used.opts.Name)
+		other.Publish(id, group, "", want, nil)
+		e = rec.WaitFor(id, want, waitCB)
+		t.Logf("%s: listener got the change %v after the node went (reconnect included)", how, e.At.Sub(gone))
+		other.WaitListening(id, group, "", waitReg)
+		if got := mustGet(t, c, id, group); got != want {
+			t.Fatalf("GetConfig after failover (%s): %q", how, got)
+		}
+		viaSDK := want + " (SDK)"
+		mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: viaSDK})
+		rec.WaitFor(id, viaSDK, waitCB)
+		pace()
+		start = time.Now()
+		latest := want + " (after)"
+		other.Publish(id, group, "", latest, nil)
+		e = rec.WaitFor(id, latest, waitCB)
+		recordDelay(t, "cluster/after-failover", e.At.Sub(start))
 
-	// The killed node comes back and serves what was written while it was down.
-	used.Restart()
-	if got, _, _ := used.Get(id, group, ""); got != "v5" {
-		t.Fatalf("restarted node serves %q, want v5", got)
+		// The node comes back and serves what was written while it was down.
+		used.Restart()
+		if got, _, _ := used.Get(id, group, ""); got != latest {
+			t.Fatalf("restarted node serves %q, want %q", got, latest)
+		}
 	}
 }
