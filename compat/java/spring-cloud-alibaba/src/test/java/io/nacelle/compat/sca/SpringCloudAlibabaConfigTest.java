@@ -1,27 +1,13 @@
 package io.nacelle.compat.sca;
 
+import static io.nacelle.compat.sca.ScaFixture.md5;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.nacelle.compat.harness.Await;
-import io.nacelle.compat.harness.NacelleServer;
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -30,9 +16,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.context.WebServerApplicationContext;
-import org.springframework.context.ConfigurableApplicationContext;
 
 /**
  * The Spring Cloud Alibaba app of this module, unchanged, against a real nacelle with
@@ -50,51 +33,23 @@ class SpringCloudAlibabaConfigTest {
   private static final String SHARED_GROUP = "SHARED_GROUP";
   private static final String APP_USER = "sca-app";
   private static final String APP_PASSWORD = "sca-app-Pw-1";
-  /** Bound on every wait for a published value; the delay itself is measured and printed. */
-  private static final Duration DEADLINE = Duration.ofSeconds(30);
 
-  private final ObjectMapper json = new ObjectMapper();
-  private final HttpClient http = HttpClient.newHttpClient();
-  private NacelleServer nacelle;
-  private ConfigurableApplicationContext app;
-  private URI baseUri;
-  /** (dataId, content) of each publish made after the app started, in order. */
-  private final List<String[]> publishedAfterStart = new ArrayList<>();
+  private ScaFixture sca;
 
   @BeforeAll
   void start() {
-    // --slow-request-ms 0: every request in the log with its route (the wire trace of the app).
-    nacelle = NacelleServer.builder().name("sca").auth(true).args("--slow-request-ms", "0").start();
+    sca = ScaFixture.start("sca");
     // The app runs as production apps do: its own user, with read permission only.
-    admin("POST", "/nacos/v1/auth/users", Map.of("username", APP_USER, "password", APP_PASSWORD));
-    admin("POST", "/nacos/v1/auth/roles", Map.of("role", "sca-reader", "username", APP_USER));
-    admin("POST", "/nacos/v1/auth/permissions", Map.of("role", "sca-reader", "resource", ":*:*", "action", "r"));
-
-    nacelle.publish("", "shared.yaml", SHARED_GROUP, "demo:\n  shared: shared-v1\n  overridden: from-shared-v1\n",
-        Map.of("type", "yaml"), Map.of());
-    nacelle.publish("", "app.yaml", GROUP, "demo:\n  greeting: hello-v1\n  overridden: from-app-v1\n",
-        Map.of("type", "yaml"), Map.of());
-
-    long t0 = System.nanoTime();
-    app = new SpringApplicationBuilder(ScaCompatApplication.class)
-        .run(
-            "--server.port=0", // RANDOM_PORT
-            "--spring.cloud.nacos.config.server-addr=" + nacelle.serverAddr(),
-            "--spring.cloud.nacos.config.username=" + APP_USER,
-            "--spring.cloud.nacos.config.password=" + APP_PASSWORD);
-    int port = ((WebServerApplicationContext) app).getWebServer().getPort();
-    baseUri = URI.create("http://127.0.0.1:" + port);
-    System.out.printf("[sca] app started in %d ms, nacelle %s, app on port %d%n",
-        (System.nanoTime() - t0) / 1_000_000, nacelle.serverAddr(), port);
+    sca.createUser(APP_USER, APP_PASSWORD, ":*:*", "r");
+    sca.publish("", "shared.yaml", SHARED_GROUP, "demo:\n  shared: shared-v1\n  overridden: from-shared-v1\n");
+    sca.publish("", "app.yaml", GROUP, "demo:\n  greeting: hello-v1\n  overridden: from-app-v1\n");
+    sca.startApp(APP_USER, APP_PASSWORD);
   }
 
   @AfterAll
   void stop() {
-    if (app != null) {
-      app.close();
-    }
-    if (nacelle != null) {
-      nacelle.close();
+    if (sca != null) {
+      sca.close();
     }
   }
 
@@ -190,13 +145,13 @@ class SpringCloudAlibabaConfigTest {
     }
     List<String> expected = new ArrayList<>();
     Map<String, String> current = new LinkedHashMap<>();
-    for (String[] p : publishedAfterStart) {
+    for (String[] p : sca.published) {
       expected.add(p[0] + " " + md5(p[1]));
       current.put(p[0], md5(p[1]));
     }
     assertEquals(expected, recorded, "SCA refresh history (oldest first): " + history);
     current.forEach((dataId, md5) -> assertEquals(md5,
-        nacelle.getResult("", dataId, groupOf(dataId), Map.of()).header("Content-MD5"), dataId + " Content-MD5"));
+        sca.nacelle.getResult("", dataId, groupOf(dataId), Map.of()).header("Content-MD5"), dataId + " Content-MD5"));
   }
 
   @Test
@@ -205,84 +160,24 @@ class SpringCloudAlibabaConfigTest {
     // Same ports and data directory (the token secret with it): the client reconnects by
     // itself and listens again.
     long t0 = System.nanoTime();
-    nacelle.restart();
+    sca.nacelle.restart();
     System.out.printf("[sca] nacelle restarted in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
     publishAndAwait("app.yaml", "demo:\n  greeting: hello-after-restart\n", "greeting", "hello-after-restart");
   }
 
-  // ---- helpers ---------------------------------------------------------------------------
-
-  /**
-   * Publishes {@code content} as {@code dataId} and polls /values until {@code key} is
-   * {@code expected} in both beans (harness {@link Await}, deadline {@link #DEADLINE}); prints each bean's delay
-   * from the publish call to the first answer serving the value. Returns that answer.
-   */
-  private Map<String, Map<String, String>> publishAndAwait(String dataId, String content, String key, String expected) {
-    long t0 = System.nanoTime();
-    nacelle.publish("", dataId, groupOf(dataId), content, Map.of("type", "yaml"), Map.of());
-    publishedAfterStart.add(new String[] {dataId, content});
-    long published = System.nanoTime();
-    Map<String, Long> seen = new LinkedHashMap<>();
-    AtomicReference<Map<String, Map<String, String>>> last = new AtomicReference<>();
-    String what = "demo." + key + " = " + expected + " in both beans after publishing " + dataId;
-    try {
-      Await.until(DEADLINE, what, () -> {
-        Map<String, Map<String, String>> v = values();
-        long now = System.nanoTime();
-        last.set(v);
-        for (String bean : new String[] {"refreshScope", "properties"}) {
-          if (!seen.containsKey(bean) && expected.equals(v.get(bean).get(key))) {
-            seen.put(bean, now);
-          }
-        }
-        return seen.size() == 2;
-      });
-    } catch (AssertionError e) {
-      throw new AssertionError(e.getMessage() + "; last /values: " + last.get(), e);
-    }
-    System.out.printf("[sca] publish %s (demo.%s=%s): HTTP publish took %d ms; served by @RefreshScope after %d ms,"
-            + " by @ConfigurationProperties after %d ms%n",
-        dataId, key, expected, (published - t0) / 1_000_000,
-        (seen.get("refreshScope") - t0) / 1_000_000, (seen.get("properties") - t0) / 1_000_000);
-    return last.get();
-  }
-
   private Map<String, Map<String, String>> values() {
-    return getJson("/values");
+    return sca.values();
   }
 
   private <T> T getJson(String path) {
-    URI uri = baseUri.resolve(path);
-    try {
-      HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).build(),
-          HttpResponse.BodyHandlers.ofString());
-      assertEquals(200, r.statusCode(), "GET " + path + ": " + r.body());
-      return json.readValue(r.body(), new TypeReference<T>() {});
-    } catch (IOException e) {
-      throw new AssertionError("GET " + uri + " failed", e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
+    return sca.getJson(path);
+  }
+
+  private Map<String, Map<String, String>> publishAndAwait(String dataId, String content, String key, String expected) {
+    return sca.publishAndAwait("", dataId, groupOf(dataId), content, key, expected);
   }
 
   private static String groupOf(String dataId) {
     return dataId.equals("shared.yaml") ? SHARED_GROUP : GROUP;
-  }
-
-  private static String md5(String content) {
-    try {
-      return HexFormat.of().formatHex(
-          MessageDigest.getInstance("MD5").digest(content.getBytes(StandardCharsets.UTF_8)));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private void admin(String method, String path, Map<String, String> form) {
-    NacelleServer.HttpResult r = nacelle.http(method, path, Map.of(), form, Map.of());
-    if (r.status() != 200) {
-      throw new IllegalStateException(method + " " + path + " " + form.keySet() + ": " + r.status() + " " + r.body());
-    }
   }
 }
