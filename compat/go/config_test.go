@@ -153,6 +153,18 @@ func TestListenFiresOnChange(t *testing.T) {
 	e := rec.WaitFor("go-listen", "", waitCB)
 	recordDelay(t, "listen/http-delete", e.At.Sub(start))
 
+	// Every ConfigChangeNotifyRequest pushed was acknowledged by the SDK (it answers with a
+	// NotifySubscriberResponse), so nothing was resent. (Checked before the cancel below: the SDK does
+	// not answer a push for a key it no longer listens to, and never tells the server it
+	// stopped — nacos-sdk-go #629 — so that push is resent, as Nacos resends it.)
+	m := srv.Metrics()
+	pushes, acks, retries := m["nacelle_grpc_pushes_total"], m["nacelle_grpc_push_acks_total"], m["nacelle_grpc_push_retries_total"]
+	t.Logf("server: %v pushes, %v acks, %v retries; push→ack latency sum %.1f ms over %v",
+		pushes, acks, retries, 1000*m["nacelle_push_latency_seconds_sum"], m["nacelle_push_latency_seconds_count"])
+	if pushes == 0 || acks != pushes || retries != 0 {
+		t.Fatalf("pushes %v, acks %v, retries %v: the SDK's acks are not all taken", pushes, acks, retries)
+	}
+
 	// After CancelListenConfig, no callback. The SDK only drops the key from its own map
 	// (the server is not told, nacos-sdk-go #629), and a listen round still running
 	// writes the entry back (#913): let the round of the delete above finish first.

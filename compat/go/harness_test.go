@@ -513,6 +513,40 @@ func (s *Server) WaitListening(dataID, group, tenant string, within time.Duratio
 	s.t.Fatalf("no listener of %s/%s/%q registered at %s within %v", tenant, group, dataID, s.Addr(), within)
 }
 
+// Metrics reads the Prometheus text at /metrics: each sample's value summed by metric name
+// (labels dropped).
+func (s *Server) Metrics() map[string]float64 {
+	s.t.Helper()
+	resp, err := s.http.Get("http://" + s.Addr() + "/metrics")
+	if err != nil {
+		s.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		name := line[:i]
+		if j := strings.IndexByte(name, '{'); j >= 0 {
+			name = name[:j]
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[name] += v
+		}
+	}
+	return out
+}
+
 // ---- databases (cluster tests) ----
 
 // NewTestDatabase creates a uniquely named database on the server of env var envVar
