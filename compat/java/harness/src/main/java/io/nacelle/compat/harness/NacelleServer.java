@@ -80,6 +80,7 @@ public final class NacelleServer implements AutoCloseable {
   private int httpPort;
   private Process process;
   private volatile String token;
+  private volatile long tokenRenewAt;
 
   private NacelleServer(Builder b, int httpPort) throws IOException {
     this.name = b.name;
@@ -483,7 +484,7 @@ public final class NacelleServer implements AutoCloseable {
       return null;
     }
     String t = token;
-    if (t != null) {
+    if (t != null && System.nanoTime() < tokenRenewAt) {
       return t;
     }
     Map<String, String> form = new LinkedHashMap<>();
@@ -497,6 +498,10 @@ public final class NacelleServer implements AutoCloseable {
     if (!m.find()) {
       throw new IllegalStateException("no accessToken in login answer: " + r.body());
     }
+    Matcher ttl = Pattern.compile("\"tokenTtl\"\\s*:\\s*(\\d+)").matcher(r.body());
+    long ttlSeconds = ttl.find() ? Long.parseLong(ttl.group(1)) : 18_000;
+    // renew at 80 % of the lifetime, as clients do well before expiry
+    tokenRenewAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(ttlSeconds) * 8 / 10;
     token = m.group(1);
     return token;
   }
