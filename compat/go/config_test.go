@@ -643,3 +643,18 @@ func TestLabelGray(t *testing.T) {
 		t.Fatalf("a variant reached the wrong client")
 	}
 }
+
+// TLS on both ports (HTTPS for the SDK's login and search, gRPC over TLS) with auth on:
+// the SDK verifies the server against the CA file.
+func TestTLSWithAuth(t *testing.T) {
+	t.Parallel()
+	files := NewTLSFiles(t)
+	srv := StartServer(t, ServerOpts{Auth: true, TLS: files})
+	opts := ClientOpts{Username: "nacos", Password: srv.AdminPassword(), TLSCA: files.CAFile}
+	roundTrip(t, srv, opts, "go-tls")
+	c := NewClient(t, []*Server{srv}, opts)
+	page, err := c.SearchConfig(vo.SearchConfigParam{Search: "blur", DataId: "go-tls-*", PageNo: 1, PageSize: 10})
+	if err != nil || page.TotalCount != 2 {
+		t.Fatalf("SearchConfig over HTTPS: %+v, %v", page, err)
+	}
+}

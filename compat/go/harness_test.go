@@ -5,10 +5,18 @@ package compat
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -112,6 +120,7 @@ func pickPort(t testing.TB) int {
 
 type ServerOpts struct {
 	Auth      bool
+	TLS       *TLSFiles // HTTPS and gRPC over TLS on the same ports (--tls-cert/--tls-key)
 	ExtraArgs []string
 	Env       []string
 	Name      string // for logs; default "nacelle"
@@ -134,13 +143,22 @@ type Server struct {
 
 func (s *Server) GrpcPort() int { return s.Port + 1000 }
 func (s *Server) Addr() string  { return "127.0.0.1:" + strconv.Itoa(s.Port) }
-func (s *Server) Base() string  { return "http://" + s.Addr() + "/nacos" }
+func (s *Server) Base() string  { return s.scheme() + "://" + s.Addr() + "/nacos" }
+func (s *Server) scheme() string {
+	if s.opts.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
 
 func newServer(t testing.TB, opts ServerOpts) *Server {
 	if opts.Name == "" {
 		opts.Name = "nacelle"
 	}
 	s := &Server{t: t, opts: opts, DataDir: t.TempDir(), http: &http.Client{Timeout: 15 * time.Second}}
+	if opts.TLS != nil {
+		s.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: opts.TLS.Pool}}
+	}
 	s.logPath = filepath.Join(t.TempDir(), opts.Name+".stderr")
 	t.Cleanup(func() {
 		s.Kill()
@@ -215,6 +233,9 @@ func (s *Server) args() []string {
 		a = append(a, "--auth", "on")
 	} else {
 		a = append(a, "--auth", "off")
+	}
+	if s.opts.TLS != nil {
+		a = append(a, "--tls-cert", s.opts.TLS.CertFile, "--tls-key", s.opts.TLS.KeyFile)
 	}
 	return append(a, s.opts.ExtraArgs...)
 }
@@ -517,7 +538,7 @@ func (s *Server) WaitListening(dataID, group, tenant string, within time.Duratio
 // (labels dropped).
 func (s *Server) Metrics() map[string]float64 {
 	s.t.Helper()
-	resp, err := s.http.Get("http://" + s.Addr() + "/metrics")
+	resp, err := s.http.Get(s.scheme() + "://" + s.Addr() + "/metrics")
 	if err != nil {
 		s.t.Fatalf("GET /metrics: %v", err)
 	}
@@ -545,6 +566,57 @@ func (s *Server) Metrics() map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TLSFiles is a test CA and a server certificate for 127.0.0.1 signed by it, as PEM files.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
+	Pool                      *x509.CertPool
+}
+
+func NewTLSFiles(t testing.TB) *TLSFiles {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nacelle go compat CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(crand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &TLSFiles{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), Pool: x509.NewCertPool()}
+	write := func(path, typ string, b []byte) {
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(f.CAFile, "CERTIFICATE", caDER)
+	write(f.CertFile, "CERTIFICATE", der)
+	write(f.KeyFile, "PRIVATE KEY", keyDER)
+	f.Pool.AddCert(ca)
+	return f
 }
 
 // ---- databases (cluster tests) ----
