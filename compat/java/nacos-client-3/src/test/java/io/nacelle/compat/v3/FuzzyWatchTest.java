@@ -139,4 +139,29 @@ class FuzzyWatchTest {
     assertTrue(w.events.stream().noneMatch(e -> e.dataId().equals("db-a.yaml")), "db-a.yaml is not matched: " + w.events);
     client.cancelFuzzyWatch("svc-*", group, w);
   }
+
+  @Test
+  void watchSurvivesServerRestart() throws Exception {
+    try (NacelleServer own = NacelleServer.builder().name("fuzzy-restart").auth(false).start()) {
+      Properties p = new Properties();
+      p.setProperty(PropertyKeyConst.SERVER_ADDR, own.serverAddr());
+      ConfigService c = NacosFactory.createConfigService(p);
+      try {
+        String group = "FR_" + Long.toString(System.nanoTime(), 36).toUpperCase();
+        own.publish("before.yaml", group, "b: 1");
+        Watcher w = new Watcher();
+        c.fuzzyWatchWithGroupKeys(group, w).get(20, TimeUnit.SECONDS);
+        Await.until(WAIT, "before.yaml reported (events " + w.events + ")", () -> w.has("before.yaml", "ADD_CONFIG"));
+
+        own.stop();
+        own.start(); // same ports and data: the client reconnects and re-sends its pattern
+        own.delete("before.yaml", group);
+        own.publish("after.yaml", group, "a: 1");
+        Await.until(Duration.ofSeconds(60), "after.yaml added after the restart (events " + w.events + ")", () -> w.has("after.yaml", "ADD_CONFIG"));
+        Await.until(WAIT, "before.yaml removed after the restart (events " + w.events + ")", () -> w.has("before.yaml", "DELETE_CONFIG"));
+      } finally {
+        c.shutDown();
+      }
+    }
+  }
 }
