@@ -124,6 +124,34 @@ class CoreConfigTest {
     }
   }
 
+  /**
+   * More keys than the Java client puts on one connection (3000 per "task"): keys 3000+ are
+   * listened on a second gRPC connection of the same client (label taskId=1).
+   */
+  @Test
+  void moreKeysThanOneConnectionHolds() throws Exception {
+    ConfigService big = Clients.config(server);
+    try {
+      String base = Clients.uniq("wide");
+      List<Clients.Recorder> recs = new ArrayList<>();
+      for (int i = 0; i < 3100; i++) {
+        Clients.Recorder r = new Clients.Recorder();
+        big.addListener(base + "-" + i, GROUP, r);
+        recs.add(r);
+      }
+      for (int i : new int[] {7, 2999, 3000, 3099}) {
+        long t0 = System.nanoTime();
+        server.publish(base + "-" + i, GROUP, "value " + i);
+        Clients.Recorder r = recs.get(i);
+        Await.until(WAIT, "listener of key " + i + " of 3100 fires (got " + r.contents() + ")", () -> r.received("value " + i));
+        Clients.reportDelay("key " + i + " of 3100", t0, r.firstNanos("value " + i));
+      }
+      assertTrue(recs.get(8).contents().isEmpty() && recs.get(3001).contents().isEmpty(), "unchanged keys stay quiet");
+    } finally {
+      Clients.shutdown(big);
+    }
+  }
+
   @Test
   void nonDefaultNamespace() throws Exception {
     String ns = Clients.uniq("ns-java");
