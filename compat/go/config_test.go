@@ -359,6 +359,27 @@ func TestLargeAndUnicodeContent(t *testing.T) {
 	t.Parallel()
 	srv := StartServer(t, ServerOpts{})
 	roundTrip(t, srv, ClientOpts{}, "go-plain")
+
+	// Unicode and punctuation in the key itself (names allow letters of any script, _-.:).
+	const id, grp = "go-中文:配置_v1.2-a.yaml", "GO_组-1.a:b"
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	rec := NewRecorder(t, "listener")
+	rec.Listen(c, id, grp)
+	srv.WaitListening(id, grp, "", waitReg)
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: grp, Content: "键: 值 🚀"})
+	e := rec.WaitFor(id, "键: 值 🚀", waitCB)
+	if e.Group != grp {
+		t.Fatalf("callback group %q", e.Group)
+	}
+	if got, found, _ := srv.Get(id, grp, ""); !found || got != "键: 值 🚀" {
+		t.Fatalf("HTTP GET of a Unicode key: %v %q", found, got)
+	}
+	pace()
+	srv.Publish(id, grp, "", "键: 新值", nil)
+	rec.WaitFor(id, "键: 新值", waitCB)
+	if got := mustGet(t, c, id, grp); got != "键: 新值" {
+		t.Fatalf("GetConfig of a Unicode key: %q", got)
+	}
 }
 
 func TestAuth(t *testing.T) {
@@ -657,4 +678,35 @@ func TestTLSWithAuth(t *testing.T) {
 	if err != nil || page.TotalCount != 2 {
 		t.Fatalf("SearchConfig over HTTPS: %+v, %v", page, err)
 	}
+}
+
+// NamespaceId "public" (Nacos 3.0's name of the default namespace, and what many users
+// write) is the default namespace: the same configs, and pushes reach the listener under
+// the namespace as the client named it (the SDK keys its listeners by it).
+func TestPublicNamespaceName(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	const id = "go-public.yaml"
+	srv.Publish(id, group, "", "v0", nil)
+	c := NewClient(t, []*Server{srv}, ClientOpts{Namespace: "public"})
+	rec := NewRecorder(t, "listener(public)")
+	rec.Listen(c, id, group)
+	e := rec.WaitFor(id, "v0", waitCB)
+	if e.Namespace != "public" {
+		t.Fatalf("callback namespace %q", e.Namespace)
+	}
+	srv.WaitListening(id, group, "", waitReg)
+	for i := 1; i <= 3; i++ {
+		pace()
+		want := fmt.Sprintf("v%d", i)
+		start := time.Now()
+		srv.Publish(id, group, "", want, nil)
+		e = rec.WaitFor(id, want, 15*time.Second)
+		recordDelay(t, "listen/namespace-public", e.At.Sub(start))
+	}
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "via public"})
+	if got, _, _ := srv.Get(id, group, ""); got != "via public" {
+		t.Fatalf("HTTP GET default namespace after an SDK publish to public: %q", got)
+	}
+	rec.WaitFor(id, "via public", waitCB)
 }
