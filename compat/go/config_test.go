@@ -500,10 +500,12 @@ func TestBetaByClientIP(t *testing.T) {
 	}
 }
 
+// With authentication on, as deployed: the SDK's token stays valid across the restart
+// (the signing secret is kept in the data directory).
 func TestServerRestartUnderListener(t *testing.T) {
 	t.Parallel()
-	srv := StartServer(t, ServerOpts{})
-	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	srv := StartServer(t, ServerOpts{Auth: true})
+	c := NewClient(t, []*Server{srv}, ClientOpts{Username: "nacos", Password: srv.AdminPassword()})
 	const id = "go-restart.yaml"
 	srv.Publish(id, group, "", "before", nil)
 	rec := NewRecorder(t, "listener")
@@ -709,4 +711,33 @@ func TestPublicNamespaceName(t *testing.T) {
 		t.Fatalf("HTTP GET default namespace after an SDK publish to public: %q", got)
 	}
 	rec.WaitFor(id, "via public", waitCB)
+}
+
+// A 4 MiB config (beyond gRPC's default 4 MiB message size only with its JSON framing) both
+// ways: SDK publish (client → server message) and SDK query and push-triggered refresh
+// (server → client).
+func TestLargeConfig4MiB(t *testing.T) {
+	t.Parallel()
+	srv := StartServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	var b strings.Builder
+	for i := 0; b.Len() < 4<<20; i++ {
+		fmt.Fprintf(&b, "line.%07d=配置值-%d\n", i, i)
+	}
+	big := b.String()
+	const id = "go-4mib.properties"
+	rec := NewRecorder(t, "listener")
+	rec.Listen(c, id, group)
+	srv.WaitListening(id, group, "", waitReg)
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: big})
+	rec.WaitFor(id, big, waitCB)
+	if got, _, hdr := srv.Get(id, group, ""); got != big || hdr.Get("Content-MD5") != md5hex(big) {
+		t.Fatalf("HTTP GET of 4 MiB: len %d", len(got))
+	}
+	pace()
+	srv.Publish(id, group, "", big+"end=1\n", nil)
+	rec.WaitFor(id, big+"end=1\n", waitCB)
+	if got := mustGet(t, c, id, group); got != big+"end=1\n" {
+		t.Fatalf("GetConfig of 4 MiB: len %d", len(got))
+	}
 }

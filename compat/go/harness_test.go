@@ -159,7 +159,13 @@ func newServer(t testing.TB, opts ServerOpts) *Server {
 	if opts.TLS != nil {
 		s.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: opts.TLS.Pool}}
 	}
-	s.logPath = filepath.Join(t.TempDir(), opts.Name+".stderr")
+	// NACELLE_LOG_DIR keeps every server's stderr (named after the test); by default it
+	// lives in the test's temp dir and its tail is printed when the test fails.
+	if dir := os.Getenv("NACELLE_LOG_DIR"); dir != "" {
+		s.logPath = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"."+opts.Name+".stderr")
+	} else {
+		s.logPath = filepath.Join(t.TempDir(), opts.Name+".stderr")
+	}
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
