@@ -741,3 +741,23 @@ func TestLargeConfig4MiB(t *testing.T) {
 		t.Fatalf("GetConfig of 4 MiB: len %d", len(got))
 	}
 }
+
+// The application starts before the server (a common deployment order): the SDK keeps
+// trying, connects once the server is up, registers its listener and gets changes.
+func TestClientStartsBeforeServer(t *testing.T) {
+	t.Parallel()
+	srv := ReserveServer(t, ServerOpts{})
+	c := NewClient(t, []*Server{srv}, ClientOpts{})
+	rec := NewRecorder(t, "listener")
+	const id = "go-early.yaml"
+	rec.Listen(c, id, group)
+	time.Sleep(2 * time.Second) // the SDK's connect attempts fail meanwhile
+	srv.Launch()
+	srv.WaitListening(id, group, "", waitCB)
+	start := time.Now()
+	srv.Publish(id, group, "", "server came later", nil)
+	e := rec.WaitFor(id, "server came later", waitCB)
+	recordDelay(t, "listen/client-before-server", e.At.Sub(start))
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "and the SDK writes"})
+	rec.WaitFor(id, "and the SDK writes", waitCB)
+}

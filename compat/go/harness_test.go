@@ -193,6 +193,22 @@ func StartServer(t testing.TB, opts ServerOpts) *Server {
 	}
 }
 
+// ReserveServer picks the ports of a server without starting it (Launch starts it).
+func ReserveServer(t testing.TB, opts ServerOpts) *Server {
+	t.Helper()
+	s := newServer(t, opts)
+	s.Port = pickPort(t)
+	return s
+}
+
+// Launch starts a reserved server on its ports (no retry: the ports were promised).
+func (s *Server) Launch() {
+	s.t.Helper()
+	if err := s.launch(); err != nil {
+		s.t.Fatalf("%s: start on port %d: %v", s.opts.Name, s.Port, err)
+	}
+}
+
 // StartCluster starts n nodes that know each other (--members); args(ports) gives the
 // extra arguments of every node. With a port taken, all nodes restart on fresh ports.
 func StartCluster(t testing.TB, n int, opts ServerOpts, args func(ports []int) []string) []*Server {
