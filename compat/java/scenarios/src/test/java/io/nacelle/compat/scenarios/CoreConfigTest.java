@@ -124,6 +124,40 @@ class CoreConfigTest {
     }
   }
 
+  /** A dataId and group in Chinese (Nacos names are letters and digits, Unicode-aware). */
+  @Test
+  void unicodeNames() throws Exception {
+    String id = "配置-" + Clients.uniq("中文") + ".yaml";
+    String group = "组_" + Long.toString(System.nanoTime(), 36);
+    assertTrue(client.publishConfig(id, group, "名字: 值"));
+    assertEquals("名字: 值", client.getConfig(id, group, 5000));
+    assertEquals("名字: 值", server.get(id, group));
+    Clients.Recorder rec = new Clients.Recorder();
+    client.getConfigAndSignListener(id, group, 5000, rec);
+    server.publish(id, group, "名字: 新值 🌏");
+    Await.until(WAIT, "listener of a Chinese dataId gets the change (got " + rec.contents() + ")", () -> rec.received("名字: 新值 🌏"));
+    assertTrue(client.removeConfig(id, group));
+    Await.until(WAIT, "removal seen", rec::receivedNull);
+  }
+
+  /** 2 MiB over gRPC both ways (Nacos allows 10 MB; gRPC messages up to 10 MB). */
+  @Test
+  void twoMebibytes() throws Exception {
+    String id = Clients.uniq("two-mib") + ".txt";
+    StringBuilder sb = new StringBuilder(2 * 1024 * 1024);
+    int i = 0;
+    while (sb.length() < 2 * 1024 * 1024) {
+      sb.append("line ").append(i++).append(" ü€😀\n");
+    }
+    String big = sb.toString();
+    Clients.Recorder rec = new Clients.Recorder();
+    client.addListener(id, GROUP, rec);
+    assertTrue(client.publishConfig(id, GROUP, big));
+    assertEquals(big, client.getConfig(id, GROUP, 10000));
+    Await.until(WAIT, "listener gets the 2 MiB value", () -> rec.received(big));
+    assertEquals(md5Hex(big), server.getResult("", id, GROUP, java.util.Map.of()).header("Content-MD5"));
+  }
+
   /**
    * More keys than the Java client puts on one connection (3000 per "task"): keys 3000+ are
    * listened on a second gRPC connection of the same client (label taskId=1).
