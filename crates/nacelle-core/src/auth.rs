@@ -180,8 +180,31 @@ pub enum IdentityWrite {
 pub struct Directory {
     users: HashMap<String, DirectoryUser>,
     roles_of: HashMap<String, Vec<String>>,
-    permissions_of: HashMap<String, Vec<PermissionRecord>>,
+    permissions_of: HashMap<String, Vec<Grant>>,
     admins: HashSet<String>,
+}
+
+/// A permission as checks use it: the record as stored, and its pattern with the default
+/// namespace spelled as resources spell it.
+#[derive(Debug, Clone)]
+struct Grant {
+    record: PermissionRecord,
+    /// `record.resource` with a namespace part of `public` or `null` (Nacos 3's consoles
+    /// and tools grant `public:*:*`) made the empty id that [`config_resource`] writes for
+    /// the default namespace, as a key's namespace is normalised ([`crate::NamespaceId`]).
+    pattern: String,
+}
+
+impl Grant {
+    fn new(record: PermissionRecord) -> Self {
+        let pattern = match record.resource.split_once(':') {
+            Some((ns, rest)) if crate::key::DEFAULT_NAMESPACE_ALIASES.contains(&ns.trim()) => {
+                format!(":{rest}")
+            }
+            _ => record.resource.clone(),
+        };
+        Grant { record, pattern }
+    }
 }
 
 /// A user as the directory knows it.
@@ -223,7 +246,7 @@ impl Directory {
             dir.permissions_of
                 .entry(p.role.clone())
                 .or_default()
-                .push(p);
+                .push(Grant::new(p));
         }
         dir
     }
@@ -276,8 +299,12 @@ impl Directory {
 
     /// Every permission, sorted by role, resource, action.
     pub fn permission_records(&self) -> Vec<PermissionRecord> {
-        let mut out: Vec<PermissionRecord> =
-            self.permissions_of.values().flatten().cloned().collect();
+        let mut out: Vec<PermissionRecord> = self
+            .permissions_of
+            .values()
+            .flatten()
+            .map(|g| g.record.clone())
+            .collect();
         out.sort();
         out
     }
@@ -300,8 +327,9 @@ impl Directory {
         if self.is_admin(name) {
             return true;
         }
-        self.permissions(name)
-            .any(|p| action_grants(&p.action, action) && pattern_matches(&p.resource, resource))
+        self.permissions(name).any(|g| {
+            action_grants(&g.record.action, action) && pattern_matches(&g.pattern, resource)
+        })
     }
 
     /// Whether user `name` has any permission in namespace `ns` (the namespace part of a
@@ -310,13 +338,13 @@ impl Directory {
         if self.is_admin(name) {
             return true;
         }
-        self.permissions(name).any(|p| {
-            let ns_part = p.resource.split(':').next().unwrap_or("");
+        self.permissions(name).any(|g| {
+            let ns_part = g.pattern.split(':').next().unwrap_or("");
             pattern_matches(ns_part, ns)
         })
     }
 
-    fn permissions<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a PermissionRecord> + 'a {
+    fn permissions<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Grant> + 'a {
         self.roles_of(name)
             .iter()
             .filter_map(|role| self.permissions_of.get(role))
@@ -417,5 +445,51 @@ mod tests {
         assert!(!dir.sees_namespace("dev", "prod"));
         assert_eq!(dir.admin_count(), 1);
         assert_eq!(dir.user("dev").map(|u| u.not_before), Some(7));
+    }
+
+    /// Nacos 3 grants the default namespace as `public:*:*`, 2.x as `:*:*`: both mean the
+    /// default namespace (and only it), in checks and in the namespaces a user sees; the
+    /// stored record is listed as it was granted.
+    #[test]
+    fn public_in_a_grant_is_the_default_namespace() -> Result<(), crate::CoreError> {
+        let grant = |user: &str, resource: &str| IdentityRecords {
+            users: vec![UserRecord {
+                username: user.into(),
+                password: "h".into(),
+                enabled: true,
+            }],
+            roles: vec![RoleRecord {
+                role: format!("role-{user}"),
+                username: user.into(),
+            }],
+            permissions: vec![PermissionRecord {
+                role: format!("role-{user}"),
+                resource: resource.into(),
+                action: "rw".into(),
+            }],
+            tokens_not_before: vec![],
+        };
+        let default_key = ConfigKey::parse(Some("public"), "DEFAULT_GROUP", "app.yaml")?;
+        let dev_key = ConfigKey::parse(Some("dev"), "DEFAULT_GROUP", "app.yaml")?;
+        for resource in ["public:*:*", ":*:*", "null:*:*", " public :*:*"] {
+            let dir = Directory::new(grant("u", resource));
+            for action in [Action::Read, Action::Write] {
+                assert!(
+                    dir.allows("u", &config_resource(&default_key), action),
+                    "{resource}"
+                );
+                assert!(
+                    !dir.allows("u", &config_resource(&dev_key), action),
+                    "{resource}"
+                );
+            }
+            assert!(dir.sees_namespace("u", ""), "{resource}");
+            assert!(!dir.sees_namespace("u", "dev"), "{resource}");
+            assert_eq!(dir.permission_records()[0].resource, resource);
+        }
+        // A namespace that merely starts with "public" is its own.
+        let dir = Directory::new(grant("u", "publicity:*:*"));
+        assert!(!dir.allows("u", &config_resource(&default_key), Action::Read));
+        Ok(())
     }
 }

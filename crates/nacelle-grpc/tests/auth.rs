@@ -55,6 +55,9 @@ async fn env() -> anyhow::Result<(Env, Tokens)> {
         ("reader", "readers", "dev:*:*", "r"),
         ("gone", "gones", "*:*:*", "rw"),
         ("moved", "moveds", "*:*:*", "rw"),
+        // The default namespace as Nacos 3 grants it, and as 2.x does.
+        ("pub3", "pub3s", "public:*:*", "rw"),
+        ("pub2", "pub2s", ":*:*", "rw"),
     ] {
         env.admin_call(
             &admin,
@@ -98,6 +101,8 @@ async fn env() -> anyhow::Result<(Env, Tokens)> {
         reader: env.login("reader", "reader-password").await?,
         gone: env.login("gone", "gone-password").await?,
         moved: env.login("moved", "moved-password").await?,
+        pub3: env.login("pub3", "pub3-password").await?,
+        pub2: env.login("pub2", "pub2-password").await?,
         admin,
     };
     env.admin_call(
@@ -123,6 +128,10 @@ struct Tokens {
     reader: String,
     gone: String,
     moved: String,
+    /// Granted `public:*:*` (Nacos 3's spelling of the default namespace).
+    pub3: String,
+    /// Granted `:*:*` (Nacos 2's).
+    pub2: String,
 }
 
 impl Env {
@@ -493,8 +502,22 @@ async fn permissions_decide_per_namespace_and_action_on_every_protocol() -> Test
     let reader = Cred::Token(t.reader.clone());
     let admin = Cred::Token(t.admin.clone());
     let node_style = Cred::Password("dev", "dev-password");
+    let pub3 = Cred::Token(t.pub3.clone());
+    let pub2 = Cred::Token(t.pub2.clone());
     // (credential, namespace, op, allowed)
     let cases = [
+        // `public:*:*` and `:*:*` both mean the default namespace, however the request
+        // names it, and nothing else.
+        (&pub3, "", Op::Read, true),
+        (&pub3, "", Op::Write, true),
+        (&pub3, "", Op::Listen, true),
+        (&pub3, "public", Op::Write, true),
+        (&pub3, "dev", Op::Read, false),
+        (&pub2, "", Op::Read, true),
+        (&pub2, "", Op::Write, true),
+        (&pub2, "public", Op::Listen, true),
+        (&pub2, "public", Op::Write, true),
+        (&pub2, "dev", Op::Write, false),
         (&dev, "dev", Op::Read, true),
         (&dev, "dev", Op::Write, true),
         (&dev, "dev", Op::Listen, true),
@@ -611,8 +634,9 @@ async fn users_roles_and_permissions_are_managed_in_nacos_formats() -> TestResul
             &[("pageNo", "1"), ("pageSize", "2"), ("search", "accurate")],
         )
         .await?;
-    assert_eq!(page["totalCount"], 4, "{page}");
-    assert_eq!(page["pagesAvailable"], 2);
+    // nacos, dev, reader, moved, pub3, pub2 ("gone" was deleted).
+    assert_eq!(page["totalCount"], 6, "{page}");
+    assert_eq!(page["pagesAvailable"], 3);
     assert_eq!(page["pageItems"].as_array().map(Vec::len), Some(2));
     assert!(
         !page.to_string().contains("$2"),
@@ -657,6 +681,19 @@ async fn users_roles_and_permissions_are_managed_in_nacos_formats() -> TestResul
     assert_eq!(
         perms["pageItems"],
         json!([{"role": "readers", "resource": "dev:*:*", "action": "r"}])
+    );
+    // A grant is listed as it was made: `public` stays `public`.
+    let perms = env
+        .admin_call(
+            &t.admin,
+            reqwest::Method::GET,
+            "/nacos/v1/auth/permissions",
+            &[("pageNo", "1"), ("pageSize", "10"), ("role", "pub3s")],
+        )
+        .await?;
+    assert_eq!(
+        perms["pageItems"],
+        json!([{"role": "pub3s", "resource": "public:*:*", "action": "rw"}])
     );
     // A user changes its own password, not another's.
     let own = env
