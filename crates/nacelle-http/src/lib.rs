@@ -11,6 +11,8 @@
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
+//! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope, errors, param check in
+//!   `v3/mod.rs`; one file per controller).
 //! - `console`: the web console's JSON API (`/nacos/console/api/…`) and its pages
 //!   (`/nacos/`, assets from `nacelle-console`).
 //! - `observe`: per-request metrics, span and slow-request log; the scrape endpoints
@@ -27,6 +29,7 @@ mod params;
 mod server;
 mod v1;
 mod v2;
+mod v3;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -194,7 +197,8 @@ pub fn api(service: ConfigService, options: HttpOptions) -> HttpApi {
         )
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
-        .merge(v1::auth::routes());
+        .merge(v1::auth::routes())
+        .merge(v3::routes());
     let router = console::routes(api)
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)

@@ -76,7 +76,7 @@ struct ItemName<'a> {
 }
 
 /// The `data` of a successful import or clone, keys as Nacos sends them.
-fn report_data(report: &ImportReport, unrecognized: &[String]) -> Value {
+pub(crate) fn report_data(report: &ImportReport, unrecognized: &[String]) -> Value {
     let names = |list: &[nacelle_service::NamedConfig]| {
         serde_json::to_value(
             list.iter()
@@ -133,7 +133,16 @@ pub(crate) fn export(st: &AppState, p: &Params, layout: Layout) -> Result<Respon
         ids,
     };
     let configs = st.service.export(&p.caller, &q)?;
-    let zip = archive::encode(&configs, layout).map_err(ApiError::Internal)?;
+    zip_response(&configs, layout)
+}
+
+/// The archive of `configs` as Nacos sends an export: a zip, `application/octet-stream`,
+/// `Content-Disposition: attachment;filename=nacos_config_export_<yyyyMMddHHmmss>.zip`.
+pub(crate) fn zip_response(
+    configs: &[std::sync::Arc<nacelle_core::StoredConfig>],
+    layout: Layout,
+) -> Result<Response, ApiError> {
+    let zip = archive::encode(configs, layout).map_err(ApiError::Internal)?;
     let file_name = format!(
         "attachment;filename=nacos_config_export_{}.zip",
         chrono::Utc::now().format("%Y%m%d%H%M%S")
