@@ -23,6 +23,12 @@ pub enum Protocol {
     HttpV1,
     /// Nacos 2.x HTTP API (`/nacos/v2`).
     HttpV2,
+    /// Nacos 3.x HTTP client (open) API (`/nacos/v3/client`): served like gRPC (an
+    /// encrypted config as ciphertext with its data key; the client decrypts).
+    HttpV3,
+    /// Nacos 3.x HTTP admin API (`/nacos/v3/admin`): an administrative API, never open to
+    /// anonymous callers when authentication is on (Nacos's `AuthAdminFilter`).
+    HttpV3Admin,
     /// Nacos 2.x gRPC.
     Grpc,
     /// Another cluster member.
@@ -37,6 +43,8 @@ impl Protocol {
         match self {
             Protocol::HttpV1 => "http-v1",
             Protocol::HttpV2 => "http-v2",
+            Protocol::HttpV3 => "http-v3",
+            Protocol::HttpV3Admin => "http-v3-admin",
             Protocol::Grpc => "grpc",
             Protocol::Cluster => "cluster",
             Protocol::Internal => "internal",
@@ -124,6 +132,15 @@ impl Caller {
     /// The verified user's name, if any (what history rows record as `src_user`).
     pub fn user(&self) -> Option<&str> {
         self.identity.user()
+    }
+
+    /// Who a write is recorded as made by (history's `src_user`, a config's `createUser`):
+    /// the verified user whenever there is one, whatever the request claims — no user
+    /// writes history in another's name —; the client's own `src_user` (`claimed`) only
+    /// from a caller without one (authentication off, or a server-internal caller), as
+    /// Nacos does.
+    pub fn operator<'a>(&'a self, claimed: &'a str) -> &'a str {
+        self.user().unwrap_or(claimed)
     }
 
     /// The client IP as text (`""` when there is none), as history rows record it.

@@ -267,6 +267,10 @@ pub(crate) fn credentials(headers: &HeaderMap, values: &ParamMap) -> Credentials
 fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
     let protocol = if path.starts_with("/nacos/v2/") {
         Protocol::HttpV2
+    } else if path.starts_with("/nacos/v3/admin/") {
+        Protocol::HttpV3Admin
+    } else if path.starts_with("/nacos/v3/client/") {
+        Protocol::HttpV3
     } else {
         Protocol::HttpV1
     };

@@ -343,11 +343,13 @@ impl ConfigService {
 /// decrypts) rather than the ciphertext (the client decrypts).
 fn serves_plaintext(protocol: Protocol) -> bool {
     match protocol {
-        // Nacos's v1/v2 GET (ConfigServletInner), show=all, search, history: decrypted.
-        Protocol::HttpV1 | Protocol::HttpV2 | Protocol::Internal => true,
-        // ConfigQueryRequestHandler: ciphertext + encryptedDataKey; members reload from
-        // the database and never get content served.
-        Protocol::Grpc | Protocol::Cluster => false,
+        // Nacos's v1/v2 GET (ConfigServletInner), show=all, search, history, and the v3
+        // admin API (ConfigControllerV3's decryptHandler): decrypted.
+        Protocol::HttpV1 | Protocol::HttpV2 | Protocol::HttpV3Admin | Protocol::Internal => true,
+        // ConfigQueryRequestHandler and the v3 client API (the same query chain):
+        // ciphertext + encryptedDataKey; members reload from the database and never get
+        // content served.
+        Protocol::Grpc | Protocol::HttpV3 | Protocol::Cluster => false,
     }
 }
 

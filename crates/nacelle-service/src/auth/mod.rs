@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use nacelle_core::auth::{config_resource, Directory};
-use nacelle_core::{Action, AuthFailure, Caller, ConfigKey, CoreError, Identity};
+use nacelle_core::{Action, AuthFailure, Caller, ConfigKey, CoreError, Identity, Protocol};
 use nacelle_metrics::StoreOp;
 
 use crate::service::ConfigService;
@@ -133,6 +133,12 @@ impl ConfigService {
 
     fn anonymous_read(&self) -> bool {
         self.auth().anonymous_read.load(Ordering::Acquire)
+    }
+
+    /// Whether an anonymous `caller` may read: when anonymous reads are allowed, except
+    /// over an admin API (Nacos 3's `AuthAdminFilter` wants an identity there).
+    fn anonymous_may_read(&self, caller: &Caller) -> bool {
+        caller.protocol != Protocol::HttpV3Admin && self.anonymous_read()
     }
 
     /// The lifetime of issued tokens, in seconds.
@@ -341,7 +347,7 @@ impl ConfigService {
         if !self.auth_enabled() {
             return Ok(());
         }
-        let anonymous_read = self.anonymous_read();
+        let anonymous_read = self.anonymous_may_read(caller);
         let user = match &caller.identity {
             Identity::Trusted => return Ok(()),
             Identity::Refused(f) => return Err(CoreError::Auth(*f)),
@@ -426,7 +432,7 @@ impl ConfigService {
             Identity::Throttled { retry_after_s } => Err(CoreError::Throttled {
                 retry_after_s: *retry_after_s,
             }),
-            Identity::Anonymous if !self.anonymous_read() => {
+            Identity::Anonymous if !self.anonymous_may_read(caller) => {
                 Err(CoreError::Auth(AuthFailure::UserNotFound))
             }
             _ => Ok(()),
