@@ -67,17 +67,27 @@ impl ConfigService {
 
     /// One namespace by id as a client sent it (`""`/`public` is the default).
     pub async fn namespace(&self, caller: &Caller, id: &str) -> Result<NamespaceInfo, CoreError> {
+        Ok(self.namespace_checked(caller, id).await?)
+    }
+
+    /// [`ConfigService::namespace`] with its refusals typed.
+    pub async fn namespace_checked(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<NamespaceInfo, NamespaceError> {
         self.guard()?;
         self.authenticated(caller)?;
-        let id = NamespaceId::parse(Some(id))?;
+        let id =
+            NamespaceId::parse(Some(id)).map_err(|e| NamespaceError::IllegalId(e.to_string()))?;
         if !self.sees_namespace(caller, id.as_str()) {
-            return Err(CoreError::Auth(nacelle_core::AuthFailure::Denied));
+            return Err(CoreError::Auth(nacelle_core::AuthFailure::Denied).into());
         }
         self.all_namespaces()
             .await?
             .into_iter()
             .find(|n| n.namespace.id == id)
-            .ok_or_else(|| CoreError::NotFound(format!("namespace `{id}` does not exist")))
+            .ok_or_else(|| NamespaceError::Missing(format!("namespace `{id}` does not exist")))
     }
 
     /// Whether a namespace with this id exists. An invalid id does not; a database failure
@@ -103,13 +113,28 @@ impl ConfigService {
         name: &str,
         desc: &str,
     ) -> Result<NamespaceId, CoreError> {
+        Ok(self
+            .create_namespace_checked(caller, id, name, desc)
+            .await?)
+    }
+
+    /// [`ConfigService::create_namespace`] with its refusals typed: the id (an id meaning
+    /// the default namespace is [`NamespaceError::Reserved`]), then the name, then the
+    /// description, then a duplicate.
+    pub async fn create_namespace_checked(
+        &self,
+        caller: &Caller,
+        id: Option<&str>,
+        name: &str,
+        desc: &str,
+    ) -> Result<NamespaceId, NamespaceError> {
         self.guard()?;
         self.require_admin(caller)?;
         let id = match id.map(str::trim).filter(|s| !s.is_empty()) {
             Some(id) => custom_id(id)?,
             None => NamespaceId::from_trusted(&uuid::Uuid::new_v4().to_string()),
         };
-        let name = check_namespace_name(name)?;
+        let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
         check_namespace_desc(desc)?;
         let ns = Namespace {
             id: id.clone(),
@@ -124,10 +149,10 @@ impl ConfigService {
             .await
         {
             Ok(()) => Ok(id),
-            Err(StoreError::Conflict(_)) => Err(CoreError::Conflict(format!(
+            Err(StoreError::Conflict(_)) => Err(NamespaceError::Exists(format!(
                 "namespace `{id}` already exists"
             ))),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(CoreError::from(e).into()),
         }
     }
 
@@ -139,10 +164,23 @@ impl ConfigService {
         name: &str,
         desc: &str,
     ) -> Result<(), CoreError> {
+        Ok(self
+            .update_namespace_checked(caller, id, name, desc)
+            .await?)
+    }
+
+    /// [`ConfigService::update_namespace`] with its refusals typed.
+    pub async fn update_namespace_checked(
+        &self,
+        caller: &Caller,
+        id: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<(), NamespaceError> {
         self.guard()?;
         self.require_admin(caller)?;
         let id = custom_id(id)?;
-        let name = check_namespace_name(name)?;
+        let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
         check_namespace_desc(desc)?;
         let ns = Namespace {
             id,
@@ -157,33 +195,98 @@ impl ConfigService {
             .await
         {
             Ok(()) => Ok(()),
-            Err(StoreError::NotFound(m)) => Err(CoreError::NotFound(format!("{m} does not exist"))),
-            Err(e) => Err(e.into()),
+            Err(StoreError::NotFound(m)) => {
+                Err(NamespaceError::Missing(format!("{m} does not exist")))
+            }
+            Err(e) => Err(CoreError::from(e).into()),
         }
     }
 
     /// Deletes a namespace; returns whether it existed. The default cannot be deleted.
     pub async fn delete_namespace(&self, caller: &Caller, id: &str) -> Result<bool, CoreError> {
+        Ok(self.delete_namespace_checked(caller, id).await?)
+    }
+
+    /// [`ConfigService::delete_namespace`] with its refusals typed.
+    pub async fn delete_namespace_checked(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<bool, NamespaceError> {
         self.guard()?;
         self.require_admin(caller)?;
         if NamespaceId::parse(Some(id)).is_ok_and(|n| n.is_default()) {
-            return Err(CoreError::invalid(
-                "the default namespace cannot be deleted",
+            return Err(NamespaceError::Reserved(
+                "the default namespace cannot be deleted".to_string(),
             ));
         }
         let id = custom_id(id)?;
         Ok(self
             .store_call(StoreOp::Namespaces, self.inner.store.delete_namespace(&id))
-            .await?)
+            .await
+            .map_err(CoreError::from)?)
     }
 }
 
-/// The id of a custom namespace, with Nacos's wording for a refused one.
-fn custom_id(raw: &str) -> Result<NamespaceId, CoreError> {
+/// Why a namespace operation was refused, by the rule that refused it (Nacos 3 answers
+/// each with its own code). Where a protocol does not tell them apart they are
+/// [`CoreError`]s (`From`): the id and name rules and a reserved id are `Invalid`, a
+/// duplicate `Conflict`, an absent namespace `NotFound`.
+#[derive(Debug, thiserror::Error)]
+pub enum NamespaceError {
+    /// The id breaks the namespace id rule ([`NamespaceId::parse_custom`]).
+    #[error("{0}")]
+    IllegalId(String),
+    /// The id means the default namespace, which always exists and cannot be created,
+    /// changed or deleted.
+    #[error("{0}")]
+    Reserved(String),
+    /// The name breaks the namespace name rule ([`check_namespace_name`]).
+    #[error("{0}")]
+    IllegalName(String),
+    /// A namespace with this id already exists.
+    #[error("{0}")]
+    Exists(String),
+    /// No namespace with this id.
+    #[error("{0}")]
+    Missing(String),
+    /// Not ready, not allowed, another bad input (the description), or the store failed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+impl NamespaceError {
+    fn illegal_name(e: CoreError) -> Self {
+        match e {
+            CoreError::Invalid(m) => NamespaceError::IllegalName(m),
+            e => NamespaceError::Core(e),
+        }
+    }
+}
+
+impl From<NamespaceError> for CoreError {
+    fn from(e: NamespaceError) -> Self {
+        match e {
+            NamespaceError::IllegalId(m)
+            | NamespaceError::Reserved(m)
+            | NamespaceError::IllegalName(m) => CoreError::Invalid(m),
+            NamespaceError::Exists(m) => CoreError::Conflict(m),
+            NamespaceError::Missing(m) => CoreError::NotFound(m),
+            NamespaceError::Core(e) => e,
+        }
+    }
+}
+
+/// The id of a custom namespace, with Nacos's wording for a refused one: an id meaning
+/// the default namespace is [`NamespaceError::Reserved`], any other refused id
+/// [`NamespaceError::IllegalId`].
+fn custom_id(raw: &str) -> Result<NamespaceId, NamespaceError> {
     NamespaceId::parse_custom(raw).map_err(|e| {
-        CoreError::invalid(format!(
-            "illegal namespace id `{}`: {e}",
-            raw.trim().escape_debug()
-        ))
+        let message = format!("illegal namespace id `{}`: {e}", raw.trim().escape_debug());
+        if NamespaceId::parse(Some(raw)).is_ok_and(|n| n.is_default()) {
+            NamespaceError::Reserved(message)
+        } else {
+            NamespaceError::IllegalId(message)
+        }
     })
 }

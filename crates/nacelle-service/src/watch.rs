@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use nacelle_core::Action;
-use nacelle_core::{Caller, ConfigKey, CoreError, GroupPattern};
+use nacelle_core::{Caller, ConfigKey, CoreError, GroupPattern, NamespaceId};
 use parking_lot::Mutex;
 
 pub use crate::hub::{ChangeEvent, Subscriber};
@@ -174,6 +174,26 @@ impl ConfigService {
         self.authenticated(caller)?;
         let mut keys = self.inner.hub.keys_of_ip(ip);
         keys.retain(|(key, _)| self.may_read(caller, key));
+        Ok(keys)
+    }
+
+    /// [`ConfigService::keys_of_ip`] narrowed as Nacos 3's listener query by IP narrows
+    /// it: every key with `all`; otherwise the keys of the default namespace and, when
+    /// `namespace` is given, of that namespace. (Nacos matches the namespace as a
+    /// substring of the group key; an exact match cannot show another namespace's keys.)
+    pub fn keys_of_ip_in(
+        &self,
+        caller: &Caller,
+        ip: &str,
+        all: bool,
+        namespace: Option<&NamespaceId>,
+    ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
+        let mut keys = self.keys_of_ip(caller, ip)?;
+        if !all {
+            keys.retain(|(key, _)| {
+                key.namespace().is_default() || namespace.is_some_and(|n| key.namespace() == n)
+            });
+        }
         Ok(keys)
     }
 
