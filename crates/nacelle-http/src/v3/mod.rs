@@ -9,6 +9,9 @@
 
 pub(crate) mod client;
 pub(crate) mod config;
+pub(crate) mod history;
+pub(crate) mod listener;
+pub(crate) mod namespace;
 
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -51,6 +54,26 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/nacos/v3/admin/cs/config/export", get(config::export))
         .route("/nacos/v3/admin/cs/config/import", post(config::import))
         .route("/nacos/v3/admin/cs/config/clone", post(config::clone))
+        .route("/nacos/v3/admin/cs/history", get(history::entry))
+        .route("/nacos/v3/admin/cs/history/list", get(history::list))
+        .route(
+            "/nacos/v3/admin/cs/history/previous",
+            get(history::previous),
+        )
+        .route("/nacos/v3/admin/cs/history/configs", get(history::configs))
+        .route("/nacos/v3/admin/cs/listener", get(listener::by_ip))
+        .route(
+            "/nacos/v3/admin/core/namespace",
+            get(namespace::get)
+                .post(namespace::create)
+                .put(namespace::update)
+                .delete(namespace::delete),
+        )
+        .route("/nacos/v3/admin/core/namespace/list", get(namespace::list))
+        .route(
+            "/nacos/v3/admin/core/namespace/check",
+            get(namespace::check),
+        )
         // Anything else under /nacos/v3: Spring's 404 (static routes above win).
         .route("/nacos/v3/{*rest}", any(not_found))
 }

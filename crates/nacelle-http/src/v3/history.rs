@@ -1,0 +1,231 @@
+//! `/nacos/v3/admin/cs/history` (Nacos 3's `HistoryControllerV3`): a key's history
+//! (`/list`), one entry by `nid`, the entry before a config's current version
+//! (`/previous?id=`), and the configs of a namespace (`/configs?namespaceId=`). The same
+//! service operations as `/nacos/v1/cs/history` and the console's history.
+//!
+//! Wire facts (alibaba/nacos 3.0.3): `HistoryControllerV3`, `HistoryService`,
+//! `ResponseUtil.transferToConfigHistory*Info`, `ConfigRowMapperInjector`
+//! (`ConfigHistoryRowMapper` for list items: no `md5`, no content;
+//! `ConfigHistoryDetailRowMapper` for one entry), `api/config/model/ConfigBasicInfo`
+//! (`id` written as a JSON string by `ToStringSerializer`), `ConfigHistoryBasicInfo`,
+//! `ConfigHistoryDetailInfo`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use nacelle_core::{HistoryEntry, NamespaceId};
+use nacelle_service::HistoryLookupError;
+use serde::Serialize;
+
+use super::{
+    check_params, config_key, namespace_id, page, params, success, ErrorCode, Extractor, Page,
+    V3Error,
+};
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+/// Nacos clamps a history page to this many items (`Math.min(500, pageSize)`).
+const MAX_HISTORY_PAGE_SIZE: u64 = 500;
+
+/// `publish_type` of a formal history row: Nacelle's history API shows formal rows only
+/// (gray changes are in the gray log).
+const PUBLISH_TYPE_FORMAL: &str = "formal";
+
+/// `ConfigHistoryBasicInfo` (`ConfigBasicInfo` + `srcIp`, `srcUser`, `opType`,
+/// `publishType`), and with `detail` the fields `ConfigHistoryDetailInfo` adds (`content`,
+/// `encryptedDataKey`, `grayName`, `extInfo`), Jackson's order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryInfo<'a> {
+    /// The history row's `nid`, as a string.
+    id: String,
+    namespace_id: &'a str,
+    group_name: &'a str,
+    data_id: &'a str,
+    /// `null` on list items (Nacos's list query does not read it).
+    md5: Option<&'a str>,
+    /// Always `null`: a history row has no `type` property to copy.
+    r#type: Option<&'a str>,
+    app_name: &'a str,
+    create_time: i64,
+    modify_time: i64,
+    src_ip: &'a str,
+    src_user: &'a str,
+    op_type: &'a str,
+    publish_type: &'a str,
+    #[serde(flatten)]
+    detail: Option<HistoryDetail>,
+}
+
+/// What `ConfigHistoryDetailInfo` adds to the basic fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryDetail {
+    content: String,
+    encrypted_data_key: String,
+    /// `null` for a formal row, as Nacos writes it.
+    gray_name: Option<String>,
+    /// `null`: Nacelle keeps no `ext_info` for formal rows.
+    ext_info: Option<String>,
+}
+
+impl<'a> HistoryInfo<'a> {
+    fn of(h: &'a HistoryEntry, detail: Option<HistoryDetail>) -> Self {
+        HistoryInfo {
+            id: h.nid.to_string(),
+            namespace_id: namespace_id(h.key.namespace()),
+            group_name: h.key.group(),
+            data_id: h.key.data_id(),
+            md5: detail.as_ref().map(|_| h.md5.as_str()),
+            r#type: None,
+            app_name: &h.app_name,
+            create_time: h.created_ms,
+            modify_time: h.modified_ms,
+            src_ip: &h.source.src_ip,
+            src_user: &h.source.src_user,
+            op_type: h.op_type.as_str(),
+            publish_type: PUBLISH_TYPE_FORMAL,
+            detail,
+        }
+    }
+}
+
+/// The refusals of one entry as `HistoryControllerV3` answers them: an entry of another
+/// key is `AccessException` (403/10001, Nacos's message); an absent one reaches
+/// `BeanUtils.copyProperties(null, …)`, an `IllegalArgumentException` (400/20002).
+fn lookup_error(e: HistoryLookupError) -> V3Error {
+    match e {
+        HistoryLookupError::OtherKey(_) => V3Error::api(
+            StatusCode::FORBIDDEN,
+            ErrorCode::ACCESS_DENIED,
+            "Please check dataId, group or namespaceId.",
+        ),
+        HistoryLookupError::Absent(m) => V3Error::invalid(m),
+        HistoryLookupError::Core(e) => e.into(),
+    }
+}
+
+/// A `Long` request parameter (`@RequestParam("nid") Long`): missing is 400/10000, not a
+/// number 400/20002 (`NumberFormatException`).
+fn long_param(p: &Params, name: &str) -> Result<i64, V3Error> {
+    let raw = p.required(name)?;
+    raw.trim()
+        .parse::<i64>()
+        .map_err(|_| V3Error::invalid(format!("For input string: \"{raw}\"")))
+}
+
+/// One entry with its content as the service reveals it (an encrypted config's history
+/// decrypted, as Nacos's `HistoryService` does).
+fn detail_of(st: &AppState, p: &Params, h: &HistoryEntry) -> Result<Response, V3Error> {
+    let content =
+        st.service
+            .reveal_history(&p.caller, &h.key, &h.content, &h.encrypted_data_key)?;
+    let detail = HistoryDetail {
+        content,
+        encrypted_data_key: h.encrypted_data_key.clone(),
+        gray_name: None,
+        ext_info: None,
+    };
+    Ok(success(HistoryInfo::of(h, Some(detail))))
+}
+
+/// `GET /list?dataId&groupName[&namespaceId][&pageNo][&pageSize]` →
+/// `Page<ConfigHistoryBasicInfo>`, newest first; a page holds at most 500 items.
+pub(crate) async fn list(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    check_params(&p, Extractor::ConfigDefault)?;
+    let key = config_key(&p)?;
+    let page = page(&p, Some(MAX_HISTORY_PAGE_SIZE))?;
+    let result = st.service.history(&p.caller, &key, page).await?;
+    Ok(success(Page {
+        total_count: result.total_count,
+        page_number: result.page_number,
+        pages_available: result.pages_available,
+        page_items: result
+            .items
+            .iter()
+            .map(|h| HistoryInfo::of(h, None))
+            .collect(),
+    }))
+}
+
+/// `GET ?dataId&groupName[&namespaceId]&nid` → `ConfigHistoryDetailInfo`.
+pub(crate) async fn entry(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    check_params(&p, Extractor::ConfigDefault)?;
+    let key = config_key(&p)?;
+    let nid = long_param(&p, "nid")?;
+    let h = st
+        .service
+        .history_entry_checked(&p.caller, &key, nid)
+        .await
+        .map_err(lookup_error)?;
+    detail_of(&st, &p, &h)
+}
+
+/// `GET /previous?dataId&groupName[&namespaceId]&id=<config id>` → the
+/// `ConfigHistoryDetailInfo` with the highest `nid` of that config row.
+pub(crate) async fn previous(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    check_params(&p, Extractor::ConfigDefault)?;
+    let key = config_key(&p)?;
+    let id = long_param(&p, "id")?;
+    let h = st
+        .service
+        .history_previous_checked(&p.caller, &key, id)
+        .await
+        .map_err(lookup_error)?;
+    detail_of(&st, &p, &h)
+}
+
+/// `ConfigBasicInfo`, the items of `/configs`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigBasicInfo<'a> {
+    id: String,
+    namespace_id: &'a str,
+    group_name: &'a str,
+    data_id: &'a str,
+    md5: &'a str,
+    r#type: &'a str,
+    app_name: &'a str,
+    create_time: i64,
+    modify_time: i64,
+}
+
+/// `GET /configs?namespaceId=` (required; blank or `public` is the default namespace) →
+/// `List<ConfigBasicInfo>`, every config of the namespace the caller may read.
+pub(crate) async fn configs(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    check_params(&p, Extractor::ConfigDefault)?;
+    let namespace = NamespaceId::parse(Some(p.required("namespaceId")?))?;
+    let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
+    let items: Vec<ConfigBasicInfo> = configs
+        .iter()
+        .map(|c| ConfigBasicInfo {
+            id: c.id.to_string(),
+            namespace_id: namespace_id(c.key.namespace()),
+            group_name: c.key.group(),
+            data_id: c.key.data_id(),
+            md5: &c.md5,
+            r#type: c.config_type.as_str(),
+            app_name: &c.meta.app_name,
+            create_time: c.created_ms,
+            modify_time: c.modified_ms,
+        })
+        .collect();
+    Ok(success(items))
+}

@@ -1,0 +1,179 @@
+//! `/nacos/v3/admin/core/namespace` (Nacos 3's `NamespaceControllerV3`): one namespace,
+//! create, update, delete, `/list` (the default namespace first) and `/check` (how many
+//! namespaces have the id: 0 or 1). The same service operations as the v1 and console
+//! namespace APIs; the service's typed refusals ([`NamespaceError`]) become Nacos 3's
+//! codes here, in [`namespace_error`].
+//!
+//! Wire facts (alibaba/nacos 3.0.3): `NamespaceControllerV3`, `NamespaceForm.validate()`
+//! (`namespaceId` and `namespaceName` must be sent: 400/10000), `NamespaceOperationService`
+//! (duplicate or the default id: 400/22002; unknown: 404/22001), `api/model/response/
+//! Namespace` and `NamespaceTypeEnum` (`GLOBAL` 0, `CUSTOM` 1). The controller has no param
+//! check extractor.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use nacelle_service::{NamespaceError, NamespaceInfo};
+use serde::Serialize;
+
+use super::{namespace_id, params, success, ErrorCode, V3Error};
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+/// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
+const DEFAULT_QUOTA: u32 = 200;
+/// `NamespaceTypeEnum.GLOBAL` (the default namespace) and `CUSTOM` in Nacos 3.
+const TYPE_GLOBAL: u8 = 0;
+const TYPE_CUSTOM: u8 = 1;
+
+/// `Namespace`, Jackson's field order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceJson<'a> {
+    namespace: &'a str,
+    namespace_show_name: &'a str,
+    namespace_desc: &'a str,
+    quota: u32,
+    config_count: usize,
+    r#type: u8,
+}
+
+impl<'a> NamespaceJson<'a> {
+    fn of(n: &'a NamespaceInfo) -> Self {
+        let id = &n.namespace.id;
+        NamespaceJson {
+            namespace: namespace_id(id),
+            namespace_show_name: &n.namespace.name,
+            namespace_desc: &n.namespace.desc,
+            quota: DEFAULT_QUOTA,
+            config_count: n.config_count,
+            r#type: if id.is_default() {
+                TYPE_GLOBAL
+            } else {
+                TYPE_CUSTOM
+            },
+        }
+    }
+}
+
+/// The service's namespace refusals as Nacos 3 answers them: a bad id or name is
+/// 400/22000 (`ILLEGAL_NAMESPACE`), a duplicate or the default id 400/22002
+/// (`NAMESPACE_ALREADY_EXIST`), an unknown namespace 404/22001 (`NAMESPACE_NOT_EXIST`).
+fn namespace_error(e: NamespaceError) -> V3Error {
+    match e {
+        NamespaceError::IllegalId(m) | NamespaceError::IllegalName(m) => {
+            V3Error::api(StatusCode::BAD_REQUEST, ErrorCode::ILLEGAL_NAMESPACE, m)
+        }
+        NamespaceError::Reserved(m) | NamespaceError::Exists(m) => V3Error::api(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::NAMESPACE_ALREADY_EXIST,
+            m,
+        ),
+        NamespaceError::Missing(m) => {
+            V3Error::api(StatusCode::NOT_FOUND, ErrorCode::NAMESPACE_NOT_EXIST, m)
+        }
+        NamespaceError::Core(e) => e.into(),
+    }
+}
+
+/// A form field `NamespaceForm.validate()` requires to be sent (it may be empty).
+fn form_field<'p>(p: &'p Params, name: &str) -> Result<&'p str, V3Error> {
+    p.get(name).ok_or_else(|| {
+        V3Error::api(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::PARAMETER_MISSING,
+            format!("required parameter '{name}' is missing"),
+        )
+    })
+}
+
+/// `GET ?namespaceId=` → `Namespace`; unknown: 404/22001. An id no namespace can have is
+/// unknown too (Nacos looks it up without checking it).
+pub(crate) async fn get(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let id = p.required("namespaceId")?;
+    match st.service.namespace_checked(&p.caller, id).await {
+        Ok(n) => Ok(success(NamespaceJson::of(&n))),
+        Err(NamespaceError::IllegalId(m)) => Err(namespace_error(NamespaceError::Missing(m))),
+        Err(e) => Err(namespace_error(e)),
+    }
+}
+
+/// `GET /list` → `List<Namespace>`, the default namespace first.
+pub(crate) async fn list(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let all = st.service.namespaces(&p.caller).await?;
+    Ok(success(
+        all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
+    ))
+}
+
+/// `POST namespaceId (sent, may be blank: a UUID), namespaceName[, namespaceDesc]` →
+/// `data: true`.
+pub(crate) async fn create(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let id = form_field(&p, "namespaceId")?;
+    let name = form_field(&p, "namespaceName")?;
+    st.service
+        .create_namespace_checked(
+            &p.caller,
+            Some(id),
+            name,
+            p.get("namespaceDesc").unwrap_or(""),
+        )
+        .await
+        .map_err(namespace_error)?;
+    Ok(success(true))
+}
+
+/// `PUT namespaceId, namespaceName[, namespaceDesc]` → `data: true`.
+pub(crate) async fn update(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let id = form_field(&p, "namespaceId")?;
+    let name = form_field(&p, "namespaceName")?;
+    st.service
+        .update_namespace_checked(&p.caller, id, name, p.get("namespaceDesc").unwrap_or(""))
+        .await
+        .map_err(namespace_error)?;
+    Ok(success(true))
+}
+
+/// `DELETE ?namespaceId=` → `data: true`, whether or not the namespace existed (as Nacos
+/// answers); the default namespace is refused (400/22002).
+pub(crate) async fn delete(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let id = p.required("namespaceId")?;
+    let _existed = st
+        .service
+        .delete_namespace_checked(&p.caller, id)
+        .await
+        .map_err(namespace_error)?;
+    Ok(success(true))
+}
+
+/// `GET /check?namespaceId=` → `data`: the number of namespaces with this id (0 or 1).
+pub(crate) async fn check(
+    State(st): State<AppState>,
+    p: Result<Params, ApiError>,
+) -> Result<Response, V3Error> {
+    let p = params(p)?;
+    let id = p.required("namespaceId")?;
+    let exists = st.service.namespace_exists(&p.caller, id).await?;
+    Ok(success(u8::from(exists)))
+}
