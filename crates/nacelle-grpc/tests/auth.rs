@@ -826,3 +826,93 @@ async fn failed_logins_back_off_per_address_without_locking_the_user_out() -> Te
     assert!(wait <= Duration::from_secs(60), "{wait:?}");
     Ok(())
 }
+
+/// History records the logged-in user as the operator of every write, on every protocol —
+/// v1, v2, gRPC and the console — whatever `src_user` the request claims; and a config's
+/// `createUser` is its first writer.
+#[tokio::test]
+async fn history_records_the_logged_in_user_whatever_the_request_claims() -> TestResult {
+    let (env, t) = env().await?;
+    let mut raw = env.server.raw().await?;
+    raw.setup("127.0.0.1").await?;
+    let key = [("dataId", "who.properties"), ("group", "G")];
+    let post = |path: &'static str, ns_name: &'static str, content: &'static str| {
+        env.http
+            .post(env.url(path))
+            .query(&[("accessToken", t.dev.as_str())])
+            .form(&[
+                key[0],
+                key[1],
+                (ns_name, "dev"),
+                ("content", content),
+                ("src_user", "mallory"),
+                ("srcUser", "mallory"),
+            ])
+            .send()
+    };
+    let r = post("/nacos/v1/cs/configs", "tenant", "over=v1").await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+    let r = post("/nacos/v2/cs/config", "namespaceId", "over=v2").await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+    let got = raw
+        .call_with_headers(
+            "ConfigPublishRequest",
+            &[("accessToken", t.dev.as_str())],
+            json!({"dataId": "who.properties", "group": "G", "tenant": "dev",
+                   "content": "over=grpc", "additionMap": {"src_user": "mallory"}}),
+        )
+        .await?;
+    assert_eq!(got.int("resultCode"), Some(200), "{got:?}");
+    let r = env
+        .http
+        .post(env.url("/nacos/console/api/config"))
+        .bearer_auth(&t.dev)
+        .form(&[
+            key[0],
+            key[1],
+            ("namespace", "dev"),
+            ("content", "over=console"),
+            ("src_user", "mallory"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+    // A removal is a write too.
+    let r = env
+        .http
+        .delete(env.url("/nacos/v1/cs/configs"))
+        .query(&[
+            key[0],
+            key[1],
+            ("tenant", "dev"),
+            ("src_user", "mallory"),
+            ("accessToken", t.dev.as_str()),
+        ])
+        .send()
+        .await?;
+    assert_eq!(r.text().await?, "true");
+
+    let history: Value = env
+        .http
+        .get(env.url("/nacos/v1/cs/history"))
+        .query(&[
+            ("search", "accurate"),
+            key[0],
+            key[1],
+            ("tenant", "dev"),
+            ("pageNo", "1"),
+            ("pageSize", "10"),
+            ("accessToken", t.admin.as_str()),
+        ])
+        .send()
+        .await?
+        .json()
+        .await?;
+    let rows = history["pageItems"].as_array().cloned().unwrap_or_default();
+    // v1 insert, v2/gRPC/console updates, the delete.
+    assert_eq!(rows.len(), 5, "{history}");
+    for row in &rows {
+        assert_eq!(row["srcUser"], "dev", "{row}");
+    }
+    Ok(())
+}

@@ -11,8 +11,8 @@ pub struct PublishRequest {
     /// The `type` parameter as sent; blank or unknown names become `text`.
     pub config_type: Option<String>,
     pub meta: ConfigMeta,
-    /// `src_user` as the client sent it (recorded in history; the IP comes from the
-    /// caller).
+    /// `src_user` as the client sent it: recorded in history only when the caller has no
+    /// verified user ([`nacelle_core::Caller::operator`]); the IP comes from the caller.
     pub src_user: String,
     /// Compare-and-set on the current md5 (`casMd5`), when given.
     pub cas_md5: Option<String>,

@@ -165,7 +165,7 @@ impl ConfigService {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         let source = OpSource {
-            src_user: caller.user().unwrap_or(src_user).to_string(),
+            src_user: caller.operator(src_user).to_string(),
             src_ip: caller.ip_string(),
         };
         let (outcome, changed) = {
@@ -203,7 +203,7 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
-        let src_user = caller.user().unwrap_or(src_user);
+        let src_user = caller.operator(src_user);
         let stored = {
             let _guard = self.write_lock(key).lock().await;
             let gray = self
@@ -271,7 +271,8 @@ impl ConfigService {
             Variant::Gray(spec) => Some(spec),
         };
         check_content(&req.content, self.inner.limits.max_content_bytes)?;
-        let meta = check_meta(req.meta, &req.src_user)?;
+        let src_user = caller.operator(&req.src_user).to_string();
+        let meta = check_meta(req.meta, &src_user)?;
         let config_type = parse_config_type(req.config_type.as_deref())?;
         let md5 = md5_hex(req.content.as_bytes());
         Ok(PublishRecord {
@@ -281,7 +282,7 @@ impl ConfigService {
             config_type,
             meta,
             source: OpSource {
-                src_user: req.src_user,
+                src_user,
                 src_ip: caller.ip_string(),
             },
             cas_md5: req.cas_md5,
@@ -348,7 +349,7 @@ impl ConfigService {
     ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
-        let src_user = caller.user().unwrap_or(src_user);
+        let src_user = caller.operator(src_user);
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
