@@ -1100,6 +1100,15 @@ async fn auth_admin_needs_a_token_and_permissions() -> TestResult {
             "{v}"
         );
     }
+    // Nacos's auth filter runs before its param check filter: no token is a 403 even for
+    // a request the param check would refuse.
+    let r = s
+        .http
+        .get(s.url(ADMIN))
+        .query(&[("dataId", "a b"), ("groupName", "G")])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 403);
     // The client API follows the auth switch: refused anonymously, too.
     let r = s.http.get(s.url(CLIENT)).query(&q).send().await?;
     assert_eq!(r.status(), 403);
@@ -1173,5 +1182,33 @@ async fn auth_admin_needs_a_token_and_permissions() -> TestResult {
     assert_eq!(r.status(), 403);
     let v: Value = r.json().await?;
     assert_eq!(v["status"], 403, "{v}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn anonymous_reads_open_the_client_api_not_the_admin_api() -> TestResult {
+    let s = TestServer::start_with(|st| {
+        secure(st);
+        st.auth.anonymous_read = true;
+    })
+    .await?;
+    let admin = s.admin_token().await?;
+    let r = s
+        .http
+        .post(s.url(ADMIN))
+        .header("accessToken", &admin)
+        .form(&[("dataId", "a.txt"), ("groupName", "G"), ("content", "x")])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200);
+    let q = [("dataId", "a.txt"), ("groupName", "G")];
+    let client = get(&s, CLIENT, &q).await?.ok()?;
+    assert_eq!(client["content"], "x");
+    // The same read over the admin API needs a token (Nacos's AuthAdminFilter).
+    let a = get(&s, ADMIN, &q).await?;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert_eq!(a.json()?["error"], "Forbidden");
+    let a = get(&s, &format!("{ADMIN}/list"), &[]).await?;
+    assert_eq!(a.status, 403, "{}", a.body);
     Ok(())
 }

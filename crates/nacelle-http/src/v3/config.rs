@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{
-    check_params, config_key, failure, namespace_id, page, params, success, ErrorCode, Extractor,
-    Page, V3Error,
+    admit, config_key, failure, namespace_id, page, success, ErrorCode, Extractor, Page, V3Error,
 };
 use crate::archive::{self, ArchiveError, Layout};
 use crate::error::ApiError;
@@ -92,8 +91,7 @@ pub(crate) async fn get_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
         return Err(V3Error::api(
@@ -113,8 +111,7 @@ pub(crate) async fn publish_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     if p.non_blank("content").is_none() {
         return Err(V3Error::missing("content"));
@@ -130,8 +127,7 @@ pub(crate) async fn delete_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let src_user = p.src_user(PublishNames::V2);
     st.service
@@ -165,8 +161,7 @@ pub(crate) async fn delete_batch(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let ids = ids_of(&p)?;
     let src_user = p.src_user(PublishNames::V2);
     st.service.remove_by_ids(&p.caller, &ids, &src_user).await?;
@@ -179,8 +174,7 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigBlurSearch)?;
+    let p = admit(&st, p, Extractor::ConfigBlurSearch)?;
     let page = page(&p, None)?;
     let mode = match p.get("search").unwrap_or("blur") {
         "blur" => SearchMode::Blur,
@@ -230,8 +224,7 @@ pub(crate) async fn update_metadata(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
         return Err(V3Error::api(
@@ -295,8 +288,7 @@ pub(crate) async fn get_beta(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let grays = st.service.grays_of(&p.caller, &key)?;
     let Some(beta) = grays.iter().find(|g| matches!(g.rule, GrayRule::Beta(_))) else {
@@ -322,8 +314,7 @@ pub(crate) async fn stop_beta(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     st.service.stop_beta(&p.caller, &key).await?;
     Ok(success(true))
@@ -343,8 +334,7 @@ pub(crate) async fn listeners(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let listeners = st.service.listeners_of(&p.caller, &key)?;
     Ok(success(ConfigListenerInfo {
@@ -360,8 +350,7 @@ pub(crate) async fn export(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let ids = match p.get("ids") {
         Some(_) => ids_of(&p)?,
         None => Vec::new(),
@@ -408,8 +397,7 @@ pub(crate) async fn import(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let policy = policy_of(&p)?;
     let Some(file) = &p.file else {
         return Ok(failure(ErrorCode::DATA_EMPTY, json!({})));
@@ -447,8 +435,7 @@ pub(crate) async fn clone(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let Some(namespace) = p.get("namespaceId") else {
         return Err(V3Error::api(
             StatusCode::BAD_REQUEST,

@@ -292,6 +292,22 @@ pub(crate) fn params(p: Result<Params, ApiError>) -> Result<Params, V3Error> {
     p.map_err(V3Error::from)
 }
 
+/// The parameters of a v3 request, admitted in Nacos's filter order: the request is read,
+/// then its credentials are checked (Nacos's auth filters, order 6: a missing or bad token
+/// is a 403 before anything else; the service decides, by the caller's protocol, whether
+/// an anonymous caller may go on), then the param check filter (order 8) runs with
+/// `extractor`. Permissions on the resource are checked by the service operation itself.
+pub(crate) fn admit(
+    st: &AppState,
+    p: Result<Params, ApiError>,
+    extractor: Extractor,
+) -> Result<Params, V3Error> {
+    let p = params(p)?;
+    st.service.authenticated(&p.caller)?;
+    check_params(&p, extractor)?;
+    Ok(p)
+}
+
 /// Which of Nacos's param extractors guards an endpoint (`@ExtractorManager.Extractor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Extractor {
