@@ -1,7 +1,7 @@
 //! One rule, every protocol: requests whose answers used to depend on the protocol (a
 //! tagged read, a blank tag on delete, `betaIps` parsing, the listen-key limit, readiness
-//! while loading and during shutdown, namespace ids) get the same answer over HTTP v1,
-//! HTTP v2 and gRPC, because the service decides and the adapters only translate. And the
+//! while loading and during shutdown, namespace ids, beta by IP, encryption, content size)
+//! get the same answer over HTTP v1, HTTP v2, HTTP v3 (Nacos 3) and gRPC, because the service decides and the adapters only translate. And the
 //! caller's IP cannot be forged: forwarded headers and a reported gRPC `clientIp` count only
 //! from a trusted proxy.
 
@@ -810,5 +810,221 @@ async fn namespace_ids_follow_the_tenant_rules() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(codes(&r), (Some(500), Some(400)), "{:?}", r.body);
+    Ok(())
+}
+
+const V3_ADMIN: &str = "/nacos/v3/admin/cs/config";
+const V3_CLIENT: &str = "/nacos/v3/client/cs/config";
+
+/// The `data` of a v3 answer with code 0.
+fn v3_data(status: u16, body: &str) -> anyhow::Result<Value> {
+    anyhow::ensure!(status == 200, "{status}: {body}");
+    let v: Value = serde_json::from_str(body)?;
+    anyhow::ensure!(v["code"] == 0, "{body}");
+    Ok(v["data"].clone())
+}
+
+#[tokio::test]
+async fn v3_parses_beta_ips_as_the_other_protocols() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let b = both().await?;
+    let form =
+        |d: &'static str, c: &'static str| [("dataId", d), ("groupName", "G"), ("content", c)];
+    // No address in the list: a formal publish.
+    let (s, body) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &form("b-v3", "c"),
+            &[("betaIps", " , ")],
+        )
+        .await?;
+    v3_data(s, &body)?;
+    assert_eq!(b.content("b-v3")?.as_deref(), Some("c"));
+    // A beta of a key without a formal config: not found, as over v1 (404) and gRPC.
+    let (s, body) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &form("b3", "c"),
+            &[("betaIps", "1.1.1.1")],
+        )
+        .await?;
+    assert_eq!(s, 404, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body)?["code"], 20004);
+    assert_eq!(b.content("b3")?, None);
+    // An entry that is no address: 400 with the same reason as v2.
+    let (s3, body3) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &form("b-v3", "c2"),
+            &[("betaIps", "1.1.1.1,nope")],
+        )
+        .await?;
+    let (s2, body2) = b
+        .send(
+            Method::POST,
+            V2,
+            &[("dataId", "b-v3"), ("group", "G"), ("content", "c2")],
+            &[("betaIps", "1.1.1.1,nope")],
+        )
+        .await?;
+    assert_eq!((s3, s2), (400, 400), "{body3} {body2}");
+    let (v3, v2): (Value, Value) = (serde_json::from_str(&body3)?, serde_json::from_str(&body2)?);
+    assert_eq!(v3, v2);
+    assert_eq!(b.content("b-v3")?.as_deref(), Some("c"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_beta_for_the_callers_ip_is_served_on_every_protocol() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let mut b = both().await?;
+    b.server.publish("", "G", "beta-all", "formal").await?;
+    // Released to this host's IP over v3.
+    let (s, body) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &[
+                ("dataId", "beta-all"),
+                ("groupName", "G"),
+                ("content", "beta"),
+            ],
+            &[("betaIps", "127.0.0.1")],
+        )
+        .await?;
+    v3_data(s, &body)?;
+    let (s, v1) = b.get(V1, &[("dataId", "beta-all"), ("group", "G")]).await?;
+    assert_eq!((s, v1.as_str()), (200, "beta"));
+    let (s, v2) = b.get(V2, &[("dataId", "beta-all"), ("group", "G")]).await?;
+    assert_eq!(
+        serde_json::from_str::<Value>(&v2)?["data"],
+        "beta",
+        "{s} {v2}"
+    );
+    let r = b.query("beta-all", None).await?;
+    assert_eq!(r.str("content"), Some("beta"), "{:?}", r.body);
+    let (s, v3) = b
+        .get(V3_CLIENT, &[("dataId", "beta-all"), ("groupName", "G")])
+        .await?;
+    let v3 = v3_data(s, &v3)?;
+    assert_eq!(v3["content"], "beta");
+    assert_eq!(v3["beta"], true);
+    assert_eq!(v3["md5"].as_str(), r.str("md5"));
+    assert_eq!(Some(v3["beta"].clone()), r.body.get("beta").cloned());
+    // Stopped over v3: the formal content everywhere.
+    let (s, body) = b
+        .send(
+            Method::DELETE,
+            &format!("{V3_ADMIN}/beta"),
+            &[("dataId", "beta-all"), ("groupName", "G")],
+            &[],
+        )
+        .await?;
+    v3_data(s, &body)?;
+    let (_, v1) = b.get(V1, &[("dataId", "beta-all"), ("group", "G")]).await?;
+    assert_eq!(v1, "formal");
+    let r = b.query("beta-all", None).await?;
+    assert_eq!(r.str("content"), Some("formal"));
+    let (s, v3) = b
+        .get(V3_CLIENT, &[("dataId", "beta-all"), ("groupName", "G")])
+        .await?;
+    assert_eq!(v3_data(s, &v3)?["beta"], false);
+    Ok(())
+}
+
+#[tokio::test]
+async fn v3_serves_encrypted_configs_as_grpc_and_v1_do() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let mut b = both().await?;
+    let plain = "password: s3cret\n";
+    let (s, body) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &[
+                ("dataId", "cipher-aes-db"),
+                ("groupName", "G"),
+                ("content", plain),
+            ],
+            &[],
+        )
+        .await?;
+    v3_data(s, &body)?;
+    // The client API is gRPC's query: ciphertext and data key.
+    let r = b.query("cipher-aes-db", None).await?;
+    let (s, client) = b
+        .get(
+            V3_CLIENT,
+            &[("dataId", "cipher-aes-db"), ("groupName", "G")],
+        )
+        .await?;
+    let client = v3_data(s, &client)?;
+    assert_eq!(client["content"].as_str(), r.str("content"));
+    assert_eq!(
+        client["encryptedDataKey"].as_str(),
+        r.str("encryptedDataKey")
+    );
+    assert_ne!(client["content"], plain);
+    // The admin API is v1's `show=all`: plaintext, the same data key.
+    let (_, v1) = b
+        .get(
+            V1,
+            &[("dataId", "cipher-aes-db"), ("group", "G"), ("show", "all")],
+        )
+        .await?;
+    let v1: Value = serde_json::from_str(&v1)?;
+    let (s, admin) = b
+        .get(V3_ADMIN, &[("dataId", "cipher-aes-db"), ("groupName", "G")])
+        .await?;
+    let admin = v3_data(s, &admin)?;
+    assert_eq!(admin["content"], plain);
+    assert_eq!(admin["content"], v1["content"]);
+    assert_eq!(admin["encryptedDataKey"], v1["encryptedDataKey"]);
+    assert_eq!(
+        admin["encryptedDataKey"].as_str(),
+        r.str("encryptedDataKey")
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn v3_refuses_over_long_content_as_the_other_protocols() -> anyhow::Result<()> {
+    use reqwest::Method;
+    let limits = Limits {
+        max_content_bytes: 16,
+        ..Limits::default()
+    };
+    let mut b = both_with(limits, HttpOptions::default(), GrpcOptions::default()).await?;
+    let big = "x".repeat(17);
+    let (s1, _) = b
+        .send(
+            Method::POST,
+            V1,
+            &[("dataId", "big"), ("group", "G"), ("content", &big)],
+            &[],
+        )
+        .await?;
+    let (s3, body3) = b
+        .send(
+            Method::POST,
+            V3_ADMIN,
+            &[("dataId", "big"), ("groupName", "G"), ("content", &big)],
+            &[],
+        )
+        .await?;
+    assert_eq!((s1, s3), (413, 413), "{body3}");
+    assert_eq!(serde_json::from_str::<Value>(&body3)?["code"], 20002);
+    let r = b
+        .grpc
+        .call(
+            "ConfigPublishRequest",
+            json!({"dataId": "big", "group": "G", "content": big}),
+        )
+        .await?;
+    assert_ne!(codes(&r), (Some(200), Some(0)), "{:?}", r.body);
+    assert_eq!(b.content("big")?, None);
     Ok(())
 }
