@@ -220,6 +220,12 @@ impl ConfigService {
                 SearchMode::Blur => wildcard_match(pattern, value),
             }
         };
+        let types: Vec<&str> = q
+            .types
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect();
         let mut hits: Vec<Arc<StoredConfig>> = self
             .inner
             .cache
@@ -231,6 +237,9 @@ impl ConfigService {
                     && matches(&q.group, c.key.group())
                     && matches(&q.app_name, &c.meta.app_name)
                     && (tags.is_empty() || c.meta.config_tags.split(',').any(|t| tags.contains(&t)))
+                    && (types.is_empty() || types.contains(&c.config_type.as_str()))
+                    && (q.content.is_empty()
+                        || matches(&q.content, &String::from_utf8_lossy(&c.content)))
                     && self.may_read(caller, &c.key)
             })
             .map(|e| e.value().clone())

@@ -39,5 +39,11 @@ pub struct SearchQuery {
     pub app_name: String,
     /// Comma-separated tags; a config matches when it has any of them.
     pub config_tags: String,
+    /// Comma-separated config types; a config matches when its type is one of them
+    /// (blank: any). Nacos 3's `type` filter of `/v3/admin/cs/config/list`.
+    pub types: String,
+    /// A pattern the stored content must match as `data_id` does (blank: any). Nacos 3's
+    /// `configDetail` filter.
+    pub content: String,
     pub page: PageRequest,
 }

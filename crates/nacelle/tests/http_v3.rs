@@ -587,6 +587,25 @@ async fn list_blur_accurate_and_paging() -> TestResult {
     assert_eq!(p2["pagesAvailable"], 3);
     assert_eq!(p2["pageItems"].as_array().map(Vec::len), Some(1));
     assert_eq!(p2["pageItems"][0]["dataId"], "app2.yaml");
+    // `type` (comma-separated) and `configDetail` (the content, a pattern).
+    publish(
+        &s,
+        ("", "H", "conf.json"),
+        "{\"k\":1}",
+        &[("type", "json")],
+        &[],
+    )
+    .await?
+    .ok()?;
+    let json_only = get(&s, &list, &[("type", "json")]).await?.ok()?;
+    assert_eq!(json_only["totalCount"], 1);
+    assert_eq!(json_only["pageItems"][0]["dataId"], "conf.json");
+    let two_types = get(&s, &list, &[("type", "json,text")]).await?.ok()?;
+    assert_eq!(two_types["totalCount"], 4);
+    let by_content = get(&s, &list, &[("configDetail", "*k\":*")]).await?.ok()?;
+    assert_eq!(by_content["totalCount"], 1, "{by_content}");
+    let exact_content = get(&s, &list, &[("configDetail", "k: v\n")]).await?.ok()?;
+    assert_eq!(exact_content["totalCount"], 3, "{exact_content}");
     // Another namespace: empty.
     let other = get(&s, &list, &[("namespaceId", "nope")]).await?.ok()?;
     assert_eq!(other["totalCount"], 0);

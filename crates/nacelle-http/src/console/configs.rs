@@ -59,6 +59,8 @@ pub(crate) async fn search(State(st): State<AppState>, p: Result<Params, ApiErro
         group: p.or_empty("group").trim().to_string(),
         app_name: p.or_empty("appName").trim().to_string(),
         config_tags: String::new(),
+        types: String::new(),
+        content: String::new(),
         page: page_of(&p, 20)?,
     };
     let page = st.service.search(&p.caller, &q)?;

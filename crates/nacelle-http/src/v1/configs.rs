@@ -250,6 +250,8 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
         group: p.or_empty("group"),
         app_name: p.or_empty("appName"),
         config_tags: p.or_empty("config_tags"),
+        types: String::new(),
+        content: String::new(),
         page,
     };
     let result = st.service.search(&p.caller, &q)?;

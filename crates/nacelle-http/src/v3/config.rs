@@ -169,7 +169,9 @@ pub(crate) async fn delete_batch(
 }
 
 /// `GET /nacos/v3/admin/cs/config/list` → `Page<ConfigBasicInfo>`. `search` is `blur`
-/// (default; `*` is a wildcard) or `accurate`; `dataId`/`groupName` may be blank.
+/// (default; `*` is a wildcard) or `accurate`; `dataId`/`groupName` may be blank;
+/// `appName`, `configTags`, `type` (comma-separated) and `configDetail` (the content, a
+/// pattern like `dataId`) filter further.
 pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
@@ -192,6 +194,8 @@ pub(crate) async fn list(
         group: p.or_empty("groupName"),
         app_name: p.or_empty("appName"),
         config_tags: p.or_empty("configTags"),
+        types: p.or_empty("type"),
+        content: p.or_empty("configDetail"),
         page,
     };
     let result = st.service.search(&p.caller, &q)?;
