@@ -317,6 +317,9 @@ pub(crate) enum Extractor {
     /// `ConfigBlurSearchHttpParamExtractor` (`/list`): nothing when `search=blur` is sent,
     /// else `tenant`, `dataId`, `group` (the legacy names, as in Nacos).
     ConfigBlurSearch,
+    /// `ExtractorManager.DefaultHttpExtractor`, of a controller without an extractor
+    /// (`NamespaceControllerV3`): nothing is checked.
+    None,
 }
 
 /// Nacos's `ParamCheckRule` defaults (`nacos.core.param.check.enabled=true`).
@@ -349,6 +352,7 @@ pub(crate) fn check_params(p: &Params, extractor: Extractor) -> Result<(), V3Err
             }
             (p.get("tenant"), p.get("dataId"), p.get("group"), None)
         }
+        Extractor::None => return Ok(()),
     };
     let blank = |v: &Option<&str>| v.is_none_or(|v| v.trim().is_empty());
     if let Some(ns) = ns.filter(|_| !blank(&ns)) {
