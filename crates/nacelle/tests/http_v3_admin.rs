@@ -717,6 +717,21 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         data(&r)?;
     }
 
+    // Credentials are checked before parameters, as Nacos's filters run (auth, then the
+    // param check, then the controller).
+    for (path, query) in [
+        (
+            "/nacos/v3/admin/cs/history/list",
+            &[("dataId", "bad id"), ("groupName", "G")][..],
+        ),
+        (NAMESPACE, &[][..]),
+        (LISTENER, &[][..]),
+    ] {
+        let r = Reply::read(s.http.get(s.url(path)).query(query).send().await?).await?;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert_eq!(r.json()?["error"], "Forbidden", "{}", r.body);
+    }
+
     // A user who may read the default namespace only.
     for (path, params) in [
         (

@@ -17,10 +17,7 @@ use nacelle_core::{HistoryEntry, NamespaceId};
 use nacelle_service::HistoryLookupError;
 use serde::Serialize;
 
-use super::{
-    check_params, config_key, namespace_id, page, params, success, ErrorCode, Extractor, Page,
-    V3Error,
-};
+use super::{admit, config_key, namespace_id, page, success, ErrorCode, Extractor, Page, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -136,8 +133,7 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let page = page(&p, Some(MAX_HISTORY_PAGE_SIZE))?;
     let result = st.service.history(&p.caller, &key, page).await?;
@@ -158,8 +154,7 @@ pub(crate) async fn entry(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let nid = long_param(&p, "nid")?;
     let h = st
@@ -176,8 +171,7 @@ pub(crate) async fn previous(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let id = long_param(&p, "id")?;
     let h = st
@@ -209,8 +203,7 @@ pub(crate) async fn configs(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let namespace = NamespaceId::parse(Some(p.required("namespaceId")?))?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let items: Vec<ConfigBasicInfo> = configs

@@ -12,7 +12,7 @@ use axum::response::Response;
 use nacelle_core::NamespaceId;
 
 use super::config::ConfigListenerInfo;
-use super::{check_params, params, success, Extractor, V3Error};
+use super::{admit, success, Extractor, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -35,8 +35,7 @@ pub(crate) async fn by_ip(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
-    check_params(&p, Extractor::ConfigDefault)?;
+    let p = admit(&st, p, Extractor::ConfigDefault)?;
     let ip = p.required("ip")?.trim().to_string();
     let all = bool_param(&p, "all", false)?;
     // Accepted and checked; this node's listeners are the answer either way.

@@ -16,7 +16,7 @@ use axum::response::Response;
 use nacelle_service::{NamespaceError, NamespaceInfo};
 use serde::Serialize;
 
-use super::{namespace_id, params, success, ErrorCode, V3Error};
+use super::{admit, namespace_id, success, ErrorCode, Extractor, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -94,7 +94,7 @@ pub(crate) async fn get(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let id = p.required("namespaceId")?;
     match st.service.namespace_checked(&p.caller, id).await {
         Ok(n) => Ok(success(NamespaceJson::of(&n))),
@@ -108,7 +108,7 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let all = st.service.namespaces(&p.caller).await?;
     Ok(success(
         all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
@@ -121,7 +121,7 @@ pub(crate) async fn create(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -141,7 +141,7 @@ pub(crate) async fn update(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -157,7 +157,7 @@ pub(crate) async fn delete(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let id = p.required("namespaceId")?;
     let _existed = st
         .service
@@ -172,7 +172,7 @@ pub(crate) async fn check(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
+    let p = admit(&st, p, Extractor::None)?;
     let id = p.required("namespaceId")?;
     let exists = st.service.namespace_exists(&p.caller, id).await?;
     Ok(success(u8::from(exists)))
