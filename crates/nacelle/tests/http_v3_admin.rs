@@ -562,6 +562,15 @@ async fn namespaces_round_trip_with_nacos_codes(backend: Backend) -> TestResult 
     );
     let r = send(&s, M::DELETE, NAMESPACE, &[]).await?;
     refused(&r, 400, 10000, "parameter missing")?;
+    // An absent namespace: `true`, as Nacos; the default one stays.
+    let r = send(&s, M::DELETE, NAMESPACE, &[("namespaceId", "never-was")]).await?;
+    assert_eq!(data(&r)?, true);
+    let r = send(&s, M::DELETE, NAMESPACE, &[("namespaceId", "public")]).await?;
+    refused(&r, 400, 22002, "namespace already exist")?;
+    assert_eq!(
+        data(&get(&s, &check, &[("namespaceId", "public")]).await?)?,
+        1
+    );
     Ok(())
 }
 
