@@ -495,6 +495,8 @@ async fn admin_bad_inputs_answer_as_nacos() -> TestResult {
     assert_eq!(v["status"], 404);
     assert_eq!(v["error"], "Not Found");
     assert_eq!(v["path"], "/nacos/v3/admin/cs/nothing");
+    assert_eq!(v["message"], "No static resource v3/admin/cs/nothing.");
+    assert!(v["timestamp"].is_string(), "{v}");
     // No PUT on /config.
     let a = call(
         &s,

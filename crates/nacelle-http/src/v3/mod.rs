@@ -271,7 +271,8 @@ impl IntoResponse for V3Error {
 }
 
 /// An unknown path under `/nacos/v3`: Spring's 404 error JSON (Nacos has no "api not found"
-/// `Result`; `server.error.include-message=ALWAYS` writes the message).
+/// `Result`; `server.error.include-message=ALWAYS` writes the message of Spring 6's
+/// `NoResourceFoundException`: `No static resource <path under the context path>.`).
 pub(crate) async fn not_found(uri: Uri) -> Response {
     let timestamp = chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
@@ -280,7 +281,10 @@ pub(crate) async fn not_found(uri: Uri) -> Response {
         "timestamp": timestamp,
         "status": 404,
         "error": "Not Found",
-        "message": "No static resource ",
+        "message": format!(
+            "No static resource {}.",
+            uri.path().strip_prefix("/nacos/").unwrap_or(uri.path())
+        ),
         "path": uri.path(),
     }));
     *r.status_mut() = StatusCode::NOT_FOUND;
