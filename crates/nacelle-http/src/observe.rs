@@ -56,6 +56,7 @@ fn route_label(path: &str) -> &'static str {
         .iter()
         .chain(crate::v1::auth::ROUTES)
         .chain(crate::console::ROUTES)
+        .chain(crate::v3::ROUTES)
         .find(|r| **r == path)
     {
         return r;
@@ -196,6 +197,10 @@ mod tests {
     fn unknown_templates_are_one_label() {
         assert_eq!(route_label("/nacos/v2/cs/config"), "/nacos/v2/cs/config");
         assert_eq!(route_label("/nacos/v3/anything"), "unmatched");
+        assert_eq!(
+            route_label("/nacos/v3/admin/cs/config/list"),
+            "/nacos/v3/admin/cs/config/list"
+        );
         assert_eq!(route_label("/nacos/v2/cs/config/"), "unmatched");
         assert_eq!(
             route_label("/nacos/console/api/config"),

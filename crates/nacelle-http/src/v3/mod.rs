@@ -27,7 +27,30 @@ use crate::params::Params;
 use crate::v1::json;
 use crate::AppState;
 
-/// Every v3 route (the login routes are in `v1::auth`). Add a route by appending a line.
+/// The paths of [`routes`], as metric labels (`observe`); keep in step with the router.
+pub(crate) const ROUTES: &[&str] = &[
+    "/nacos/v3/client/cs/config",
+    "/nacos/v3/admin/cs/config",
+    "/nacos/v3/admin/cs/config/batch",
+    "/nacos/v3/admin/cs/config/list",
+    "/nacos/v3/admin/cs/config/metadata",
+    "/nacos/v3/admin/cs/config/beta",
+    "/nacos/v3/admin/cs/config/listener",
+    "/nacos/v3/admin/cs/config/export",
+    "/nacos/v3/admin/cs/config/import",
+    "/nacos/v3/admin/cs/config/clone",
+    "/nacos/v3/admin/cs/history",
+    "/nacos/v3/admin/cs/history/list",
+    "/nacos/v3/admin/cs/history/previous",
+    "/nacos/v3/admin/cs/history/configs",
+    "/nacos/v3/admin/cs/listener",
+    "/nacos/v3/admin/core/namespace",
+    "/nacos/v3/admin/core/namespace/list",
+    "/nacos/v3/admin/core/namespace/check",
+];
+
+/// Every v3 route (the login routes are in `v1::auth`). Add a route by appending a line
+/// (and its path to [`ROUTES`]).
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/nacos/v3/client/cs/config", get(client::get_config))
