@@ -377,6 +377,7 @@ async fn namespaces_round_trip_with_nacos_codes(backend: Backend) -> TestResult 
     assert_eq!(sorted_keys(public), sorted(NAMESPACE_FIELDS), "{public}");
     assert_eq!(public["namespace"], "public");
     assert_eq!(public["namespaceShowName"], "public");
+    assert_eq!(public["namespaceDesc"], "Default Namespace");
     assert_eq!(public["quota"], 200);
     assert_eq!(public["configCount"], 1);
     assert_eq!(public["type"], 0);
@@ -824,5 +825,43 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         assert_eq!(r.status, 403, "{method} {path}: {}", r.body);
         assert_eq!(r.json()?["error"], "Forbidden", "{}", r.body);
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn history_of_an_encrypted_config_is_shown_decrypted_as_over_v1() -> TestResult {
+    let s = TestServer::start().await?;
+    let key = [("dataId", "cipher-aes-h.yml"), ("groupName", "G")];
+    for content in ["p: 1\n", "p: 2\n"] {
+        s.publish("", "G", "cipher-aes-h.yml", content).await?;
+    }
+    let page = data(&get(&s, &format!("{HISTORY}/list"), &key).await?)?;
+    let nid = page["pageItems"][0]["id"]
+        .as_str()
+        .ok_or("nid")?
+        .to_string();
+    let entry = data(&get(&s, HISTORY, &[key[0], key[1], ("nid", &nid)]).await?)?;
+    assert_eq!(entry["content"], "p: 1\n", "{entry}");
+    assert!(
+        entry["encryptedDataKey"]
+            .as_str()
+            .is_some_and(|k| !k.is_empty()),
+        "{entry}"
+    );
+    let v1: Value = s
+        .http
+        .get(s.url("/nacos/v1/cs/history"))
+        .query(&[
+            ("dataId", "cipher-aes-h.yml"),
+            ("group", "G"),
+            ("nid", nid.as_str()),
+        ])
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(entry["content"], v1["content"]);
+    assert_eq!(entry["encryptedDataKey"], v1["encryptedDataKey"]);
+    assert_eq!(entry["md5"], v1["md5"]);
     Ok(())
 }

@@ -23,6 +23,10 @@ use crate::AppState;
 
 /// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
 const DEFAULT_QUOTA: u32 = 200;
+/// How Nacos 3 describes the built-in default namespace
+/// (`NamespaceOperationService.DEFAULT_NAMESPACE_DESCRIPTION`; Nacos 2's v1 API, and so
+/// Nacelle's, says "Public Namespace").
+const DEFAULT_NAMESPACE_DESC: &str = "Default Namespace";
 /// `NamespaceTypeEnum.GLOBAL` (the default namespace) and `CUSTOM` in Nacos 3.
 const TYPE_GLOBAL: u8 = 0;
 const TYPE_CUSTOM: u8 = 1;
@@ -45,7 +49,11 @@ impl<'a> NamespaceJson<'a> {
         NamespaceJson {
             namespace: namespace_id(id),
             namespace_show_name: &n.namespace.name,
-            namespace_desc: &n.namespace.desc,
+            namespace_desc: if id.is_default() {
+                DEFAULT_NAMESPACE_DESC
+            } else {
+                &n.namespace.desc
+            },
             quota: DEFAULT_QUOTA,
             config_count: n.config_count,
             r#type: if id.is_default() {
