@@ -335,6 +335,25 @@ pub(crate) fn admit(
     Ok(p)
 }
 
+/// A parameter a controller requires with `@RequestParam` (present, possibly empty);
+/// absent: Spring's `MissingServletRequestParameterException`, 400/10000 `Required request
+/// parameter '<name>' for method parameter type <java_type> is not present`.
+pub(crate) fn request_param<'p>(
+    p: &'p Params,
+    name: &str,
+    java_type: &str,
+) -> Result<&'p str, V3Error> {
+    p.get(name).ok_or_else(|| {
+        V3Error::api(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::PARAMETER_MISSING,
+            format!(
+                "Required request parameter '{name}' for method parameter type {java_type} is not present"
+            ),
+        )
+    })
+}
+
 /// Which of Nacos's param extractors guards an endpoint (`@ExtractorManager.Extractor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Extractor {
