@@ -218,7 +218,11 @@ async fn history_lists_newest_first_and_shows_entries(backend: Backend) -> TestR
     refused(&r, 400, 20002, "parameter validate error")?;
     // No nid, or not a number.
     let r = get(&s, HISTORY, &KEY).await?;
-    refused(&r, 400, 10000, "parameter missing")?;
+    let detail = refused(&r, 400, 10000, "parameter missing")?;
+    assert_eq!(
+        detail,
+        "Required request parameter 'nid' for method parameter type Long is not present"
+    );
     let r = get(&s, HISTORY, &[KEY[0], KEY[1], ("nid", "x")]).await?;
     refused(&r, 400, 20002, "parameter validate error")?;
 
@@ -654,7 +658,11 @@ async fn listeners_by_ip_see_long_polls_and_grpc() -> TestResult {
     assert_eq!(none, json!({"queryType": "ip", "listenersStatus": {}}));
     // No ip: 400/10000.
     let r = get(&s, LISTENER, &[("all", "true")]).await?;
-    refused(&r, 400, 10000, "parameter missing")?;
+    let detail = refused(&r, 400, 10000, "parameter missing")?;
+    assert_eq!(
+        detail,
+        "Required request parameter 'ip' for method parameter type String is not present"
+    );
 
     // A gRPC listener (the Rust nacos-sdk) from the same IP shows up beside the polls.
     let grpc = s.server.as_ref().ok_or("stopped")?.grpc_addr;

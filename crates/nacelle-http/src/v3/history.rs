@@ -17,7 +17,10 @@ use nacelle_core::{HistoryEntry, NamespaceId};
 use nacelle_service::HistoryLookupError;
 use serde::Serialize;
 
-use super::{admit, config_key, namespace_id, page, success, ErrorCode, Extractor, Page, V3Error};
+use super::{
+    admit, config_key, namespace_id, page, request_param, success, ErrorCode, Extractor, Page,
+    V3Error,
+};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -106,7 +109,7 @@ fn lookup_error(e: HistoryLookupError) -> V3Error {
 /// A `Long` request parameter (`@RequestParam("nid") Long`): missing is 400/10000, not a
 /// number 400/20002 (`NumberFormatException`).
 fn long_param(p: &Params, name: &str) -> Result<i64, V3Error> {
-    let raw = p.required(name)?;
+    let raw = request_param(p, name, "Long")?;
     raw.trim()
         .parse::<i64>()
         .map_err(|_| V3Error::invalid(format!("For input string: \"{raw}\"")))
@@ -204,7 +207,7 @@ pub(crate) async fn configs(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::ConfigDefault)?;
-    let namespace = NamespaceId::parse(Some(p.required("namespaceId")?))?;
+    let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let items: Vec<ConfigBasicInfo> = configs
         .iter()

@@ -12,7 +12,7 @@ use axum::response::Response;
 use nacelle_core::NamespaceId;
 
 use super::config::ConfigListenerInfo;
-use super::{admit, success, Extractor, V3Error};
+use super::{admit, request_param, success, Extractor, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -36,7 +36,7 @@ pub(crate) async fn by_ip(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::ConfigDefault)?;
-    let ip = p.required("ip")?.trim().to_string();
+    let ip = request_param(&p, "ip", "String")?.trim().to_string();
     let all = bool_param(&p, "all", false)?;
     // Accepted and checked; this node's listeners are the answer either way.
     let _aggregation = bool_param(&p, "aggregation", true)?;

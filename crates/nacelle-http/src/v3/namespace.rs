@@ -16,7 +16,7 @@ use axum::response::Response;
 use nacelle_service::{NamespaceError, NamespaceInfo};
 use serde::Serialize;
 
-use super::{admit, namespace_id, success, ErrorCode, Extractor, V3Error};
+use super::{admit, namespace_id, request_param, success, ErrorCode, Extractor, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -103,7 +103,7 @@ pub(crate) async fn get(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::None)?;
-    let id = p.required("namespaceId")?;
+    let id = request_param(&p, "namespaceId", "String")?;
     match st.service.namespace_checked(&p.caller, id).await {
         Ok(n) => Ok(success(NamespaceJson::of(&n))),
         Err(NamespaceError::IllegalId(m)) => Err(namespace_error(NamespaceError::Missing(m))),
@@ -166,7 +166,7 @@ pub(crate) async fn delete(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::None)?;
-    let id = p.required("namespaceId")?;
+    let id = request_param(&p, "namespaceId", "String")?;
     let _existed = st
         .service
         .delete_namespace_checked(&p.caller, id)
@@ -181,7 +181,7 @@ pub(crate) async fn check(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::None)?;
-    let id = p.required("namespaceId")?;
+    let id = request_param(&p, "namespaceId", "String")?;
     let exists = st.service.namespace_exists(&p.caller, id).await?;
     Ok(success(u8::from(exists)))
 }
