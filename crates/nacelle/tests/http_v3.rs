@@ -507,6 +507,11 @@ async fn admin_bad_inputs_answer_as_nacos() -> TestResult {
     )
     .await?;
     assert_eq!(a.status, 405);
+    let v = a.json()?;
+    assert_eq!(v["status"], 405);
+    assert_eq!(v["error"], "Method Not Allowed");
+    assert_eq!(v["message"], "Request method 'PUT' is not supported");
+    assert_eq!(v["path"], ADMIN);
     Ok(())
 }
 

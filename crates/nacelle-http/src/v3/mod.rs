@@ -13,7 +13,7 @@ pub(crate) mod history;
 pub(crate) mod listener;
 pub(crate) mod namespace;
 
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post, put};
 use axum::Router;
@@ -99,6 +99,8 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         // Anything else under /nacos/v3: Spring's 404 (static routes above win).
         .route("/nacos/v3/{*rest}", any(not_found))
+        // A known path with another method: Spring's 405.
+        .method_not_allowed_fallback(method_not_allowed)
 }
 
 /// One of Nacos's `ErrorCode`s (`api/model/v2/ErrorCode.java`): the code and its message.
@@ -297,21 +299,39 @@ impl IntoResponse for V3Error {
 /// `Result`; `server.error.include-message=ALWAYS` writes the message of Spring 6's
 /// `NoResourceFoundException`: `No static resource <path under the context path>.`).
 pub(crate) async fn not_found(uri: Uri) -> Response {
+    let path = uri.path();
+    let under_context = path.strip_prefix("/nacos/").unwrap_or(path);
+    spring_error(
+        StatusCode::NOT_FOUND,
+        format!("No static resource {under_context}."),
+        path,
+    )
+}
+
+/// Spring's error JSON of `status` for `path`.
+fn spring_error(status: StatusCode, message: String, path: &str) -> Response {
     let timestamp = chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
         .to_string();
     let mut r = json(&json!({
         "timestamp": timestamp,
-        "status": 404,
-        "error": "Not Found",
-        "message": format!(
-            "No static resource {}.",
-            uri.path().strip_prefix("/nacos/").unwrap_or(uri.path())
-        ),
-        "path": uri.path(),
+        "status": status.as_u16(),
+        "error": status.canonical_reason().unwrap_or_default(),
+        "message": message,
+        "path": path,
     }));
-    *r.status_mut() = StatusCode::NOT_FOUND;
+    *r.status_mut() = status;
     r
+}
+
+/// A v3 path asked with a method it does not have (e.g. `PUT /v3/admin/cs/config`):
+/// Spring's 405 JSON, `Request method 'PUT' is not supported`.
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    spring_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("Request method '{method}' is not supported"),
+        uri.path(),
+    )
 }
 
 /// The parameters of a v3 request, or the v3 answer to a request that could not be read.
