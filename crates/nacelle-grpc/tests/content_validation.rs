@@ -1,5 +1,5 @@
 //! Content validation by type on every publish path: a table of valid and invalid
-//! documents per type, published over HTTP v1, HTTP v2 and gRPC into namespaces of each
+//! documents per type, published over HTTP v1, v2, v3 and gRPC into namespaces of each
 //! mode (`reject`, `warn`, `off`, set per namespace over a default), against one service
 //! on a real SQLite store over real sockets. `reject` answers 400 / gRPC error 400 naming
 //! the problem and its line and stores nothing; `warn` stores and logs the key and the
@@ -62,17 +62,18 @@ impl Server {
         content: &str,
     ) -> anyhow::Result<Answer> {
         match protocol {
-            Protocol::V1 | Protocol::V2 => {
-                let (path, ns_param) = match protocol {
-                    Protocol::V1 => ("/nacos/v1/cs/configs", "tenant"),
-                    _ => ("/nacos/v2/cs/config", "namespaceId"),
+            Protocol::V1 | Protocol::V2 | Protocol::V3 => {
+                let (path, ns_param, group_param) = match protocol {
+                    Protocol::V1 => ("/nacos/v1/cs/configs", "tenant", "group"),
+                    Protocol::V2 => ("/nacos/v2/cs/config", "namespaceId", "group"),
+                    _ => ("/nacos/v3/admin/cs/config", "namespaceId", "groupName"),
                 };
                 let r = self
                     .http
                     .post(format!("{}{path}", self.base))
                     .form(&[
                         ("dataId", data_id),
-                        ("group", "G"),
+                        (group_param, "G"),
                         (ns_param, ns),
                         ("type", ty),
                         ("content", content),
@@ -139,10 +140,12 @@ impl Server {
 enum Protocol {
     V1,
     V2,
+    /// Nacos 3's admin API (`/nacos/v3/admin/cs/config`).
+    V3,
     Grpc,
 }
 
-const PROTOCOLS: [Protocol; 3] = [Protocol::V1, Protocol::V2, Protocol::Grpc];
+const PROTOCOLS: [Protocol; 4] = [Protocol::V1, Protocol::V2, Protocol::V3, Protocol::Grpc];
 
 #[derive(Debug)]
 struct Answer {
