@@ -121,14 +121,12 @@ impl ErrorCode {
         ErrorCode::new(20002, "parameter validate error");
     pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode::new(20004, "resource not found");
     pub const RESOURCE_CONFLICT: ErrorCode = ErrorCode::new(20005, "resource conflict");
-    #[allow(dead_code)] // for the namespace and history handlers
     pub const ILLEGAL_NAMESPACE: ErrorCode = ErrorCode::new(22000, "illegal namespace");
     pub const NAMESPACE_NOT_EXIST: ErrorCode = ErrorCode::new(22001, "namespace not exist");
-    #[allow(dead_code)] // for the namespace and history handlers
     pub const NAMESPACE_ALREADY_EXIST: ErrorCode = ErrorCode::new(22002, "namespace already exist");
     pub const SERVER_ERROR: ErrorCode = ErrorCode::new(30000, "server error");
     pub const METADATA_ILLEGAL: ErrorCode = ErrorCode::new(100002, "Imported metadata is invalid");
-    #[allow(dead_code)] // for the namespace and history handlers
+    #[allow(dead_code)] // Nacos's list, for completeness: no v3 answer of Nacelle uses it
     pub const DATA_VALIDATION_FAILED: ErrorCode = ErrorCode::new(100003, "No valid data was read");
     pub const PARSING_DATA_FAILED: ErrorCode = ErrorCode::new(100004, "Failed to parse data");
     pub const DATA_EMPTY: ErrorCode = ErrorCode::new(100005, "Imported file data is empty");
