@@ -700,10 +700,23 @@ async fn batch_delete_metadata_and_beta() -> TestResult {
     .await?
     .api_error(
         404,
-        20004,
-        "resource not found",
-        "Config not exist, please publish Config first.",
+        30000,
+        "server error",
+        "config is not found for dataId=absent, group=G",
     )?;
+    // An absent parameter leaves its field as it is.
+    call(
+        &s,
+        Method::PUT,
+        &format!("{ADMIN}/metadata"),
+        &[("dataId", "b3"), ("groupName", "G"), ("desc", "again")],
+        &[],
+    )
+    .await?
+    .ok()?;
+    let again = get(&s, ADMIN, &q).await?.ok()?;
+    assert_eq!(again["desc"], "again");
+    assert_eq!(again["configTags"], "x,y");
 
     // Beta.
     let beta = format!("{ADMIN}/beta");

@@ -223,7 +223,9 @@ pub(crate) async fn list(
 
 /// `PUT /nacos/v3/admin/cs/config/metadata?dataId&groupName[&namespaceId][&desc]
 /// [&configTags]` (Nacos 3.1+) → `data: true`: the formal config's description and tags
-/// change, its content does not.
+/// change (an absent parameter leaves its field as it is), its content does not. Nacos
+/// updates the two columns in place; Nacelle writes a new version with the same content
+/// (so history shows the change and listeners, whose md5 is unchanged, are not woken).
 pub(crate) async fn update_metadata(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
@@ -231,10 +233,17 @@ pub(crate) async fn update_metadata(
     let p = admit(&st, p, Extractor::ConfigDefault)?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
+        // `updateConfigInfoMetadata` throws `NacosException(NOT_FOUND, …)`, which
+        // `NacosApiExceptionHandler` answers with its status and `Result.failure(SERVER_ERROR,
+        // message)`.
         return Err(V3Error::api(
             StatusCode::NOT_FOUND,
-            ErrorCode::RESOURCE_NOT_FOUND,
-            "Config not exist, please publish Config first.",
+            ErrorCode::SERVER_ERROR,
+            format!(
+                "config is not found for dataId={}, group={}",
+                key.data_id(),
+                key.group()
+            ),
         ));
     };
     // The same content published again (in plaintext, so that an encrypted config is
