@@ -1,0 +1,51 @@
+package io.nacelle.compat.maintainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.alibaba.nacos.maintainer.client.config.ConfigMaintainerService;
+import io.nacelle.compat.harness.NacelleServer.HttpResult;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Authentication as the SDK meets it: it logs in with username/password (POST
+ * /nacos/v3/auth/user/login) and sends the token in the {@code accessToken} header. A wrong
+ * password or a user without permissions gets 403 for every call and writes nothing.
+ */
+class AuthTest extends MaintainerTestBase {
+
+  @Test
+  void theAdminIsLoggedIn() throws Exception {
+    assertEquals("public", maintainer.getNamespaceList().get(0).getNamespace());
+  }
+
+  @Test
+  void aWrongPasswordIsRefused() throws Exception {
+    ConfigMaintainerService wrong = connect(server.username(), server.password() + "-wrong");
+    refused(403, "", () -> wrong.getNamespaceList());
+    refused(403, "", () -> wrong.publishConfig("intruder.txt", "written"));
+    refused(403, "", () -> wrong.createNamespace("intruders", "Intruders", ""));
+    refused(404, "Config not exist", () -> maintainer.getConfig("intruder.txt"));
+    assertTrue(!maintainer.checkNamespaceIdExist("intruders"));
+  }
+
+  @Test
+  void aUserWithoutPermissionsIsRefused() throws Exception {
+    HttpResult r =
+        server.http(
+            "POST", "/nacos/v1/auth/users", Map.of(), Map.of("username", "visitor", "password", "visitor-pass"), Map.of());
+    assertEquals(200, r.status(), r.body());
+    ConfigMaintainerService visitor = connect("visitor", "visitor-pass");
+    refused(403, "", () -> visitor.publishConfig("visitor.txt", "written"));
+    refused(403, "", () -> visitor.deleteConfig("guarded.txt"));
+    refused(403, "", () -> visitor.createNamespace("visitors", "Visitors", ""));
+    assertTrue(maintainer.publishConfig("guarded.txt", "kept"));
+    refused(403, "", () -> visitor.getConfig("guarded.txt"));
+    refused(403, "", () -> visitor.listConfigHistory("guarded.txt", "DEFAULT_GROUP", "public", 1, 10));
+    assertEquals("kept", maintainer.getConfig("guarded.txt").getContent());
+    refused(404, "Config not exist", () -> maintainer.getConfig("visitor.txt"));
+    assertTrue(!maintainer.checkNamespaceIdExist("visitors"));
+    assertTrue(maintainer.deleteConfig("guarded.txt"));
+  }
+}
