@@ -25,11 +25,13 @@ use crate::params::{Params, PublishNames};
 use crate::v1::transfer::report_data;
 use crate::AppState;
 
-/// `ConfigDetailInfo` (`ConfigBasicInfo` + details), Jackson's field order.
+/// `ConfigBasicInfo`: what every v3 config model starts with (the items of `/list` and of
+/// history's `/configs`). `id` is written as a string, as Nacos's `ToStringSerializer`
+/// does (a JavaScript console would round a large id).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ConfigDetailInfo<'a> {
-    id: i64,
+pub(super) struct ConfigBasicInfo<'a> {
+    id: String,
     namespace_id: &'a str,
     group_name: &'a str,
     data_id: &'a str,
@@ -38,6 +40,30 @@ struct ConfigDetailInfo<'a> {
     app_name: &'a str,
     create_time: i64,
     modify_time: i64,
+}
+
+impl<'a> ConfigBasicInfo<'a> {
+    pub(super) fn of(c: &'a StoredConfig) -> Self {
+        ConfigBasicInfo {
+            id: c.id.to_string(),
+            namespace_id: namespace_id(c.key.namespace()),
+            group_name: c.key.group(),
+            data_id: c.key.data_id(),
+            md5: &c.md5,
+            r#type: c.config_type.as_str(),
+            app_name: &c.meta.app_name,
+            create_time: c.created_ms,
+            modify_time: c.modified_ms,
+        }
+    }
+}
+
+/// `ConfigDetailInfo` (`ConfigBasicInfo` + details), Jackson's field order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigDetailInfo<'a> {
+    #[serde(flatten)]
+    basic: ConfigBasicInfo<'a>,
     content: std::borrow::Cow<'a, str>,
     desc: &'a str,
     encrypted_data_key: &'a str,
@@ -51,15 +77,7 @@ impl<'a> ConfigDetailInfo<'a> {
     /// (an encrypted config in plaintext, as Nacos's `decryptHandler` shows it).
     fn of(c: &'a StoredConfig, shown: &'a Revealed<'a>) -> Self {
         ConfigDetailInfo {
-            id: c.id,
-            namespace_id: namespace_id(c.key.namespace()),
-            group_name: c.key.group(),
-            data_id: c.key.data_id(),
-            md5: &c.md5,
-            r#type: c.config_type.as_str(),
-            app_name: &c.meta.app_name,
-            create_time: c.created_ms,
-            modify_time: c.modified_ms,
+            basic: ConfigBasicInfo::of(c),
             content: String::from_utf8_lossy(&shown.content),
             desc: &c.meta.desc,
             encrypted_data_key: &shown.encrypted_data_key,
@@ -68,21 +86,6 @@ impl<'a> ConfigDetailInfo<'a> {
             config_tags: &c.meta.config_tags,
         }
     }
-}
-
-/// `ConfigBasicInfo`, the items of `/list`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ConfigBasicInfo<'a> {
-    id: i64,
-    namespace_id: &'a str,
-    group_name: &'a str,
-    data_id: &'a str,
-    md5: &'a str,
-    r#type: &'a str,
-    app_name: &'a str,
-    create_time: i64,
-    modify_time: i64,
 }
 
 /// `GET /nacos/v3/admin/cs/config?dataId&groupName[&namespaceId]` → `ConfigDetailInfo`
@@ -206,17 +209,7 @@ pub(crate) async fn list(
         page_items: result
             .items
             .iter()
-            .map(|c| ConfigBasicInfo {
-                id: c.id,
-                namespace_id: namespace_id(c.key.namespace()),
-                group_name: c.key.group(),
-                data_id: c.key.data_id(),
-                md5: &c.md5,
-                r#type: c.config_type.as_str(),
-                app_name: &c.meta.app_name,
-                create_time: c.created_ms,
-                modify_time: c.modified_ms,
-            })
+            .map(|c| ConfigBasicInfo::of(c))
             .collect(),
     }))
 }
@@ -437,9 +430,30 @@ pub(crate) async fn import(
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ConfigCloneInfo {
+    /// A number, or the string every v3 model writes ids as (Jackson coerces either).
+    #[serde(default, deserialize_with = "long_or_string")]
     config_id: Option<i64>,
     target_group_name: Option<String>,
     target_data_id: Option<String>,
+}
+
+/// A `Long` as Jackson reads one: a JSON number, or a string holding one.
+fn long_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Long {
+        Number(i64),
+        Text(String),
+    }
+    match Option::<Long>::deserialize(d)? {
+        None => Ok(None),
+        Some(Long::Number(n)) => Ok(Some(n)),
+        Some(Long::Text(t)) => t
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("not a number: {t:?}"))),
+    }
 }
 
 /// `POST /nacos/v3/admin/cs/config/clone?namespaceId=<target>[&policy][&src_user]` with a

@@ -17,6 +17,7 @@ use nacelle_core::{HistoryEntry, NamespaceId};
 use nacelle_service::HistoryLookupError;
 use serde::Serialize;
 
+use super::config::ConfigBasicInfo;
 use super::{
     admit, config_key, namespace_id, page, request_param, success, ErrorCode, Extractor, Page,
     V3Error,
@@ -185,21 +186,6 @@ pub(crate) async fn previous(
     detail_of(&st, &p, &h)
 }
 
-/// `ConfigBasicInfo`, the items of `/configs`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ConfigBasicInfo<'a> {
-    id: String,
-    namespace_id: &'a str,
-    group_name: &'a str,
-    data_id: &'a str,
-    md5: &'a str,
-    r#type: &'a str,
-    app_name: &'a str,
-    create_time: i64,
-    modify_time: i64,
-}
-
 /// `GET /configs?namespaceId=` (required; blank or `public` is the default namespace) →
 /// `List<ConfigBasicInfo>`, every config of the namespace the caller may read.
 pub(crate) async fn configs(
@@ -209,19 +195,6 @@ pub(crate) async fn configs(
     let p = admit(&st, p, Extractor::ConfigDefault)?;
     let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
-    let items: Vec<ConfigBasicInfo> = configs
-        .iter()
-        .map(|c| ConfigBasicInfo {
-            id: c.id.to_string(),
-            namespace_id: namespace_id(c.key.namespace()),
-            group_name: c.key.group(),
-            data_id: c.key.data_id(),
-            md5: &c.md5,
-            r#type: c.config_type.as_str(),
-            app_name: &c.meta.app_name,
-            create_time: c.created_ms,
-            modify_time: c.modified_ms,
-        })
-        .collect();
+    let items: Vec<ConfigBasicInfo> = configs.iter().map(|c| ConfigBasicInfo::of(c)).collect();
     Ok(success(items))
 }
