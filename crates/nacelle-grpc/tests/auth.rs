@@ -828,8 +828,7 @@ async fn failed_logins_back_off_per_address_without_locking_the_user_out() -> Te
 }
 
 /// History records the logged-in user as the operator of every write, on every protocol —
-/// v1, v2, gRPC and the console — whatever `src_user` the request claims; and a config's
-/// `createUser` is its first writer.
+/// v1, v2, v3, gRPC and the console — whatever `src_user` the request claims.
 #[tokio::test]
 async fn history_records_the_logged_in_user_whatever_the_request_claims() -> TestResult {
     let (env, t) = env().await?;
@@ -877,6 +876,20 @@ async fn history_records_the_logged_in_user_whatever_the_request_claims() -> Tes
         .send()
         .await?;
     assert_eq!(r.status(), 200, "{}", r.text().await?);
+    let r = env
+        .http
+        .post(env.url("/nacos/v3/admin/cs/config"))
+        .header("accessToken", t.dev.as_str())
+        .form(&[
+            ("dataId", "who.properties"),
+            ("groupName", "G"),
+            ("namespaceId", "dev"),
+            ("content", "over=v3"),
+            ("srcUser", "mallory"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
     // A removal is a write too.
     let r = env
         .http
@@ -909,8 +922,8 @@ async fn history_records_the_logged_in_user_whatever_the_request_claims() -> Tes
         .json()
         .await?;
     let rows = history["pageItems"].as_array().cloned().unwrap_or_default();
-    // v1 insert, v2/gRPC/console updates, the delete.
-    assert_eq!(rows.len(), 5, "{history}");
+    // v1 insert, v2/gRPC/console/v3 updates, the delete.
+    assert_eq!(rows.len(), 6, "{history}");
     for row in &rows {
         assert_eq!(row["srcUser"], "dev", "{row}");
     }
