@@ -344,6 +344,11 @@ impl Directory {
         })
     }
 
+    /// Whether user `name` holds any permission through its roles.
+    pub fn holds_any_permission(&self, name: &str) -> bool {
+        self.permissions(name).next().is_some()
+    }
+
     fn permissions<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Grant> + 'a {
         self.roles_of(name)
             .iter()

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{ConfigMeta, GrayRule, NamespaceId, SamePolicy, StoredConfig, Variant};
+use nacelle_core::{Action, ConfigMeta, GrayRule, NamespaceId, SamePolicy, StoredConfig, Variant};
 use nacelle_service::{
     CloneItem, PublishRequest, Revealed, SearchMode, SearchQuery, TransferError,
 };
@@ -180,6 +180,15 @@ pub(crate) async fn list(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::ConfigBlurSearch)?;
+    // `@Secured(READ, CONFIG)`: the resource the parameters name, before the listing runs.
+    let namespace = NamespaceId::parse(p.get("namespaceId"))?;
+    st.service.authorize_v3_scope(
+        &p.caller,
+        Action::Read,
+        &namespace,
+        p.get("groupName"),
+        p.get("dataId"),
+    )?;
     let page = page(&p, None)?;
     let mode = match p.get("search").unwrap_or("blur") {
         "blur" => SearchMode::Blur,
@@ -192,7 +201,7 @@ pub(crate) async fn list(
     };
     let q = SearchQuery {
         mode,
-        namespace: NamespaceId::parse(p.get("namespaceId"))?,
+        namespace,
         data_id: p.or_empty("dataId"),
         group: p.or_empty("groupName"),
         app_name: p.or_empty("appName"),

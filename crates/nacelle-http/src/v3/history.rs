@@ -13,7 +13,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{HistoryEntry, NamespaceId};
+use nacelle_core::{Action, HistoryEntry, NamespaceId};
 use nacelle_service::HistoryLookupError;
 use serde::Serialize;
 
@@ -194,6 +194,9 @@ pub(crate) async fn configs(
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::ConfigDefault)?;
     let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
+    // `@Secured(READ, CONFIG)` on `<namespace>:*:config/*`: 403 without such a permission.
+    st.service
+        .authorize_v3_scope(&p.caller, Action::Read, &namespace, None, None)?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let items: Vec<ConfigBasicInfo> = configs.iter().map(|c| ConfigBasicInfo::of(c)).collect();
     Ok(success(items))

@@ -9,7 +9,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::NamespaceId;
+use nacelle_core::{Action, NamespaceId};
 
 use super::config::ConfigListenerInfo;
 use super::{admit, request_param, success, Extractor, V3Error};
@@ -44,6 +44,17 @@ pub(crate) async fn by_ip(
         Some(raw) => Some(NamespaceId::parse(Some(raw))?),
         None => None,
     };
+    // `@Secured(signType = CONFIG)` (READ) on `<namespaceId>:*:config/*`: 403 without such a
+    // permission, before the keys are looked up.
+    st.service.authorize_v3_scope(
+        &p.caller,
+        Action::Read,
+        namespace
+            .as_ref()
+            .unwrap_or(&NamespaceId::default_namespace()),
+        None,
+        None,
+    )?;
     let keys = st
         .service
         .keys_of_ip_in(&p.caller, &ip, all, namespace.as_ref())?;

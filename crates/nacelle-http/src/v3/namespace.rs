@@ -117,6 +117,8 @@ pub(crate) async fn list(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::None)?;
+    // Nacos secures the call: a user without any permission gets 403, not an empty list.
+    st.service.require_some_permission(&p.caller)?;
     let all = st.service.namespaces(&p.caller).await?;
     Ok(success(
         all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
@@ -181,6 +183,7 @@ pub(crate) async fn check(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = admit(&st, p, Extractor::None)?;
+    st.service.require_some_permission(&p.caller)?;
     let id = request_param(&p, "namespaceId", "String")?;
     let exists = st.service.namespace_exists(&p.caller, id).await?;
     Ok(success(u8::from(exists)))

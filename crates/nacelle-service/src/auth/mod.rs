@@ -379,6 +379,59 @@ impl ConfigService {
         self.authorize(caller, action, || config_resource(key))
     }
 
+    /// Refuses the caller unless it may do `action` on the resource a Nacos 3 v3 admin
+    /// request names (`@Secured(signType = CONFIG)`, whose `ConfigHttpResourceParser` and
+    /// `joinResource` build `<namespace>:<group>:config/<dataId>` from the request's
+    /// parameters, a blank group as `*` and a blank dataId as `config/*`). Nacos checks that
+    /// one resource before its listings run (`/list`, history's `/configs`, listeners by IP),
+    /// so a user without a permission matching it gets 403 rather than an empty answer;
+    /// Nacelle still filters what such a listing shows by key. A `group` or `data_id` of
+    /// `None` or blank is the wildcard.
+    pub fn authorize_v3_scope(
+        &self,
+        caller: &Caller,
+        action: Action,
+        namespace: &nacelle_core::NamespaceId,
+        group: Option<&str>,
+        data_id: Option<&str>,
+    ) -> Result<(), CoreError> {
+        let part = |p: Option<&str>| match p.map(str::trim) {
+            Some(v) if !v.is_empty() => v.to_string(),
+            _ => "*".to_string(),
+        };
+        self.authorize(caller, action, || {
+            format!(
+                "{}:{}:config/{}",
+                namespace.as_str(),
+                part(group),
+                part(data_id)
+            )
+        })
+    }
+
+    /// Refuses a user who holds no permission at all (no role, or roles without any
+    /// permission), as Nacos's `hasPermission` refuses every secured call of such a user
+    /// (`getRoles` empty: false) — where Nacelle's listings would otherwise answer it with
+    /// an empty list. An administrator, the server itself and (without authentication)
+    /// anyone pass; bad credentials are refused as by [`ConfigService::authenticated`].
+    pub fn require_some_permission(&self, caller: &Caller) -> Result<(), CoreError> {
+        self.authenticated(caller)?;
+        if !self.auth_enabled() {
+            return Ok(());
+        }
+        match &caller.identity {
+            Identity::User(u) => {
+                let dir = self.auth().directory.read();
+                if dir.is_admin(u) || dir.holds_any_permission(u) {
+                    Ok(())
+                } else {
+                    Err(CoreError::Auth(AuthFailure::Denied))
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether the caller may read `key` (filters of listings).
     pub fn may_read(&self, caller: &Caller, key: &ConfigKey) -> bool {
         self.authorize_key(caller, key, Action::Read).is_ok()
