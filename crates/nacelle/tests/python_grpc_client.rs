@@ -19,7 +19,7 @@ mod python;
 use std::time::Duration;
 
 use nacelle_testkit::server::TestServer;
-use nacelle_testkit::{free_port, TestResult};
+use nacelle_testkit::TestResult;
 use python::ClientRun;
 
 const CLIENT_VERSION: &str = "2.0.9";
@@ -39,42 +39,14 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
     }
 }
 
-/// Starts a server whose gRPC port is its HTTP port + 1000, the only one the client uses:
-/// picks a free port P whose P + 1000 is free too, and tries again if either was taken in
-/// between.
+/// Starts a server whose gRPC port is its HTTP port + 1000, the only one the client uses.
 async fn start_server() -> TestResult<TestServer> {
     start_server_with(|_| {}).await
 }
 
 /// [`start_server`] with settings adjusted by `tweak`.
 async fn start_server_with(tweak: impl Fn(&mut nacelle::Settings)) -> TestResult<TestServer> {
-    let mut last_error = String::new();
-    for _ in 0..20 {
-        let port = free_port()?;
-        let Some(grpc_port) = port.checked_add(1000) else {
-            continue;
-        };
-        if std::net::TcpListener::bind(("127.0.0.1", grpc_port)).is_err() {
-            continue;
-        }
-        match TestServer::start_with(|s| {
-            tweak(s);
-            s.port = port;
-            s.grpc_port = None;
-        })
-        .await
-        {
-            Ok(ts) => {
-                let grpc = ts.server.as_ref().ok_or("no server")?.grpc_addr;
-                assert_eq!(grpc.port(), grpc_port, "gRPC port of HTTP port {port}");
-                return Ok(ts);
-            }
-            // Another process took one of the ports meanwhile.
-            Err(e) if format!("{e:#}").contains("binding") => last_error = format!("{e:#}"),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(format!("no free pair of ports P, P + 1000: {last_error}").into())
+    python::start_server_grpc_plus_1000(tweak).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

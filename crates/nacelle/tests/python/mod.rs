@@ -21,12 +21,19 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs `scripts/python-venv.sh "" VERSION` (idempotent) and returns the venv's python.
+/// Runs `scripts/python-venv.sh "" VERSION` (idempotent) and returns the venv's python, with
+/// `nacos-sdk-python==VERSION`.
 pub fn venv(version: &str) -> TestResult<PathBuf> {
+    venv_of("nacos-sdk-python", version)
+}
+
+/// Runs `scripts/python-venv.sh "" VERSION PACKAGE` (idempotent) and returns the venv's
+/// python, with `PACKAGE==VERSION` (and what it depends on).
+pub fn venv_of(package: &str, version: &str) -> TestResult<PathBuf> {
     let root = repo_root();
     let out = std::process::Command::new("bash")
         .arg(root.join("scripts/python-venv.sh"))
-        .args(["", version])
+        .args(["", version, package])
         .current_dir(&root)
         .stderr(Stdio::inherit())
         .output()?;
@@ -47,6 +54,43 @@ pub fn venv(version: &str) -> TestResult<PathBuf> {
         return Err(format!("{} does not exist", python.display()).into());
     }
     Ok(python)
+}
+
+/// Starts a server whose gRPC port is its HTTP port + 1000, the only one the Python gRPC
+/// clients use (they have no gRPC port setting): picks a free port P whose P + 1000 is free
+/// too, and tries again if either was taken in between. Settings adjusted by `tweak`.
+// Not every test binary that includes this module runs a gRPC client.
+#[allow(dead_code)]
+pub async fn start_server_grpc_plus_1000(
+    tweak: impl Fn(&mut nacelle::Settings),
+) -> TestResult<TestServer> {
+    let mut last_error = String::new();
+    for _ in 0..20 {
+        let port = nacelle_testkit::free_port()?;
+        let Some(grpc_port) = port.checked_add(1000) else {
+            continue;
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", grpc_port)).is_err() {
+            continue;
+        }
+        match TestServer::start_with(|s| {
+            tweak(s);
+            s.port = port;
+            s.grpc_port = None;
+        })
+        .await
+        {
+            Ok(ts) => {
+                let grpc = ts.server.as_ref().ok_or("no server")?.grpc_addr;
+                assert_eq!(grpc.port(), grpc_port, "gRPC port of HTTP port {port}");
+                return Ok(ts);
+            }
+            // Another process took one of the ports meanwhile.
+            Err(e) if format!("{e:#}").contains("binding") => last_error = format!("{e:#}"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(format!("no free pair of ports P, P + 1000: {last_error}").into())
 }
 
 /// One run of a client script on one key.
