@@ -343,14 +343,14 @@ async def listeners(args, a):
             "aggregation": "true"})
 
     try:
-        await until("a listener on watched.properties",
-                    lambda: _nonempty(by_config("public")))
-        info = await by_config("public")
-        check(info == {"queryType": "config", "listenersStatus": {"127.0.0.1": md5("w=1")}},
-              "by config: %r" % (info,))
-        await until("a listener in py-ops", lambda: _nonempty(by_config("py-ops")))
-        info = await by_config("py-ops")
-        check(info["listenersStatus"] == {"127.0.0.1": md5("w=ns")}, "py-ops: %r" % (info,))
+        async def listening(ns, content):
+            info = await by_config(ns)
+            check(info["queryType"] == "config", "by config: %r" % (info,))
+            return info["listenersStatus"] == {"127.0.0.1": md5(content)}
+        await until("the listener on watched.properties with the md5 of w=1",
+                    lambda: listening("public", "w=1"))
+        await until("the listener in py-ops with the md5 of w=ns",
+                    lambda: listening("py-ops", "w=ns"))
 
         info = await by_ip(True)
         check(info == {"queryType": "ip", "listenersStatus": {
@@ -383,10 +383,6 @@ async def listeners(args, a):
             await client.shutdown()
     for ns in ("public", "py-ops"):
         check(await a.delete("watched.properties", g, ns) is True, "delete watched")
-
-
-async def _nonempty(coro):
-    return (await coro)["listenersStatus"]
 
 
 async def refused_mode(args, svc):
