@@ -24,7 +24,10 @@ class HistoryTest extends MaintainerTestBase {
     String ns = "hist-ns";
     assertTrue(maintainer.publishConfig("hist.properties", GROUP, ns, "v=1", null, null, null, null, "properties"));
     assertTrue(maintainer.publishConfig("hist.properties", GROUP, ns, "v=2", null, null, null, null, "properties"));
-    assertTrue(maintainer.publishConfig("hist.properties", GROUP, ns, "v=3", null, null, null, null, "properties"));
+    // The SDK's srcUser names someone else: history records the logged-in user (issue 33,
+    // item 6: the field is honoured only from a trusted caller).
+    assertTrue(
+        maintainer.publishConfig("hist.properties", GROUP, ns, "v=3", null, "mallory", null, null, "properties"));
     long configId = maintainer.getConfig("hist.properties", GROUP, ns).getId();
 
     Page<ConfigHistoryBasicInfo> page = maintainer.listConfigHistory("hist.properties", GROUP, ns, 1, 10);
