@@ -57,6 +57,8 @@ fi
 # for python_client, 2.0.9 (gRPC) for python_grpc_client.
 bash scripts/python-venv.sh >/dev/null
 bash scripts/python-venv.sh "" 2.0.9 >/dev/null
+# Nacos 3's operator SDK for Python (python_maintainer), in target/py-venv-<package>-<version>.
+bash scripts/python-venv.sh "" 0.5.3 nacos-maintainer-sdk-python >/dev/null
 (cd crates/nacelle-console/e2e && npm ci --no-audit --no-fund --loglevel=error)
 case " $SUITES " in *" node "*) (cd compat/node && npm ci --no-audit --no-fund --loglevel=error) ;; esac
 
