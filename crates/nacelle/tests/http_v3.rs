@@ -5,13 +5,16 @@
 //! `NacosApiExceptionHandler`, `ParamCheckerFilter`, `PageForm`). The CRUD round trips run
 //! on every backend (`per_backend!`); the rest on SQLite.
 
-use std::io::{Cursor, Read, Write};
+mod common;
+
 use std::time::Duration;
 
 use nacelle_testkit::server::{secure, TestServer};
 use nacelle_testkit::{md5, per_backend, Backend, TestResult};
 use reqwest::Method;
 use serde_json::{json, Value};
+
+use common::archive::{multipart, unzip, zip_of};
 
 const CLIENT: &str = "/nacos/v3/client/cs/config";
 const ADMIN: &str = "/nacos/v3/admin/cs/config";
@@ -788,40 +791,6 @@ async fn listener_shows_a_v1_long_poll() -> TestResult {
     Ok(())
 }
 
-/// Every entry of a zip: name → text.
-fn unzip(bytes: &[u8]) -> TestResult<Vec<(String, String)>> {
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))?;
-    let mut out = Vec::new();
-    for i in 0..zip.len() {
-        let mut f = zip.by_index(i)?;
-        let mut text = String::new();
-        f.read_to_string(&mut text)?;
-        out.push((f.name().to_string(), text));
-    }
-    Ok(out)
-}
-
-/// A `multipart/form-data` body with a `file` part (when given) and text parts.
-fn multipart(file: Option<&[u8]>, fields: &[(&str, &str)]) -> (String, Vec<u8>) {
-    let boundary = "----nacelle-v3-boundary";
-    let mut body = Vec::new();
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                .as_bytes(),
-        );
-    }
-    if let Some(file) = file {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.zip\"\r\nContent-Type: application/zip\r\n\r\n").as_bytes(),
-        );
-        body.extend_from_slice(file);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
-
 async fn import(s: &TestServer, query: &[(&str, &str)], file: Option<&[u8]>) -> TestResult<Answer> {
     let (ct, body) = multipart(file, &[]);
     let r = s
@@ -837,16 +806,6 @@ async fn import(s: &TestServer, query: &[(&str, &str)], file: Option<&[u8]>) -> 
         content_type: String::new(),
         body: r.text().await?,
     })
-}
-
-fn zip_of(entries: &[(&str, &str)]) -> TestResult<Vec<u8>> {
-    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default();
-    for (name, data) in entries {
-        zip.start_file(*name, opts)?;
-        zip.write_all(data.as_bytes())?;
-    }
-    Ok(zip.finish()?.into_inner())
 }
 
 #[tokio::test]
@@ -912,11 +871,11 @@ async fn export_import_and_clone() -> TestResult {
 
     // Import into a namespace that does not exist: HTTP 200, 22001.
     let archive = zip_of(&[
-        ("G/e1.yaml", "a: imported\n"),
-        ("G/new.txt", "new"),
+        ("G/e1.yaml", b"a: imported\n"),
+        ("G/new.txt", b"new"),
         (
             ".metadata.yml",
-            "metadata:\n- dataId: e1.yaml\n  group: G\n  type: yaml\n- dataId: new.txt\n  group: G\n  type: text\n",
+            b"metadata:\n- dataId: e1.yaml\n  group: G\n  type: yaml\n- dataId: new.txt\n  group: G\n  type: text\n",
         ),
     ])?;
     let a = import(&s, &[("namespaceId", "nope")], Some(&archive)).await?;
@@ -931,7 +890,7 @@ async fn export_import_and_clone() -> TestResult {
     assert_eq!(a.json()?["code"], 100005);
     assert_eq!(a.json()?["message"], "Imported file data is empty");
     // Metadata without items: 100002.
-    let bad = zip_of(&[("G/x.txt", "x"), (".metadata.yml", "metadata: []\n")])?;
+    let bad = zip_of(&[("G/x.txt", b"x"), (".metadata.yml", b"metadata: []\n")])?;
     let a = import(&s, &[], Some(&bad)).await?;
     assert_eq!(
         a.json()?,
