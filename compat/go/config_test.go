@@ -177,6 +177,7 @@ func TestListenFiresOnChange(t *testing.T) {
 	srv.Publish("go-listen-marker", group, "", "m0", nil)
 	rec.Listen(listener, "go-listen-marker", group)
 	rec.WaitFor("go-listen-marker", "m0", waitCB)
+	pace()
 	srv.Publish("go-listen-marker", group, "", "m1", nil)
 	rec.WaitFor("go-listen-marker", "m1", waitCB)
 	if rec.Saw("go-listen", "after cancel") {

@@ -79,6 +79,7 @@ func TestEncryptedConfigWithoutAESPlugin(t *testing.T) {
 	rec := NewRecorder(t, "listener")
 	rec.Listen(lc, "cipher-aes-go-http.yml", group)
 	rec.WaitFor("cipher-aes-go-http.yml", sdkGot, waitCB)
+	pace() // a change right after a callback can be lost by the SDK (see TestPublicNamespaceName)
 	srv.Publish("cipher-aes-go-http.yml", group, "", plain+" v2", nil)
 	ct2 := mustGet(t, c, "cipher-aes-go-http.yml", group)
 	rec.WaitFor("cipher-aes-go-http.yml", ct2, waitCB)
