@@ -805,11 +805,12 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
     )?;
     assert_eq!(page["totalCount"], 1);
     assert_eq!(page["pageItems"][0]["srcUser"], "nacos", "{page}");
-    let list = data(
-        &Reply::read(as_reader(M::GET, "/nacos/v3/admin/core/namespace/list", &[]).await?).await?,
-    )?;
-    assert_eq!(list[0]["namespace"], "public", "{list}");
-    // Refused elsewhere, and every namespace write: Spring's 403.
+    // Refused elsewhere: another namespace; the namespace API, which Nacos secures by a
+    // fixed resource (`/v3/admin/core/namespace`, `/v3/admin/corenamespaces`) that no
+    // `<ns>:<group>:<type>` permission matches; a config's listeners, which need WRITE;
+    // and every write. Each is Spring's 403, and it comes before any check of the
+    // parameters (Nacos's auth filter runs before its param check): a publish without
+    // content, or with an illegal dataId, is refused, not reported as bad input.
     let secret = [
         ("dataId", "h.yaml"),
         ("groupName", "G"),
@@ -817,6 +818,25 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
     ];
     for (method, path, params) in [
         (M::GET, "/nacos/v3/admin/cs/history/list", &secret[..]),
+        (M::GET, "/nacos/v3/admin/core/namespace/list", &[][..]),
+        (M::GET, NAMESPACE, &[("namespaceId", "public")][..]),
+        (
+            M::GET,
+            "/nacos/v3/admin/core/namespace/check",
+            &[("namespaceId", "secret")][..],
+        ),
+        (M::GET, "/nacos/v3/admin/cs/config/listener", &KEY[..]),
+        (M::POST, "/nacos/v3/admin/cs/config", &KEY[..]),
+        (
+            M::POST,
+            "/nacos/v3/admin/cs/config",
+            &[("dataId", "bad id!"), ("groupName", "G"), ("content", "x")][..],
+        ),
+        (
+            M::GET,
+            "/nacos/v3/admin/cs/config",
+            &[("dataId", "h.yaml"), ("namespaceId", "secret")][..],
+        ),
         (
             M::POST,
             NAMESPACE,
@@ -830,9 +850,94 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         (M::DELETE, NAMESPACE, &[("namespaceId", "secret")][..]),
     ] {
         let r = Reply::read(as_reader(method.clone(), path, params).await?).await?;
-        assert_eq!(r.status, 403, "{method} {path}: {}", r.body);
+        assert_eq!(r.status, 403, "{method} {path} {params:?}: {}", r.body);
         assert_eq!(r.json()?["error"], "Forbidden", "{}", r.body);
     }
+    // Where the reader may read, bad input is still bad input (400, not 403).
+    let r =
+        Reply::read(as_reader(M::GET, "/nacos/v3/admin/cs/config", &[("groupName", "G")]).await?)
+            .await?;
+    assert_eq!(r.status, 400, "{}", r.body);
+
+    // A permission on the resource `*` (what Nacos's regular expression needs to match the
+    // namespace API's fixed resource) lets a non-administrator read every namespace, and
+    // with `rw` listen-check a config; namespace writes stay an administrator's.
+    for (path, params) in [
+        (
+            "/nacos/v1/auth/users",
+            &[("username", "star"), ("password", "star-pass-1")][..],
+        ),
+        (
+            "/nacos/v1/auth/roles",
+            &[("role", "r-star"), ("username", "star")][..],
+        ),
+        (
+            "/nacos/v1/auth/permissions",
+            &[("role", "r-star"), ("resource", "*"), ("action", "rw")][..],
+        ),
+    ] {
+        let r = s
+            .http
+            .post(s.url(path))
+            .bearer_auth(&admin)
+            .form(params)
+            .send()
+            .await?;
+        let r = Reply::read(r).await?;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    let r = s
+        .http
+        .post(s.url(NAMESPACE))
+        .bearer_auth(&admin)
+        .form(&[("namespaceId", "secret"), ("namespaceName", "Secret")])
+        .send()
+        .await?;
+    data(&Reply::read(r).await?)?;
+    let r = Reply::read(
+        s.http
+            .post(s.url("/nacos/v1/auth/login"))
+            .form(&[("username", "star"), ("password", "star-pass-1")])
+            .send()
+            .await?,
+    )
+    .await?;
+    let star = r.json()?["accessToken"]
+        .as_str()
+        .ok_or("accessToken")?
+        .to_string();
+    let as_star = |method: M, path: &str, params: &[(&str, &str)]| {
+        let req = if method == M::GET || method == M::DELETE {
+            s.http.request(method, s.url(path)).query(params)
+        } else {
+            s.http.request(method, s.url(path)).form(params)
+        };
+        req.bearer_auth(&star).send()
+    };
+    let list = data(
+        &Reply::read(as_star(M::GET, "/nacos/v3/admin/core/namespace/list", &[]).await?).await?,
+    )?;
+    let ids: Vec<&str> = list
+        .as_array()
+        .ok_or("list")?
+        .iter()
+        .filter_map(|n| n["namespace"].as_str())
+        .collect();
+    assert_eq!(ids, ["public", "secret"], "{list}");
+    let one =
+        data(&Reply::read(as_star(M::GET, NAMESPACE, &[("namespaceId", "secret")]).await?).await?)?;
+    assert_eq!(one["namespaceShowName"], "Secret", "{one}");
+    data(&Reply::read(as_star(M::GET, "/nacos/v3/admin/cs/config/listener", &KEY).await?).await?)?;
+    let r = Reply::read(
+        as_star(
+            M::POST,
+            NAMESPACE,
+            &[("namespaceId", "stars"), ("namespaceName", "s")],
+        )
+        .await?,
+    )
+    .await?;
+    assert_eq!(r.status, 403, "{}", r.body);
     Ok(())
 }
 

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{
-    admit, config_key, failure, namespace_id, page, success, ErrorCode, Extractor, Page, V3Error,
+    admit, config_key, failure, namespace_id, page, success, ErrorCode, Extractor, Page, Secured,
+    V3Error,
 };
 use crate::archive::{self, ArchiveError, Layout};
 use crate::error::ApiError;
@@ -94,7 +95,12 @@ pub(crate) async fn get_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
         return Err(V3Error::api(
@@ -114,7 +120,12 @@ pub(crate) async fn publish_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let key = config_key(&p)?;
     if p.non_blank("content").is_none() {
         return Err(V3Error::missing("content"));
@@ -130,7 +141,12 @@ pub(crate) async fn delete_config(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let key = config_key(&p)?;
     let src_user = p.src_user(PublishNames::V2);
     st.service
@@ -164,7 +180,12 @@ pub(crate) async fn delete_batch(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let ids = ids_of(&p)?;
     let src_user = p.src_user(PublishNames::V2);
     st.service.remove_by_ids(&p.caller, &ids, &src_user).await?;
@@ -179,16 +200,13 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigBlurSearch)?;
-    // `@Secured(READ, CONFIG)`: the resource the parameters name, before the listing runs.
-    let namespace = NamespaceId::parse(p.get("namespaceId"))?;
-    st.service.authorize_v3_scope(
-        &p.caller,
-        Action::Read,
-        &namespace,
-        p.get("groupName"),
-        p.get("dataId"),
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigBlurSearch,
+        Secured::Config(Action::Read),
     )?;
+    let namespace = NamespaceId::parse(p.get("namespaceId"))?;
     let page = page(&p, None)?;
     let mode = match p.get("search").unwrap_or("blur") {
         "blur" => SearchMode::Blur,
@@ -232,7 +250,12 @@ pub(crate) async fn update_metadata(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
         // `updateConfigInfoMetadata` throws `NacosException(NOT_FOUND, …)`, which
@@ -303,7 +326,12 @@ pub(crate) async fn get_beta(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let key = config_key(&p)?;
     let grays = st.service.grays_of(&p.caller, &key)?;
     let Some(beta) = grays.iter().find(|g| matches!(g.rule, GrayRule::Beta(_))) else {
@@ -329,7 +357,12 @@ pub(crate) async fn stop_beta(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let key = config_key(&p)?;
     st.service.stop_beta(&p.caller, &key).await?;
     Ok(success(true))
@@ -349,7 +382,12 @@ pub(crate) async fn listeners(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let key = config_key(&p)?;
     let listeners = st.service.listeners_of(&p.caller, &key)?;
     Ok(success(ConfigListenerInfo {
@@ -365,7 +403,12 @@ pub(crate) async fn export(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let ids = match p.get("ids") {
         Some(_) => ids_of(&p)?,
         None => Vec::new(),
@@ -412,7 +455,12 @@ pub(crate) async fn import(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let policy = policy_of(&p)?;
     let Some(file) = &p.file else {
         return Ok(failure(ErrorCode::DATA_EMPTY, json!({})));
@@ -471,7 +519,12 @@ pub(crate) async fn clone(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Write),
+    )?;
     let Some(namespace) = p.get("namespaceId") else {
         return Err(V3Error::api(
             StatusCode::BAD_REQUEST,

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::config::ConfigBasicInfo;
 use super::{
     admit, config_key, namespace_id, page, request_param, success, ErrorCode, Extractor, Page,
-    V3Error,
+    Secured, V3Error,
 };
 use crate::error::ApiError;
 use crate::params::Params;
@@ -137,7 +137,12 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let key = config_key(&p)?;
     let page = page(&p, Some(MAX_HISTORY_PAGE_SIZE))?;
     let result = st.service.history(&p.caller, &key, page).await?;
@@ -158,7 +163,12 @@ pub(crate) async fn entry(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let key = config_key(&p)?;
     let nid = long_param(&p, "nid")?;
     let h = st
@@ -175,7 +185,12 @@ pub(crate) async fn previous(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let key = config_key(&p)?;
     let id = long_param(&p, "id")?;
     let h = st
@@ -192,11 +207,13 @@ pub(crate) async fn configs(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
-    // `@Secured(READ, CONFIG)` on `<namespace>:*:config/*`: 403 without such a permission.
-    st.service
-        .authorize_v3_scope(&p.caller, Action::Read, &namespace, None, None)?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let items: Vec<ConfigBasicInfo> = configs.iter().map(|c| ConfigBasicInfo::of(c)).collect();
     Ok(success(items))

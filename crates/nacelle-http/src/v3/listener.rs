@@ -12,7 +12,7 @@ use axum::response::Response;
 use nacelle_core::{Action, NamespaceId};
 
 use super::config::ConfigListenerInfo;
-use super::{admit, request_param, success, Extractor, V3Error};
+use super::{admit, request_param, success, Extractor, Secured, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -35,7 +35,12 @@ pub(crate) async fn by_ip(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::ConfigDefault)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::ConfigDefault,
+        Secured::Config(Action::Read),
+    )?;
     let ip = request_param(&p, "ip", "String")?.trim().to_string();
     let all = bool_param(&p, "all", false)?;
     // Accepted and checked; this node's listeners are the answer either way.
@@ -44,17 +49,6 @@ pub(crate) async fn by_ip(
         Some(raw) => Some(NamespaceId::parse(Some(raw))?),
         None => None,
     };
-    // `@Secured(signType = CONFIG)` (READ) on `<namespaceId>:*:config/*`: 403 without such a
-    // permission, before the keys are looked up.
-    st.service.authorize_v3_scope(
-        &p.caller,
-        Action::Read,
-        namespace
-            .as_ref()
-            .unwrap_or(&NamespaceId::default_namespace()),
-        None,
-        None,
-    )?;
     let keys = st
         .service
         .keys_of_ip_in(&p.caller, &ip, all, namespace.as_ref())?;

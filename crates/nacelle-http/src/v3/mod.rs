@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post, put};
 use axum::Router;
 use nacelle_core::key::DEFAULT_NAMESPACE_NAME;
-use nacelle_core::{ConfigKey, CoreError, NamespaceId, PageRequest};
+use nacelle_core::{Action, ConfigKey, CoreError, NamespaceId, PageRequest};
 use serde::Serialize;
 use serde_json::json;
 
@@ -337,18 +337,48 @@ pub(crate) fn params(p: Result<Params, ApiError>) -> Result<Params, V3Error> {
     p.map_err(V3Error::from)
 }
 
+/// What an endpoint's `@Secured` annotation checks, in Nacos's auth filter, before its
+/// parameters are validated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Secured {
+    /// `signType = CONFIG`: `<namespace>:<group>:config/<dataId>` built from the raw
+    /// `namespaceId` (else `tenant`), `groupName` (else `group`) and `dataId` parameters.
+    Config(Action),
+    /// `resource = "…"`: a fixed resource string (the namespace API's).
+    Resource(Action, &'static str),
+}
+
 /// The parameters of a v3 request, admitted in Nacos's filter order: the request is read,
 /// then its credentials are checked (Nacos's auth filters, order 6: a missing or bad token
 /// is a 403 before anything else; the service decides, by the caller's protocol, whether
-/// an anonymous caller may go on), then the param check filter (order 8) runs with
-/// `extractor`. Permissions on the resource are checked by the service operation itself.
+/// an anonymous caller may go on), then the permission `secured` names (the same filter:
+/// 403 before any 400 of the parameters), then the param check filter (order 8) runs with
+/// `extractor`. The service operation still checks every key it touches.
 pub(crate) fn admit(
     st: &AppState,
     p: Result<Params, ApiError>,
     extractor: Extractor,
+    secured: Secured,
 ) -> Result<Params, V3Error> {
     let p = params(p)?;
     st.service.authenticated(&p.caller)?;
+    let first_non_blank = |names: &[&str]| -> Option<&str> {
+        names
+            .iter()
+            .find_map(|n| p.get(n).filter(|v| !v.trim().is_empty()))
+    };
+    match secured {
+        Secured::Config(action) => st.service.authorize_v3_scope(
+            &p.caller,
+            action,
+            first_non_blank(&["namespaceId", "tenant"]),
+            first_non_blank(&["groupName", "group"]),
+            p.get("dataId"),
+        )?,
+        Secured::Resource(action, resource) => {
+            st.service.authorize_resource(&p.caller, action, resource)?
+        }
+    }
     check_params(&p, extractor)?;
     Ok(p)
 }

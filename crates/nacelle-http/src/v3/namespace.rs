@@ -13,16 +13,24 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use nacelle_core::Action;
 use nacelle_service::{NamespaceError, NamespaceInfo};
 use serde::Serialize;
 
-use super::{admit, namespace_id, request_param, success, ErrorCode, Extractor, V3Error};
+use super::{admit, namespace_id, request_param, success, ErrorCode, Extractor, Secured, V3Error};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
 
 /// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
 const DEFAULT_QUOTA: u32 = 200;
+
+/// The resources `NamespaceControllerV3` secures its endpoints with (`@Secured(resource =
+/// Commons.NACOS_ADMIN_CORE_CONTEXT_V3 + …)`): `/list` names `/namespace`, every other
+/// endpoint `namespaces` without a slash, exactly as Nacos 3 spells them. Only an
+/// administrator, or a permission whose pattern matches the string (`*`), passes.
+const NAMESPACE_LIST: &str = "/v3/admin/core/namespace";
+const NAMESPACE: &str = "/v3/admin/corenamespaces";
 /// How Nacos 3 describes the built-in default namespace
 /// (`NamespaceOperationService.DEFAULT_NAMESPACE_DESCRIPTION`; Nacos 2's v1 API, and so
 /// Nacelle's, says "Public Namespace").
@@ -102,7 +110,12 @@ pub(crate) async fn get(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Read, NAMESPACE),
+    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     match st.service.namespace_checked(&p.caller, id).await {
         Ok(n) => Ok(success(NamespaceJson::of(&n))),
@@ -116,9 +129,12 @@ pub(crate) async fn list(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
-    // Nacos secures the call: a user without any permission gets 403, not an empty list.
-    st.service.require_some_permission(&p.caller)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Read, NAMESPACE_LIST),
+    )?;
     let all = st.service.namespaces(&p.caller).await?;
     Ok(success(
         all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
@@ -131,7 +147,12 @@ pub(crate) async fn create(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Write, NAMESPACE),
+    )?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -151,7 +172,12 @@ pub(crate) async fn update(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Write, NAMESPACE),
+    )?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -167,7 +193,12 @@ pub(crate) async fn delete(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Write, NAMESPACE),
+    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     let _existed = st
         .service
@@ -182,8 +213,12 @@ pub(crate) async fn check(
     State(st): State<AppState>,
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
-    let p = admit(&st, p, Extractor::None)?;
-    st.service.require_some_permission(&p.caller)?;
+    let p = admit(
+        &st,
+        p,
+        Extractor::None,
+        Secured::Resource(Action::Read, NAMESPACE),
+    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     let exists = st.service.namespace_exists(&p.caller, id).await?;
     Ok(success(u8::from(exists)))

@@ -379,19 +379,20 @@ impl ConfigService {
         self.authorize(caller, action, || config_resource(key))
     }
 
-    /// Refuses the caller unless it may do `action` on the resource a Nacos 3 v3 admin
-    /// request names (`@Secured(signType = CONFIG)`, whose `ConfigHttpResourceParser` and
-    /// `joinResource` build `<namespace>:<group>:config/<dataId>` from the request's
-    /// parameters, a blank group as `*` and a blank dataId as `config/*`). Nacos checks that
-    /// one resource before its listings run (`/list`, history's `/configs`, listeners by IP),
-    /// so a user without a permission matching it gets 403 rather than an empty answer;
-    /// Nacelle still filters what such a listing shows by key. A `group` or `data_id` of
-    /// `None` or blank is the wildcard.
+    /// Refuses the caller unless it may do `action` on the resource a Nacos 3 v3 request
+    /// names (`@Secured(signType = CONFIG)`, whose `ConfigHttpResourceParser` and
+    /// `joinResource` build `<namespace>:<group>:config/<dataId>` from the request's raw
+    /// parameters, a blank group as `*` and a blank dataId as `config/*`). Nacos's auth
+    /// filter checks that one resource before the parameters are validated and before
+    /// listings run (`/list`, history's `/configs`, listeners by IP), so a user without a
+    /// permission matching it gets 403 rather than a 400 or an empty answer; the operation
+    /// then still checks each key. `namespace` is the raw parameter: blank, `public` and
+    /// `null` are the default namespace, an id no namespace can have is matched as sent.
     pub fn authorize_v3_scope(
         &self,
         caller: &Caller,
         action: Action,
-        namespace: &nacelle_core::NamespaceId,
+        namespace: Option<&str>,
         group: Option<&str>,
         data_id: Option<&str>,
     ) -> Result<(), CoreError> {
@@ -400,13 +401,25 @@ impl ConfigService {
             _ => "*".to_string(),
         };
         self.authorize(caller, action, || {
-            format!(
-                "{}:{}:config/{}",
-                namespace.as_str(),
-                part(group),
-                part(data_id)
-            )
+            let ns = match nacelle_core::NamespaceId::parse(namespace) {
+                Ok(id) => id.as_str().to_string(),
+                Err(_) => namespace.unwrap_or_default().trim().to_string(),
+            };
+            format!("{ns}:{}:config/{}", part(group), part(data_id))
         })
+    }
+
+    /// Refuses the caller unless it may do `action` on a fixed resource (Nacos's
+    /// `@Secured(resource = …)`, e.g. the v3 namespace API's `/v3/admin/core/namespace`):
+    /// an administrator may, another user only through a permission whose pattern
+    /// matches that string (in practice `*`), as Nacos's regular-expression match allows.
+    pub fn authorize_resource(
+        &self,
+        caller: &Caller,
+        action: Action,
+        resource: &str,
+    ) -> Result<(), CoreError> {
+        self.authorize(caller, action, || resource.to_string())
     }
 
     /// Refuses a user who holds no permission at all (no role, or roles without any
