@@ -341,6 +341,16 @@ impl<T> Page<T> {
             items,
         }
     }
+
+    /// The same page with each item turned by `f`, or the first error `f` returns.
+    pub fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
+        Ok(Page {
+            total_count: self.total_count,
+            page_number: self.page_number,
+            pages_available: self.pages_available,
+            items: self.items.into_iter().map(f).collect::<Result<_, _>>()?,
+        })
+    }
 }
 
 /// Page request: 1-based page number and a page size.

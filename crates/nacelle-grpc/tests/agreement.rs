@@ -97,7 +97,7 @@ impl Both {
             .server
             .service
             .get(&Caller::internal(), &key, None)?
-            .map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
+            .map(|s| s.config.content_text().into_owned()))
     }
 }
 
@@ -701,7 +701,7 @@ async fn a_reported_grpc_client_ip_counts_only_when_it_is_true_or_trusted() -> a
             .service
             .get(&Caller::internal(), &key, None)?
             .ok_or_else(|| anyhow::anyhow!("not stored"))?;
-        Ok(stored.config.source.src_ip.clone())
+        Ok(stored.config.source().src_ip.clone())
     }
     let plain = TestServer::start(GrpcOptions::default()).await?;
     assert_eq!(src_ip_of(&plain, "10.1.1.1", "forged").await?, "127.0.0.1");

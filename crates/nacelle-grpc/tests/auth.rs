@@ -487,7 +487,7 @@ async fn every_bad_credential_is_refused_on_every_protocol() -> TestResult {
     let key = nacelle_core::ConfigKey::parse(None, "G", "app.properties")?;
     let served = env.server.service.get(&Caller::internal(), &key, None)?;
     assert_eq!(
-        served.map(|s| String::from_utf8_lossy(&s.config.content).into_owned()),
+        served.map(|s| s.config.content_text().into_owned()),
         Some(SECRET_CONTENT.to_string())
     );
     Ok(())

@@ -58,7 +58,7 @@ impl ClusterPort {
 fn content(service: &ConfigService, key: &ConfigKey) -> anyhow::Result<Option<String>> {
     Ok(service
         .get(&Caller::internal(), key, None)?
-        .map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
+        .map(|s| s.config.content_text().into_owned()))
 }
 
 #[tokio::test]

@@ -132,7 +132,7 @@ impl Server {
             .server
             .service
             .get(&Caller::internal(), &key, None)?
-            .map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
+            .map(|s| s.config.content_text().into_owned()))
     }
 }
 

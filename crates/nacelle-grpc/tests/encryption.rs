@@ -614,3 +614,267 @@ async fn the_rust_sdk_publishes_and_gets_an_encrypted_config() -> anyhow::Result
     assert_eq!(DataKey::parse(&key)?.decrypt(got.content())?, plain);
     Ok(())
 }
+
+/// `GET base+path?query` → status and body.
+async fn read(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+    query: &[(&str, &str)],
+) -> anyhow::Result<(u16, String)> {
+    let r = http
+        .get(format!("{base}{path}"))
+        .query(query)
+        .send()
+        .await?;
+    Ok((r.status().as_u16(), r.text().await?))
+}
+
+/// Every read of an encrypted key, of its gray and of their history answers an authorized
+/// caller with the same plaintext on every HTTP surface (v1 `show=all`, `beta=true`,
+/// search and history, the v2 gray list and gray history, the v3 admin beta and history,
+/// the console's config, grays and history), and gRPC with the ciphertext of that same
+/// plaintext — with a master key wrapping the stored data keys, the hardest case. With a
+/// master key that does not open them, every one of those reads is an error naming the
+/// key, never empty content and never ciphertext passed off as the config.
+#[tokio::test]
+async fn every_read_of_an_encrypted_key_its_grays_and_history_agrees() -> anyhow::Result<()> {
+    let mut n = Node::start(Some(master(7))).await?;
+    let id = "cipher-aes-agree";
+    let v1 = format!("v={MARK}-1");
+    let v2 = format!("v={MARK}-2");
+    let beta1 = format!("v={MARK}-beta-1");
+    let beta2 = format!("v={MARK}-beta-2");
+    for content in [&v1, &v2] {
+        let (s, body) = publish(
+            &n.http,
+            &n.base,
+            &[("dataId", id), ("group", "G"), ("content", content)],
+        )
+        .await?;
+        assert_eq!(s, 200, "{body}");
+    }
+    for content in [&beta1, &beta2] {
+        let r = n
+            .http
+            .post(format!("{}/nacos/v1/cs/configs", n.base))
+            .header("betaIps", "127.0.0.1")
+            .form(&[
+                ("dataId", id),
+                ("group", "G"),
+                ("content", content.as_str()),
+            ])
+            .send()
+            .await?;
+        assert_eq!(r.status().as_u16(), 200, "{}", r.text().await?);
+    }
+    let (stored_formal, _, _) = row(&n.db()?, id)?;
+    let key = [("dataId", id), ("group", "G")];
+    let json_of = |(s, body): (u16, String)| -> anyhow::Result<serde_json::Value> {
+        anyhow::ensure!(s == 200, "status {s}: {body}");
+        Ok(serde_json::from_str(&body)?)
+    };
+
+    // The formal config and the beta, on every surface.
+    let show_all = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v1/cs/configs",
+            &[("dataId", id), ("group", "G"), ("show", "all")],
+        )
+        .await?,
+    )?;
+    assert_eq!(show_all["content"], v2.as_str());
+    let beta = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v1/cs/configs",
+            &[("dataId", id), ("group", "G"), ("beta", "true")],
+        )
+        .await?,
+    )?;
+    assert_eq!(beta["data"]["content"], beta2.as_str(), "{beta}");
+    let v2_grays = json_of(read(&n.http, &n.base, "/nacos/v2/cs/config/gray", &key).await?)?;
+    assert_eq!(v2_grays["data"][0]["content"], beta2.as_str(), "{v2_grays}");
+    let v3_beta = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v3/admin/cs/config/beta",
+            &[("dataId", id), ("groupName", "G")],
+        )
+        .await?,
+    )?;
+    assert_eq!(v3_beta["data"]["content"], beta2.as_str(), "{v3_beta}");
+    let console = [("namespace", ""), ("dataId", id), ("group", "G")];
+    let console_cfg =
+        json_of(read(&n.http, &n.base, "/nacos/console/api/config", &console).await?)?;
+    assert_eq!(console_cfg["content"], v2.as_str(), "{console_cfg}");
+    let console_grays =
+        json_of(read(&n.http, &n.base, "/nacos/console/api/grays", &console).await?)?;
+    assert_eq!(
+        console_grays["grays"][0]["content"],
+        beta2.as_str(),
+        "{console_grays}"
+    );
+    let search = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v1/cs/configs",
+            &[
+                ("search", "accurate"),
+                ("dataId", id),
+                ("group", "G"),
+                ("pageNo", "1"),
+                ("pageSize", "10"),
+            ],
+        )
+        .await?,
+    )?;
+    assert_eq!(search["pageItems"][0]["content"], v2.as_str(), "{search}");
+    // gRPC: the beta's ciphertext (the caller is on the beta IP), which opens to the same.
+    let q = query(&mut n.grpc, id).await?;
+    let (ct, dk) = (
+        q.str("content").context("content")?,
+        q.str("encryptedDataKey").context("key")?,
+    );
+    assert_ne!(ct, beta2);
+    assert_eq!(DataKey::parse(dk)?.decrypt(ct)?, beta2);
+
+    // History: the formal update's entry holds v1, the gray update's holds beta1.
+    let formal_history = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v1/cs/history",
+            &[("search", "accurate"), ("dataId", id), ("group", "G")],
+        )
+        .await?,
+    )?;
+    let nids: Vec<String> = formal_history["pageItems"]
+        .as_array()
+        .context("pageItems")?
+        .iter()
+        .filter_map(|e| {
+            e["id"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| e["id"].as_i64().map(|i| i.to_string()))
+        })
+        .collect();
+    assert_eq!(nids.len(), 2, "{formal_history}");
+    let newest = &nids[0];
+    let entry = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v1/cs/history",
+            &[("dataId", id), ("group", "G"), ("nid", newest)],
+        )
+        .await?,
+    )?;
+    assert_eq!(entry["content"], v1.as_str(), "{entry}");
+    let v3_entry = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/v3/admin/cs/history",
+            &[("dataId", id), ("groupName", "G"), ("nid", newest)],
+        )
+        .await?,
+    )?;
+    assert_eq!(v3_entry["data"]["content"], v1.as_str(), "{v3_entry}");
+    let console_entry = json_of(
+        read(
+            &n.http,
+            &n.base,
+            "/nacos/console/api/history/entry",
+            &[
+                ("namespace", ""),
+                ("dataId", id),
+                ("group", "G"),
+                ("nid", newest),
+            ],
+        )
+        .await?,
+    )?;
+    assert_eq!(console_entry["content"], v1.as_str(), "{console_entry}");
+    assert!(
+        !entry["encryptedDataKey"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("nacelle:"),
+        "the data key is shown unwrapped: {entry}"
+    );
+    let gray_history =
+        json_of(read(&n.http, &n.base, "/nacos/v2/cs/config/gray/history", &key).await?)?;
+    let contents: Vec<&str> = gray_history["data"]["pageItems"]
+        .as_array()
+        .context("pageItems")?
+        .iter()
+        .filter_map(|e| e["content"].as_str())
+        .collect();
+    assert_eq!(contents, [beta1.as_str(), beta1.as_str()], "{gray_history}");
+
+    // A master key that does not open them: every read above is an error naming the key.
+    let path = n.server.db.path().context("path")?;
+    let service =
+        nacelle_testkit::service::open_sqlite_with(&path, true, limits(Some(master(8)))).await?;
+    let (base, _stop) = http_over(service.clone()).await?;
+    let reads: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "/nacos/v1/cs/configs",
+            vec![("dataId", id), ("group", "G"), ("show", "all")],
+        ),
+        (
+            "/nacos/v1/cs/configs",
+            vec![("dataId", id), ("group", "G"), ("beta", "true")],
+        ),
+        (
+            "/nacos/v1/cs/configs",
+            vec![("search", "accurate"), ("dataId", id), ("group", "G")],
+        ),
+        (
+            "/nacos/v1/cs/history",
+            vec![("dataId", id), ("group", "G"), ("nid", newest)],
+        ),
+        ("/nacos/v2/cs/config/gray", key.to_vec()),
+        ("/nacos/v2/cs/config/gray/history", key.to_vec()),
+        (
+            "/nacos/v3/admin/cs/config/beta",
+            vec![("dataId", id), ("groupName", "G")],
+        ),
+        (
+            "/nacos/v3/admin/cs/history",
+            vec![("dataId", id), ("groupName", "G"), ("nid", newest)],
+        ),
+        ("/nacos/console/api/config", console.to_vec()),
+        ("/nacos/console/api/grays", console.to_vec()),
+        (
+            "/nacos/console/api/history/entry",
+            vec![
+                ("namespace", ""),
+                ("dataId", id),
+                ("group", "G"),
+                ("nid", newest),
+            ],
+        ),
+    ];
+    for (path, q) in reads {
+        let (status, body) = read(&n.http, &base, path, &q).await?;
+        assert_eq!(status, 500, "{path} {q:?}: {body}");
+        assert!(
+            body.contains(id) && body.contains("master key"),
+            "{path}: {body}"
+        );
+        assert!(
+            !body.contains(MARK) && !body.contains(&stored_formal),
+            "{path}: {body}"
+        );
+    }
+    service.begin_shutdown();
+    Ok(())
+}

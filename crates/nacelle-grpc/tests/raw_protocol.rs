@@ -192,15 +192,16 @@ async fn config_messages_have_the_nacos_shape() -> anyhow::Result<()> {
         .get(&nacelle_core::Caller::internal(), &key, None)?
         .ok_or_else(|| anyhow::anyhow!("not stored"))?
         .config;
-    assert_eq!(stored.meta.app_name, "app");
-    assert_eq!(stored.meta.config_tags, "t1,t2");
-    assert_eq!(stored.meta.r#use, "u");
-    assert_eq!(stored.source.src_user, "alice");
+    assert_eq!(stored.app_name(), "app");
+    assert_eq!(stored.config_tags(), "t1,t2");
+    assert_eq!(stored.r#use(), "u");
+    assert_eq!(stored.source().src_user, "alice");
     assert_eq!(
-        stored.source.src_ip, "10.9.8.7",
+        stored.source().src_ip,
+        "10.9.8.7",
         "src_ip is the connection's client IP"
     );
-    assert_eq!(stored.config_type.as_str(), "yaml");
+    assert_eq!(stored.config_type().as_str(), "yaml");
 
     // Query: exactly the fields clients need, no `tag`.
     let r = c

@@ -175,7 +175,7 @@ async fn non_default_namespace_is_isolated_and_echoed() -> anyhow::Result<()> {
             .get(&nacelle_core::Caller::internal(), &key, None)?
             .ok_or_else(|| anyhow::anyhow!("missing"))?
             .config
-            .content[..],
+            .content()[..],
         b"dev"
     );
 
@@ -308,7 +308,7 @@ async fn a_client_keeps_receiving_changes_after_a_server_restart() -> anyhow::Re
             )?
             .ok_or_else(|| anyhow::anyhow!("lost"))?
             .config
-            .content[..],
+            .content()[..],
         b"before 2",
         "the data survived"
     );

@@ -18,7 +18,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{Cursor, Read, Write};
 
-use nacelle_core::StoredConfig;
+use nacelle_service::ConfigView;
 use nacelle_service::ImportItem;
 use serde::{Deserialize, Serialize};
 use zip::write::SimpleFileOptions;
@@ -331,10 +331,7 @@ struct MetadataOut<'a> {
 }
 
 /// Writes the archive of `configs` (in the given order) in `layout`.
-pub(crate) fn encode(
-    configs: &[std::sync::Arc<StoredConfig>],
-    layout: Layout,
-) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(configs: &[ConfigView], layout: Layout) -> Result<Vec<u8>, String> {
     let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
     let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
     let put = |zip: &mut ZipWriter<Cursor<Vec<u8>>>, name: &str, data: &[u8]| {
@@ -343,19 +340,16 @@ pub(crate) fn encode(
             .map_err(|e| format!("writing the archive: {e}"))
     };
     for c in configs {
-        let name = format!("{}/{}", c.key.group(), c.key.data_id());
-        put(&mut zip, &name, &c.content)?;
+        let name = format!("{}/{}", c.key().group(), c.key().data_id());
+        put(&mut zip, &name, c.content())?;
     }
     match layout {
         Layout::V1 => {
             let mut meta = String::new();
-            for c in configs
-                .iter()
-                .filter(|c| !c.meta.app_name.trim().is_empty())
-            {
-                meta.push_str(&meta_v1_key(c.key.group(), c.key.data_id()));
+            for c in configs.iter().filter(|c| !c.app_name().trim().is_empty()) {
+                meta.push_str(&meta_v1_key(c.key().group(), c.key().data_id()));
                 meta.push('=');
-                meta.push_str(&c.meta.app_name);
+                meta.push_str(c.app_name());
                 meta.push_str("\r\n");
             }
             if !meta.is_empty() {
@@ -367,11 +361,11 @@ pub(crate) fn encode(
                 metadata: configs
                     .iter()
                     .map(|c| MetaItemOut {
-                        app_name: &c.meta.app_name,
-                        data_id: c.key.data_id(),
-                        desc: &c.meta.desc,
-                        group: c.key.group(),
-                        r#type: c.config_type.as_str(),
+                        app_name: c.app_name(),
+                        data_id: c.key().data_id(),
+                        desc: c.desc(),
+                        group: c.key().group(),
+                        r#type: c.config_type().as_str(),
                     })
                     .collect(),
             };

@@ -8,7 +8,7 @@
 //!   plaintext, then encrypted with a fresh data key (or, when the caller brought its own
 //!   `encryptedDataKey`, checked by decrypting and stored as given); with a master key
 //!   the stored data key is wrapped.
-//! - read: [`ConfigService::reveal`] gives what a caller of a protocol is served of a
+//! - read: [`ConfigService::view`] gives what a caller of a protocol is served of a
 //!   stored config: HTTP callers get the plaintext (decrypted on the server, as Nacos's
 //!   v1/v2 GET, `show=all`, search and history do), gRPC callers the ciphertext (their
 //!   client decrypts, as Nacos's `ConfigQueryRequestHandler` leaves it); both get the
@@ -20,37 +20,19 @@
 //! and served as [`CoreError::Cipher`]: never a panic, never ciphertext passed off as
 //! plaintext, never the plaintext in a log.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use nacelle_cipher::{
     cipher_rule, is_wrapped, open_data_key, wrapped_key_id, CipherError, CipherRule, DataKey,
 };
-use nacelle_core::{md5_hex, Caller, ConfigKey, CoreError, Protocol, PublishRecord, StoredConfig};
+use nacelle_core::{
+    md5_hex, Caller, ConfigKey, CoreError, HistoryEntry, Protocol, PublishRecord, StoredConfig,
+};
 
 use crate::cipher_state::Opened;
 use crate::service::ConfigService;
-
-/// What a caller is served of a stored config. Its `Debug` shows only sizes: it may hold
-/// an encrypted config's plaintext and data key.
-#[derive(Clone)]
-pub struct Revealed<'a> {
-    /// The content for this caller: plaintext over HTTP, as stored over gRPC.
-    pub content: Bytes,
-    /// The data key to send as `encryptedDataKey` / `Encrypted-Data-Key` (empty: none), in
-    /// clear — Nacos's clients expect it so.
-    pub encrypted_data_key: Cow<'a, str>,
-}
-
-impl std::fmt::Debug for Revealed<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Revealed")
-            .field("content_bytes", &self.content.len())
-            .field("has_data_key", &!self.encrypted_data_key.is_empty())
-            .finish()
-    }
-}
+use crate::view::ConfigView;
 
 /// How many stored encrypted configs there are, by how their data key is kept.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -152,29 +134,29 @@ impl ConfigService {
         }
     }
 
-    /// The read hook: what `caller` is served of `cfg` (any variant of a key). A config
-    /// that is not encrypted is served as stored; an encrypted one in plaintext over HTTP
-    /// and as ciphertext over gRPC, with its data key in clear either way. A data key that
-    /// does not unwrap or content that does not decrypt is [`CoreError::Cipher`].
-    pub fn reveal<'a>(
+    /// The read hook: `cfg` (any variant of a key) as `caller` is shown it. A config that
+    /// is not encrypted is shown as stored; an encrypted one in plaintext over HTTP and as
+    /// ciphertext over gRPC and the v3 client API, with its data key in clear either way. A
+    /// data key that does not unwrap or content that does not decrypt is
+    /// [`CoreError::Cipher`] — for every protocol and every operation, never empty content.
+    pub(crate) fn view(
         &self,
         caller: &Caller,
-        cfg: &'a StoredConfig,
-    ) -> Result<Revealed<'a>, CoreError> {
+        cfg: Arc<StoredConfig>,
+    ) -> Result<ConfigView, CoreError> {
         if !matches!(cipher_rule(cfg.key.data_id()), CipherRule::Known(_))
             || cfg.meta.encrypted_data_key.is_empty()
         {
             // Nacos's decryptHandler too serves such content as stored.
-            return Ok(Revealed {
-                content: cfg.content.clone(),
-                encrypted_data_key: Cow::Borrowed(&cfg.meta.encrypted_data_key),
-            });
+            let content = cfg.content.clone();
+            return Ok(ConfigView::new(cfg, content, None));
         }
-        let opened = self.opened(cfg);
+        let opened = self.opened(&cfg);
         let data_key = opened
             .data_key
             .as_ref()
-            .map_err(|e| cipher_error(&cfg.key, e))?;
+            .map_err(|e| cipher_error(&cfg.key, e))?
+            .clone();
         let content = if serves_plaintext(caller.protocol) {
             opened
                 .plaintext
@@ -184,32 +166,53 @@ impl ConfigService {
         } else {
             cfg.content.clone()
         };
-        Ok(Revealed {
-            content,
-            encrypted_data_key: Cow::Owned(data_key.to_string()),
-        })
+        Ok(ConfigView::new(cfg, content, Some(data_key)))
     }
 
-    /// What `caller` is served of one history entry's content (HTTP history detail shows
-    /// the plaintext, as Nacos's `HistoryService` does); not cached (history reads are rare).
-    pub fn reveal_history(
+    /// `cfg` with an encrypted config's content in plaintext and no data key, whoever
+    /// asks (export and clone write the plaintext out, or encrypt it again).
+    pub(crate) fn view_in_plaintext(
+        &self,
+        cfg: Arc<StoredConfig>,
+    ) -> Result<ConfigView, CoreError> {
+        if cfg.meta.encrypted_data_key.is_empty()
+            || !matches!(cipher_rule(cfg.key.data_id()), CipherRule::Known(_))
+        {
+            let content = cfg.content.clone();
+            return Ok(ConfigView::new(cfg, content, None));
+        }
+        let plaintext = self
+            .opened(&cfg)
+            .plaintext
+            .as_ref()
+            .map_err(|e| cipher_error(&cfg.key, e))?
+            .clone();
+        Ok(ConfigView::new(cfg, plaintext, Some(Arc::from(""))))
+    }
+
+    /// One history entry (formal or gray) as `caller` is shown it: an encrypted config's
+    /// version in plaintext over HTTP (as Nacos's `HistoryService` shows it), with its data
+    /// key unwrapped from the master key. Not cached (history reads are rare).
+    pub(crate) fn reveal_history(
         &self,
         caller: &Caller,
-        key: &ConfigKey,
-        content: &str,
-        stored_key: &str,
-    ) -> Result<String, CoreError> {
-        if !matches!(cipher_rule(key.data_id()), CipherRule::Known(_))
-            || stored_key.is_empty()
-            || !serves_plaintext(caller.protocol)
+        mut entry: HistoryEntry,
+    ) -> Result<HistoryEntry, CoreError> {
+        if !matches!(cipher_rule(entry.key.data_id()), CipherRule::Known(_))
+            || entry.encrypted_data_key.is_empty()
         {
-            return Ok(content.to_string());
+            return Ok(entry);
         }
         let master = self.inner.cipher.master.as_deref();
-        open_data_key(stored_key, master)
-            .and_then(|k| DataKey::parse(&k))
-            .and_then(|k| k.decrypt(content))
-            .map_err(|e| cipher_error(key, &e))
+        let data_key = open_data_key(&entry.encrypted_data_key, master)
+            .map_err(|e| cipher_error(&entry.key, &e))?;
+        if serves_plaintext(caller.protocol) {
+            entry.content = DataKey::parse(&data_key)
+                .and_then(|k| k.decrypt(&entry.content))
+                .map_err(|e| cipher_error(&entry.key, &e))?;
+        }
+        entry.encrypted_data_key = data_key;
+        Ok(entry)
     }
 
     /// The opened form of `cfg`, from the cache when it holds this version.

@@ -1,4 +1,5 @@
-//! History: a key's versions, one version, the version before the current one.
+//! History: a key's versions, one version, the version before the current one — each
+//! entry as the caller is shown it (an encrypted config's versions decrypted over HTTP).
 
 use nacelle_core::Action;
 use nacelle_core::{
@@ -45,9 +46,10 @@ impl ConfigService {
     ) -> Result<Page<HistoryEntry>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
-        Ok(self
+        let page = self
             .store_call(StoreOp::History, self.inner.store.history_page(key, page))
-            .await?)
+            .await?;
+        page.try_map(|h| self.reveal_history(caller, h))
     }
 
     /// The history of a key's gray operations (publish, update, stop, promotion of its
@@ -60,9 +62,13 @@ impl ConfigService {
     ) -> Result<Page<GrayHistoryEntry>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
-        Ok(self
+        let page = self
             .store_call(StoreOp::GrayRead, self.inner.store.gray_history(key, page))
-            .await?)
+            .await?;
+        page.try_map(|mut g| {
+            g.entry = self.reveal_history(caller, g.entry)?;
+            Ok(g)
+        })
     }
 
     /// One history entry, which must belong to `key`; an absent entry and one of another
@@ -92,7 +98,7 @@ impl ConfigService {
             .await
             .map_err(CoreError::from)?;
         match found {
-            Some(h) if &h.key == key => Ok(h),
+            Some(h) if &h.key == key => Ok(self.reveal_history(caller, h)?),
             Some(_) => Err(HistoryLookupError::OtherKey(format!(
                 "history entry {nid} of {key} does not exist"
             ))),
@@ -132,7 +138,7 @@ impl ConfigService {
             .await
             .map_err(CoreError::from)?;
         match found {
-            Some(h) if &h.key == key => Ok(h),
+            Some(h) if &h.key == key => Ok(self.reveal_history(caller, h)?),
             Some(_) => Err(HistoryLookupError::OtherKey(format!(
                 "no previous version of config {config_id} ({key})"
             ))),

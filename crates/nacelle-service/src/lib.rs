@@ -16,6 +16,8 @@
 //!   checks only the patterns of its namespace and group.
 //! - `cipher`: encrypted configs (`cipher-aes-…`): sealed on publish, revealed per
 //!   protocol on read, data keys wrapped by the master key.
+//! - `view`: [`ConfigView`], a config as one caller is shown it — what every read
+//!   returns; a stored record never leaves the service.
 //! - [`auth`]: authentication (credentials → identity, Nacos tokens, the login throttle),
 //!   the one authorizer every operation calls, and the administration of users, roles and
 //!   permissions.
@@ -40,10 +42,11 @@ mod read;
 pub mod request;
 pub mod service;
 pub mod transfer;
+mod view;
 pub mod watch;
 mod write;
 
-pub use cipher::{CipherCensus, Revealed};
+pub use cipher::CipherCensus;
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;
 pub use history::HistoryLookupError;
@@ -56,6 +59,7 @@ pub use service::{CommitObserver, ConfigService};
 pub use transfer::{
     CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,
 };
+pub use view::{ConfigView, Published};
 pub use watch::{
     Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, PatternError, PatternWatched,
     Subscriber, Watch, WatchItem,

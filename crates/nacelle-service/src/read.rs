@@ -16,15 +16,17 @@ use nacelle_core::{Caller, ConfigKey, CoreError, Gray, NamespaceId, Page, Stored
 use crate::hub::Visible;
 use crate::request::{SearchMode, SearchQuery};
 use crate::service::ConfigService;
+use crate::view::ConfigView;
 
 /// The label (gRPC connection label, or HTTP header) by which a client names the tag it
 /// wants when a request names none, as Nacos's `Vipserver-Tag`.
 pub const TAG_LABEL: &str = "Vipserver-Tag";
 
-/// What a read serves: the config and which variant of its key it is.
+/// What a read serves: the config as the caller is shown it and which variant of its key
+/// it is.
 #[derive(Debug, Clone)]
 pub struct Served {
-    pub config: Arc<StoredConfig>,
+    pub config: ConfigView,
     /// Whether this is the key's beta (gray) content, served because the caller is in
     /// its beta list (`isBeta` over HTTP, `beta` over gRPC).
     pub beta: bool,
@@ -34,9 +36,19 @@ pub struct Served {
     pub gray: Option<Arc<str>>,
 }
 
-impl Served {
-    fn formal(config: Arc<StoredConfig>) -> Served {
-        Served {
+/// The variant [`ConfigService::select`] chose, as stored (inside the service only: what
+/// listeners compare, before it is shown to anyone).
+#[derive(Debug, Clone)]
+pub(crate) struct Selected {
+    pub(crate) config: Arc<StoredConfig>,
+    pub(crate) beta: bool,
+    pub(crate) tag: Option<Arc<str>>,
+    pub(crate) gray: Option<Arc<str>>,
+}
+
+impl Selected {
+    fn formal(config: Arc<StoredConfig>) -> Selected {
+        Selected {
             config,
             beta: false,
             tag: None,
@@ -44,8 +56,8 @@ impl Served {
         }
     }
 
-    fn gray(g: &Gray) -> Served {
-        Served {
+    fn gray(g: &Gray) -> Selected {
+        Selected {
             config: g.config.clone(),
             beta: matches!(g.rule, GrayRule::Beta(_)),
             tag: match &g.rule {
@@ -63,13 +75,13 @@ pub struct GrayView {
     pub name: Arc<str>,
     pub rule: GrayRule,
     pub priority: i32,
-    pub config: Arc<StoredConfig>,
+    pub config: ConfigView,
 }
 
 /// A key's beta (gray) variant and the IPs it is released to.
 #[derive(Debug, Clone)]
 pub struct Beta {
-    pub config: Arc<StoredConfig>,
+    pub config: ConfigView,
     pub ips: Vec<String>,
 }
 
@@ -84,7 +96,15 @@ impl ConfigService {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
         let tag = tag_of(tag)?;
-        Ok(self.select(caller, key, tag))
+        let Some(chosen) = self.select(caller, key, tag) else {
+            return Ok(None);
+        };
+        Ok(Some(Served {
+            config: self.view(caller, chosen.config)?,
+            beta: chosen.beta,
+            tag: chosen.tag,
+            gray: chosen.gray,
+        }))
     }
 
     /// The formal config of `key`, whoever asks and whatever gray matches them (the
@@ -93,10 +113,11 @@ impl ConfigService {
         &self,
         caller: &Caller,
         key: &ConfigKey,
-    ) -> Result<Option<Arc<StoredConfig>>, CoreError> {
+    ) -> Result<Option<ConfigView>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
-        Ok(self.inner.cache.get(key).map(|e| e.value().clone()))
+        let stored = self.inner.cache.get(key).map(|e| e.value().clone());
+        stored.map(|c| self.view(caller, c)).transpose()
     }
 
     /// Which variant of `key` `caller` sees, asking for `tag` (already checked): the first
@@ -108,11 +129,11 @@ impl ConfigService {
         caller: &Caller,
         key: &ConfigKey,
         tag: Option<&str>,
-    ) -> Option<Served> {
+    ) -> Option<Selected> {
         if let Some(set) = self.inner.grays.get(key) {
             let wanted = tag.or_else(|| caller.labels.get(TAG_LABEL));
             if let Some(g) = set.select(caller, wanted) {
-                return Some(Served::gray(g));
+                return Some(Selected::gray(g));
             }
         }
         if tag.is_some() {
@@ -121,7 +142,7 @@ impl ConfigService {
         self.inner
             .cache
             .get(key)
-            .map(|e| Served::formal(e.value().clone()))
+            .map(|e| Selected::formal(e.value().clone()))
     }
 
     /// The beta (gray by IP) variant of `key` with its IP list, for `?beta=true` queries;
@@ -129,38 +150,47 @@ impl ConfigService {
     pub fn beta_of(&self, caller: &Caller, key: &ConfigKey) -> Result<Option<Beta>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
-        let Some(set) = self.inner.grays.get(key) else {
+        let beta = self.inner.grays.get(key).and_then(|set| {
+            set.iter().find_map(|g| match &g.rule {
+                GrayRule::Beta(ips) => Some((g.config.clone(), ips.entries().to_vec())),
+                _ => None,
+            })
+        });
+        let Some((stored, ips)) = beta else {
             return Ok(None);
         };
-        let beta = set.iter().find_map(|g| match &g.rule {
-            GrayRule::Beta(ips) => Some(Beta {
-                config: g.config.clone(),
-                ips: ips.entries().to_vec(),
-            }),
-            _ => None,
-        });
-        Ok(beta)
+        Ok(Some(Beta {
+            config: self.view(caller, stored)?,
+            ips,
+        }))
     }
 
-    /// Every gray variant of `key`, in match order (highest priority first).
+    /// Every gray variant of `key`, in match order (highest priority first), each as the
+    /// caller is shown it.
     pub fn grays_of(&self, caller: &Caller, key: &ConfigKey) -> Result<Vec<GrayView>, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Read)?;
-        Ok(self
+        let grays: Vec<(Arc<str>, GrayRule, i32, Arc<StoredConfig>)> = self
             .inner
             .grays
             .get(key)
             .map(|set| {
                 set.iter()
-                    .map(|g| GrayView {
-                        name: g.name.clone(),
-                        rule: g.rule.clone(),
-                        priority: g.priority,
-                        config: g.config.clone(),
-                    })
+                    .map(|g| (g.name.clone(), g.rule.clone(), g.priority, g.config.clone()))
                     .collect()
             })
-            .unwrap_or_default())
+            .unwrap_or_default();
+        grays
+            .into_iter()
+            .map(|(name, rule, priority, stored)| {
+                Ok(GrayView {
+                    name,
+                    rule,
+                    priority,
+                    config: self.view(caller, stored)?,
+                })
+            })
+            .collect()
     }
 
     /// The md5 `caller` would be served for `key`, `""` when absent: what listeners compare.
@@ -198,11 +228,7 @@ impl ConfigService {
     }
 
     /// Searches configs in memory, ordered by id.
-    pub fn search(
-        &self,
-        caller: &Caller,
-        q: &SearchQuery,
-    ) -> Result<Page<Arc<StoredConfig>>, CoreError> {
+    pub fn search(&self, caller: &Caller, q: &SearchQuery) -> Result<Page<ConfigView>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
         let tags: Vec<&str> = q
@@ -250,7 +276,10 @@ impl ConfigService {
         let end = start
             .saturating_add(q.page.page_size as usize)
             .min(hits.len());
-        let items = hits.drain(start..end).collect();
+        let items = hits
+            .drain(start..end)
+            .map(|c| self.view(caller, c))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Page::new(total, q.page.page_no, q.page.page_size, items))
     }
 
@@ -259,7 +288,7 @@ impl ConfigService {
         &self,
         caller: &Caller,
         namespace: &NamespaceId,
-    ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
+    ) -> Result<Vec<ConfigView>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
         let mut out: Vec<_> = self
@@ -270,7 +299,7 @@ impl ConfigService {
             .map(|e| e.value().clone())
             .collect();
         out.sort_by_key(|c| c.id);
-        Ok(out)
+        out.into_iter().map(|c| self.view(caller, c)).collect()
     }
 }
 

@@ -24,6 +24,7 @@ use nacelle_metrics::StoreOp;
 use crate::read::wildcard_match;
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
+use crate::view::ConfigView;
 
 /// Most configs one import or clone may hold: the batch is one transaction and is
 /// validated in memory before it is written.
@@ -127,11 +128,7 @@ pub fn type_from_extension(data_id: &str) -> &'static str {
 impl ConfigService {
     /// The configs `q` selects, ordered by id, from memory; encrypted configs in plaintext
     /// (as Nacos exports them, so that an import encrypts them again with a fresh key).
-    pub fn export(
-        &self,
-        caller: &Caller,
-        q: &ExportQuery,
-    ) -> Result<Vec<Arc<StoredConfig>>, CoreError> {
+    pub fn export(&self, caller: &Caller, q: &ExportQuery) -> Result<Vec<ConfigView>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
         let ids: HashSet<i64> = q.ids.iter().copied().collect();
@@ -152,30 +149,7 @@ impl ConfigService {
             .map(|e| e.value().clone())
             .collect();
         out.sort_by_key(|c| c.id);
-        out.into_iter()
-            .map(|c| self.in_plaintext(caller, c))
-            .collect()
-    }
-
-    /// `c` with an encrypted config's content in plaintext and no data key (`c` itself
-    /// when it is not encrypted).
-    fn in_plaintext(
-        &self,
-        caller: &Caller,
-        c: Arc<StoredConfig>,
-    ) -> Result<Arc<StoredConfig>, CoreError> {
-        if c.meta.encrypted_data_key.is_empty() {
-            return Ok(c);
-        }
-        let http = Caller {
-            protocol: nacelle_core::Protocol::HttpV1,
-            ..caller.clone()
-        };
-        let plain = self.reveal(&http, &c)?.content;
-        let mut copy = StoredConfig::clone(&c);
-        copy.content = plain;
-        copy.meta.encrypted_data_key = String::new();
-        Ok(Arc::new(copy))
+        out.into_iter().map(|c| self.view_in_plaintext(c)).collect()
     }
 
     /// Imports `items` into `namespace` under `policy`, all or nothing (see the module
@@ -228,7 +202,7 @@ impl ConfigService {
         // with a data key of its own.
         let sources = sources
             .into_iter()
-            .map(|c| self.in_plaintext(caller, c))
+            .map(|c| self.view_in_plaintext(c))
             .collect::<Result<Vec<_>, CoreError>>()?;
         let mut sources = sources;
         if sources.is_empty() {
@@ -236,22 +210,22 @@ impl ConfigService {
                 "none of the selected configs exists".into(),
             ));
         }
-        sources.sort_by_key(|c| c.id);
+        sources.sort_by_key(|c| c.id());
         let not_blank = |v: Option<&String>| v.filter(|s| !s.trim().is_empty()).cloned();
         let batch = sources
             .iter()
             .map(|c| {
-                let item = wanted.get(&c.id);
+                let item = wanted.get(&c.id());
                 ImportItem {
                     group: not_blank(item.and_then(|i| i.group.as_ref()))
-                        .unwrap_or_else(|| c.key.group().to_string()),
+                        .unwrap_or_else(|| c.key().group().to_string()),
                     data_id: not_blank(item.and_then(|i| i.data_id.as_ref()))
-                        .unwrap_or_else(|| c.key.data_id().to_string()),
-                    content: String::from_utf8_lossy(&c.content).into_owned(),
-                    config_type: Some(c.config_type.as_str().to_string()),
-                    desc: c.meta.desc.clone(),
-                    app_name: c.meta.app_name.clone(),
-                    encrypted_data_key: c.meta.encrypted_data_key.clone(),
+                        .unwrap_or_else(|| c.key().data_id().to_string()),
+                    content: c.content_text().into_owned(),
+                    config_type: Some(c.config_type().as_str().to_string()),
+                    desc: c.desc().to_string(),
+                    app_name: c.app_name().to_string(),
+                    encrypted_data_key: c.encrypted_data_key().to_string(),
                 }
             })
             .collect();

@@ -23,6 +23,7 @@ use nacelle_metrics::StoreOp;
 
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
+use crate::view::Published;
 
 /// Content up to this many bytes is parsed on the publishing task; larger content on the
 /// blocking pool, so that a large document (a 1 MiB YAML or TOML file takes tens of
@@ -49,14 +50,14 @@ impl ConfigService {
         )))
     }
 
-    /// Validates and publishes a config for `caller`; returns the stored version once
+    /// Validates and publishes a config for `caller`; answers once the version is
     /// committed and visible to readers, after its listeners were notified (or their walk
     /// started, see [`crate::hub`]). History records the caller's IP.
     pub async fn publish(
         &self,
         caller: &Caller,
         req: PublishRequest,
-    ) -> Result<Arc<StoredConfig>, CoreError> {
+    ) -> Result<Published, CoreError> {
         let key = req.key.to_string();
         let result = self.publish_checked(caller, req).await;
         if !matches!(result, Err(CoreError::Auth(_) | CoreError::NotReady(_))) {
@@ -68,7 +69,7 @@ impl ConfigService {
                 result.is_ok(),
             );
         }
-        result
+        result.map(|stored| Published::of(&stored))
     }
 
     async fn publish_checked(
@@ -200,7 +201,7 @@ impl ConfigService {
         key: &ConfigKey,
         name: &str,
         src_user: &str,
-    ) -> Result<Arc<StoredConfig>, CoreError> {
+    ) -> Result<Published, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         let src_user = caller.operator(src_user);
@@ -258,7 +259,7 @@ impl ConfigService {
         self.committed(key, stored.revision);
         let detail = format!("{key} {name}");
         crate::auth::audit("gray.promote", caller.user(), caller, &detail, true);
-        Ok(stored)
+        Ok(Published::of(&stored))
     }
 
     pub(crate) fn validate_publish(

@@ -15,7 +15,7 @@ per_backend!(a_change_after_a_purge_reaches_the_follower);
 /// The content node `service` serves for `key`, `None` when absent.
 fn content(service: &ConfigService, key: &ConfigKey) -> Result<Option<String>, BoxError> {
     let served = service.get(&Caller::internal(), key, None)?;
-    Ok(served.map(|s| String::from_utf8_lossy(&s.config.content).into_owned()))
+    Ok(served.map(|s| s.config.content_text().into_owned()))
 }
 
 /// Purges everything but the newest row of each key, in batches of 2.

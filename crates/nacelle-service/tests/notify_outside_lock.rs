@@ -86,7 +86,7 @@ async fn a_slow_listener_walk_does_not_hold_the_key_write_lock() -> TestResult {
     );
     let visible = service
         .get(&caller, &key, None)?
-        .map(|s| s.config.content.clone());
+        .map(|s| s.config.content().clone());
     assert_eq!(visible.as_deref(), Some(&b"v2"[..]));
     assert!(
         !first.is_finished(),

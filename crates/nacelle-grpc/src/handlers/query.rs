@@ -25,26 +25,18 @@ pub(super) fn handle(ctx: &Ctx, caller: &Caller, meta: &RequestMeta, body: &[u8]
         notify = meta.header(NOTIFY_HEADER),
         "config query"
     );
-    let served = lookup(ctx, caller, &req).and_then(|s| {
-        // What a gRPC caller gets of an encrypted config: its ciphertext and data key.
-        let shown = ctx.service.reveal(caller, &s.config)?;
-        let (content, key) = (shown.content, shown.encrypted_data_key.into_owned());
-        Ok((s, content, key))
-    });
-    match served {
-        Ok((
-            Served {
-                config: cfg, beta, ..
-            },
-            content,
-            encrypted_data_key,
-        )) => wire::message(&ConfigQueryResponse {
+    // What a gRPC caller gets of an encrypted config (its ciphertext and data key) is the
+    // service's choice, made in the view it returns.
+    match lookup(ctx, caller, &req) {
+        Ok(Served {
+            config: cfg, beta, ..
+        }) => wire::message(&ConfigQueryResponse {
             head: ResponseHead::ok(req.request_id),
-            content: Some(String::from_utf8_lossy(&content).into_owned()),
-            encrypted_data_key: Some(encrypted_data_key),
-            content_type: Some(cfg.config_type.as_str().to_string()),
-            md5: Some(cfg.md5.clone()),
-            last_modified: cfg.modified_ms,
+            content: Some(cfg.content_text().into_owned()),
+            encrypted_data_key: Some(cfg.encrypted_data_key().to_string()),
+            content_type: Some(cfg.config_type().as_str().to_string()),
+            md5: Some(cfg.md5().to_string()),
+            last_modified: cfg.modified_ms(),
             beta,
         }),
         Err(e) => wire::message(&ConfigQueryResponse::failed(fail_head(&e, req.request_id))),

@@ -3,14 +3,13 @@
 //! with the error's line and column) and `/diff` (a unified diff computed on the server).
 //! Export of a selection is the Nacos export (`/nacos/v1/cs/configs?export=true&ids=…`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use nacelle_core::content::check_syntax;
-use nacelle_core::{ConfigKey, ConfigMeta, ConfigType, NamespaceId, StoredConfig, Variant};
-use nacelle_service::{ConfigService, PublishRequest, SearchMode, SearchQuery};
+use nacelle_core::{ConfigKey, ConfigMeta, ConfigType, NamespaceId, Variant};
+use nacelle_service::{ConfigService, ConfigView, PublishRequest, SearchMode, SearchQuery};
 use serde::Serialize;
 use serde_json::json;
 
@@ -34,16 +33,16 @@ pub(crate) struct ConfigRow<'a> {
 }
 
 impl<'a> ConfigRow<'a> {
-    fn of(c: &'a StoredConfig) -> Self {
+    fn of(c: &'a ConfigView) -> Self {
         ConfigRow {
-            id: c.id,
-            namespace: c.key.tenant(),
-            data_id: c.key.data_id(),
-            group: c.key.group(),
-            r#type: c.config_type.as_str(),
-            app_name: &c.meta.app_name,
-            md5: &c.md5,
-            modified: c.modified_ms,
+            id: c.id(),
+            namespace: c.key().tenant(),
+            data_id: c.key().data_id(),
+            group: c.key().group(),
+            r#type: c.config_type().as_str(),
+            app_name: c.app_name(),
+            md5: c.md5(),
+            modified: c.modified_ms(),
         }
     }
 }
@@ -64,7 +63,7 @@ pub(crate) async fn search(State(st): State<AppState>, p: Result<Params, ApiErro
         page: page_of(&p, 20)?,
     };
     let page = st.service.search(&p.caller, &q)?;
-    let items: Vec<ConfigRow<'_>> = page.items.iter().map(|c| ConfigRow::of(c)).collect();
+    let items: Vec<ConfigRow<'_>> = page.items.iter().map(ConfigRow::of).collect();
     ok(json!({
         "total": page.total_count,
         "pageNo": page.page_number,
@@ -78,19 +77,8 @@ pub(crate) fn formal(
     service: &ConfigService,
     p: &Params,
     key: &ConfigKey,
-) -> Result<Option<Arc<StoredConfig>>, ConsoleError> {
+) -> Result<Option<ConfigView>, ConsoleError> {
     Ok(service.formal(&p.caller, key)?)
-}
-
-/// The content of a stored config as this caller is shown it (an encrypted config's
-/// plaintext), as text.
-pub(crate) fn shown_content(
-    service: &ConfigService,
-    p: &Params,
-    c: &StoredConfig,
-) -> Result<String, ConsoleError> {
-    let shown = service.reveal(&p.caller, c)?;
-    Ok(String::from_utf8_lossy(&shown.content).into_owned())
 }
 
 /// `GET namespace, dataId, group` → the formal config with its content and md5 (the
@@ -104,22 +92,21 @@ pub(crate) async fn read(State(st): State<AppState>, p: Result<Params, ApiError>
             format!("config {key} does not exist"),
         ));
     };
-    let content = shown_content(&st.service, &p, &c)?;
     ok(json!({
-        "id": c.id,
-        "namespace": c.key.tenant(),
-        "dataId": c.key.data_id(),
-        "group": c.key.group(),
-        "type": c.config_type.as_str(),
-        "content": content,
-        "md5": c.md5,
-        "appName": c.meta.app_name,
-        "desc": c.meta.desc,
-        "tags": c.meta.config_tags,
-        "created": c.created_ms,
-        "modified": c.modified_ms,
-        "srcUser": c.source.src_user,
-        "srcIp": c.source.src_ip,
+        "id": c.id(),
+        "namespace": c.key().tenant(),
+        "dataId": c.key().data_id(),
+        "group": c.key().group(),
+        "type": c.config_type().as_str(),
+        "content": c.content_text(),
+        "md5": c.md5(),
+        "appName": c.app_name(),
+        "desc": c.desc(),
+        "tags": c.config_tags(),
+        "created": c.created_ms(),
+        "modified": c.modified_ms(),
+        "srcUser": c.source().src_user,
+        "srcIp": c.source().src_ip,
     }))
 }
 

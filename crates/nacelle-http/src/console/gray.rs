@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use nacelle_core::{GraySpec, Variant};
 use serde_json::json;
 
-use super::configs::{formal, publish_request, shown_content};
+use super::configs::{formal, publish_request};
 use super::listeners::listener_json;
 use super::{key_of, ok, src_user, Answer, ConsoleError};
 use crate::error::ApiError;
@@ -35,10 +35,10 @@ pub(crate) async fn list(State(st): State<AppState>, p: Result<Params, ApiError>
             "kind": g.rule.kind(),
             "expr": g.rule.expr(),
             "priority": g.priority,
-            "md5": g.config.md5,
-            "content": shown_content(&st.service, &p, &g.config)?,
-            "modified": g.config.modified_ms,
-            "srcUser": g.config.source.src_user,
+            "md5": g.config.md5(),
+            "content": g.config.content_text(),
+            "modified": g.config.modified_ms(),
+            "srcUser": g.config.source().src_user,
             "listeners": reached,
         }));
     }
@@ -85,12 +85,9 @@ pub(crate) async fn create(State(st): State<AppState>, p: Result<Params, ApiErro
         &p,
         key,
         content,
-        Some(current.config_type.as_str().to_string()),
+        Some(current.config_type().as_str().to_string()),
     );
-    req.meta = nacelle_core::ConfigMeta {
-        encrypted_data_key: String::new(),
-        ..current.meta.clone()
-    };
+    req.meta = current.meta_for_republish();
     req.cas_md5 = None;
     req.variant = Variant::Gray(spec);
     let stored = st.service.publish(&p.caller, req).await?;

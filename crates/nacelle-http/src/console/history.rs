@@ -6,7 +6,7 @@ use axum::extract::State;
 use nacelle_core::{ConfigKey, HistoryEntry};
 use serde_json::json;
 
-use super::configs::{formal, publish_request, shown_content};
+use super::configs::{formal, publish_request};
 use super::{key_of, ok, page_of, Answer, ConsoleError};
 use crate::error::ApiError;
 use crate::params::Params;
@@ -43,9 +43,7 @@ async fn entry_content(
     nid: i64,
 ) -> Result<(HistoryEntry, String), ConsoleError> {
     let h = st.service.history_entry(&p.caller, key, nid).await?;
-    let content = st
-        .service
-        .reveal_history(&p.caller, key, &h.content, &h.encrypted_data_key)?;
+    let content = h.content.clone();
     Ok((h, content))
 }
 
@@ -59,7 +57,7 @@ pub(crate) async fn version_text(
 ) -> Result<String, ConsoleError> {
     if v.trim() == "current" {
         return match formal(&st.service, p, key)? {
-            Some(c) => shown_content(&st.service, p, &c),
+            Some(c) => Ok(c.content_text().into_owned()),
             None => Ok(String::new()),
         };
     }
@@ -103,15 +101,12 @@ pub(crate) async fn rollback(State(st): State<AppState>, p: Result<Params, ApiEr
     let (_, content) = entry_content(&st, &p, &key, nid_of(p.required("nid")?)?).await?;
     let current = formal(&st.service, &p, &key)?;
     let ty = match &current {
-        Some(c) => c.config_type.as_str().to_string(),
+        Some(c) => c.config_type().as_str().to_string(),
         None => nacelle_service::transfer::type_from_extension(key.data_id()).to_string(),
     };
     let mut req = publish_request(&p, key, content, Some(ty));
     if let Some(c) = &current {
-        req.meta = nacelle_core::ConfigMeta {
-            encrypted_data_key: String::new(),
-            ..c.meta.clone()
-        };
+        req.meta = c.meta_for_republish();
     }
     let stored = st.service.publish(&p.caller, req).await?;
     ok(json!({"md5": stored.md5, "modified": stored.modified_ms}))

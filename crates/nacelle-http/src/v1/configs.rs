@@ -1,14 +1,13 @@
 //! `/nacos/v1/cs/configs`: get (raw, `show=all`, search), publish, delete; export, import
 //! and clone are in `transfer.rs`.
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use nacelle_core::{ConfigType, NamespaceId, PageRequest, StoredConfig};
-use nacelle_service::{Revealed, SearchMode, SearchQuery};
+use nacelle_core::{ConfigType, NamespaceId, PageRequest};
+use nacelle_service::{ConfigView, SearchMode, SearchQuery};
 use serde::Serialize;
 
 use super::{json, key_from_params, ok_true, RestResult};
@@ -44,26 +43,26 @@ fn no_cache(h: &mut HeaderMap) {
 /// The raw-content answer of a config GET, with Nacos's headers: the content and data key
 /// as the service reveals them to this caller (an encrypted config's plaintext, with its
 /// data key; `Content-MD5` stays the md5 of what is stored, as Nacos sends it).
-pub(crate) fn raw_config_response(cfg: &StoredConfig, shown: &Revealed<'_>) -> Response {
-    let mut resp = (StatusCode::OK, shown.content.clone()).into_response();
+pub(crate) fn raw_config_response(cfg: &ConfigView) -> Response {
+    let mut resp = (StatusCode::OK, cfg.content().clone()).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type_of(cfg.config_type)),
+        HeaderValue::from_static(content_type_of(cfg.config_type())),
     );
-    if let Ok(v) = HeaderValue::from_str(&cfg.md5) {
+    if let Ok(v) = HeaderValue::from_str(cfg.md5()) {
         h.insert("Content-MD5", v);
     }
     h.insert(
         "Config-Type",
-        HeaderValue::from_static(cfg.config_type.as_str()),
+        HeaderValue::from_static(cfg.config_type().as_str()),
     );
-    let modified = UNIX_EPOCH + Duration::from_millis(cfg.modified_ms.max(0) as u64);
+    let modified = UNIX_EPOCH + Duration::from_millis(cfg.modified_ms().max(0) as u64);
     if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(modified)) {
         h.insert(header::LAST_MODIFIED, v);
     }
-    if !shown.encrypted_data_key.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&shown.encrypted_data_key) {
+    if !cfg.encrypted_data_key().is_empty() {
+        if let Ok(v) = HeaderValue::from_str(cfg.encrypted_data_key()) {
             h.insert("Encrypted-Data-Key", v);
         }
     }
@@ -104,28 +103,28 @@ struct ConfigDetail<'a> {
 }
 
 impl<'a> ConfigDetail<'a> {
-    /// The full record (`show=all`, `beta=true`) with its content and data key as revealed
+    /// The full record (`show=all`, `beta=true`) with its content and data key as shown
     /// to the caller; `md5` is the stored one, as Nacos shows it.
-    fn of(c: &'a StoredConfig, shown: &'a Revealed<'a>) -> Self {
+    fn of(c: &'a ConfigView) -> Self {
         ConfigDetail {
-            id: c.id.to_string(),
-            data_id: c.key.data_id(),
-            group: c.key.group(),
-            content: String::from_utf8_lossy(&shown.content),
-            md5: &c.md5,
-            encrypted_data_key: &shown.encrypted_data_key,
-            tenant: c.key.tenant(),
-            app_name: &c.meta.app_name,
-            r#type: c.config_type.as_str(),
-            create_time: c.created_ms,
-            modify_time: c.modified_ms,
-            create_user: &c.source.src_user,
-            create_ip: &c.source.src_ip,
-            desc: &c.meta.desc,
-            r#use: &c.meta.r#use,
-            effect: &c.meta.effect,
-            schema: &c.meta.schema,
-            config_tags: &c.meta.config_tags,
+            id: c.id().to_string(),
+            data_id: c.key().data_id(),
+            group: c.key().group(),
+            content: c.content_text(),
+            md5: c.md5(),
+            encrypted_data_key: c.encrypted_data_key(),
+            tenant: c.key().tenant(),
+            app_name: c.app_name(),
+            r#type: c.config_type().as_str(),
+            create_time: c.created_ms(),
+            modify_time: c.modified_ms(),
+            create_user: &c.source().src_user,
+            create_ip: &c.source().src_ip,
+            desc: c.desc(),
+            r#use: c.r#use(),
+            effect: c.effect(),
+            schema: c.schema(),
+            config_tags: c.config_tags(),
         }
     }
 }
@@ -169,21 +168,14 @@ pub(crate) async fn get_configs(
     let key = key_from_params(&p, "tenant")?;
     if is_true(p.get("beta")) {
         let beta = st.service.beta_of(&p.caller, &key)?;
-        let shown = match &beta {
-            Some(b) => Some(st.service.reveal(&p.caller, &b.config)?),
-            None => None,
-        };
         let ips = beta.as_ref().map(|b| b.ips.join(",")).unwrap_or_default();
         return Ok(json(&RestResult {
             code: 200,
             message: Some("query beta ok".into()),
-            data: beta
-                .as_ref()
-                .zip(shown.as_ref())
-                .map(|(b, shown)| BetaDetail {
-                    detail: ConfigDetail::of(&b.config, shown),
-                    beta_ips: &ips,
-                }),
+            data: beta.as_ref().map(|b| BetaDetail {
+                detail: ConfigDetail::of(&b.config),
+                beta_ips: &ips,
+            }),
         }));
     }
     if p.get("show") == Some("all") {
@@ -192,15 +184,12 @@ pub(crate) async fn get_configs(
         let Some(cfg) = st.service.formal(&p.caller, &key)? else {
             return Ok(not_found_response());
         };
-        let shown = st.service.reveal(&p.caller, &cfg)?;
-        return Ok(json(&ConfigDetail::of(&cfg, &shown)));
+        return Ok(json(&ConfigDetail::of(&cfg)));
     }
     let Some(served) = st.service.get(&p.caller, &key, p.tag())? else {
         return Ok(not_found_response());
     };
-    let cfg = &served.config;
-    let shown = st.service.reveal(&p.caller, cfg)?;
-    let mut resp = raw_config_response(cfg, &shown);
+    let mut resp = raw_config_response(&served.config);
     let h = resp.headers_mut();
     if served.beta {
         h.insert("isBeta", HeaderValue::from_static("true"));
@@ -255,28 +244,24 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
         page,
     };
     let result = st.service.search(&p.caller, &q)?;
-    let items: Vec<Arc<StoredConfig>> = result.items;
     Ok(json(&PageJson {
         total_count: result.total_count,
         page_number: result.page_number,
         pages_available: result.pages_available,
-        page_items: items
+        // Plaintext of an encrypted config, as Nacos's search shows (the service shows
+        // it; one that cannot be opened fails the search with the reason).
+        page_items: result
+            .items
             .iter()
             .map(|c| SearchItem {
-                id: c.id.to_string(),
-                data_id: c.key.data_id(),
-                group: c.key.group(),
-                // Plaintext of an encrypted config, as Nacos's search shows; one that
-                // cannot be opened shows empty content (the service logged why) rather
-                // than failing the whole page or showing ciphertext as its content.
-                content: match st.service.reveal(&p.caller, c) {
-                    Ok(shown) => String::from_utf8_lossy(&shown.content).into_owned().into(),
-                    Err(_) => "".into(),
-                },
-                md5: &c.md5,
-                tenant: c.key.tenant(),
-                app_name: &c.meta.app_name,
-                r#type: c.config_type.as_str(),
+                id: c.id().to_string(),
+                data_id: c.key().data_id(),
+                group: c.key().group(),
+                content: c.content_text(),
+                md5: c.md5(),
+                tenant: c.key().tenant(),
+                app_name: c.app_name(),
+                r#type: c.config_type().as_str(),
             })
             .collect(),
     }))

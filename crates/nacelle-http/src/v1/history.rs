@@ -69,7 +69,7 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
     if p.get("nid").is_some() {
         let nid = parse_id(&p, "nid")?;
         let entry = st.service.history_entry(&p.caller, &key, nid).await?;
-        return entry_json(&st, &p, &entry);
+        return entry_json(&entry);
     }
     if let Some(mode) = p.non_blank("search") {
         if mode != "accurate" {
@@ -103,16 +103,13 @@ pub(crate) async fn previous(State(st): State<AppState>, p: Params) -> Result<Re
     let key = key_from_params(&p, "tenant")?;
     let id = parse_id(&p, "id")?;
     let entry = st.service.history_previous(&p.caller, &key, id).await?;
-    entry_json(&st, &p, &entry)
+    entry_json(&entry)
 }
 
-/// One entry with its content as the service reveals it: an encrypted config's history
-/// holds ciphertext (what the table holds), shown decrypted as Nacos's history does.
-fn entry_json(st: &AppState, p: &Params, h: &HistoryEntry) -> Result<Response, ApiError> {
-    let content =
-        st.service
-            .reveal_history(&p.caller, &h.key, &h.content, &h.encrypted_data_key)?;
-    Ok(json(&HistoryJson::of(h, Some(&content))))
+/// One entry with its content as the service shows it (an encrypted config's versions
+/// decrypted, as Nacos's history does).
+fn entry_json(h: &HistoryEntry) -> Result<Response, ApiError> {
+    Ok(json(&HistoryJson::of(h, Some(&h.content))))
 }
 
 #[derive(Serialize)]
@@ -138,14 +135,14 @@ pub(crate) async fn configs_of_namespace(
     let out: Vec<NamespaceConfigJson> = configs
         .iter()
         .map(|c| NamespaceConfigJson {
-            id: c.id.to_string(),
-            data_id: c.key.data_id(),
-            group: c.key.group(),
-            tenant: c.key.tenant(),
-            app_name: &c.meta.app_name,
-            r#type: c.config_type.as_str(),
-            md5: &c.md5,
-            last_modified: c.modified_ms,
+            id: c.id().to_string(),
+            data_id: c.key().data_id(),
+            group: c.key().group(),
+            tenant: c.key().tenant(),
+            app_name: c.app_name(),
+            r#type: c.config_type().as_str(),
+            md5: c.md5(),
+            last_modified: c.modified_ms(),
         })
         .collect();
     Ok(json(&out))

@@ -139,7 +139,7 @@ pub(crate) fn export(st: &AppState, p: &Params, layout: Layout) -> Result<Respon
 /// The archive of `configs` as Nacos sends an export: a zip, `application/octet-stream`,
 /// `Content-Disposition: attachment;filename=nacos_config_export_<yyyyMMddHHmmss>.zip`.
 pub(crate) fn zip_response(
-    configs: &[std::sync::Arc<nacelle_core::StoredConfig>],
+    configs: &[nacelle_service::ConfigView],
     layout: Layout,
 ) -> Result<Response, ApiError> {
     let zip = archive::encode(configs, layout).map_err(ApiError::Internal)?;

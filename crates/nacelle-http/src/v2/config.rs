@@ -41,8 +41,7 @@ pub(crate) async fn get_config(
     match st.service.get(&p.caller, &key, p.tag())? {
         Some(served) => {
             // An encrypted config's plaintext, as Nacos's v2 GET decrypts it.
-            let shown = st.service.reveal(&p.caller, &served.config)?;
-            Ok(success(String::from_utf8_lossy(&shown.content)))
+            Ok(success(served.config.content_text()))
         }
         None => Err(ApiError::NotFound("config data not exist".into()).into()),
     }
@@ -112,11 +111,11 @@ pub(crate) async fn list_grays(
             r#type: g.rule.kind(),
             expr: g.rule.expr(),
             priority: g.priority,
-            content: String::from_utf8_lossy(&g.config.content),
-            md5: &g.config.md5,
-            last_modified: g.config.modified_ms,
-            src_user: &g.config.source.src_user,
-            src_ip: &g.config.source.src_ip,
+            content: g.config.content_text(),
+            md5: g.config.md5(),
+            last_modified: g.config.modified_ms(),
+            src_user: &g.config.source().src_user,
+            src_ip: &g.config.source().src_ip,
         })
         .collect();
     Ok(success(items))

@@ -55,13 +55,12 @@ pub(crate) async fn get_config(
     // Over the client API an encrypted config is served as stored (the client decrypts
     // with the data key), as Nacos's query chain serves it: the service decides by the
     // caller's protocol.
-    let shown = st.service.reveal(&p.caller, cfg)?;
     Ok(success(ConfigQueryResponse {
-        content: String::from_utf8_lossy(&shown.content),
-        encrypted_data_key: &shown.encrypted_data_key,
-        content_type: cfg.config_type.as_str(),
-        md5: &cfg.md5,
-        last_modified: cfg.modified_ms,
+        content: cfg.content_text(),
+        encrypted_data_key: cfg.encrypted_data_key(),
+        content_type: cfg.config_type().as_str(),
+        md5: cfg.md5(),
+        last_modified: cfg.modified_ms(),
         beta: served.beta,
         // Nacos writes the matched tag rule here, but its client API asks with the client
         // IP as the only label, so no tag rule ever matches: always `null`.

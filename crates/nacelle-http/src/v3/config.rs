@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{Action, ConfigMeta, GrayRule, NamespaceId, SamePolicy, StoredConfig, Variant};
+use nacelle_core::{Action, ConfigMeta, GrayRule, NamespaceId, SamePolicy, Variant};
 use nacelle_service::{
-    CloneItem, PublishRequest, Revealed, SearchMode, SearchQuery, TransferError,
+    CloneItem, ConfigView, PublishRequest, SearchMode, SearchQuery, TransferError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -44,17 +44,17 @@ pub(super) struct ConfigBasicInfo<'a> {
 }
 
 impl<'a> ConfigBasicInfo<'a> {
-    pub(super) fn of(c: &'a StoredConfig) -> Self {
+    pub(super) fn of(c: &'a ConfigView) -> Self {
         ConfigBasicInfo {
-            id: c.id.to_string(),
-            namespace_id: namespace_id(c.key.namespace()),
-            group_name: c.key.group(),
-            data_id: c.key.data_id(),
-            md5: &c.md5,
-            r#type: c.config_type.as_str(),
-            app_name: &c.meta.app_name,
-            create_time: c.created_ms,
-            modify_time: c.modified_ms,
+            id: c.id().to_string(),
+            namespace_id: namespace_id(c.key().namespace()),
+            group_name: c.key().group(),
+            data_id: c.key().data_id(),
+            md5: c.md5(),
+            r#type: c.config_type().as_str(),
+            app_name: c.app_name(),
+            create_time: c.created_ms(),
+            modify_time: c.modified_ms(),
         }
     }
 }
@@ -74,17 +74,17 @@ struct ConfigDetailInfo<'a> {
 }
 
 impl<'a> ConfigDetailInfo<'a> {
-    /// The record with its content and data key as the service reveals them to the caller
+    /// The config with its content and data key as the service shows them to the caller
     /// (an encrypted config in plaintext, as Nacos's `decryptHandler` shows it).
-    fn of(c: &'a StoredConfig, shown: &'a Revealed<'a>) -> Self {
+    fn of(c: &'a ConfigView) -> Self {
         ConfigDetailInfo {
             basic: ConfigBasicInfo::of(c),
-            content: String::from_utf8_lossy(&shown.content),
-            desc: &c.meta.desc,
-            encrypted_data_key: &shown.encrypted_data_key,
-            create_user: &c.source.src_user,
-            create_ip: &c.source.src_ip,
-            config_tags: &c.meta.config_tags,
+            content: c.content_text(),
+            desc: c.desc(),
+            encrypted_data_key: c.encrypted_data_key(),
+            create_user: &c.source().src_user,
+            create_ip: &c.source().src_ip,
+            config_tags: c.config_tags(),
         }
     }
 }
@@ -109,8 +109,7 @@ pub(crate) async fn get_config(
             "Config not exist, please publish Config first.",
         ));
     };
-    let shown = st.service.reveal(&p.caller, &cfg)?;
-    Ok(success(ConfigDetailInfo::of(&cfg, &shown)))
+    Ok(success(ConfigDetailInfo::of(&cfg)))
 }
 
 /// `POST /nacos/v3/admin/cs/config` (form; headers `betaIps`, `casMd5`) → `data: true`.
@@ -233,11 +232,7 @@ pub(crate) async fn list(
         total_count: result.total_count,
         page_number: result.page_number,
         pages_available: result.pages_available,
-        page_items: result
-            .items
-            .iter()
-            .map(|c| ConfigBasicInfo::of(c))
-            .collect(),
+        page_items: result.items.iter().map(ConfigBasicInfo::of).collect(),
     }))
 }
 
@@ -273,23 +268,22 @@ pub(crate) async fn update_metadata(
     };
     // The same content published again (in plaintext, so that an encrypted config is
     // encrypted again by the service), only if nobody changed it meanwhile.
-    let shown = st.service.reveal(&p.caller, &cfg)?;
+    let base = cfg.meta_for_republish();
     let req = PublishRequest {
         key,
-        content: String::from_utf8_lossy(&shown.content).into_owned(),
-        config_type: Some(cfg.config_type.as_str().to_string()),
+        content: cfg.content_text().into_owned(),
+        config_type: Some(cfg.config_type().as_str().to_string()),
         meta: ConfigMeta {
             desc: p
                 .get("desc")
-                .map_or_else(|| cfg.meta.desc.clone(), str::to_string),
+                .map_or_else(|| base.desc.clone(), str::to_string),
             config_tags: p
                 .get("configTags")
-                .map_or_else(|| cfg.meta.config_tags.clone(), str::to_string),
-            encrypted_data_key: String::new(),
-            ..cfg.meta.clone()
+                .map_or_else(|| base.config_tags.clone(), str::to_string),
+            ..base
         },
         src_user: p.src_user(PublishNames::V2),
-        cas_md5: Some(cfg.md5.clone()),
+        cas_md5: Some(cfg.md5().to_string()),
         variant: Variant::Formal,
     };
     st.service.publish(&p.caller, req).await?;
@@ -341,10 +335,9 @@ pub(crate) async fn get_beta(
             "Config is not in beta.",
         ));
     };
-    let shown = st.service.reveal(&p.caller, &beta.config)?;
-    let mut detail = ConfigDetailInfo::of(&beta.config, &shown);
+    let mut detail = ConfigDetailInfo::of(&beta.config);
     // Nacos's `transferToConfigGrayInfo`: the gray row's srcUser is its createUser.
-    detail.create_user = &beta.config.source.src_user;
+    detail.create_user = &beta.config.source().src_user;
     Ok(success(ConfigGrayInfo {
         detail,
         gray_name: &beta.name,

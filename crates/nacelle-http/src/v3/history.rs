@@ -116,14 +116,11 @@ fn long_param(p: &Params, name: &str) -> Result<i64, V3Error> {
         .map_err(|_| V3Error::invalid(format!("For input string: \"{raw}\"")))
 }
 
-/// One entry with its content as the service reveals it (an encrypted config's history
+/// One entry with its content as the service shows it (an encrypted config's history
 /// decrypted, as Nacos's `HistoryService` does).
-fn detail_of(st: &AppState, p: &Params, h: &HistoryEntry) -> Result<Response, V3Error> {
-    let content =
-        st.service
-            .reveal_history(&p.caller, &h.key, &h.content, &h.encrypted_data_key)?;
+fn detail_of(h: &HistoryEntry) -> Result<Response, V3Error> {
     let detail = HistoryDetail {
-        content,
+        content: h.content.clone(),
         encrypted_data_key: h.encrypted_data_key.clone(),
         gray_name: None,
         ext_info: None,
@@ -176,7 +173,7 @@ pub(crate) async fn entry(
         .history_entry_checked(&p.caller, &key, nid)
         .await
         .map_err(lookup_error)?;
-    detail_of(&st, &p, &h)
+    detail_of(&h)
 }
 
 /// `GET /previous?dataId&groupName[&namespaceId]&id=<config id>` → the
@@ -198,7 +195,7 @@ pub(crate) async fn previous(
         .history_previous_checked(&p.caller, &key, id)
         .await
         .map_err(lookup_error)?;
-    detail_of(&st, &p, &h)
+    detail_of(&h)
 }
 
 /// `GET /configs?namespaceId=` (required; blank or `public` is the default namespace) →
@@ -215,6 +212,6 @@ pub(crate) async fn configs(
     )?;
     let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
-    let items: Vec<ConfigBasicInfo> = configs.iter().map(|c| ConfigBasicInfo::of(c)).collect();
+    let items: Vec<ConfigBasicInfo> = configs.iter().map(ConfigBasicInfo::of).collect();
     Ok(success(items))
 }
