@@ -31,7 +31,6 @@ mod v1;
 mod v2;
 mod v3;
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,10 +101,6 @@ pub(crate) struct AppState(Arc<Shared>);
 pub(crate) struct Shared {
     pub service: ConfigService,
     pub options: HttpOptions,
-    /// Long polls currently held.
-    pub held_polls: Arc<AtomicUsize>,
-    /// Long polls currently held per caller IP (`Limits::max_held_polls_per_ip`).
-    pub held_per_ip: ConnectionCounter,
 }
 
 impl std::ops::Deref for AppState {
@@ -127,15 +122,7 @@ pub struct HttpApi {
 /// Builds the whole HTTP API.
 pub fn api(service: ConfigService, options: HttpOptions) -> HttpApi {
     let body_limit = options.max_request_bytes;
-    let state = AppState(Arc::new(Shared {
-        service,
-        options,
-        held_polls: Arc::new(AtomicUsize::new(0)),
-        held_per_ip: ConnectionCounter::default(),
-    }));
-    // The first router over a service reports its held polls (tests may build two).
-    let held = observe::HeldPolls(state.held_polls.clone());
-    state.service.metrics().add_source("http", held);
+    let state = AppState(Arc::new(Shared { service, options }));
     let api = Router::new()
         .route(
             "/nacos/v1/cs/configs",

@@ -16,7 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use nacelle_metrics::{names, timing, Samples, Source, CONTENT_TYPE};
+use nacelle_metrics::{timing, CONTENT_TYPE};
 use tracing::field::Empty;
 use tracing::Instrument;
 
@@ -171,16 +171,6 @@ pub(crate) async fn scrape(State(st): State<AppState>) -> Response {
             tracing::error!(error = %e, "encoding the metrics failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
-    }
-}
-
-/// The HTTP adapter's scrape-time gauge: long polls held.
-pub(crate) struct HeldPolls(pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-impl Source for HeldPolls {
-    fn collect(&self, out: &mut Samples) {
-        let held = self.0.load(std::sync::atomic::Ordering::Relaxed);
-        out.set(names::HELD_LONG_POLLS, held as f64);
     }
 }
 

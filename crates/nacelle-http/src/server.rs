@@ -82,15 +82,14 @@ impl Default for ServeOptions {
     }
 }
 
-/// Open connections per peer address, shared by the listeners it is given to (also the
-/// held long polls per caller IP).
+/// Open connections per peer address, shared by the listeners it is given to.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionCounter(Arc<CounterState>);
 
 /// The state behind one [`ConnectionCounter`] (one reference count per slot taken).
 #[derive(Debug, Default)]
 struct CounterState {
-    /// One short lock per accepted and per closed connection (and held poll). Keyed by
+    /// One short lock per accepted and per closed connection. Keyed by
     /// client addresses, so hashed with a per-process key (`ahash`), cheaper than SipHash.
     open: Mutex<HashMap<IpAddr, usize, ahash::RandomState>>,
     /// The second (Unix time) a refusal was last logged: at most one log line a second.
@@ -98,7 +97,7 @@ struct CounterState {
 }
 
 impl ConnectionCounter {
-    /// Counts a connection (or a held poll) from `ip` if fewer than `max` are open; the
+    /// Counts a connection from `ip` if fewer than `max` are open; the
     /// slot is given back when it is dropped.
     pub(crate) fn take(&self, ip: IpAddr, max: usize) -> Option<ConnectionSlot> {
         let mut open = self.0.open.lock();

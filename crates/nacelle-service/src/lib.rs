@@ -51,7 +51,7 @@ pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;
 pub use history::HistoryLookupError;
 pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};
-pub use limits::Limits;
+pub use limits::{HoldRefused, Limits, PollHold};
 pub use namespaces::{NamespaceError, NamespaceInfo};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};

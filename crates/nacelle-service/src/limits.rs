@@ -4,6 +4,10 @@
 //! [`RateLimiter`] is the write rate limit per client IP: one token bucket per address,
 //! checked by the service's publish and remove (so HTTP and gRPC share the rule and the
 //! budget of an address).
+//!
+//! [`HeldPolls`] counts the long polls held now, in all and per caller IP, against
+//! `max_held_polls` and `max_held_polls_per_ip`: [`crate::ConfigService::hold_poll`]
+//! takes a [`PollHold`] before a poll is held, and dropping it gives the place back.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -162,8 +166,108 @@ impl Bucket {
     }
 }
 
+/// Long polls held now: in all, and per caller IP.
+#[derive(Debug, Default)]
+pub(crate) struct HeldPolls {
+    total: std::sync::atomic::AtomicUsize,
+    per_ip: Mutex<HashMap<IpAddr, usize, ahash::RandomState>>,
+}
+
+impl HeldPolls {
+    /// Takes a place for one more held poll of `ip`, if neither `max` in all nor
+    /// `max_per_ip` for the address is reached.
+    pub(crate) fn take(
+        self: &Arc<Self>,
+        ip: Option<IpAddr>,
+        max: usize,
+        max_per_ip: usize,
+    ) -> Result<PollHold, HoldRefused> {
+        use std::sync::atomic::Ordering;
+        if self.total.fetch_add(1, Ordering::AcqRel) >= max {
+            self.total.fetch_sub(1, Ordering::AcqRel);
+            return Err(HoldRefused(format!("too many long polls held, over {max}")));
+        }
+        // From here on the hold gives back what it took when dropped, refusal included.
+        let mut hold = PollHold {
+            held: self.clone(),
+            ip: None,
+        };
+        if let Some(ip) = ip {
+            let mut per_ip = self.per_ip.lock();
+            let n = per_ip.entry(ip).or_default();
+            if *n >= max_per_ip {
+                if *n == 0 {
+                    per_ip.remove(&ip);
+                }
+                return Err(HoldRefused(format!(
+                    "too many long polls held for {ip}, over {max_per_ip}"
+                )));
+            }
+            *n += 1;
+            hold.ip = Some(ip);
+        }
+        Ok(hold)
+    }
+
+    /// Long polls held now.
+    pub(crate) fn count(&self) -> usize {
+        self.total.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// One held long poll's place; dropping it gives the place back.
+#[derive(Debug)]
+pub struct PollHold {
+    held: Arc<HeldPolls>,
+    ip: Option<IpAddr>,
+}
+
+impl Drop for PollHold {
+    fn drop(&mut self) {
+        self.held
+            .total
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        if let Some(ip) = self.ip {
+            let mut per_ip = self.held.per_ip.lock();
+            if let Some(n) = per_ip.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    per_ip.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// A long poll that may not be held now (a limit of held polls is reached): the adapter
+/// answers it as "unavailable, retry" (HTTP 503).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HoldRefused(pub String);
+
 #[cfg(test)]
 mod tests {
+    use super::{Arc, HeldPolls};
+
+    #[test]
+    fn held_polls_are_counted_in_all_and_per_ip_and_given_back() {
+        let held = Arc::new(HeldPolls::default());
+        let a = Some("10.0.0.1".parse().expect("ip"));
+        let b = Some("10.0.0.2".parse().expect("ip"));
+        let a1 = held.take(a, 3, 2).expect("first of a");
+        let _a2 = held.take(a, 3, 2).expect("second of a");
+        let e = held.take(a, 3, 2).expect_err("a third of a is over its 2");
+        assert!(e.0.contains("10.0.0.1") && e.0.contains("over 2"), "{e}");
+        assert_eq!(held.count(), 2, "a refused hold gives its place back");
+        let _b1 = held.take(b, 3, 2).expect("b is under both");
+        let e = held.take(None, 3, 2).expect_err("over 3 in all");
+        assert!(e.0.contains("over 3"), "{e}");
+        drop(a1);
+        assert_eq!(held.count(), 2);
+        let _a3 = held.take(a, 3, 2).expect("a's place came back");
+        assert_eq!(held.count(), 3);
+    }
+
     use super::*;
 
     fn ip(last: u8) -> IpAddr {

@@ -33,7 +33,7 @@ use crate::auth::state::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
-use crate::limits::{Limits, RateLimiter};
+use crate::limits::{HeldPolls, Limits, RateLimiter};
 use crate::patterns::PatternHub;
 
 use crate::key_map::KeyMap;
@@ -59,6 +59,8 @@ pub(crate) struct Inner {
     /// Who watches which group pattern (wildcard watches).
     pub(crate) patterns: PatternHub,
     pub(crate) limits: Limits,
+    /// Long polls held now (`Limits::max_held_polls`, `max_held_polls_per_ip`).
+    pub(crate) held_polls: Arc<HeldPolls>,
     /// The write rate limit per client IP (`Limits::write_rate_per_ip`); `None`: off.
     pub(crate) write_rate: Option<RateLimiter>,
     /// The master key and the opened versions of encrypted configs (`crate::cipher`).
@@ -110,6 +112,7 @@ impl ConfigService {
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),
+                held_polls: Arc::default(),
                 limits,
                 ready: AtomicBool::new(false),
                 write_locks,
@@ -396,6 +399,7 @@ impl Source for ServiceGauges {
         out.set(names::CONFIGS, inner.cache.len() as f64);
         out.set(names::LISTENED_KEYS, inner.hub.watched_keys() as f64);
         out.set(names::LISTENERS, inner.hub.listener_count() as f64);
+        out.set(names::HELD_LONG_POLLS, inner.held_polls.count() as f64);
         let Some(view) = inner.membership.get() else {
             return;
         };

@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 
 pub use crate::hub::{ChangeEvent, Subscriber};
 use crate::key_map::KeySet;
+use crate::limits::{HoldRefused, PollHold};
 pub use crate::patterns::{GroupChange, GroupSubscriber};
 use crate::patterns::{KeyState, PatternSub};
 use crate::service::ConfigService;
@@ -118,6 +119,24 @@ impl fmt::Debug for Watch {
 }
 
 impl ConfigService {
+    /// A place for one held long poll of `caller`, within `Limits::max_held_polls` in all
+    /// and `max_held_polls_per_ip` for the caller's IP; the place is given back when the
+    /// returned hold is dropped. Refused: [`HoldRefused`], which adapters answer as
+    /// "unavailable, retry" (HTTP 503).
+    pub fn hold_poll(&self, caller: &Caller) -> Result<PollHold, HoldRefused> {
+        let limits = &self.inner.limits;
+        self.inner.held_polls.take(
+            caller.ip,
+            limits.max_held_polls,
+            limits.max_held_polls_per_ip,
+        )
+    }
+
+    /// Long polls held now.
+    pub fn held_polls(&self) -> usize {
+        self.inner.held_polls.count()
+    }
+
     /// Opens an empty watch for `caller`.
     /// Opening one checks nothing of the caller's credentials (a gRPC connection opens
     /// its watch at setup, before any request): every [`Watch::add`] is authorized.

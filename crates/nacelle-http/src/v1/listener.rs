@@ -6,7 +6,6 @@
 //! readiness check and subscribe-then-compare are the service's.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
@@ -216,15 +215,6 @@ impl Subscriber for PollWaiter {
     }
 }
 
-/// Counts a held poll for as long as it lives.
-struct HeldGuard(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for HeldGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// `POST /nacos/v1/cs/configs/listener`, once [`direct`] has read its parameters.
 async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     let raw = p.required("Listening-Configs")?;
@@ -251,21 +241,11 @@ async fn long_poll(st: &AppState, p: Params) -> Result<Response, ApiError> {
     let min_hold = st.options.long_poll_min_hold;
     let hold = Duration::from_millis(timeout.saturating_sub(HOLD_MARGIN_MS)).max(min_hold);
 
-    let max = st.service.limits().max_held_polls;
-    if st.held_polls.fetch_add(1, Ordering::AcqRel) >= max {
-        st.held_polls.fetch_sub(1, Ordering::AcqRel);
-        return Err(ApiError::Unavailable(format!(
-            "too many long polls held, over {max}"
-        )));
-    }
-    let _held = HeldGuard(st.held_polls.clone());
-    let per_ip = st.service.limits().max_held_polls_per_ip;
-    let _held_from_ip = match p.caller.ip {
-        Some(ip) => Some(st.held_per_ip.take(ip, per_ip).ok_or_else(|| {
-            ApiError::Unavailable(format!("too many long polls held for {ip}, over {per_ip}"))
-        })?),
-        None => None,
-    };
+    // The held-poll limits are the service's, counted there (in all and per caller IP).
+    let _held = st
+        .service
+        .hold_poll(&p.caller)
+        .map_err(|e| ApiError::Unavailable(e.0))?;
     let waiter = Arc::new(PollWaiter {
         wake: Notify::new(),
         woken: Mutex::new(Woken::default()),
