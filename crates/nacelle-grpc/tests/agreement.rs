@@ -518,6 +518,61 @@ async fn assert_not_ready_everywhere(b: &mut Both, when: &str) -> anyhow::Result
             "/nacos/v1/console/namespaces",
             vec![("namespaceId", "n1")],
         ),
+        // Auth administration passes the same guard.
+        (
+            "users",
+            Method::GET,
+            "/nacos/v1/auth/users",
+            vec![("pageNo", "1"), ("pageSize", "10")],
+        ),
+        (
+            "create user",
+            Method::POST,
+            "/nacos/v1/auth/users",
+            vec![("username", "u1"), ("password", "p1")],
+        ),
+        (
+            "change password",
+            Method::PUT,
+            "/nacos/v1/auth/users",
+            vec![("username", "u1"), ("newPassword", "p2")],
+        ),
+        (
+            "delete user",
+            Method::DELETE,
+            "/nacos/v1/auth/users",
+            vec![("username", "u1")],
+        ),
+        (
+            "roles",
+            Method::GET,
+            "/nacos/v1/auth/roles",
+            vec![("pageNo", "1"), ("pageSize", "10")],
+        ),
+        (
+            "add role",
+            Method::POST,
+            "/nacos/v1/auth/roles",
+            vec![("role", "r1"), ("username", "u1")],
+        ),
+        (
+            "permissions",
+            Method::GET,
+            "/nacos/v1/auth/permissions",
+            vec![("pageNo", "1"), ("pageSize", "10")],
+        ),
+        (
+            "add permission",
+            Method::POST,
+            "/nacos/v1/auth/permissions",
+            vec![("role", "r1"), ("resource", ":*:*"), ("action", "r")],
+        ),
+        (
+            "create admin",
+            Method::POST,
+            "/nacos/v1/auth/users/admin",
+            vec![("password", "p1")],
+        ),
     ];
     let mut wrong = Vec::new();
     for (name, method, path, form) in cases {

@@ -317,17 +317,16 @@ async fn only_keys_the_caller_may_read_are_listed_or_notified() -> TestResult {
     let svc = &server.service;
     svc.configure_auth(AuthConfig::on(SECRET, 18_000)?);
     let admin = Caller::internal();
-    svc.create_user(&admin, "reader", "reader-password").await?;
-    svc.add_role(&admin, "readers", "reader").await?;
-    svc.add_permission(
-        &admin,
-        PermissionRecord {
+    let admin = svc.auth_admin(&admin)?;
+    admin.create_user("reader", "reader-password").await?;
+    admin.add_role("readers", "reader").await?;
+    admin
+        .add_permission(PermissionRecord {
             role: "readers".into(),
             resource: ":G:config/pub-*".into(),
             action: "r".into(),
-        },
-    )
-    .await?;
+        })
+        .await?;
     for d in ["pub-1", "pub-2", "secret-1"] {
         server.publish("", "G", d, "v1").await?;
     }

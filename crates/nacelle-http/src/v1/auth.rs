@@ -252,7 +252,11 @@ async fn list_users(State(st): State<AppState>, p: Params, flavor: Flavor) -> Re
         Ok(page) => page,
         Err(e) => return fail(flavor, e),
     };
-    match st.service.users(&p.caller, &filter(&p, "username"), page) {
+    match st
+        .service
+        .auth_admin(&p.caller)
+        .and_then(|a| a.users(&filter(&p, "username"), page))
+    {
         // The password hash is never shown (Nacos lists it).
         Ok(page) => reply(flavor, page_json(page, |u| json!({"username": u}))),
         Err(e) => fail(flavor, e),
@@ -260,7 +264,11 @@ async fn list_users(State(st): State<AppState>, p: Params, flavor: Flavor) -> Re
 }
 
 async fn search_users(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    match st.service.search_users(&p.caller, &p.or_empty("username")) {
+    match st
+        .service
+        .auth_admin(&p.caller)
+        .and_then(|a| a.search_users(&p.or_empty("username")))
+    {
         Ok(names) => reply(flavor, names),
         Err(e) => fail(flavor, e),
     }
@@ -271,7 +279,10 @@ async fn create_user(State(st): State<AppState>, p: Params, flavor: Flavor) -> R
         (Ok(u), Ok(pw)) => (u, pw),
         (Err(e), _) | (_, Err(e)) => return fail(flavor, e),
     };
-    let result = st.service.create_user(&p.caller, user, password).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.create_user(user, password).await,
+        Err(e) => Err(e),
+    };
     answer(flavor, result, "create user ok!")
 }
 
@@ -289,7 +300,10 @@ async fn delete_user(State(st): State<AppState>, p: Params, flavor: Flavor) -> R
         Ok(u) => u,
         Err(e) => return fail(flavor, e),
     };
-    let result = st.service.delete_user(&p.caller, user).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.delete_user(user).await,
+        Err(e) => Err(e),
+    };
     answer(flavor, result, "delete user ok!")
 }
 
@@ -315,7 +329,11 @@ async fn list_roles(State(st): State<AppState>, p: Params, flavor: Flavor) -> Re
         Err(e) => return fail(flavor, e),
     };
     let (role, user) = (filter(&p, "role"), filter(&p, "username"));
-    match st.service.roles(&p.caller, &role, &user, page) {
+    match st
+        .service
+        .auth_admin(&p.caller)
+        .and_then(|a| a.roles(&role, &user, page))
+    {
         Ok(page) => reply(
             flavor,
             page_json(page, |r| json!({"role": r.role, "username": r.username})),
@@ -325,7 +343,11 @@ async fn list_roles(State(st): State<AppState>, p: Params, flavor: Flavor) -> Re
 }
 
 async fn search_roles(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    match st.service.search_roles(&p.caller, &p.or_empty("role")) {
+    match st
+        .service
+        .auth_admin(&p.caller)
+        .and_then(|a| a.search_roles(&p.or_empty("role")))
+    {
         Ok(names) => reply(flavor, names),
         Err(e) => fail(flavor, e),
     }
@@ -336,7 +358,10 @@ async fn add_role(State(st): State<AppState>, p: Params, flavor: Flavor) -> Resp
         (Ok(r), Ok(u)) => (r, u),
         (Err(e), _) | (_, Err(e)) => return fail(flavor, e),
     };
-    let result = st.service.add_role(&p.caller, role, user).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.add_role(role, user).await,
+        Err(e) => Err(e),
+    };
     answer(flavor, result, "add role ok!")
 }
 
@@ -346,7 +371,10 @@ async fn delete_role(State(st): State<AppState>, p: Params, flavor: Flavor) -> R
         Err(e) => return fail(flavor, e),
     };
     let user = p.non_blank("username");
-    let result = st.service.delete_role(&p.caller, role, user).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.delete_role(role, user).await,
+        Err(e) => Err(e),
+    };
     let message = match user {
         Some(u) => format!("delete role of user {u} ok!"),
         None => "delete role ok!".to_string(),
@@ -367,7 +395,11 @@ async fn list_permissions(State(st): State<AppState>, p: Params, flavor: Flavor)
         Ok(page) => page,
         Err(e) => return fail(flavor, e),
     };
-    match st.service.permissions(&p.caller, &filter(&p, "role"), page) {
+    match st
+        .service
+        .auth_admin(&p.caller)
+        .and_then(|a| a.permissions(&filter(&p, "role"), page))
+    {
         Ok(page) => reply(
             flavor,
             page_json(
@@ -384,7 +416,10 @@ async fn add_permission(State(st): State<AppState>, p: Params, flavor: Flavor) -
         Ok(perm) => perm,
         Err(e) => return fail(flavor, e),
     };
-    let result = st.service.add_permission(&p.caller, permission).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.add_permission(permission).await,
+        Err(e) => Err(e),
+    };
     answer(flavor, result, "add permission ok!")
 }
 
@@ -393,6 +428,9 @@ async fn delete_permission(State(st): State<AppState>, p: Params, flavor: Flavor
         Ok(perm) => perm,
         Err(e) => return fail(flavor, e),
     };
-    let result = st.service.delete_permission(&p.caller, permission).await;
+    let result = match st.service.auth_admin(&p.caller) {
+        Ok(a) => a.delete_permission(permission).await,
+        Err(e) => Err(e),
+    };
     answer(flavor, result, "delete permission ok!")
 }

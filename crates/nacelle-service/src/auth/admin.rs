@@ -103,64 +103,6 @@ impl ConfigService {
         result
     }
 
-    /// Users whose name matches `filter`, one page.
-    pub fn users(
-        &self,
-        caller: &Caller,
-        filter: &NameFilter,
-        page: PageRequest,
-    ) -> Result<Page<String>, CoreError> {
-        self.require_admin(caller)?;
-        let dir = self.directory();
-        let names = dir
-            .user_names()
-            .into_iter()
-            .filter(|n| filter.matches(n))
-            .map(str::to_string)
-            .collect();
-        Ok(page_of(names, page))
-    }
-
-    /// User names containing `text` (Nacos's `users/search`).
-    pub fn search_users(&self, caller: &Caller, text: &str) -> Result<Vec<String>, CoreError> {
-        self.require_admin(caller)?;
-        Ok(self
-            .directory()
-            .user_names()
-            .into_iter()
-            .filter(|n| n.contains(text))
-            .map(str::to_string)
-            .collect())
-    }
-
-    /// Creates a user.
-    pub async fn create_user(
-        &self,
-        caller: &Caller,
-        username: &str,
-        password: &str,
-    ) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        check_name("username", username)?;
-        check_password(password)?;
-        let hash = password::hash(password.to_string()).await?;
-        let result = self
-            .identity_write(IdentityWrite::CreateUser {
-                username: username.into(),
-                hash,
-            })
-            .await
-            .map_err(|e| conflict(e, format!("user '{username}' already exist!")));
-        audit(
-            "user.create",
-            caller.user(),
-            caller,
-            username,
-            result.is_ok(),
-        );
-        result
-    }
-
     /// Changes a password (an administrator, or the user themself). Tokens issued before
     /// are refused from now on.
     pub async fn change_password(
@@ -169,6 +111,7 @@ impl ConfigService {
         username: &str,
         new_password: &str,
     ) -> Result<(), CoreError> {
+        self.guard()?;
         if caller.user() != Some(username) {
             self.require_admin(caller)?;
         } else {
@@ -198,222 +141,6 @@ impl ConfigService {
         result
     }
 
-    /// Deletes a user (never the last administrator).
-    pub async fn delete_user(&self, caller: &Caller, username: &str) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        let dir = self.directory();
-        if dir.user(username).is_none() {
-            return Err(CoreError::NotFound(format!("user {username} not exist!")));
-        }
-        if dir.is_admin(username) && dir.admin_count() <= 1 {
-            return Err(CoreError::Invalid(format!(
-                "cannot delete the last admin: {username}"
-            )));
-        }
-        let result = self
-            .identity_write(IdentityWrite::DeleteUser {
-                username: username.into(),
-            })
-            .await;
-        self.auth().passwords.forget(username);
-        audit(
-            "user.delete",
-            caller.user(),
-            caller,
-            username,
-            result.is_ok(),
-        );
-        result
-    }
-
-    /// Role bindings matching `role` and `username` filters, one page.
-    pub fn roles(
-        &self,
-        caller: &Caller,
-        role: &NameFilter,
-        username: &NameFilter,
-        page: PageRequest,
-    ) -> Result<Page<RoleRecord>, CoreError> {
-        self.require_admin(caller)?;
-        let items = self
-            .directory()
-            .role_records()
-            .into_iter()
-            .filter(|r| role.matches(&r.role) && username.matches(&r.username))
-            .collect();
-        Ok(page_of(items, page))
-    }
-
-    /// Role names containing `text` (Nacos's `roles/search`).
-    pub fn search_roles(&self, caller: &Caller, text: &str) -> Result<Vec<String>, CoreError> {
-        self.require_admin(caller)?;
-        let mut names: Vec<String> = self
-            .directory()
-            .role_records()
-            .into_iter()
-            .map(|r| r.role)
-            .filter(|r| r.contains(text))
-            .collect();
-        names.dedup();
-        Ok(names)
-    }
-
-    /// Binds `role` to `username` (an existing user).
-    pub async fn add_role(
-        &self,
-        caller: &Caller,
-        role: &str,
-        username: &str,
-    ) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        check_name("role", role)?;
-        check_name("username", username)?;
-        if self.directory().user(username).is_none() {
-            return Err(CoreError::NotFound(format!("user '{username}' not found!")));
-        }
-        let result = self
-            .identity_write(IdentityWrite::AddRole {
-                role: role.into(),
-                username: username.into(),
-            })
-            .await
-            .map_err(|e| {
-                conflict(
-                    e,
-                    format!("user '{username}' already bound to the role '{role}'!"),
-                )
-            });
-        audit(
-            "role.add",
-            caller.user(),
-            caller,
-            &format!("{role} {username}"),
-            result.is_ok(),
-        );
-        result
-    }
-
-    /// Unbinds `role` from `username`, or from everyone (dropping its permissions);
-    /// never takes `ROLE_ADMIN` from the last administrator.
-    pub async fn delete_role(
-        &self,
-        caller: &Caller,
-        role: &str,
-        username: Option<&str>,
-    ) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        if role == ADMIN_ROLE {
-            let dir = self.directory();
-            let remaining = match username {
-                Some(u) if dir.is_admin(u) => dir.admin_count().saturating_sub(1),
-                Some(_) => dir.admin_count(),
-                None => 0,
-            };
-            if remaining == 0 {
-                return Err(CoreError::Invalid(
-                    "cannot take ROLE_ADMIN from the last admin".into(),
-                ));
-            }
-        }
-        let result = self
-            .identity_write(IdentityWrite::DeleteRole {
-                role: role.into(),
-                username: username.map(Into::into),
-            })
-            .await;
-        let detail = format!("{role} {}", username.unwrap_or("*"));
-        audit(
-            "role.delete",
-            caller.user(),
-            caller,
-            &detail,
-            result.is_ok(),
-        );
-        result
-    }
-
-    /// Permissions of roles matching `role`, one page.
-    pub fn permissions(
-        &self,
-        caller: &Caller,
-        role: &NameFilter,
-        page: PageRequest,
-    ) -> Result<Page<PermissionRecord>, CoreError> {
-        self.require_admin(caller)?;
-        let items = self
-            .directory()
-            .permission_records()
-            .into_iter()
-            .filter(|p| role.matches(&p.role))
-            .collect();
-        Ok(page_of(items, page))
-    }
-
-    /// Grants `action` (`r`, `w`, `rw`) on the resource pattern to `role` (a role bound
-    /// to some user).
-    pub async fn add_permission(
-        &self,
-        caller: &Caller,
-        permission: PermissionRecord,
-    ) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        check_name("role", &permission.role)?;
-        if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE {
-            return Err(CoreError::Invalid(format!(
-                "resource must have 1 to {MAX_RESOURCE} characters"
-            )));
-        }
-        if !matches!(permission.action.as_str(), "r" | "w" | "rw") {
-            return Err(CoreError::Invalid("action must be r, w or rw".into()));
-        }
-        if !self.directory().role_exists(&permission.role) {
-            return Err(CoreError::NotFound(format!(
-                "role {} not found!",
-                permission.role
-            )));
-        }
-        let detail = format!(
-            "{} {} {}",
-            permission.role, permission.resource, permission.action
-        );
-        let result = self
-            .identity_write(IdentityWrite::AddPermission(permission))
-            .await
-            .map_err(|e| conflict(e, "permission already exist!".into()));
-        audit(
-            "permission.add",
-            caller.user(),
-            caller,
-            &detail,
-            result.is_ok(),
-        );
-        result
-    }
-
-    /// Revokes a permission.
-    pub async fn delete_permission(
-        &self,
-        caller: &Caller,
-        permission: PermissionRecord,
-    ) -> Result<(), CoreError> {
-        self.require_admin(caller)?;
-        let detail = format!(
-            "{} {} {}",
-            permission.role, permission.resource, permission.action
-        );
-        let result = self
-            .identity_write(IdentityWrite::DeletePermission(permission))
-            .await;
-        audit(
-            "permission.delete",
-            caller.user(),
-            caller,
-            &detail,
-            result.is_ok(),
-        );
-        result
-    }
-
     /// Creates the administrator `nacos` when no administrator exists (Nacos's
     /// `users/admin`): with `password`, or a random one; answers the password.
     /// [`CoreError::Conflict`] once an administrator exists.
@@ -422,6 +149,7 @@ impl ConfigService {
         caller: &Caller,
         password: Option<&str>,
     ) -> Result<String, CoreError> {
+        self.guard()?;
         if self.directory().admin_count() > 0 {
             return Err(CoreError::Conflict("have admin user cannot use it".into()));
         }
@@ -495,5 +223,272 @@ impl ConfigService {
         }
         audit("user.admin", None, &Caller::internal(), DEFAULT_ADMIN, true);
         Ok(Some(password))
+    }
+}
+
+/// The administration of users, roles and permissions, for one administrator: what
+/// [`ConfigService::auth_admin`] hands out once the service is ready (not shutting down)
+/// and the caller holds `ROLE_ADMIN`, so no operation here can skip either check.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthAdmin<'a> {
+    service: &'a ConfigService,
+    caller: &'a Caller,
+}
+
+impl ConfigService {
+    /// The administration of users, roles and permissions for `caller`: refused unless the
+    /// service is ready and `caller` is an administrator.
+    pub fn auth_admin<'a>(&'a self, caller: &'a Caller) -> Result<AuthAdmin<'a>, CoreError> {
+        self.guard()?;
+        self.require_admin(caller)?;
+        Ok(AuthAdmin {
+            service: self,
+            caller,
+        })
+    }
+}
+
+impl AuthAdmin<'_> {
+    /// Users whose name matches `filter`, one page.
+    pub fn users(&self, filter: &NameFilter, page: PageRequest) -> Result<Page<String>, CoreError> {
+        let dir = self.service.directory();
+        let names = dir
+            .user_names()
+            .into_iter()
+            .filter(|n| filter.matches(n))
+            .map(str::to_string)
+            .collect();
+        Ok(page_of(names, page))
+    }
+
+    /// User names containing `text` (Nacos's `users/search`).
+    pub fn search_users(&self, text: &str) -> Result<Vec<String>, CoreError> {
+        Ok(self
+            .service
+            .directory()
+            .user_names()
+            .into_iter()
+            .filter(|n| n.contains(text))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Creates a user.
+    pub async fn create_user(&self, username: &str, password: &str) -> Result<(), CoreError> {
+        check_name("username", username)?;
+        check_password(password)?;
+        let hash = password::hash(password.to_string()).await?;
+        let result = self
+            .service
+            .identity_write(IdentityWrite::CreateUser {
+                username: username.into(),
+                hash,
+            })
+            .await
+            .map_err(|e| conflict(e, format!("user '{username}' already exist!")));
+        audit(
+            "user.create",
+            self.caller.user(),
+            self.caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Deletes a user (never the last administrator).
+    pub async fn delete_user(&self, username: &str) -> Result<(), CoreError> {
+        let dir = self.service.directory();
+        if dir.user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user {username} not exist!")));
+        }
+        if dir.is_admin(username) && dir.admin_count() <= 1 {
+            return Err(CoreError::Invalid(format!(
+                "cannot delete the last admin: {username}"
+            )));
+        }
+        let result = self
+            .service
+            .identity_write(IdentityWrite::DeleteUser {
+                username: username.into(),
+            })
+            .await;
+        self.service.auth().passwords.forget(username);
+        audit(
+            "user.delete",
+            self.caller.user(),
+            self.caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Role bindings matching `role` and `username` filters, one page.
+    pub fn roles(
+        &self,
+        role: &NameFilter,
+        username: &NameFilter,
+        page: PageRequest,
+    ) -> Result<Page<RoleRecord>, CoreError> {
+        let items = self
+            .service
+            .directory()
+            .role_records()
+            .into_iter()
+            .filter(|r| role.matches(&r.role) && username.matches(&r.username))
+            .collect();
+        Ok(page_of(items, page))
+    }
+
+    /// Role names containing `text` (Nacos's `roles/search`).
+    pub fn search_roles(&self, text: &str) -> Result<Vec<String>, CoreError> {
+        let mut names: Vec<String> = self
+            .service
+            .directory()
+            .role_records()
+            .into_iter()
+            .map(|r| r.role)
+            .filter(|r| r.contains(text))
+            .collect();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Binds `role` to `username` (an existing user).
+    pub async fn add_role(&self, role: &str, username: &str) -> Result<(), CoreError> {
+        check_name("role", role)?;
+        check_name("username", username)?;
+        if self.service.directory().user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user '{username}' not found!")));
+        }
+        let result = self
+            .service
+            .identity_write(IdentityWrite::AddRole {
+                role: role.into(),
+                username: username.into(),
+            })
+            .await
+            .map_err(|e| {
+                conflict(
+                    e,
+                    format!("user '{username}' already bound to the role '{role}'!"),
+                )
+            });
+        audit(
+            "role.add",
+            self.caller.user(),
+            self.caller,
+            &format!("{role} {username}"),
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Unbinds `role` from `username`, or from everyone (dropping its permissions);
+    /// never takes `ROLE_ADMIN` from the last administrator.
+    pub async fn delete_role(&self, role: &str, username: Option<&str>) -> Result<(), CoreError> {
+        if role == ADMIN_ROLE {
+            let dir = self.service.directory();
+            let remaining = match username {
+                Some(u) if dir.is_admin(u) => dir.admin_count().saturating_sub(1),
+                Some(_) => dir.admin_count(),
+                None => 0,
+            };
+            if remaining == 0 {
+                return Err(CoreError::Invalid(
+                    "cannot take ROLE_ADMIN from the last admin".into(),
+                ));
+            }
+        }
+        let result = self
+            .service
+            .identity_write(IdentityWrite::DeleteRole {
+                role: role.into(),
+                username: username.map(Into::into),
+            })
+            .await;
+        let detail = format!("{role} {}", username.unwrap_or("*"));
+        audit(
+            "role.delete",
+            self.caller.user(),
+            self.caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Permissions of roles matching `role`, one page.
+    pub fn permissions(
+        &self,
+        role: &NameFilter,
+        page: PageRequest,
+    ) -> Result<Page<PermissionRecord>, CoreError> {
+        let items = self
+            .service
+            .directory()
+            .permission_records()
+            .into_iter()
+            .filter(|p| role.matches(&p.role))
+            .collect();
+        Ok(page_of(items, page))
+    }
+
+    /// Grants `action` (`r`, `w`, `rw`) on the resource pattern to `role` (a role bound
+    /// to some user).
+    pub async fn add_permission(&self, permission: PermissionRecord) -> Result<(), CoreError> {
+        check_name("role", &permission.role)?;
+        if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE {
+            return Err(CoreError::Invalid(format!(
+                "resource must have 1 to {MAX_RESOURCE} characters"
+            )));
+        }
+        if !matches!(permission.action.as_str(), "r" | "w" | "rw") {
+            return Err(CoreError::Invalid("action must be r, w or rw".into()));
+        }
+        if !self.service.directory().role_exists(&permission.role) {
+            return Err(CoreError::NotFound(format!(
+                "role {} not found!",
+                permission.role
+            )));
+        }
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
+        let result = self
+            .service
+            .identity_write(IdentityWrite::AddPermission(permission))
+            .await
+            .map_err(|e| conflict(e, "permission already exist!".into()));
+        audit(
+            "permission.add",
+            self.caller.user(),
+            self.caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
+    }
+
+    /// Revokes a permission.
+    pub async fn delete_permission(&self, permission: PermissionRecord) -> Result<(), CoreError> {
+        let detail = format!(
+            "{} {} {}",
+            permission.role, permission.resource, permission.action
+        );
+        let result = self
+            .service
+            .identity_write(IdentityWrite::DeletePermission(permission))
+            .await;
+        audit(
+            "permission.delete",
+            self.caller.user(),
+            self.caller,
+            &detail,
+            result.is_ok(),
+        );
+        result
     }
 }
