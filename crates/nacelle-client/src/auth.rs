@@ -1,17 +1,24 @@
-//! Login: Nacos's `POST /nacos/v1/auth/login?username&password` on a server's HTTP port
-//! (answer `{"accessToken","tokenTtl","globalAdmin","username"}`), the token kept until
-//! nine tenths of its TTL have passed, then a fresh login before the next call.
+//! Login: Nacos's `POST /nacos/v1/auth/login` on a server's HTTP port, `username` and
+//! `password` in a form body — never in the URL (answer
+//! `{"accessToken","tokenTtl","globalAdmin","username"}`), the token kept until nine
+//! tenths of its TTL have passed, then a fresh login before the next call.
+//!
+//! Secrets stay out of every message: the password and tokens are never in a URL, a
+//! transport error is shown without its URL ([`crate::http::transport_error`]), text a
+//! server answered is scrubbed of the secret sent ([`scrub`]), and the `Debug` of every
+//! type holding one ([`LoginAnswer`], [`Secret`], the credentials) redacts it.
 
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::error::{ClientError, Result};
+use crate::http::transport_error;
 use crate::metrics::{MetricEvent, Sink};
 use crate::options::{Credentials, ServerAddr};
 
 /// Nacos's login answer.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginAnswer {
     /// The token to send as `accessToken`.
@@ -26,9 +33,57 @@ pub struct LoginAnswer {
     pub username: Option<String>,
 }
 
+impl std::fmt::Debug for LoginAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginAnswer")
+            .field("access_token", &REDACTED)
+            .field("token_ttl", &self.token_ttl)
+            .field("global_admin", &self.global_admin)
+            .field("username", &self.username)
+            .finish()
+    }
+}
+
+/// What a redacted secret shows.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+/// A password or token: its `Debug` shows [`REDACTED`], and it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself, to send.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// `text` (something a server answered) with every occurrence of the non-empty `secrets`
+/// replaced by [`REDACTED`]: a server that echoes a request must not put its credentials
+/// into an error.
+pub(crate) fn scrub(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(secret) {
+            out = out.replace(secret, REDACTED);
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone)]
 struct Token {
-    value: String,
+    value: Secret,
     refresh_at: Instant,
 }
 
@@ -37,7 +92,7 @@ struct Token {
 pub(crate) struct Auth {
     credentials: Option<Credentials>,
     /// A token given by the application (a saved CLI profile), used as is.
-    fixed: Option<String>,
+    fixed: Option<Secret>,
     metrics: Sink,
     http: reqwest::Client,
     /// A std mutex: held only to copy or replace the token, never across a login.
@@ -57,7 +112,9 @@ pub fn http_client() -> Result<HttpClient> {
         .map_err(|e| ClientError::Config(format!("HTTP client: {e}")))
 }
 
-/// Logs in at `server` once.
+/// Logs in at `server` once: `POST /nacos/v1/auth/login` with `username` and `password`
+/// in a form body (Nacos reads them as request parameters, query or form alike; Nacelle's
+/// v1 and v3 logins too). No error it returns holds the password or the URL.
 pub async fn login(
     http: &reqwest::Client,
     server: &ServerAddr,
@@ -65,37 +122,32 @@ pub async fn login(
     password: &str,
 ) -> Result<LoginAnswer> {
     let url = format!("{}/v1/auth/login", server.http_base());
+    let what = format!("login at {server}");
     let resp = http
         .post(&url)
-        .query(&[("username", username), ("password", password)])
+        .form(&[("username", username), ("password", password)])
         .send()
         .await
-        .map_err(|e| ClientError::Unavailable(format!("{url}: {e}")))?;
+        .map_err(|e| transport_error(&what, e))?;
     let status = resp.status();
-    let body = resp
-        .text()
-        .await
-        .map_err(|e| ClientError::Unavailable(format!("{url}: {e}")))?;
+    let body = resp.text().await.map_err(|e| transport_error(&what, e))?;
+    let body = scrub(body.trim(), &[password]);
     if status == reqwest::StatusCode::FORBIDDEN || status == reqwest::StatusCode::UNAUTHORIZED {
-        return Err(ClientError::Auth(format!(
-            "{username} at {server}: {}",
-            body.trim()
-        )));
+        return Err(ClientError::Auth(format!("{username} at {server}: {body}")));
     }
     if !status.is_success() {
         return Err(ClientError::Auth(format!(
-            "{url} answered {status}: {}",
-            body.trim()
+            "{what} answered {status}: {body}"
         )));
     }
     serde_json::from_str(&body)
-        .map_err(|e| ClientError::Auth(format!("{url}: not a Nacos login answer ({e})")))
+        .map_err(|e| ClientError::Auth(format!("{what}: not a Nacos login answer ({e})")))
 }
 
 impl Auth {
     pub(crate) fn new(
         credentials: Option<Credentials>,
-        fixed: Option<String>,
+        fixed: Option<Secret>,
         http: reqwest::Client,
         metrics: Sink,
     ) -> Auth {
@@ -118,7 +170,7 @@ impl Auth {
 
     /// The token to send, logging in (at the first server that answers) when there is none
     /// or it is due for refresh; `None` without credentials.
-    pub(crate) async fn token(&self, servers: &[ServerAddr]) -> Result<Option<String>> {
+    pub(crate) async fn token(&self, servers: &[ServerAddr]) -> Result<Option<Secret>> {
         let Some(creds) = &self.credentials else {
             return Ok(self.fixed.clone());
         };
@@ -132,11 +184,11 @@ impl Auth {
         let mut last = ClientError::Config("no server address given".into());
         for server in servers {
             let started = Instant::now();
-            match login(&self.http, server, &creds.username, &creds.password).await {
+            match login(&self.http, server, &creds.username, creds.password.expose()).await {
                 Ok(answer) => {
                     let ttl = Duration::from_secs(answer.token_ttl);
                     let token = Token {
-                        value: answer.access_token.clone(),
+                        value: Secret::new(answer.access_token.clone()),
                         refresh_at: started + ttl.mul_f64(0.9),
                     };
                     tracing::debug!(server = %server, ttl_s = answer.token_ttl, "logged in");
@@ -144,11 +196,12 @@ impl Auth {
                         server: &server.to_string(),
                         ttl_s: answer.token_ttl,
                     });
+                    let token_value = token.value.clone();
                     match self.token.lock() {
                         Ok(mut t) => *t = Some(token),
                         Err(p) => *p.into_inner() = Some(token),
                     }
-                    return Ok(Some(answer.access_token));
+                    return Ok(Some(token_value));
                 }
                 Err(e @ ClientError::Auth(_)) => return Err(e),
                 Err(e) => last = e,

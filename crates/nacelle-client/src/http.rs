@@ -1,10 +1,56 @@
 //! One HTTP request to the first server that can be reached (the admin calls and the HTTP
-//! transport share it): the token as `accessToken`, failover on connection errors, and the
-//! mapping of Nacos's HTTP errors to [`ClientError`].
+//! transport share it): the token in headers (never in the URL), failover on connection
+//! errors, and the mapping of Nacos's HTTP errors to [`ClientError`].
 
+use crate::auth::Secret;
 use crate::error::{ClientError, Result};
 use crate::options::ServerAddr;
 use crate::shared::Shared;
+
+/// A failed exchange with a server as [`ClientError::Unavailable`]: `what` (which server,
+/// which call), then reqwest's error and its causes (`error sending request: client error
+/// (Connect): tcp connect error: Connection refused`) — without the request's URL, which
+/// reqwest's own `Display` prints and which may carry parameters.
+pub(crate) fn transport_error(what: &str, e: reqwest::Error) -> ClientError {
+    let e = e.without_url();
+    let mut message = format!("{what}: {e}");
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // hyper repeats its cause in its own text; show each once.
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    ClientError::Unavailable(message)
+}
+
+/// `req` carrying `token` as Nacos servers read it from headers: `Authorization: Bearer`
+/// (Nacos 1.x–3.x, Nacelle) and `accessToken` (Nacos 2.x/3.x identity headers, Nacelle) —
+/// not the `accessToken` query parameter, which would put the token in every URL. Both
+/// headers are marked sensitive (kept out of HTTP/2 header compression tables).
+pub(crate) fn with_token(
+    req: reqwest::RequestBuilder,
+    token: &Secret,
+) -> Result<reqwest::RequestBuilder> {
+    use reqwest::header::{HeaderValue, AUTHORIZATION};
+    let value = |text: &str| {
+        HeaderValue::from_str(text)
+            .map(|mut v| {
+                v.set_sensitive(true);
+                v
+            })
+            // The token itself stays out of the message.
+            .map_err(|_| ClientError::Auth("the access token is not a valid header value".into()))
+    };
+    let bearer = value(&format!("Bearer {}", token.expose()))?;
+    let plain = value(token.expose())?;
+    Ok(req
+        .header(AUTHORIZATION, bearer)
+        .header("accessToken", plain))
+}
 
 /// Builds the request against one server's base URL (`http://host:port/nacos`).
 pub(crate) type Build<'a> = &'a (dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Sync);
@@ -64,22 +110,20 @@ pub(crate) async fn send(
     for (i, server) in servers.iter().enumerate() {
         let mut req = build(&shared.http, &server.http_base());
         if let Some(t) = &token {
-            req = req.query(&[("accessToken", t)]);
+            req = with_token(req, t)?;
         }
+        let what = server.to_string();
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) if e.is_connect() || e.is_timeout() => {
-                last = ClientError::Unavailable(format!("{server}: {e}"));
+                last = transport_error(&what, e);
                 continue;
             }
-            Err(e) => return Err(ClientError::Unavailable(format!("{server}: {e}"))),
+            Err(e) => return Err(transport_error(&what, e)),
         };
         let status = resp.status();
         let headers = resp.headers().clone();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| ClientError::Unavailable(format!("{server}: {e}")))?;
+        let body = resp.bytes().await.map_err(|e| transport_error(&what, e))?;
         if status == reqwest::StatusCode::FORBIDDEN || status == reqwest::StatusCode::UNAUTHORIZED {
             // A refused token (expired, another secret): the next call logs in again.
             shared.auth.invalidate();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::Secret;
 use crate::error::{ClientError, Result};
 use crate::metrics::{Metrics, Sink};
 
@@ -119,19 +120,11 @@ pub enum Transport {
     HttpLongPolling,
 }
 
-/// Username and password for Nacos's login.
-#[derive(Clone)]
+/// Username and password for Nacos's login (the password's `Debug` is redacted).
+#[derive(Debug, Clone)]
 pub(crate) struct Credentials {
     pub(crate) username: String,
-    pub(crate) password: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("username", &self.username)
-            .finish_non_exhaustive()
-    }
+    pub(crate) password: Secret,
 }
 
 /// The resolved options, shared by the client's tasks.
@@ -142,7 +135,7 @@ pub(crate) struct Options {
     pub(crate) app_name: Option<String>,
     pub(crate) labels: BTreeMap<String, String>,
     pub(crate) credentials: Option<Credentials>,
-    pub(crate) access_token: Option<String>,
+    pub(crate) access_token: Option<Secret>,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) wait_for_server: Duration,
@@ -283,7 +276,7 @@ impl ClientBuilder {
     pub fn credentials(mut self, username: impl Into<String>, password: impl Into<String>) -> Self {
         self.opts.credentials = Some(Credentials {
             username: username.into(),
-            password: password.into(),
+            password: Secret::new(password),
         });
         self
     }
@@ -291,7 +284,7 @@ impl ClientBuilder {
     /// Send this token (from an earlier login, e.g. a saved CLI profile) instead of
     /// logging in; ignored when credentials are given.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
-        self.opts.access_token = Some(token.into());
+        self.opts.access_token = Some(Secret::new(token));
         self
     }
 

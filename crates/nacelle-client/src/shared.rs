@@ -188,7 +188,7 @@ impl Shared {
         let conn = self.conn().await?;
         let mut headers: Vec<(&str, &str)> = Vec::new();
         if let Some(t) = &token {
-            headers.push(("accessToken", t));
+            headers.push(("accessToken", t.expose()));
         }
         if let Some(app) = &self.opts.app_name {
             headers.push(("app", app));
