@@ -67,7 +67,7 @@ pub(crate) async fn login(a: LoginArgs) -> Result<()> {
         profile.servers = vec![DEFAULT_SERVER.to_string()];
     }
     if let Some(ns) = &conn.namespace {
-        profile.namespace = ns.clone();
+        profile.namespace = nacelle_client::namespace_id(ns).to_string();
     }
     let username = conn
         .username

@@ -46,11 +46,7 @@ pub fn json(v: &Value) {
     println!("{v}");
 }
 
-/// `public` for the default namespace.
+/// `public` for the default namespace (the client's [`nacelle_client::namespace_label`]).
 pub fn ns_label(ns: &str) -> &str {
-    if ns.is_empty() {
-        "public"
-    } else {
-        ns
-    }
+    nacelle_client::namespace_label(ns)
 }

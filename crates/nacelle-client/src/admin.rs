@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer};
 use crate::client::Client;
 use crate::error::{ClientError, Result};
 use crate::http::{self, Build};
-use crate::key::{IntoKey, Key};
+use crate::key::{namespace_id, IntoKey, Key};
 use crate::metrics::MetricEvent;
 use crate::options::ServerAddr;
 
@@ -317,7 +317,7 @@ impl Admin {
         serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("{kind}: {e}")))
     }
 
-    /// Searches configs of `namespace`: `data_id` and `group` are patterns where `*`
+    /// Searches configs of `namespace` (read by [`crate::namespace_id`]): `data_id` and `group` are patterns where `*`
     /// matches anything (blank: everything).
     pub async fn search(
         &self,
@@ -327,6 +327,7 @@ impl Admin {
         page_no: u32,
         page_size: u32,
     ) -> Result<Page<ConfigInfo>> {
+        let namespace = namespace_id(namespace);
         let (pn, ps) = (page_no.to_string(), page_size.to_string());
         self.json("search", &|http, base| {
             http.get(format!("{base}/v1/cs/configs")).query(&[
@@ -433,6 +434,7 @@ impl Admin {
     /// A Nacos zip (v2 layout, `.metadata.yml`) of a namespace's configs, optionally only
     /// one group.
     pub async fn export(&self, namespace: &str, group: Option<&str>) -> Result<bytes::Bytes> {
+        let namespace = namespace_id(namespace);
         self.send("export", &|http, base| {
             let mut q = vec![("exportV2", "true"), ("tenant", namespace)];
             if let Some(g) = group {
@@ -474,6 +476,7 @@ impl Admin {
         policy: ImportPolicy,
         progress: Option<Progress>,
     ) -> Result<ImportReport> {
+        let namespace = namespace_id(namespace);
         #[derive(Deserialize)]
         struct Answer {
             #[serde(default)]

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::error::{ClientError, Result};
-use crate::key::{part_matches, valid_part, Key};
+use crate::key::{namespace_label, part_matches, valid_part, Key};
 use crate::options::{GroupWatchMode, Transport};
 use crate::shared::{lock, Change, Config, GroupReg, Membership};
 
@@ -107,13 +107,8 @@ impl Client {
             && shared.opts.transport == Transport::Grpc
         {
             let id = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
-            let pattern_ns = if namespace.is_empty() {
-                "public"
-            } else {
-                &namespace
-            };
             let reg = GroupReg {
-                pattern: fuzzy::pattern(pattern_ns, group, data_id_pattern),
+                pattern: fuzzy::pattern(namespace_label(&namespace), group, data_id_pattern),
                 namespace: namespace.clone(),
                 group: group.to_string(),
                 data_id: data_id_pattern.to_string(),

@@ -5,8 +5,31 @@ use std::fmt;
 /// The group a key gets when none is given, as every Nacos client fills it.
 pub const DEFAULT_GROUP: &str = "DEFAULT_GROUP";
 
+/// The name the default namespace (id `""`) is shown by, and the id Nacos accepts for it.
+pub const PUBLIC_NAMESPACE: &str = "public";
+
+/// The namespace id a caller's namespace means — the SDK's one place for Nacos's rule
+/// (`NamespaceUtil.processNamespaceParameter`): blank, `public` and `null` are the default
+/// namespace `""`; any other id is itself, trimmed.
+pub fn namespace_id(namespace: &str) -> &str {
+    match namespace.trim() {
+        "" | PUBLIC_NAMESPACE | "null" => "",
+        id => id,
+    }
+}
+
+/// How a namespace id is shown (logs, paths, fuzzy-watch patterns, the CLI's tables): the
+/// default namespace as `public`, any other as its id.
+pub fn namespace_label(namespace: &str) -> &str {
+    match namespace_id(namespace) {
+        "" => PUBLIC_NAMESPACE,
+        id => id,
+    }
+}
+
 /// A config's key. The namespace `""` is the default one (`public`); the server applies
-/// its name rules, the client only fills the default group.
+/// its name rules, the client only fills the default group and reads the namespace by
+/// [`namespace_id`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     /// The namespace id (`""`: the default namespace).
@@ -18,17 +41,16 @@ pub struct Key {
 }
 
 impl Key {
-    /// `(namespace, group, data_id)`; a blank group is `DEFAULT_GROUP`, and `public` is
-    /// the default namespace `""`.
+    /// `(namespace, group, data_id)`; a blank group is `DEFAULT_GROUP`, and the namespace
+    /// is read by [`namespace_id`] (`public`, blank, `null`: the default namespace `""`).
     pub fn new(namespace: &str, group: &str, data_id: &str) -> Key {
         let group = if group.trim().is_empty() {
             DEFAULT_GROUP
         } else {
             group
         };
-        let namespace = if namespace == "public" { "" } else { namespace };
         Key {
-            namespace: namespace.to_string(),
+            namespace: namespace_id(namespace).to_string(),
             group: group.to_string(),
             data_id: data_id.to_string(),
         }
@@ -37,11 +59,7 @@ impl Key {
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ns = if self.namespace.is_empty() {
-            "public"
-        } else {
-            &self.namespace
-        };
+        let ns = namespace_label(&self.namespace);
         write!(f, "{ns}/{}/{}", self.group, self.data_id)
     }
 }
@@ -112,6 +130,20 @@ mod tests {
         );
         assert_eq!("a".into_key("dev").to_string(), "dev/DEFAULT_GROUP/a");
         assert_eq!(("G", "a").into_key("").to_string(), "public/G/a");
+    }
+
+    #[test]
+    fn one_namespace_rule() {
+        for default in ["", " ", "public", "null", " public "] {
+            assert_eq!(namespace_id(default), "", "{default:?}");
+            assert_eq!(namespace_label(default), "public", "{default:?}");
+            assert_eq!(Key::new(default, "G", "a").namespace, "", "{default:?}");
+            assert_eq!("a".into_key(default).to_string(), "public/DEFAULT_GROUP/a");
+        }
+        assert_eq!(namespace_id(" dev "), "dev");
+        assert_eq!(namespace_id("Public"), "Public");
+        assert_eq!(namespace_label("dev"), "dev");
+        assert_eq!(Key::new("dev", "", "a").to_string(), "dev/DEFAULT_GROUP/a");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::auth::Secret;
 use crate::error::{ClientError, Result};
+use crate::key::namespace_id;
 use crate::metrics::{Metrics, Sink};
 
 /// Nacos's default distance from the HTTP port to the gRPC port (8848 → 9848).
@@ -243,12 +244,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The namespace of every call that names none (default: `""`, the public one).
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.opts.namespace = namespace.into();
-        if self.opts.namespace == "public" {
-            self.opts.namespace.clear();
-        }
+    /// The namespace of every call that names none (default: `""`, the public one; read by
+    /// [`crate::namespace_id`], so `public`, blank and `null` are it too).
+    pub fn namespace(mut self, namespace: impl AsRef<str>) -> Self {
+        self.opts.namespace = namespace_id(namespace.as_ref()).to_string();
         self
     }
 

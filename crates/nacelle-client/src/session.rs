@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ClientError, Result};
 use crate::grpc::{Conn, StreamEvent};
-use crate::key::{part_matches, Key};
+use crate::key::{namespace_id, part_matches, Key};
 use crate::metrics::MetricEvent;
 use crate::options::ServerAddr;
 use crate::shared::{lock, Membership, Refresh, Shared};
@@ -245,9 +245,8 @@ pub(crate) fn on_fuzzy_push(shared: &Shared, p: &Payload) {
             let Some((d, g, t)) = fuzzy::parse_group_key(&req.group_key) else {
                 return;
             };
-            let default = |ns: &str| ns.is_empty() || ns == "public";
             for reg in groups.values_mut() {
-                let same_ns = reg.namespace == t || (default(&reg.namespace) && default(&t));
+                let same_ns = namespace_id(&reg.namespace) == namespace_id(&t);
                 if !(same_ns && reg.group == g && part_matches(&reg.data_id, &d)) {
                     continue;
                 }

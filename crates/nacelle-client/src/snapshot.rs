@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 
-use crate::key::Key;
+use crate::key::{namespace_label, Key};
 
 /// Everything but letters, digits, `-` and `_` is encoded (`.` too: no `..`).
 const PART: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_');
@@ -34,11 +34,7 @@ impl Snapshot {
     }
 
     fn path(&self, key: &Key) -> PathBuf {
-        let ns = if key.namespace.is_empty() {
-            "public"
-        } else {
-            &key.namespace
-        };
+        let ns = namespace_label(&key.namespace);
         let enc = |s: &str| utf8_percent_encode(s, PART).to_string();
         self.dir
             .join(enc(ns))
