@@ -17,7 +17,7 @@ pub struct NsArgs {
     #[command(subcommand)]
     cmd: NsCommand,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// The namespace commands.
@@ -41,7 +41,7 @@ pub enum NsCommand {
         /// Its id.
         id: String,
         /// Do not ask.
-        #[arg(long, short = 'y')]
+        #[arg(long, short = 'y', num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
         yes: bool,
     },
 }
@@ -56,7 +56,7 @@ pub struct ExportArgs {
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// What an import does with existing keys.
@@ -79,10 +79,10 @@ pub struct ImportArgs {
     #[arg(long, value_enum, default_value = "abort")]
     policy: Policy,
     /// No progress on stderr (the result is still printed).
-    #[arg(long, short = 'q')]
+    #[arg(long, short = 'q', num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     quiet: bool,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 pub(crate) async fn ns(a: NsArgs) -> Result<()> {

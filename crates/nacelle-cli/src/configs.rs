@@ -21,7 +21,7 @@ pub struct GetArgs {
     #[arg(long)]
     tag: Option<String>,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// `nacelle put`.
@@ -48,7 +48,7 @@ pub struct PutArgs {
     #[arg(long)]
     desc: Option<String>,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// `nacelle rm`.
@@ -60,7 +60,7 @@ pub struct RmArgs {
     #[arg(long)]
     tag: Option<String>,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// `nacelle ls`.
@@ -79,7 +79,7 @@ pub struct LsArgs {
     #[arg(long, default_value_t = 100)]
     size: u32,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 /// `nacelle watch`.
@@ -98,10 +98,10 @@ pub struct WatchArgs {
     #[arg(long)]
     count: Option<u64>,
     /// Print the current values first.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     initial: bool,
     #[command(flatten)]
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 fn config_json(c: &Config) -> serde_json::Value {

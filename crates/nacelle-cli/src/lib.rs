@@ -30,8 +30,10 @@ pub use error::{exit, CliError, Result};
 pub use output::Output;
 
 /// How to reach the server; every client command takes these flags (`global`: also
-/// after a nested subcommand, as in `nacelle ns list -s host:8848`).
-#[derive(Debug, Clone, clap::Args)]
+/// after a nested subcommand, as in `nacelle ns list -s host:8848`, and — with
+/// [`global_flags`] on the binary's top command — before the command, as in
+/// `nacelle -n dev ls`). Its `Debug` leaves the password out.
+#[derive(Clone, clap::Args)]
 pub struct Conn {
     /// Server `host:port` (its HTTP port; gRPC on port + 1000), or `host:port/grpc_port`;
     /// several (repeated or comma-separated) for failover. Default: the profile's, else
@@ -72,6 +74,60 @@ pub struct Conn {
         global = true
     )]
     pub transport: TransportArg,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("server", &self.server)
+            .field("namespace", &self.namespace)
+            .field("profile", &self.profile)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("output", &self.output)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// The ids of [`Conn`]'s arguments.
+fn conn_ids() -> Vec<clap::Id> {
+    use clap::Args;
+    Conn::augment_args(clap::Command::new("conn"))
+        .get_arguments()
+        .map(|a| a.get_id().clone())
+        .collect()
+}
+
+/// `top` (the binary's command) taking the client flags before the subcommand too
+/// (`nacelle -n dev ls`, `nacelle -s host:8848 -o json get app.yaml`), as kubectl and
+/// etcdctl users type them. They are added to `top` as global arguments with the ids of
+/// each client command's own [`Conn`], so clap hands their values down to it (a flag
+/// after the command wins over the same flag before it); hidden there, since each client
+/// command lists them in its own help. Commands that are not client commands (`serve`)
+/// see them too, which is why the binary refuses them there ([`client_flag_given`]).
+pub fn global_flags(top: clap::Command) -> clap::Command {
+    use clap::Args;
+    let mut top = Conn::augment_args(top).after_help(
+        "Client flags (-s/--server, -n/--namespace, -o/--output, --profile, --username, \
+         --password, --timeout-ms, --transport) may come before the client command too: \
+         `nacelle -n dev ls`.",
+    );
+    for id in conn_ids() {
+        top = top.mut_arg(id, |a| a.hide(true));
+    }
+    top
+}
+
+/// The first client flag given on the command line (before or after the command), as
+/// `--name`: the binary refuses them on commands that are not client commands.
+pub fn client_flag_given(matches: &clap::ArgMatches) -> Option<String> {
+    conn_ids().into_iter().find_map(|id| {
+        let given = matches.try_contains_id(id.as_str()).unwrap_or(false)
+            && matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
+        given.then(|| format!("--{}", id.as_str().replace('_', "-")))
+    })
 }
 
 /// The transport flag's values.
@@ -311,5 +367,111 @@ mod tests {
     #[test]
     fn every_command_is_well_formed() {
         super::Command::augment_subcommands(clap::Command::new("nacelle")).debug_assert();
+        super::global_flags(super::Command::augment_subcommands(clap::Command::new(
+            "nacelle",
+        )))
+        .debug_assert();
+    }
+
+    /// A client command as the binary parses it, with the client flags on its top command.
+    fn parse(args: &[&str]) -> Result<super::Command, clap::Error> {
+        use clap::FromArgMatches;
+        let top = super::global_flags(super::Command::augment_subcommands(
+            clap::Command::new("nacelle").subcommand_required(true),
+        ));
+        let matches =
+            top.try_get_matches_from(std::iter::once("nacelle").chain(args.iter().copied()))?;
+        super::Command::from_arg_matches(&matches)
+    }
+
+    fn conn(cmd: &super::Command) -> Option<&super::Conn> {
+        use super::Command as C;
+        match cmd {
+            C::Ls(a) => Some(&a.conn),
+            C::Get(a) => Some(&a.conn),
+            C::Ns(a) => Some(&a.conn),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn global_flags_before_the_command() -> Result<(), clap::Error> {
+        let cmd = parse(&["-n", "dev", "ls"])?;
+        let c = conn(&cmd).map(|c| c.namespace.clone());
+        assert_eq!(c, Some(Some("dev".to_string())));
+
+        let cmd = parse(&[
+            "-s",
+            "h1:1,h2:2",
+            "-o",
+            "json",
+            "--profile",
+            "prod",
+            "--timeout-ms",
+            "10",
+            "--transport",
+            "http",
+            "--username",
+            "u",
+            "--password",
+            "p",
+            "get",
+            "app.yaml",
+        ])?;
+        let c = conn(&cmd).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))?;
+        assert_eq!(c.server, ["h1:1", "h2:2"]);
+        assert_eq!(c.output, super::Output::Json);
+        assert_eq!(c.profile.as_deref(), Some("prod"));
+        assert_eq!(c.timeout_ms, 10);
+        assert_eq!(c.transport, super::TransportArg::Http);
+        assert_eq!(c.username.as_deref(), Some("u"));
+        assert_eq!(c.password.as_deref(), Some("p"));
+        assert!(
+            !format!("{c:?}").contains("\"p\""),
+            "Debug shows no password: {c:?}"
+        );
+
+        // Nested commands too; after the command is still fine, and wins.
+        let cmd = parse(&["-n", "dev", "ns", "list"])?;
+        assert_eq!(
+            conn(&cmd).and_then(|c| c.namespace.clone()).as_deref(),
+            Some("dev")
+        );
+        let cmd = parse(&["-n", "dev", "ls", "-n", "prod"])?;
+        assert_eq!(
+            conn(&cmd).and_then(|c| c.namespace.clone()).as_deref(),
+            Some("prod")
+        );
+        let cmd = parse(&["-o", "json", "ls", "-o", "table"])?;
+        assert_eq!(conn(&cmd).map(|c| c.output), Some(super::Output::Table));
+        let cmd = parse(&["ls"])?;
+        assert_eq!(conn(&cmd).map(|c| c.output), Some(super::Output::Table));
+        Ok(())
+    }
+
+    #[test]
+    fn switches_take_a_value_after_an_equals_sign() -> Result<(), clap::Error> {
+        for (args, yes) in [
+            (&["rollback", "app.yaml", "--to", "4"][..], false),
+            (&["rollback", "app.yaml", "--to", "4", "--yes"][..], true),
+            (&["rollback", "--yes", "app.yaml", "--to", "4"][..], true),
+            (&["rollback", "-y", "app.yaml", "--to", "4"][..], true),
+            (
+                &["rollback", "app.yaml", "--yes=true", "--to", "4"][..],
+                true,
+            ),
+            (
+                &["rollback", "app.yaml", "--to", "4", "--yes=false"][..],
+                false,
+            ),
+            (&["rollback", "app.yaml", "--to", "4", "-y=no"][..], false),
+        ] {
+            let super::Command::Rollback(a) = parse(args)? else {
+                return Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand));
+            };
+            assert_eq!(a.yes, yes, "{args:?}");
+        }
+        assert!(parse(&["rollback", "app.yaml", "--to", "4", "--yes=maybe"]).is_err());
+        Ok(())
     }
 }

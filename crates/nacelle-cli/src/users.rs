@@ -27,7 +27,7 @@ pub struct PageArgs {
 pub struct PasswordArgs {
     /// Read the password from the first line of stdin (for scripts) instead of asking on
     /// the terminal.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     password_stdin: bool,
 }
 

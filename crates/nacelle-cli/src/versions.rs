@@ -56,8 +56,8 @@ pub struct RollbackArgs {
     #[arg(long)]
     to: String,
     /// Do not ask.
-    #[arg(long, short = 'y')]
-    yes: bool,
+    #[arg(long, short = 'y', num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub(crate) yes: bool,
     #[command(flatten)]
     conn: Conn,
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use nacelle::settings::{LogFormat, ServeArgs};
 use nacelle::Settings;
 use tracing_subscriber::EnvFilter;
@@ -44,7 +44,7 @@ enum Command {
         #[arg(long)]
         from: PathBuf,
         /// Replace an existing database.
-        #[arg(long)]
+        #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
         force: bool,
     },
     /// Check the SQLite database: integrity, and the tables and columns Nacelle needs.
@@ -146,8 +146,33 @@ async fn shutdown_signal() -> anyhow::Result<&'static str> {
     }
 }
 
+/// The whole command: the subcommands, and the client flags before them too
+/// (`nacelle -n dev ls`; nacelle-cli's `global_flags`).
+fn command() -> clap::Command {
+    nacelle_cli::global_flags(Cli::command())
+}
+
+/// The command line, parsed (exits on `--help`, `--version` and errors, as clap does).
+fn parse() -> Cli {
+    let mut cmd = command();
+    let matches = cmd.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
+    if !matches!(cli.command, Command::Client(_)) {
+        if let Some(flag) = nacelle_cli::client_flag_given(&matches) {
+            cmd.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "{flag} is a flag of the client commands (get, put, ls, …), not of this one"
+                ),
+            )
+            .exit();
+        }
+    }
+    cli
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(alloc::on_worker_park)
@@ -160,7 +185,7 @@ fn main() -> ExitCode {
         }
     };
     if let Command::Client(cmd) = cli.command {
-        return ExitCode::from(runtime.block_on(nacelle_cli::run(*cmd, Cli::command)));
+        return ExitCode::from(runtime.block_on(nacelle_cli::run(*cmd, command)));
     }
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -209,7 +209,15 @@ layer! {
         pub config: Option<PathBuf>,
         /// Test-only fault injection: drop change notifications received from members.
         #[cfg(feature = "fault-injection")]
-        #[arg(long, hide = true)]
+        #[arg(
+            long,
+            hide = true,
+            num_args = 0..=1,
+            default_missing_value = "true",
+            default_value_t = false,
+            action = clap::ArgAction::Set,
+            value_parser = clap::builder::BoolishValueParser::new()
+        )]
         #[serde(skip)]
         pub fault_drop_cluster_notifications: bool,
         ;
@@ -348,9 +356,17 @@ layer! {
         /// (docs/security.md).
         #[arg(long, env = "NACELLE_AUTH", value_enum)]
         pub auth: Option<AuthMode>,
-        /// Let unauthenticated callers read and listen (writes still need a user).
-        /// Default false.
-        #[arg(long, env = "NACELLE_AUTH_ANONYMOUS_READ")]
+        /// Let unauthenticated callers read and listen (writes still need a user). A bare
+        /// `--auth-anonymous-read` is true; `=false`/`=true` (or `false`/`true`, yes/no,
+        /// on/off, 1/0) set it either way. Default false.
+        #[arg(
+            long,
+            env = "NACELLE_AUTH_ANONYMOUS_READ",
+            num_args = 0..=1,
+            default_missing_value = "true",
+            value_name = "BOOL",
+            value_parser = clap::builder::BoolishValueParser::new()
+        )]
         pub auth_anonymous_read: Option<bool>,
         /// Token signing secret: base64 of at least 32 bytes (Nacos's
         /// `nacos.core.auth.plugin.nacos.token.secret.key`). Default: generated once and
@@ -984,6 +1000,56 @@ mod tests {
             HttpOptions::default().long_poll_min_hold.as_millis(),
             "the default last"
         );
+        Ok(())
+    }
+
+    /// `--auth-anonymous-read` is a switch: bare it is true, and `=true`/`=false` (the
+    /// old `--auth-anonymous-read true` too) say which; its variable and the file still
+    /// set it, below the flag.
+    #[test]
+    fn boolean_switches_work_bare_and_with_a_value() -> Result<(), Box<dyn std::error::Error>> {
+        // The only test that sets this variable or looks at this setting.
+        const VAR: &str = "NACELLE_AUTH_ANONYMOUS_READ";
+        let anonymous = |args: &[&str], file: &str| -> Result<bool, Box<dyn std::error::Error>> {
+            let file: FileSettings = toml::from_str(file)?;
+            Ok(Settings::merge(parse(args)?, file)?.auth.anonymous_read)
+        };
+        let cases: [(&[&str], bool); 9] = [
+            (&[], false),
+            (&["--auth-anonymous-read"], true),
+            (&["--auth-anonymous-read=true"], true),
+            (&["--auth-anonymous-read=false"], false),
+            (&["--auth-anonymous-read", "true"], true),
+            (&["--auth-anonymous-read", "false"], false),
+            (&["--auth-anonymous-read=yes"], true),
+            (&["--auth-anonymous-read=0"], false),
+            (&["--auth-anonymous-read", "--port", "1"], true),
+        ];
+        for (args, want) in cases {
+            assert_eq!(anonymous(args, "")?, want, "{args:?}");
+        }
+        assert!(parse(&["--auth-anonymous-read=maybe"]).is_err());
+        // The file, and the flag over it.
+        assert!(anonymous(&[], "auth_anonymous_read = true")?);
+        assert!(!anonymous(
+            &["--auth-anonymous-read=false"],
+            "auth_anonymous_read = true"
+        )?);
+        // The variable over the file, the flag over the variable.
+        std::env::set_var(VAR, "true");
+        let env = anonymous(&[], "auth_anonymous_read = false");
+        let flag = anonymous(&["--auth-anonymous-read=false"], "");
+        std::env::set_var(VAR, "false");
+        let env_false = anonymous(&[], "auth_anonymous_read = true");
+        let bare_over_env = anonymous(&["--auth-anonymous-read"], "");
+        std::env::remove_var(VAR);
+        assert!(env?, "NACELLE_AUTH_ANONYMOUS_READ=true over the file");
+        assert!(!flag?, "--auth-anonymous-read=false over the variable");
+        assert!(
+            !env_false?,
+            "NACELLE_AUTH_ANONYMOUS_READ=false over the file"
+        );
+        assert!(bare_over_env?, "the bare flag over the variable");
         Ok(())
     }
 
