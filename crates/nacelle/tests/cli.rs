@@ -2,7 +2,9 @@
 //! (the binary too), as a new user would run them: put/get, watch (with --exec), history,
 //! diff, rollback, namespaces, export/import, JSON output parsed, profiles, completions,
 //! and the exit codes and messages of a missing key, an unreachable server and a failed
-//! login; with authentication on, gray releases (by IPs and by app, listed, promoted,
+//! login (none printing a password or a token: tests at the end); client flags before the
+//! command (`nacelle -n dev ls`) and `serve`'s switches (`--auth-anonymous-read[=bool]`);
+//! with authentication on, gray releases (by IPs and by app, listed, promoted,
 //! stopped) and users, roles and permissions; the import's progress bar on a terminal.
 //! Each test has its own `XDG_CONFIG_HOME`.
 
@@ -846,4 +848,313 @@ impl BlockingGet for BinaryServer {
         let got = rt.block_on(self.api.get("", "DEFAULT_GROUP", data_id))?;
         got.ok_or_else(|| format!("{data_id} not found").into())
     }
+}
+
+/// Everything a run printed, stdout and stderr.
+fn printed(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `cmd` and requires exit `want` and none of `secrets` in anything it printed;
+/// its stderr.
+fn fails_without_secrets(cmd: &mut Command, want: i32, secrets: &[&str]) -> TestResult<String> {
+    let out = cmd.stdin(Stdio::null()).output()?;
+    let all = printed(&out);
+    assert_eq!(code(&out), Some(want), "{cmd:?}: {all}");
+    for secret in secrets {
+        assert!(!all.contains(secret), "{cmd:?} printed a secret: {all}");
+    }
+    Ok(stderr(&out))
+}
+
+/// Writes a profile `name` (made current) of `servers` holding `token`, valid for an hour
+/// as far as the CLI knows.
+fn save_profile(env: &Env, name: &str, servers: &str, token: &str) -> TestResult {
+    let dir = env.config.path().join("nacelle");
+    std::fs::create_dir_all(&dir)?;
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs()
+        + 3600;
+    std::fs::write(
+        dir.join("profiles.toml"),
+        format!(
+            "current = \"{name}\"\n[profiles.{name}]\nservers = [\"{servers}\"]\nusername = \"nacos\"\naccess_token = \"{token}\"\ntoken_expires_at = {expires}\n"
+        ),
+    )?;
+    Ok(())
+}
+
+/// An unreachable server: exit 4 and a message naming the server — not the password
+/// (given as a flag, before or after the command, or in `NACELLE_PASSWORD`), nor the
+/// profile's token; over gRPC and HTTP, for configs, admin calls and the login.
+#[test]
+fn an_unreachable_server_never_prints_a_secret() -> TestResult {
+    const PASSWORD: &str = "cli-unreachable-Passw0rd-3e9";
+    const TOKEN: &str = "cli-unreachable-token-d41";
+    let env = start()?;
+    let port = free_port()?;
+    let nowhere = format!("127.0.0.1:{port}/{port}");
+    let quick = ["--timeout-ms", "300"];
+    let cred = ["--username", "nacos", "--password", PASSWORD];
+    let commands: [&[&str]; 6] = [
+        &["get", "app.yaml"],
+        &["get", "app.yaml", "--transport", "http"],
+        &["ls"],
+        &["ns", "list"],
+        &["history", "app.yaml"],
+        &["user", "ls"],
+    ];
+    for args in commands {
+        // Credentials after the command, before it, and in the environment.
+        let mut after = env.command(args);
+        after.args(["-s", &nowhere]).args(quick).args(cred);
+        let e = fails_without_secrets(&mut after, 4, &[PASSWORD])?;
+        assert!(
+            e.starts_with("error: no server reachable: ") && e.contains("127.0.0.1"),
+            "{args:?}: {e}"
+        );
+        let mut before = env.command(&["-s", &nowhere, "--timeout-ms", "300"]);
+        before.args(cred).args(args);
+        fails_without_secrets(&mut before, 4, &[PASSWORD])?;
+        let mut from_env = env.command(args);
+        from_env
+            .args(["-s", &nowhere, "--username", "nacos"])
+            .args(quick)
+            .env("NACELLE_PASSWORD", PASSWORD);
+        fails_without_secrets(&mut from_env, 4, &[PASSWORD])?;
+    }
+    let mut login = env.command(&["login", "-s", &nowhere]);
+    login.args(cred);
+    let e = fails_without_secrets(&mut login, 4, &[PASSWORD])?;
+    assert!(e.contains("login at 127.0.0.1"), "{e}");
+    // The saved token of a profile.
+    save_profile(&env, "far", &nowhere, TOKEN)?;
+    for args in commands {
+        let mut cmd = env.command(args);
+        cmd.env_remove("NACELLE_SERVER").args(quick);
+        fails_without_secrets(&mut cmd, 4, &[TOKEN])?;
+    }
+    Ok(())
+}
+
+/// With authentication on: a wrong password (exit 5), a token the server does not know
+/// and one that expired (exit 5), and errors of the server to a logged-in user (exit
+/// 3 or 6) print neither the password nor the token, over gRPC and HTTP.
+#[test]
+fn refused_credentials_and_server_errors_never_print_a_secret() -> TestResult {
+    const WRONG: &str = "cli-wrong-Passw0rd-77aa";
+    const INVALID: &str = "cli-invalid-token-0b5";
+    let env = start_with(&[
+        "--auth",
+        "on",
+        "--auth-token-secret",
+        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "--admin-password",
+        ADMIN_PASSWORD,
+        "--auth-token-ttl-s",
+        "1",
+    ])?;
+    // The administrator is created right after the load; log in as it (1 s token).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = env.run(
+            &[
+                "login",
+                "--username",
+                "nacos",
+                "--password",
+                ADMIN_PASSWORD,
+                "--save-as",
+                "old",
+            ],
+            None,
+        )?;
+        if out.status.success() {
+            assert!(!printed(&out).contains(ADMIN_PASSWORD));
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("login never worked: {}", stderr(&out)).into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let file = env.config.path().join("nacelle").join("profiles.toml");
+    let saved = std::fs::read_to_string(&file)?;
+    let expired = saved
+        .lines()
+        .find_map(|l| l.strip_prefix("access_token = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .ok_or("no token saved")?
+        .to_string();
+    let listed = env.ok(&["profile", "list", "-o", "json"], None)?;
+    assert!(
+        !listed.contains(&expired),
+        "profile list shows the token: {listed}"
+    );
+    let transports: [&[&str]; 2] = [&[], &["--transport", "http"]];
+
+    // A wrong password.
+    let mut login = env.command(&["login", "--username", "nacos", "--password", WRONG]);
+    let e = fails_without_secrets(&mut login, 5, &[WRONG])?;
+    assert!(e.starts_with("error: login failed: nacos at"), "{e}");
+    for t in transports {
+        let mut cmd = env.command(&[
+            "get",
+            "app.yaml",
+            "--username",
+            "nacos",
+            "--password",
+            WRONG,
+        ]);
+        cmd.args(t);
+        let e = fails_without_secrets(&mut cmd, 5, &[WRONG])?;
+        assert!(e.contains("login failed"), "{e}");
+    }
+
+    // A token the server never issued, and one that expired (the CLI believes it valid).
+    std::thread::sleep(Duration::from_millis(2000));
+    for token in [INVALID, expired.as_str()] {
+        save_profile(&env, "stale", &env.addr, token)?;
+        for args in [
+            &["get", "app.yaml"][..],
+            &["ls"],
+            &["ns", "list"],
+            &["history", "app.yaml"],
+        ] {
+            for t in transports {
+                let mut cmd = env.command(args);
+                cmd.args(t);
+                let e = fails_without_secrets(&mut cmd, 5, &[token, ADMIN_PASSWORD])?;
+                assert!(e.starts_with("error: forbidden"), "{args:?} {t:?}: {e}");
+            }
+        }
+    }
+
+    // Errors of the server to a user logged in by flags.
+    let cred = ["--username", "nacos", "--password", ADMIN_PASSWORD];
+    for t in transports {
+        let mut bad_name = env.command(&["put", "bad name!"]);
+        bad_name.args(cred).args(t);
+        let out = bad_name.stdin(Stdio::null()).output()?;
+        assert_eq!(code(&out), Some(6), "{}", printed(&out));
+        assert!(!printed(&out).contains(ADMIN_PASSWORD), "{}", printed(&out));
+        let mut missing = env.command(&["get", "missing.yaml"]);
+        missing.args(cred).args(t);
+        fails_without_secrets(&mut missing, 3, &[ADMIN_PASSWORD, &expired])?;
+        let mut rollback = env.command(&["rollback", "missing.yaml", "--to", "999999", "--yes"]);
+        rollback.args(cred).args(t);
+        fails_without_secrets(&mut rollback, 3, &[ADMIN_PASSWORD, &expired])?;
+    }
+    Ok(())
+}
+
+/// Client flags before the command, as kubectl and etcdctl take them: `-n`, `-o`, `-s`,
+/// `--profile`; the same flag after the command wins; on `serve` they are refused.
+#[test]
+fn client_flags_before_the_command() -> TestResult {
+    let env = start()?;
+    env.ok(&["-n", "dev", "put", "app.yaml"], Some("a: 1\n"))?;
+    assert_eq!(env.ok(&["-n", "dev", "get", "app.yaml"], None)?, "a: 1\n");
+    let got: Value =
+        serde_json::from_str(&env.ok(&["-n", "dev", "-o", "json", "get", "app.yaml"], None)?)?;
+    assert_eq!(got["namespace"], "dev");
+    let listed: Value = serde_json::from_str(&env.ok(&["-o", "json", "-n", "dev", "ls"], None)?)?;
+    assert!(listed.to_string().contains("app.yaml"), "{listed}");
+    let public: Value = serde_json::from_str(&env.ok(&["-o", "json", "ls"], None)?)?;
+    assert!(!public.to_string().contains("app.yaml"), "{public}");
+    // After the command wins over before it.
+    let out = env.run(&["-n", "dev", "get", "app.yaml", "-n", "public"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", printed(&out));
+    // -s before the command is the server used.
+    let port = free_port()?;
+    let out = env.run(
+        &[
+            "-s",
+            &format!("127.0.0.1:{port}/{port}"),
+            "--timeout-ms",
+            "300",
+            "get",
+            "app.yaml",
+        ],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(4), "{}", printed(&out));
+    // --profile before the command is the profile used.
+    let out = env.run(&["--profile", "nope", "get", "app.yaml"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", printed(&out));
+    assert!(
+        stderr(&out).contains("no profile `nope`"),
+        "{}",
+        printed(&out)
+    );
+    // Nested commands too.
+    assert!(env
+        .ok(&["-o", "json", "ns", "list"], None)?
+        .starts_with('['));
+    // Not a client command: refused, with the reason.
+    let out = env.run(&["-n", "dev", "serve", "--port", "0"], None)?;
+    assert_eq!(code(&out), Some(2), "{}", printed(&out));
+    assert!(
+        stderr(&out).contains("--namespace is a flag of the client commands"),
+        "{}",
+        printed(&out)
+    );
+    let out = env.run(&["check", "-o", "json"], None)?;
+    assert_eq!(code(&out), Some(2), "{}", printed(&out));
+    Ok(())
+}
+
+/// `serve`'s switches work bare (`--auth-anonymous-read`), with `=true`/`=false`, with
+/// the old `--flag true`, and from the settings file.
+#[test]
+fn serve_switches_work_bare_and_with_a_value() -> TestResult {
+    let auth = [
+        "--auth",
+        "on",
+        "--auth-token-secret",
+        "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "--admin-password",
+        ADMIN_PASSWORD,
+    ];
+    let conf = tempfile::tempdir()?;
+    let file = conf.path().join("nacelle.toml");
+    std::fs::write(&file, "auth_anonymous_read = true\n")?;
+    let file = file.display().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let http = reqwest::Client::new();
+    let cases: [(&[&str], u16); 6] = [
+        (&[], 403),
+        (&["--auth-anonymous-read"], 404),
+        (&["--auth-anonymous-read=true"], 404),
+        (&["--auth-anonymous-read=false"], 403),
+        (&["--auth-anonymous-read", "true"], 404),
+        (&["--config", &file], 404),
+    ];
+    for (flags, status) in cases {
+        let data = tempfile::tempdir()?;
+        let mut args = auth.to_vec();
+        args.extend_from_slice(flags);
+        let server = BinaryServer::spawn(NACELLE, data.path(), &args)?;
+        let url = server.url("/nacos/v1/cs/configs?dataId=none.yaml&group=DEFAULT_GROUP");
+        // Anonymous: 404 when anonymous reads are on, 403 when not (503 until ready).
+        let got = rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let code = http.get(&url).send().await?.status().as_u16();
+                if code == 403 || code == 404 || Instant::now() > deadline {
+                    return Ok::<u16, reqwest::Error>(code);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })?;
+        assert_eq!(got, status, "serve {flags:?}");
+    }
+    Ok(())
 }
