@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
-use nacelle_client::{Client, ClientError, Format, GroupEvent, PublishOptions};
+use nacelle_client::{Client, ClientError, Format, GroupEvent, PublishOptions, TokenPlacement};
 
 /// How long a push or a poll may take to show a change.
 const WAIT: Duration = Duration::from_secs(15);
@@ -32,6 +32,9 @@ async fn main() -> Result<()> {
     let client = Client::builder()
         .server_addrs([server.as_str()])
         .credentials(&user, &password)
+        // r-nacos's open API reads `Authorization` without its `Bearer` scheme, so the
+        // token goes as Nacos's `accessToken` parameter, which it reads.
+        .http_token(TokenPlacement::QueryParameter)
         .group_poll_interval(Duration::from_millis(500))
         .build()
         .await?;

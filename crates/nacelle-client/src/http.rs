@@ -1,10 +1,11 @@
 //! One HTTP request to the first server that can be reached (the admin calls and the HTTP
-//! transport share it): the token in headers (never in the URL), failover on connection
-//! errors, and the mapping of Nacos's HTTP errors to [`ClientError`].
+//! transport share it): the token in headers (never in the URL, unless the application
+//! asks for [`TokenPlacement::QueryParameter`]), failover on connection errors, and the
+//! mapping of Nacos's HTTP errors to [`ClientError`].
 
 use crate::auth::Secret;
 use crate::error::{ClientError, Result};
-use crate::options::ServerAddr;
+use crate::options::{ServerAddr, TokenPlacement};
 use crate::shared::Shared;
 
 /// A failed exchange with a server as [`ClientError::Unavailable`]: `what` (which server,
@@ -110,7 +111,11 @@ pub(crate) async fn send(
     for (i, server) in servers.iter().enumerate() {
         let mut req = build(&shared.http, &server.http_base());
         if let Some(t) = &token {
-            req = with_token(req, t)?;
+            req = match shared.opts.token_placement {
+                TokenPlacement::Headers => with_token(req, t)?,
+                // Asked for: the URL then holds the token, so no error shows a URL.
+                TokenPlacement::QueryParameter => req.query(&[("accessToken", t.expose())]),
+            };
         }
         let what = server.to_string();
         let resp = match req.send().await {

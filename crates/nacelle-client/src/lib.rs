@@ -68,6 +68,8 @@ pub use gray::{GrayRule, GrayVariant, BETA_GRAY_NAME};
 pub use group::{GroupEvent, GroupWatch};
 pub use key::{namespace_id, namespace_label, IntoKey, Key, DEFAULT_GROUP, PUBLIC_NAMESPACE};
 pub use metrics::{MetricEvent, Metrics};
-pub use options::{ClientBuilder, GroupWatchMode, ServerAddr, Transport, GRPC_PORT_OFFSET};
+pub use options::{
+    ClientBuilder, GroupWatchMode, ServerAddr, TokenPlacement, Transport, GRPC_PORT_OFFSET,
+};
 pub use shared::{Change, Config, PublishOptions};
 pub use users::{Permission, RoleGrant, User};

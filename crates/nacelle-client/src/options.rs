@@ -121,6 +121,22 @@ pub enum Transport {
     HttpLongPolling,
 }
 
+/// Where the HTTP calls (the admin calls, the HTTP transport) carry the access token. gRPC
+/// calls always carry it in the request's `metadata.headers`, as Nacos's clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenPlacement {
+    /// `Authorization: Bearer <token>` and `accessToken: <token>` headers (the default):
+    /// Nacos 1.x to 3.x and Nacelle read them, and they stay out of URLs — and so out of
+    /// the access logs of the server and of any proxy.
+    #[default]
+    Headers,
+    /// Nacos's `accessToken` query parameter, for servers that read no header Nacos
+    /// sends (r-nacos's open API reads `Authorization` without its `Bearer` scheme). The
+    /// token is then in every URL the client sends: never in a message of the client's
+    /// own (its errors show no URL), but in the access logs of the server and proxies.
+    QueryParameter,
+}
+
 /// Username and password for Nacos's login (the password's `Debug` is redacted).
 #[derive(Debug, Clone)]
 pub(crate) struct Credentials {
@@ -137,6 +153,7 @@ pub(crate) struct Options {
     pub(crate) labels: BTreeMap<String, String>,
     pub(crate) credentials: Option<Credentials>,
     pub(crate) access_token: Option<Secret>,
+    pub(crate) token_placement: TokenPlacement,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) wait_for_server: Duration,
@@ -207,6 +224,7 @@ impl Default for ClientBuilder {
                 labels: BTreeMap::new(),
                 credentials: None,
                 access_token: None,
+                token_placement: TokenPlacement::Headers,
                 connect_timeout: Duration::from_secs(3),
                 request_timeout: Duration::from_secs(5),
                 wait_for_server: Duration::from_secs(3),
@@ -284,6 +302,13 @@ impl ClientBuilder {
     /// logging in; ignored when credentials are given.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
         self.opts.access_token = Some(Secret::new(token));
+        self
+    }
+
+    /// Where HTTP calls carry the token (default [`TokenPlacement::Headers`]; the
+    /// login always sends the credentials in a form body).
+    pub fn http_token(mut self, placement: TokenPlacement) -> Self {
+        self.opts.token_placement = placement;
         self
     }
 

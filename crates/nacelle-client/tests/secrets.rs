@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context, Result};
 use common::addr_of;
 use nacelle::RunningServer;
-use nacelle_client::{Client, ClientError, MetricEvent, ServerAddr, Transport};
+use nacelle_client::{Client, ClientError, MetricEvent, ServerAddr, TokenPlacement, Transport};
 use nacelle_testkit::server::{settings_for, ADMIN_PASSWORD, TOKEN_SECRET};
 use nacelle_testkit::Api;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -240,7 +240,7 @@ struct Seen {
 
 /// A plain HTTP/1.1 server on 127.0.0.1 that records every request and answers as a
 /// Nacos server with authentication on: the login with `token`, the first config read
-/// carrying the token with `v1`, anything else with 403 `token expired!` (so the client
+/// carrying the token (in headers or as the `accessToken` parameter) with `v1`, anything else with 403 `token expired!` (so the client
 /// logs in again). Returns its address and the record.
 async fn recorder(token: &'static str) -> Result<(ServerAddr, Arc<Mutex<Vec<Seen>>>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -295,7 +295,8 @@ async fn recorder(token: &'static str) -> Result<(ServerAddr, Arc<Mutex<Vec<Seen
                             ),
                         )
                     } else if line.starts_with("GET /nacos/v1/cs/configs?dataId")
-                        && headers.iter().any(|h| h == &bearer)
+                        && (headers.iter().any(|h| h == &bearer)
+                            || line.contains(&format!("accessToken={token}")))
                         && !read_once.swap(true, std::sync::atomic::Ordering::SeqCst)
                     {
                         ("200 OK", "v1".to_string())
@@ -399,6 +400,39 @@ async fn no_secret_in_any_url_the_sdk_builds() -> Result<()> {
     texts.extend(events.all());
     texts.push(logged());
     assert_clean("recorded server", &texts, &[PASSWORD, TOKEN])
+}
+
+/// Asked to send the token as Nacos's `accessToken` parameter (for r-nacos), the client
+/// does — and still no message of its own holds the token: errors show no URL.
+#[tokio::test]
+async fn a_token_asked_in_the_query_stays_out_of_messages() -> Result<()> {
+    const PASSWORD: &str = "query-Passw0rd-2d8c";
+    const TOKEN: &str = "query-token-a90f3b";
+    let _log = log();
+    let (server, seen) = recorder(TOKEN).await?;
+    let events = Events::default();
+    let client = builder(server, Transport::HttpLongPolling, &events)
+        .credentials("nacos", PASSWORD)
+        .http_token(TokenPlacement::QueryParameter)
+        .build()
+        .await?;
+    let got = client.get("app.yaml").await?;
+    ensure!(got.map(|c| c.content).as_deref() == Some("v1"));
+    let mut texts = failing_calls(&client).await?;
+    texts.push(format!("{client:?}"));
+    drop(client);
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    for call in seen.iter().filter(|s| !s.line.contains("/v1/auth/login")) {
+        ensure!(
+            call.line.contains(&format!("accessToken={TOKEN}")),
+            "{call:?}"
+        );
+        ensure!(!call.headers.iter().any(|h| h.contains(TOKEN)), "{call:?}");
+    }
+    ensure!(seen.iter().all(|s| !s.line.contains(PASSWORD)), "{seen:#?}");
+    texts.extend(events.all());
+    texts.push(logged());
+    assert_clean("token in the query", &texts, &[PASSWORD, TOKEN])
 }
 
 /// No server reachable: the messages name the server and the cause, never the password
