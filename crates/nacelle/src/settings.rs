@@ -1029,6 +1029,22 @@ mod tests {
             assert_eq!(anonymous(args, "")?, want, "{args:?}");
         }
         assert!(parse(&["--auth-anonymous-read=maybe"]).is_err());
+        #[cfg(feature = "fault-injection")]
+        for (args, want) in [
+            (&["--fault-drop-cluster-notifications"][..], true),
+            (
+                &["--fault-drop-cluster-notifications", "--port", "1"][..],
+                true,
+            ),
+            (&["--fault-drop-cluster-notifications=false"][..], false),
+            (&[][..], false),
+        ] {
+            assert_eq!(
+                parse(args)?.fault_drop_cluster_notifications,
+                want,
+                "{args:?}"
+            );
+        }
         // The file, and the flag over it.
         assert!(anonymous(&[], "auth_anonymous_read = true")?);
         assert!(!anonymous(
