@@ -568,6 +568,12 @@ async fn assert_not_ready_everywhere(b: &mut Both, when: &str) -> anyhow::Result
             vec![("role", "r1"), ("resource", ":*:*"), ("action", "r")],
         ),
         (
+            "login",
+            Method::POST,
+            "/nacos/v1/auth/login",
+            vec![("username", "nacos"), ("password", "p1")],
+        ),
+        (
             "create admin",
             Method::POST,
             "/nacos/v1/auth/users/admin",

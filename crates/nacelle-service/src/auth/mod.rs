@@ -312,6 +312,7 @@ impl ConfigService {
         password: &str,
         caller: &Caller,
     ) -> Result<Login, CoreError> {
+        self.guard()?;
         if !self.check_password(user, password, caller, "login").await? {
             return Err(CoreError::Auth(AuthFailure::UserNotFound));
         }
