@@ -76,6 +76,13 @@ impl ApiError {
     }
 }
 
+/// A namespace refusal as the v1/v2 APIs answer it: by the kind [`CoreError`] gives it.
+impl From<nacelle_service::NamespaceError> for ApiError {
+    fn from(e: nacelle_service::NamespaceError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> Self {
         match e {

@@ -52,7 +52,7 @@ pub use follow::ChangeFollower;
 pub use history::HistoryLookupError;
 pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};
 pub use limits::{HoldRefused, Limits, PollHold};
-pub use namespaces::{NamespaceError, NamespaceInfo};
+pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};
 pub use service::{CommitObserver, ConfigService};

@@ -24,16 +24,26 @@ pub struct NamespaceInfo {
     pub kind: u8,
 }
 
+/// The namespace operations for one caller: what [`ConfigService::namespaces`] hands out
+/// once the service is ready (not shutting down) and the caller's credentials are good, so
+/// no operation here can skip either check. Creating, changing and deleting need an
+/// administrator besides.
+#[derive(Debug, Clone, Copy)]
+pub struct Namespaces<'a> {
+    service: &'a ConfigService,
+    caller: &'a Caller,
+}
+
 impl ConfigService {
-    /// The namespaces the caller has a permission in (every one for an administrator, or
-    /// without authentication): the default namespace then custom ones, with config counts
-    /// from memory.
-    pub async fn namespaces(&self, caller: &Caller) -> Result<Vec<NamespaceInfo>, CoreError> {
+    /// The namespace operations for `caller`: refused unless the service is ready and the
+    /// caller's credentials are good (or authentication is off).
+    pub fn namespaces<'a>(&'a self, caller: &'a Caller) -> Result<Namespaces<'a>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
-        let mut all = self.all_namespaces().await?;
-        all.retain(|n| self.sees_namespace(caller, n.namespace.id.as_str()));
-        Ok(all)
+        Ok(Namespaces {
+            service: self,
+            caller,
+        })
     }
 
     /// Every namespace, for no caller in particular.
@@ -65,36 +75,9 @@ impl ConfigService {
         Ok(out)
     }
 
-    /// One namespace by id as a client sent it (`""`/`public` is the default).
-    pub async fn namespace(&self, caller: &Caller, id: &str) -> Result<NamespaceInfo, CoreError> {
-        Ok(self.namespace_checked(caller, id).await?)
-    }
-
-    /// [`ConfigService::namespace`] with its refusals typed.
-    pub async fn namespace_checked(
-        &self,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<NamespaceInfo, NamespaceError> {
-        self.guard()?;
-        self.authenticated(caller)?;
-        let id =
-            NamespaceId::parse(Some(id)).map_err(|e| NamespaceError::IllegalId(e.to_string()))?;
-        if !self.sees_namespace(caller, id.as_str()) {
-            return Err(CoreError::Auth(nacelle_core::AuthFailure::Denied).into());
-        }
-        self.all_namespaces()
-            .await?
-            .into_iter()
-            .find(|n| n.namespace.id == id)
-            .ok_or_else(|| NamespaceError::Missing(format!("namespace `{id}` does not exist")))
-    }
-
-    /// Whether a namespace with this id exists. An invalid id does not; a database failure
-    /// is an error, never "does not exist".
-    pub async fn namespace_exists(&self, caller: &Caller, id: &str) -> Result<bool, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
+    /// Whether a namespace with this id exists (`false` for an invalid id); a database
+    /// failure is an error, never "does not exist".
+    pub(crate) async fn namespace_exists(&self, id: &str) -> Result<bool, CoreError> {
         let Ok(id) = NamespaceId::parse(Some(id)) else {
             return Ok(false);
         };
@@ -104,32 +87,52 @@ impl ConfigService {
             .iter()
             .any(|n| n.namespace.id == id))
     }
+}
 
-    /// Creates a namespace. A blank id gets a random UUID. Returns the id.
-    pub async fn create_namespace(
-        &self,
-        caller: &Caller,
-        id: Option<&str>,
-        name: &str,
-        desc: &str,
-    ) -> Result<NamespaceId, CoreError> {
-        Ok(self
-            .create_namespace_checked(caller, id, name, desc)
-            .await?)
+impl Namespaces<'_> {
+    /// The namespaces the caller has a permission in (every one for an administrator, or
+    /// without authentication): the default namespace then custom ones, with config counts
+    /// from memory.
+    pub async fn list(&self) -> Result<Vec<NamespaceInfo>, CoreError> {
+        let mut all = self.service.all_namespaces().await?;
+        all.retain(|n| {
+            self.service
+                .sees_namespace(self.caller, n.namespace.id.as_str())
+        });
+        Ok(all)
     }
 
-    /// [`ConfigService::create_namespace`] with its refusals typed: the id (an id meaning
-    /// the default namespace is [`NamespaceError::Reserved`]), then the name, then the
-    /// description, then a duplicate.
-    pub async fn create_namespace_checked(
+    /// One namespace by id as a client sent it (`""`/`public` is the default).
+    pub async fn get(&self, id: &str) -> Result<NamespaceInfo, NamespaceError> {
+        let id =
+            NamespaceId::parse(Some(id)).map_err(|e| NamespaceError::IllegalId(e.to_string()))?;
+        if !self.service.sees_namespace(self.caller, id.as_str()) {
+            return Err(CoreError::Auth(nacelle_core::AuthFailure::Denied).into());
+        }
+        self.service
+            .all_namespaces()
+            .await?
+            .into_iter()
+            .find(|n| n.namespace.id == id)
+            .ok_or_else(|| NamespaceError::Missing(format!("namespace `{id}` does not exist")))
+    }
+
+    /// Whether a namespace with this id exists. An invalid id does not; a database
+    /// failure is an error, never "does not exist".
+    pub async fn exists(&self, id: &str) -> Result<bool, CoreError> {
+        self.service.namespace_exists(id).await
+    }
+
+    /// Creates a namespace (an administrator only); a blank id gets a random UUID. Returns
+    /// the id. Refusals, in this order: the id (an id meaning the default namespace is
+    /// [`NamespaceError::Reserved`]), the name, the description, a duplicate.
+    pub async fn create(
         &self,
-        caller: &Caller,
         id: Option<&str>,
         name: &str,
         desc: &str,
     ) -> Result<NamespaceId, NamespaceError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+        self.service.require_admin(self.caller)?;
         let id = match id.map(str::trim).filter(|s| !s.is_empty()) {
             Some(id) => custom_id(id)?,
             None => NamespaceId::from_trusted(&uuid::Uuid::new_v4().to_string()),
@@ -142,9 +145,10 @@ impl ConfigService {
             desc: desc.to_string(),
         };
         match self
+            .service
             .store_call(
                 StoreOp::Namespaces,
-                self.inner.store.create_namespace(&ns, now_millis()),
+                self.service.inner.store.create_namespace(&ns, now_millis()),
             )
             .await
         {
@@ -156,29 +160,9 @@ impl ConfigService {
         }
     }
 
-    /// Renames a namespace / changes its description.
-    pub async fn update_namespace(
-        &self,
-        caller: &Caller,
-        id: &str,
-        name: &str,
-        desc: &str,
-    ) -> Result<(), CoreError> {
-        Ok(self
-            .update_namespace_checked(caller, id, name, desc)
-            .await?)
-    }
-
-    /// [`ConfigService::update_namespace`] with its refusals typed.
-    pub async fn update_namespace_checked(
-        &self,
-        caller: &Caller,
-        id: &str,
-        name: &str,
-        desc: &str,
-    ) -> Result<(), NamespaceError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+    /// Renames a namespace / changes its description (an administrator only).
+    pub async fn update(&self, id: &str, name: &str, desc: &str) -> Result<(), NamespaceError> {
+        self.service.require_admin(self.caller)?;
         let id = custom_id(id)?;
         let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
         check_namespace_desc(desc)?;
@@ -188,9 +172,10 @@ impl ConfigService {
             desc: desc.to_string(),
         };
         match self
+            .service
             .store_call(
                 StoreOp::Namespaces,
-                self.inner.store.update_namespace(&ns, now_millis()),
+                self.service.inner.store.update_namespace(&ns, now_millis()),
             )
             .await
         {
@@ -202,19 +187,10 @@ impl ConfigService {
         }
     }
 
-    /// Deletes a namespace; returns whether it existed. The default cannot be deleted.
-    pub async fn delete_namespace(&self, caller: &Caller, id: &str) -> Result<bool, CoreError> {
-        Ok(self.delete_namespace_checked(caller, id).await?)
-    }
-
-    /// [`ConfigService::delete_namespace`] with its refusals typed.
-    pub async fn delete_namespace_checked(
-        &self,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<bool, NamespaceError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+    /// Deletes a namespace (an administrator only); returns whether it existed. The
+    /// default one cannot be deleted.
+    pub async fn delete(&self, id: &str) -> Result<bool, NamespaceError> {
+        self.service.require_admin(self.caller)?;
         if NamespaceId::parse(Some(id)).is_ok_and(|n| n.is_default()) {
             return Err(NamespaceError::Reserved(
                 "the default namespace cannot be deleted".to_string(),
@@ -222,7 +198,11 @@ impl ConfigService {
         }
         let id = custom_id(id)?;
         Ok(self
-            .store_call(StoreOp::Namespaces, self.inner.store.delete_namespace(&id))
+            .service
+            .store_call(
+                StoreOp::Namespaces,
+                self.service.inner.store.delete_namespace(&id),
+            )
             .await
             .map_err(CoreError::from)?)
     }

@@ -239,9 +239,10 @@ impl ConfigService {
         caller: &Caller,
         namespace: &str,
     ) -> Result<NamespaceId, TransferError> {
+        self.authenticated(caller)?;
         let id = NamespaceId::parse(Some(namespace))
             .map_err(|_| TransferError::NamespaceMissing(namespace.to_string()))?;
-        if !id.is_default() && !self.namespace_exists(caller, id.as_str()).await? {
+        if !id.is_default() && !self.namespace_exists(id.as_str()).await? {
             return Err(TransferError::NamespaceMissing(id.as_str().to_string()));
         }
         Ok(id)

@@ -60,7 +60,7 @@ pub(crate) async fn of_ip(State(st): State<AppState>, p: Result<Params, ApiError
 pub(crate) async fn cluster(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     // Readiness and authentication like every other console read.
-    st.service.namespaces(&p.caller).await?;
+    st.service.namespaces(&p.caller)?.list().await?;
     st.service.authenticated(&p.caller)?;
     let members = st.service.members();
     let clustered = members.is_some();

@@ -120,6 +120,12 @@ impl From<ApiError> for ConsoleError {
     }
 }
 
+impl From<nacelle_service::NamespaceError> for ConsoleError {
+    fn from(e: nacelle_service::NamespaceError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<CoreError> for ConsoleError {
     fn from(e: CoreError) -> Self {
         ApiError::from(e).into()

@@ -25,7 +25,7 @@ struct NamespaceJson {
 /// `GET` → every namespace, the default first.
 pub(crate) async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
-    let list = st.service.namespaces(&p.caller).await?;
+    let list = st.service.namespaces(&p.caller)?.list().await?;
     ok(list
         .into_iter()
         .map(|n| NamespaceJson {
@@ -43,8 +43,8 @@ pub(crate) async fn create(State(st): State<AppState>, p: Result<Params, ApiErro
     let p = p?;
     let id = st
         .service
-        .create_namespace(
-            &p.caller,
+        .namespaces(&p.caller)?
+        .create(
             p.get("id"),
             p.required("name")?,
             p.get("desc").unwrap_or(""),
@@ -57,8 +57,8 @@ pub(crate) async fn create(State(st): State<AppState>, p: Result<Params, ApiErro
 pub(crate) async fn update(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     st.service
-        .update_namespace(
-            &p.caller,
+        .namespaces(&p.caller)?
+        .update(
             p.required("id")?,
             p.required("name")?,
             p.get("desc").unwrap_or(""),
@@ -72,7 +72,7 @@ pub(crate) async fn update(State(st): State<AppState>, p: Result<Params, ApiErro
 pub(crate) async fn delete(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let id = p.required("id")?;
-    let ns = st.service.namespace(&p.caller, id).await?;
+    let ns = st.service.namespaces(&p.caller)?.get(id).await?;
     if ns.config_count > 0 && p.get("confirm") != Some("true") {
         return Err(ConsoleError::new(
             StatusCode::CONFLICT,
@@ -82,7 +82,7 @@ pub(crate) async fn delete(State(st): State<AppState>, p: Result<Params, ApiErro
             ),
         ));
     }
-    if !st.service.delete_namespace(&p.caller, id).await? {
+    if !st.service.namespaces(&p.caller)?.delete(id).await? {
         return Err(ConsoleError::new(
             StatusCode::NOT_FOUND,
             format!("namespace `{id}` does not exist"),

@@ -41,15 +41,15 @@ impl<'a> NamespaceJson<'a> {
 pub(crate) async fn list(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
     if p.get("checkNamespaceIdExist") == Some("true") {
         let id = p.required("customNamespaceId")?;
-        let exists = st.service.namespace_exists(&p.caller, id).await?;
+        let exists = st.service.namespaces(&p.caller)?.exists(id).await?;
         return Ok(json(&exists));
     }
     if p.get("show") == Some("all") {
         let id = p.required("namespaceId")?;
-        let ns = st.service.namespace(&p.caller, id).await?;
+        let ns = st.service.namespaces(&p.caller)?.get(id).await?;
         return Ok(json(&NamespaceJson::of(&ns)));
     }
-    let all = st.service.namespaces(&p.caller).await?;
+    let all = st.service.namespaces(&p.caller)?.list().await?;
     let data: Vec<NamespaceJson> = all.iter().map(NamespaceJson::of).collect();
     Ok(json(&RestResult::ok(data)))
 }
@@ -58,8 +58,8 @@ pub(crate) async fn list(State(st): State<AppState>, p: Params) -> Result<Respon
 pub(crate) async fn create(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
     let name = p.required("namespaceName")?;
     st.service
-        .create_namespace(
-            &p.caller,
+        .namespaces(&p.caller)?
+        .create(
             p.get("customNamespaceId"),
             name,
             p.get("namespaceDesc").unwrap_or(""),
@@ -73,7 +73,8 @@ pub(crate) async fn update(State(st): State<AppState>, p: Params) -> Result<Resp
     let id = p.required("namespace")?;
     let name = p.required("namespaceShowName")?;
     st.service
-        .update_namespace(&p.caller, id, name, p.get("namespaceDesc").unwrap_or(""))
+        .namespaces(&p.caller)?
+        .update(id, name, p.get("namespaceDesc").unwrap_or(""))
         .await?;
     Ok(ok_true())
 }
@@ -81,6 +82,6 @@ pub(crate) async fn update(State(st): State<AppState>, p: Params) -> Result<Resp
 /// `DELETE namespaceId` → `true`.
 pub(crate) async fn delete(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
     let id = p.required("namespaceId")?;
-    st.service.delete_namespace(&p.caller, id).await?;
+    st.service.namespaces(&p.caller)?.delete(id).await?;
     Ok(ok_true())
 }

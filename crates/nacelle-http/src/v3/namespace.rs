@@ -117,7 +117,10 @@ pub(crate) async fn get(
         Secured::Resource(Action::Read, NAMESPACE),
     )?;
     let id = request_param(&p, "namespaceId", "String")?;
-    match st.service.namespace_checked(&p.caller, id).await {
+    match match st.service.namespaces(&p.caller) {
+        Ok(n) => n.get(id).await,
+        Err(e) => Err(e.into()),
+    } {
         Ok(n) => Ok(success(NamespaceJson::of(&n))),
         Err(NamespaceError::IllegalId(m)) => Err(namespace_error(NamespaceError::Missing(m))),
         Err(e) => Err(namespace_error(e)),
@@ -135,7 +138,7 @@ pub(crate) async fn list(
         Extractor::None,
         Secured::Resource(Action::Read, NAMESPACE_LIST),
     )?;
-    let all = st.service.namespaces(&p.caller).await?;
+    let all = st.service.namespaces(&p.caller)?.list().await?;
     Ok(success(
         all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
     ))
@@ -156,12 +159,8 @@ pub(crate) async fn create(
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
-        .create_namespace_checked(
-            &p.caller,
-            Some(id),
-            name,
-            p.get("namespaceDesc").unwrap_or(""),
-        )
+        .namespaces(&p.caller)?
+        .create(Some(id), name, p.get("namespaceDesc").unwrap_or(""))
         .await
         .map_err(namespace_error)?;
     Ok(success(true))
@@ -181,7 +180,8 @@ pub(crate) async fn update(
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
-        .update_namespace_checked(&p.caller, id, name, p.get("namespaceDesc").unwrap_or(""))
+        .namespaces(&p.caller)?
+        .update(id, name, p.get("namespaceDesc").unwrap_or(""))
         .await
         .map_err(namespace_error)?;
     Ok(success(true))
@@ -202,7 +202,8 @@ pub(crate) async fn delete(
     let id = request_param(&p, "namespaceId", "String")?;
     let _existed = st
         .service
-        .delete_namespace_checked(&p.caller, id)
+        .namespaces(&p.caller)?
+        .delete(id)
         .await
         .map_err(namespace_error)?;
     Ok(success(true))
@@ -220,6 +221,6 @@ pub(crate) async fn check(
         Secured::Resource(Action::Read, NAMESPACE),
     )?;
     let id = request_param(&p, "namespaceId", "String")?;
-    let exists = st.service.namespace_exists(&p.caller, id).await?;
+    let exists = st.service.namespaces(&p.caller)?.exists(id).await?;
     Ok(success(u8::from(exists)))
 }
