@@ -1,27 +1,40 @@
-//! The storage trait. SQLite, MySQL/MariaDB and PostgreSQL implement it in
+//! The storage seam. SQLite, MySQL/MariaDB and PostgreSQL implement it in
 //! `nacelle-store`; this crate never depends on a database driver.
+//!
+//! The store is cut into role traits by what callers need: [`Configs`] (formal configs),
+//! [`Grays`] (gray variants), [`History`] (history pages, entries, retention),
+//! [`ChangeLog`] (what cluster members follow), [`Namespaces`], [`Identities`] (users,
+//! roles, permissions) and [`Health`]. [`ConfigStore`] is all of them at once, what the
+//! server wires. Every method of every role is written once, in [`store_roles!`]: the
+//! traits are generated from that list, and so is [`Layered`], the one forwarding of
+//! every method through a [`StoreLayer`] (the deadline of the networked backends, the
+//! lazy start of the server). A method added to the list is forwarded by every layer,
+//! and seen by every test that enumerates the list, without anyone remembering to.
 //!
 //! Contract for every implementation:
 //! - a write returns only after its transaction has committed (config row, history row,
 //!   tag relations together);
-//! - every write appends one `his_config_info` row whose `nid` is the new revision;
-//!   [`StoredConfig::revision`] is the largest `nid` among the history rows of its key;
-//! - a history purge ([`ConfigStore::purge_history`]) never deletes the newest row of a key;
+//! - every write of a config's content appends one `his_config_info` row whose `nid` is
+//!   the new revision; [`StoredConfig::revision`] is the largest `nid` among the history
+//!   rows of its key ([`Configs::update_metadata`] changes description and tags in place,
+//!   as Nacos does, without one);
+//! - a history purge ([`History::purge_history`]) never deletes the newest row of a key;
 //! - `publish` with `cas_md5` is atomic against concurrent writers on any node sharing the
 //!   database, and concurrent first publishes of one key never fail or duplicate it;
 //! - a backend that cannot reach its database fails with [`StoreError::Unavailable`] within
-//!   a few seconds instead of hanging;
+//!   a few seconds instead of hanging (whole-table loads within a longer, still bounded,
+//!   time: [`Cost`]);
 //! - errors are [`StoreError`]s, never panics.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
 
 use async_trait::async_trait;
 
-use crate::auth::{IdentityRecords, IdentityWrite};
 use crate::error::StoreError;
-use crate::key::{ConfigKey, NamespaceId};
-use crate::model::{
-    ChangeRecord, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention, Namespace,
-    OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoredConfig, StoredGray,
-};
+use crate::key::ConfigKey;
+use crate::model::StoredConfig;
 
 /// Result of removing a config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,163 +75,359 @@ pub enum BatchOutcome {
     Aborted(Vec<ConfigKey>),
 }
 
-/// Persistent storage of configs, their history and namespaces.
-#[async_trait]
-pub trait ConfigStore: Send + Sync + std::fmt::Debug + 'static {
-    /// A short name of the backend for logs ("sqlite", "mysql", "postgres").
+/// How much work one store call is, for a layer that bounds it in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// One operation on a few rows.
+    One,
+    /// A read of a whole table (the cache's load at start).
+    Bulk,
+    /// A batch of this many writes in one transaction.
+    Batch(usize),
+}
+
+/// One call of a store method, as a [`StoreLayer`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The method's name (`"publish"`, `"gray_history"` …): one of [`METHODS`].
+    pub name: &'static str,
+    /// How much work it is.
+    pub cost: Cost,
+}
+
+/// The boxed future of a store call (what `#[async_trait]` methods return).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Something put in front of a store that every call goes through: a deadline, a store
+/// that is not connected yet. [`Layered`] makes it a [`ConfigStore`] by forwarding every
+/// method of [`store_roles!`] to [`StoreLayer::run`], so a layer cannot leave one out.
+pub trait StoreLayer: Send + Sync + Debug + 'static {
+    /// The backend's name (see [`ConfigStore::backend`]).
     fn backend(&self) -> &'static str;
 
-    /// Every formal config, for loading the in-memory cache at start.
-    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError>;
+    /// Runs `call`: `op` makes the call on the store below, given that store.
+    fn run<'a, T, F>(&'a self, call: Call, op: F) -> StoreFuture<'a, T>
+    where
+        T: Send + 'a,
+        F: FnOnce(&'a dyn ConfigStore) -> StoreFuture<'a, T> + Send + 'a;
+}
 
-    /// One formal config, read from the database (used to reload a changed key).
-    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError>;
+/// A [`StoreLayer`] as a [`ConfigStore`]: every method goes through the layer.
+#[derive(Debug)]
+pub struct Layered<L>(pub L);
 
-    /// Inserts or updates a config in one transaction with its history row and tag
-    /// relations — or, when `record.gray` is set, that gray variant (`config_info_gray`)
-    /// with its row in the gray change log. Honors `record.cas_md5` (against the variant
-    /// written): on mismatch nothing is written and [`StoreError::CasMismatch`] is
-    /// returned.
-    async fn publish(&self, record: &PublishRecord) -> Result<StoredConfig, StoreError>;
+/// Calls `$callback! { … }` with every role of the store and every method of each role,
+/// written once here. Each role reads
+/// `#[doc…] Role { #[doc…] [cost] fn name(arg: Type, …) -> Ok; … }`: `Ok` is what the
+/// method returns on success (every method returns `Result<Ok, StoreError>`), `cost` a
+/// [`Cost`] expression that may use the arguments. Types are written with `$crate::`
+/// paths, so a callback works in any crate.
+///
+/// The role traits, [`Layered`] and [`METHODS`] are generated from it here; a test can
+/// generate a call of every method from it too (see `nacelle-store`'s
+/// `tests/deadline.rs`).
+#[macro_export]
+macro_rules! store_roles {
+    ($callback:ident) => {
+        $callback! {
+            /// Formal configs: what every client gets.
+            Configs {
+                /// Every formal config, for loading the in-memory cache at start.
+                [$crate::store::Cost::Bulk]
+                fn load_all() -> ::std::vec::Vec<$crate::model::StoredConfig>;
 
-    /// Publishes every record in **one** transaction (each with its history row and tag
-    /// relations, as [`ConfigStore::publish`]), deciding per record under `policy` what to
-    /// do when its key exists, from the rows read under their locks in that transaction.
-    /// Either every write of the batch commits or none does. Records must have distinct
-    /// keys and no `cas_md5` ([`StoreError::Rejected`] otherwise).
-    async fn publish_batch(
-        &self,
-        records: &[PublishRecord],
-        policy: SamePolicy,
-    ) -> Result<BatchOutcome, StoreError>;
+                /// One formal config, read from the database (used to reload a changed key).
+                [$crate::store::Cost::One]
+                fn get(key: &$crate::key::ConfigKey) -> ::std::option::Option<$crate::model::StoredConfig>;
 
-    /// Deletes a config in one transaction with its `D` history row.
-    async fn remove(
-        &self,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError>;
+                /// Inserts or updates a config in one transaction with its history row and
+                /// tag relations — or, when `record.gray` is set, that gray variant
+                /// (`config_info_gray`) with its row in the gray change log. Honors
+                /// `record.cas_md5` (against the variant written): on mismatch nothing is
+                /// written and [`StoreError::CasMismatch`](crate::StoreError::CasMismatch)
+                /// is returned.
+                [$crate::store::Cost::One]
+                fn publish(record: &$crate::model::PublishRecord) -> $crate::model::StoredConfig;
 
-    /// Every gray variant of every key, for loading the cache at start: Nacelle's and Nacos
-    /// 2.5/3.0's `config_info_gray`, plus Nacos 2.4's `config_info_beta` / `config_info_tag`
-    /// rows that have no `config_info_gray` row of the same name.
-    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError>;
+                /// Publishes every record in **one** transaction (each with its history row
+                /// and tag relations, as `publish`), deciding per record under `policy`
+                /// what to do when its key exists, from the rows read under their locks in
+                /// that transaction. Either every write of the batch commits or none does.
+                /// Records must have distinct keys and no `cas_md5`
+                /// ([`StoreError::Rejected`](crate::StoreError::Rejected) otherwise).
+                [$crate::store::Cost::Batch(records.len())]
+                fn publish_batch(
+                    records: &[$crate::model::PublishRecord],
+                    policy: $crate::store::SamePolicy
+                ) -> $crate::store::BatchOutcome;
 
-    /// The gray variants of one key, read from the database (as in [`Self::load_grays`]).
-    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError>;
+                /// Deletes a config in one transaction with its `D` history row.
+                [$crate::store::Cost::One]
+                fn remove(
+                    key: &$crate::key::ConfigKey,
+                    source: &$crate::model::OpSource,
+                    now_ms: i64
+                ) -> $crate::store::RemoveOutcome;
 
-    /// Deletes the gray variant `name` of `key` in one transaction with its `D` row in the
-    /// gray change log.
-    async fn remove_gray(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError>;
+                /// Changes the formal config's description (`c_desc`) and tags (its
+                /// `config_tags_relation` rows, replaced as a publish replaces them) in
+                /// place, in one transaction, as Nacos 3's `updateConfigInfoMetadata`
+                /// does: no history row, content, md5, revision and modification time
+                /// unchanged. `None` leaves that field as it is; `Some("")` clears it.
+                /// [`StoreError::NotFound`](crate::StoreError::NotFound) when the key holds
+                /// no formal config.
+                [$crate::store::Cost::One]
+                fn update_metadata(
+                    key: &$crate::key::ConfigKey,
+                    desc: ::std::option::Option<&str>,
+                    config_tags: ::std::option::Option<&str>
+                ) -> ();
+            }
 
-    /// Promotes the gray variant `name` of `record.key`: `record` (built by the service
-    /// from the variant's content and the formal config's metadata; `record.gray` is
-    /// `None`) becomes the formal config and the variant is deleted, in one transaction
-    /// with the formal history row and the gray change-log row. [`StoreError::NotFound`]
-    /// when the variant does not exist; [`StoreError::CasMismatch`] when its md5 is no
-    /// longer `record.md5` (it changed since the service read it).
-    async fn promote_gray(
-        &self,
-        record: &PublishRecord,
-        name: &str,
-    ) -> Result<StoredConfig, StoreError>;
+            /// Gray variants (beta by IP, tag, label rule) and their change log.
+            Grays {
+                /// Every gray variant of every key, for loading the cache at start:
+                /// Nacelle's and Nacos 2.5/3.0's `config_info_gray`, plus Nacos 2.4's
+                /// `config_info_beta` / `config_info_tag` rows that have no
+                /// `config_info_gray` row of the same name.
+                [$crate::store::Cost::Bulk]
+                fn load_grays() -> ::std::vec::Vec<$crate::model::StoredGray>;
 
-    /// The gray change log (`nacelle_gray_log`): rows with `nid > after_nid`, in `nid`
-    /// order, at most `limit` — the same contract as [`Self::changes_since`].
-    async fn gray_changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError>;
+                /// The gray variants of one key, read from the database (as in
+                /// `load_grays`).
+                [$crate::store::Cost::One]
+                fn grays_of(key: &$crate::key::ConfigKey) -> ::std::vec::Vec<$crate::model::StoredGray>;
 
-    /// The gray change log of one key, newest first: the history of its gray operations.
-    async fn gray_history(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<GrayHistoryEntry>, StoreError>;
+                /// Deletes the gray variant `name` of `key` in one transaction with its `D`
+                /// row in the gray change log.
+                [$crate::store::Cost::One]
+                fn remove_gray(
+                    key: &$crate::key::ConfigKey,
+                    name: &str,
+                    source: &$crate::model::OpSource,
+                    now_ms: i64
+                ) -> $crate::store::RemoveOutcome;
 
-    /// The largest `nid` of the gray change log, 0 when it is empty.
-    async fn max_gray_nid(&self) -> Result<i64, StoreError>;
+                /// Promotes the gray variant `name` of `record.key`: `record` (built by the
+                /// service from the variant's content and the formal config's metadata;
+                /// `record.gray` is `None`) becomes the formal config and the variant is
+                /// deleted, in one transaction with the formal history row and the gray
+                /// change-log row. [`StoreError::NotFound`](crate::StoreError::NotFound)
+                /// when the variant does not exist;
+                /// [`StoreError::CasMismatch`](crate::StoreError::CasMismatch) when its md5
+                /// is no longer `record.md5` (it changed since the service read it).
+                [$crate::store::Cost::One]
+                fn promote_gray(
+                    record: &$crate::model::PublishRecord,
+                    name: &str
+                ) -> $crate::model::StoredConfig;
 
-    /// History of one key, newest first.
-    async fn history_page(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<HistoryEntry>, StoreError>;
+                /// The gray change log of one key, newest first: the history of its gray
+                /// operations.
+                [$crate::store::Cost::One]
+                fn gray_history(
+                    key: &$crate::key::ConfigKey,
+                    page: $crate::model::PageRequest
+                ) -> $crate::model::Page<$crate::model::GrayHistoryEntry>;
+            }
 
-    /// One history entry by `nid`.
-    async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError>;
+            /// The history of formal configs, and its retention.
+            History {
+                /// History of one key, newest first.
+                [$crate::store::Cost::One]
+                fn history_page(
+                    key: &$crate::key::ConfigKey,
+                    page: $crate::model::PageRequest
+                ) -> $crate::model::Page<$crate::model::HistoryEntry>;
 
-    /// The newest history entry of config row `config_id`: what `/history/previous` shows.
-    async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError>;
+                /// One history entry by `nid`.
+                [$crate::store::Cost::One]
+                fn history_entry(nid: i64) -> ::std::option::Option<$crate::model::HistoryEntry>;
 
-    /// Custom namespaces (`tenant_info`), oldest first. The default namespace is not stored.
-    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError>;
+                /// The newest history entry of config row `config_id`: what
+                /// `/history/previous` shows.
+                [$crate::store::Cost::One]
+                fn history_previous(config_id: i64) -> ::std::option::Option<$crate::model::HistoryEntry>;
 
-    /// Creates a namespace; [`StoreError::Conflict`] when the id exists.
-    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError>;
+                /// One batch of a history purge of `log`: deletes at most `batch` rows with
+                /// `nid > after_nid` that `rule` condemns, in `nid` order, and never the
+                /// newest row of a key (that row stays whatever its age) — for the gray
+                /// change log, of a key's gray variant (its revision, or the `D` row of its
+                /// stop). Call again from `PurgeStep::resume_after` until it is `None`.
+                ///
+                /// A batch finds its rows with one read and removes them with one `DELETE`
+                /// of at most `batch` rows by primary key, its own short transaction, so
+                /// writers wait at most for one batch. A row is only removed while a newer
+                /// row of its key exists and rows are only ever removed by a purge, so
+                /// purges running at once (every node of a cluster on one database) are
+                /// safe: the deletes are idempotent.
+                [$crate::store::Cost::One]
+                fn purge_history(
+                    log: $crate::model::HistoryLog,
+                    rule: &$crate::model::HistoryRetention,
+                    after_nid: i64,
+                    batch: u32
+                ) -> $crate::model::PurgeStep;
+            }
 
-    /// Updates name and description; [`StoreError::NotFound`] when absent.
-    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError>;
+            /// The change logs cluster members follow: `his_config_info` and the gray log.
+            ChangeLog {
+                /// The change log: history rows with `nid > after_nid`, in `nid` order, at
+                /// most `limit`.
+                ///
+                /// Cluster members follow it to catch changes whose notification they
+                /// missed. On a shared database, `nid`s are handed out when a transaction
+                /// inserts its row, not when it commits: a row with a smaller `nid` can
+                /// become visible shortly after one with a larger `nid` (the longest a
+                /// write transaction stays open), and rolled-back inserts leave gaps that
+                /// never fill. A follower should therefore re-read a short window behind
+                /// its position rather than trusting that nothing below it can still
+                /// appear.
+                [$crate::store::Cost::One]
+                fn changes_since(
+                    after_nid: i64,
+                    limit: u32
+                ) -> ::std::vec::Vec<$crate::model::ChangeRecord>;
 
-    /// Deletes a namespace; returns whether it existed.
-    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError>;
+                /// The largest `nid` in the change log, 0 when it is empty: where a
+                /// follower that has just loaded everything starts.
+                [$crate::store::Cost::One]
+                fn max_history_nid() -> i64;
 
-    /// The change log: history rows with `nid > after_nid`, in `nid` order, at most `limit`.
-    ///
-    /// Cluster members follow it to catch changes whose notification they missed. On a
-    /// shared database, `nid`s are handed out when a transaction inserts its row, not when it
-    /// commits: a row with a smaller `nid` can become visible shortly after one with a larger
-    /// `nid` (the longest a write transaction stays open), and rolled-back inserts leave
-    /// gaps that never fill. A follower should therefore re-read a short window behind its
-    /// position rather than trusting that nothing below it can still appear.
-    async fn changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError>;
+                /// The gray change log (`nacelle_gray_log`): rows with `nid > after_nid`,
+                /// in `nid` order, at most `limit` — the same contract as
+                /// `changes_since`.
+                [$crate::store::Cost::One]
+                fn gray_changes_since(
+                    after_nid: i64,
+                    limit: u32
+                ) -> ::std::vec::Vec<$crate::model::ChangeRecord>;
 
-    /// The largest `nid` in the change log, 0 when it is empty: where a follower that has
-    /// just loaded everything starts.
-    async fn max_history_nid(&self) -> Result<i64, StoreError>;
+                /// The largest `nid` of the gray change log, 0 when it is empty.
+                [$crate::store::Cost::One]
+                fn max_gray_nid() -> i64;
+            }
 
-    /// One batch of a history purge of `log`: deletes at most `batch` rows with
-    /// `nid > after_nid` that `rule` condemns, in `nid` order, and never the newest row of a
-    /// key (that row stays whatever its age) — for the gray change log, of a key's gray
-    /// variant (its revision, or the `D` row of its stop). Call again from
-    /// [`PurgeStep::resume_after`] until it is `None`.
-    ///
-    /// A batch finds its rows with one read and removes them with one `DELETE` of at most
-    /// `batch` rows by primary key, its own short transaction, so writers wait at most for
-    /// one batch. A row is only removed while a newer row of its key exists and rows are
-    /// only ever removed by a purge, so purges running at once (every node of a cluster on
-    /// one database) are safe: the deletes are idempotent.
-    async fn purge_history(
-        &self,
-        log: HistoryLog,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError>;
+            /// Custom namespaces (`tenant_info`). The default namespace is not stored.
+            Namespaces {
+                /// Custom namespaces, oldest first.
+                [$crate::store::Cost::One]
+                fn list_namespaces() -> ::std::vec::Vec<$crate::model::Namespace>;
 
-    /// Checks that the database answers (used by readiness and reconnection).
-    async fn ping(&self) -> Result<(), StoreError>;
+                /// Creates a namespace;
+                /// [`StoreError::Conflict`](crate::StoreError::Conflict) when the id
+                /// exists.
+                [$crate::store::Cost::One]
+                fn create_namespace(ns: &$crate::model::Namespace, now_ms: i64) -> ();
 
-    /// Every user, role binding and permission (Nacos's `users`, `roles`, `permissions`)
-    /// and Nacelle's per-user token state, read in one go for the authorizer's directory.
-    async fn load_identities(&self) -> Result<IdentityRecords, StoreError>;
+                /// Updates name and description;
+                /// [`StoreError::NotFound`](crate::StoreError::NotFound) when absent.
+                [$crate::store::Cost::One]
+                fn update_namespace(ns: &$crate::model::Namespace, now_ms: i64) -> ();
 
-    /// Applies one change to users, roles or permissions in one transaction. A row that
-    /// already exists is [`StoreError::Conflict`]; a user, binding or grant that is absent
-    /// where one must exist is [`StoreError::NotFound`].
-    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError>;
+                /// Deletes a namespace; returns whether it existed.
+                [$crate::store::Cost::One]
+                fn delete_namespace(id: &$crate::key::NamespaceId) -> bool;
+            }
+
+            /// Users, role bindings and permissions (Nacos's `users`, `roles`,
+            /// `permissions`) and Nacelle's per-user token state.
+            Identities {
+                /// Every user, role binding and permission and the per-user token state,
+                /// read in one go for the authorizer's directory.
+                [$crate::store::Cost::One]
+                fn load_identities() -> $crate::auth::IdentityRecords;
+
+                /// Applies one change to users, roles or permissions in one transaction. A
+                /// row that already exists is
+                /// [`StoreError::Conflict`](crate::StoreError::Conflict); a user, binding
+                /// or grant that is absent where one must exist is
+                /// [`StoreError::NotFound`](crate::StoreError::NotFound).
+                [$crate::store::Cost::One]
+                fn write_identity(write: &$crate::auth::IdentityWrite) -> ();
+            }
+
+            /// Whether the database answers.
+            Health {
+                /// Checks that the database answers (used by readiness and reconnection).
+                [$crate::store::Cost::One]
+                fn ping() -> ();
+            }
+        }
+    };
+}
+
+/// Generates, from [`store_roles!`], the role traits, [`METHODS`] and the forwarding of
+/// [`Layered`].
+macro_rules! define_roles {
+    ($(
+        $(#[$role_meta:meta])*
+        $role:ident {$(
+            $(#[$meta:meta])*
+            [$cost:expr]
+            fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ok:ty;
+        )*}
+    )*) => {
+        $(
+            $(#[$role_meta])*
+            #[async_trait]
+            pub trait $role: Send + Sync + Debug + 'static {$(
+                $(#[$meta])*
+                async fn $name(&self $(, $arg: $ty)*) -> Result<$ok, StoreError>;
+            )*}
+
+            #[async_trait]
+            impl<L: StoreLayer> $role for Layered<L> {$(
+                async fn $name(&self $(, $arg: $ty)*) -> Result<$ok, StoreError> {
+                    let call = Call {
+                        name: stringify!($name),
+                        cost: $cost,
+                    };
+                    self.0.run(call, move |store| store.$name($($arg),*)).await
+                }
+            )*}
+        )*
+
+        /// The name of every store method, role by role, in [`store_roles!`] order.
+        pub const METHODS: &[&str] = &[$($(stringify!($name)),*),*];
+
+        /// The whole store: every role, and the backend's name. What the server wires and
+        /// the backends implement.
+        pub trait ConfigStore: $($role +)* {
+            /// A short name of the backend for logs ("sqlite", "mysql", "postgres").
+            fn backend(&self) -> &'static str;
+        }
+    };
+}
+
+store_roles!(define_roles);
+
+impl<L: StoreLayer> ConfigStore for Layered<L> {
+    fn backend(&self) -> &'static str {
+        self.0.backend()
+    }
+}
+
+/// The role traits, imported for their methods only: `use nacelle_core::store::prelude::*;`
+/// lets code call any store method on a `dyn ConfigStore` without naming the roles.
+pub mod prelude {
+    pub use super::{
+        ChangeLog as _, ConfigStore, Configs as _, Grays as _, Health as _, History as _,
+        Identities as _, Namespaces as _,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_is_listed_once() {
+        let mut names = METHODS.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METHODS.len());
+        assert!(METHODS.contains(&"gray_history"));
+        assert!(METHODS.contains(&"update_metadata"));
+    }
 }

@@ -20,7 +20,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 use thiserror::Error;
 
-use crate::common::missing_columns;
+use crate::schema::missing_columns;
 
 /// How long a backup or check waits for a lock the server holds (a checkpoint) before
 /// giving up.

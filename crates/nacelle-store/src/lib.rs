@@ -5,41 +5,50 @@
 //!   `sqlite_writer`: its group-commit writer thread (rusqlite).
 //! - [`mysql`]: MySQL/MariaDB on Nacos 2.4's own tables, so an existing Nacos database works.
 //! - [`postgres`]: PostgreSQL with the same tables and columns.
-//! - `server`: the one store implementation both use (`SqlStore` over a `Server` dialect);
-//!   `mysql.rs` and `postgres.rs` hold only what differs (connecting, schema locks,
-//!   generated ids, encodings, refused values).
+//! - `networked`: the one store implementation both use (`SqlStore` over a `Server`
+//!   dialect); `mysql.rs` and `postgres.rs` hold only what differs (connecting, schema
+//!   locks, generated ids, encodings, refused values).
+//! - `deadline`: the one deadline layer, in front of every call of the networked stores.
+//! - `retry`: the retry rule of their write transactions.
 //! - `plan`: *what* a publish or remove writes (CAS, row insert/update/delete, tag
 //!   relations, the history row with Nacos's rules), computed once for every backend.
+//! - `write`: the one write executor (lock the rows, plan, execute), used by the sqlx
+//!   backends and the SQLite writer thread alike through a `WriteConn`.
 //! - `queries`: every statement, written once and spelled per `Dialect`; the statement list
 //!   that executes a plan.
-//! - `sql`: the sqlx code all three share: reads, namespaces, the change log, the plan
-//!   executor.
+//! - `sql`: the sqlx code all three share: reads, namespaces, the change log, purges,
+//!   row decoding.
 //! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
-//! - `common`: row decoding, tag lists, retry rules, schema checks.
+//! - `schema`: the columns an existing database must have; schema scripts split into
+//!   statements.
 //! - [`backup`]: backup, restore and check of the SQLite file while a server runs on it.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
-//! Every backend implements [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
+//! Every backend implements every role of [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
 //! written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
 //! options, schemas and time handling.
 
 pub mod backup;
-mod common;
+mod deadline;
 mod identity;
 pub mod mysql;
+mod networked;
 mod options;
 mod plan;
 pub mod postgres;
 mod queries;
-mod server;
+mod retry;
+mod schema;
 mod sql;
 pub mod sqlite;
 mod sqlite_writer;
+mod write;
 
 use std::sync::Arc;
 
 use nacelle_core::{ConfigStore, StoreError};
 
+pub use deadline::Deadline;
 pub use mysql::MySqlStore;
 pub use options::StoreOptions;
 pub use postgres::PgStore;
@@ -87,8 +96,8 @@ pub async fn open_with(
         .ok_or_else(|| OpenError::InvalidUrl(format!("`{url}` has no scheme")))?;
     match scheme.as_str() {
         "sqlite" => Ok(Arc::new(SqliteStore::open_url(url).await?)),
-        "mysql" => Ok(Arc::new(MySqlStore::open(url, options).await?)),
-        "postgres" | "postgresql" => Ok(Arc::new(PgStore::open(url, options).await?)),
+        "mysql" => Ok(Arc::new(mysql::open(url, options).await?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::open(url, options).await?)),
         other => Err(OpenError::Unsupported(other.to_string())),
     }
 }

@@ -20,43 +20,42 @@ use nacelle_core::StoreError;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlQueryResult};
 use sqlx::{MySql, Pool};
 
+use crate::deadline::Deadline;
+use crate::networked::{self, Migration, Server, SqlStore};
 use crate::options::split_url;
 use crate::queries::{Arg, Dialect};
-use crate::server::{Migration, Server, SqlStore};
 use crate::sql::{Exec, GeneratedIds};
 use crate::{map_err, OpenError, StoreOptions};
 
 /// The MySQL/MariaDB store.
-pub type MySqlStore = SqlStore<MySql>;
+pub type MySqlStore = nacelle_core::store::Layered<Deadline<SqlStore<MySql>>>;
 
-impl SqlStore<MySql> {
-    /// Connects to `url` (`mysql://user:pass@host:port/db?…`), creates Nacos's tables where
-    /// absent and checks that existing ones have the columns we use.
-    pub async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        let (url, options) = split_url(url, options)?;
-        let mut connect = MySqlConnectOptions::from_str(&url)
-            .map_err(|e| OpenError::InvalidUrl(format!("{e}")))?;
-        if connect.get_database().is_none_or(str::is_empty) {
-            return Err(OpenError::InvalidUrl(
-                "a MySQL URL must name its database: mysql://user:pass@host:3306/nacos".into(),
-            ));
-        }
-        let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
-        let has = |name: &str| {
-            query
-                .split('&')
-                .any(|p| p.split_once('=').map(|(k, _)| k).unwrap_or(p) == name)
-        };
-        if !has("timezone") && !has("time-zone") {
-            // Keep the server's time zone, which is what Nacos's NOW() writes in.
-            connect = connect.timezone(None);
-        }
-        if !has("charset") && !has("collation") {
-            // Compare parameters byte-wise, like Nacos's utf8_bin columns.
-            connect = connect.charset("utf8mb4").collation("utf8mb4_bin");
-        }
-        SqlStore::connect(connect, &options).await
+/// Connects to `url` (`mysql://user:pass@host:port/db?…`), creates Nacos's tables where
+/// absent and checks that existing ones have the columns we use.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<MySqlStore, OpenError> {
+    let (url, options) = split_url(url, options)?;
+    let mut connect =
+        MySqlConnectOptions::from_str(&url).map_err(|e| OpenError::InvalidUrl(format!("{e}")))?;
+    if connect.get_database().is_none_or(str::is_empty) {
+        return Err(OpenError::InvalidUrl(
+            "a MySQL URL must name its database: mysql://user:pass@host:3306/nacos".into(),
+        ));
     }
+    let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let has = |name: &str| {
+        query
+            .split('&')
+            .any(|p| p.split_once('=').map(|(k, _)| k).unwrap_or(p) == name)
+    };
+    if !has("timezone") && !has("time-zone") {
+        // Keep the server's time zone, which is what Nacos's NOW() writes in.
+        connect = connect.timezone(None);
+    }
+    if !has("charset") && !has("collation") {
+        // Compare parameters byte-wise, like Nacos's utf8_bin columns.
+        connect = connect.charset("utf8mb4").collation("utf8mb4_bin");
+    }
+    networked::open(connect, &options).await
 }
 
 impl Dialect for MySql {

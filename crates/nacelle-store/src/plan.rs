@@ -29,7 +29,17 @@ use nacelle_core::{
     StoredConfig,
 };
 
-use crate::common::split_tags;
+/// Splits `config_tags` into distinct, trimmed, non-empty tags: the relations written for
+/// a config.
+pub(crate) fn split_tags(tags: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for t in tags.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
 
 /// Which kind of row a plan writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -473,6 +483,12 @@ pub(crate) fn plan_batch(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tags_are_trimmed_and_distinct() {
+        assert_eq!(super::split_tags(" a, b,a,,c "), vec!["a", "b", "c"]);
+        assert!(super::split_tags("").is_empty());
+    }
+
     #[test]
     fn gray_ext_info_is_what_nacos_writes() {
         let rule =

@@ -18,27 +18,26 @@ use nacelle_core::{ConfigKey, Namespace, OpSource, PublishRecord, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgQueryResult};
 use sqlx::{Pool, Postgres};
 
+use crate::deadline::Deadline;
+use crate::networked::{self, Migration, Server, SqlStore};
 use crate::options::split_url;
 use crate::queries::{Arg, Dialect};
-use crate::server::{Migration, Server, SqlStore};
 use crate::sql::{Exec, GeneratedIds};
 use crate::{map_err, OpenError, StoreOptions};
 
 /// The PostgreSQL store.
-pub type PgStore = SqlStore<Postgres>;
+pub type PgStore = nacelle_core::store::Layered<Deadline<SqlStore<Postgres>>>;
 
 /// Key of the advisory lock taken while the schema is checked and created.
 const SCHEMA_LOCK: i64 = 0x6e61_6365_6c6c_6501;
 
-impl SqlStore<Postgres> {
-    /// Connects to `url` (`postgres://user:pass@host:port/db?…`), creates the tables where
-    /// absent and checks that existing ones have the columns we use.
-    pub async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        let (url, options) = split_url(url, options)?;
-        let connect =
-            PgConnectOptions::from_str(&url).map_err(|e| OpenError::InvalidUrl(format!("{e}")))?;
-        SqlStore::connect(connect, &options).await
-    }
+/// Connects to `url` (`postgres://user:pass@host:port/db?…`), creates the tables where
+/// absent and checks that existing ones have the columns we use.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<PgStore, OpenError> {
+    let (url, options) = split_url(url, options)?;
+    let connect =
+        PgConnectOptions::from_str(&url).map_err(|e| OpenError::InvalidUrl(format!("{e}")))?;
+    networked::open(connect, &options).await
 }
 
 impl Dialect for Postgres {
@@ -161,6 +160,18 @@ impl Server for Postgres {
     fn refuse_remove(key: &ConfigKey, source: &OpSource) -> Result<(), StoreError> {
         refuse_nul_in_key(key)?;
         refuse_nul_in_source(source)
+    }
+
+    fn refuse_metadata(
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), StoreError> {
+        refuse_nul(&[
+            ("desc", desc.unwrap_or_default()),
+            ("config_tags", config_tags.unwrap_or_default()),
+        ])?;
+        refuse_nul_in_key(key)
     }
 
     fn refuse_namespace(ns: &Namespace) -> Result<(), StoreError> {

@@ -84,6 +84,8 @@ pub(crate) struct Queries {
     pub update_config: String,
     pub delete_config: String,
     pub delete_tags: String,
+    /// The description of a config row, changed in place (`update_metadata`).
+    pub update_desc: String,
     pub insert_tag: String,
     pub insert_history: String,
     /// On a Nacos 2.5/3.0 schema: the `his_config_info` row of a gray write
@@ -376,6 +378,7 @@ impl Queries {
             )),
             delete_config: q("DELETE FROM config_info WHERE id = ?".into()),
             delete_tags: q("DELETE FROM config_tags_relation WHERE id = ?".into()),
+            update_desc: q("UPDATE config_info SET c_desc = ? WHERE id = ?".into()),
             insert_tag: q(
                 "INSERT INTO config_tags_relation (id, tag_name, tag_type, data_id, \
                  group_id, tenant_id) VALUES (?, ?, NULL, ?, ?, ?)"
@@ -827,6 +830,44 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
     out
 }
 
+/// The statements of a metadata update of config row `id` of `key`: its description when
+/// `desc` is given, its tag relations replaced when `tags` is given (as a publish replaces
+/// them: all deleted, then one per tag in order).
+pub(crate) fn metadata_statements<'a>(
+    q: &'a Queries,
+    key: &'a ConfigKey,
+    id: i64,
+    desc: Option<&'a str>,
+    tags: Option<&[&'a str]>,
+) -> Vec<Statement<'a>> {
+    let value = |a: Arg<'a>| Param::Value(a);
+    let mut out = Vec::new();
+    if let Some(desc) = desc {
+        out.push(Statement {
+            sql: &q.update_desc,
+            params: vec![value(Arg::Text(desc)), value(Arg::Int(id))],
+            returns: Returns::Nothing,
+        });
+    }
+    if let Some(tags) = tags {
+        out.push(Statement {
+            sql: &q.delete_tags,
+            params: vec![value(Arg::Int(id))],
+            returns: Returns::Nothing,
+        });
+        for tag in tags {
+            let mut params = vec![value(Arg::Int(id)), value(Arg::Text(tag))];
+            params.extend(key_args(key).map(value));
+            out.push(Statement {
+                sql: &q.insert_tag,
+                params,
+                returns: Returns::Nothing,
+            });
+        }
+    }
+    out
+}
+
 /// What the statements of a plan have returned so far: the config row's id (known from
 /// the start for an update or delete) and the new revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -859,6 +900,15 @@ impl Written {
                 }),
             })
             .collect()
+    }
+
+    /// The values of a statement that binds no value learnt while writing.
+    pub fn fixed<'a>(st: &Statement<'a>) -> Result<Vec<Arg<'a>>, StoreError> {
+        Written {
+            row_id: None,
+            revision: None,
+        }
+        .args(st)
     }
 
     /// Records what `st` returned. `false`: the config insert found its key taken by a

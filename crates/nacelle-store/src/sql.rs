@@ -1,23 +1,20 @@
 //! The sqlx code every backend shares: [`Exec`] (the one place sqlx's generic bounds are
-//! written), the reads (configs, history, the change log, namespaces), and the executor of
-//! a write [`Plan`]. SQLite reads through it as MySQL and PostgreSQL do; SQLite's writes run
-//! the same plans on the writer thread (`sqlite_writer.rs`).
+//! written), the reads (configs, history, the change log, namespaces), namespace writes,
+//! history purges and row decoding. SQLite reads through it as MySQL and PostgreSQL do;
+//! writes of configs and grays go through the one executor (`write.rs`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use nacelle_core::{BatchItem, BatchOutcome};
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigMeta, ConfigType, GrayHistoryEntry, HistoryEntry,
-    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PublishRecord, PurgeStep,
-    SamePolicy, StoreError, StoredConfig, StoredGray,
+    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError,
+    StoredConfig, StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
-use crate::common::TxError;
 use crate::map_err;
-use crate::plan::{batch_order, plan_batch, plan_publish, BatchPlan, Current, Plan};
-use crate::queries::{self, key_args, Arg, Dialect, PurgeSql, Queries, Returns, Written};
+use crate::queries::{self, key_args, Arg, Dialect, PurgeSql, Queries};
 
 /// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
 /// Implemented once, for every sqlx database that our [`Dialect`] spells.
@@ -613,103 +610,6 @@ pub trait GeneratedIds: Exec {
         args: &[Arg<'_>],
         col: &str,
     ) -> Result<Option<i64>, sqlx::Error>;
-}
-
-/// Reads the current row of `key` under the dialect's row lock.
-pub(crate) async fn lock_current<DB: Exec>(
-    conn: &mut DB::Connection,
-    q: &Queries,
-    key: &ConfigKey,
-) -> Result<Option<Current>, TxError> {
-    let Some(r) = DB::row(conn, &q.lock_current, &key_args(key)).await? else {
-        return Ok(None);
-    };
-    Ok(Some(Current::new(
-        DB::int(&r, "id")?,
-        DB::text(&r, "content")?,
-        DB::text(&r, "md5")?,
-        DB::text(&r, "app_name")?,
-        DB::text(&r, "encrypted_data_key")?,
-        DB::int(&r, "gmt_create")?,
-    )))
-}
-
-/// Reads gray `name` of `key` under the dialect's row lock: the current row and its
-/// stored rule JSON.
-pub(crate) async fn lock_gray<DB: Exec>(
-    conn: &mut DB::Connection,
-    q: &Queries,
-    key: &ConfigKey,
-    name: &str,
-) -> Result<Option<(Current, String)>, TxError> {
-    let [d, g, t] = key_args(key);
-    let Some(r) = DB::row(conn, &q.lock_gray, &[d, g, t, Arg::Text(name)]).await? else {
-        return Ok(None);
-    };
-    Ok(Some((
-        Current::new(
-            DB::int(&r, "id")?,
-            DB::text(&r, "content")?,
-            DB::text(&r, "md5")?,
-            DB::text(&r, "app_name")?,
-            DB::text(&r, "encrypted_data_key")?,
-            DB::int(&r, "gmt_create")?,
-        ),
-        DB::text(&r, "gray_rule")?,
-    )))
-}
-
-/// Executes `plan` on `conn` (inside the transaction that read its current row): returns
-/// the config row's id (generated for an insert) and the history row's `nid`.
-pub(crate) async fn execute<DB: GeneratedIds>(
-    conn: &mut DB::Connection,
-    q: &Queries,
-    plan: &Plan<'_>,
-) -> Result<(i64, i64), TxError> {
-    let mut written = Written::new(plan);
-    for st in queries::statements::<DB>(q, plan) {
-        let args = written.args(&st)?;
-        let value = match st.returns {
-            Returns::Nothing => DB::run(&mut *conn, st.sql, &args).await.map(|_| None)?,
-            returns => DB::insert_id(&mut *conn, st.sql, &args, returns.column()).await?,
-        };
-        if !written.record(&st, value) {
-            return Err(TxError::Raced);
-        }
-    }
-    Ok(written.finish()?)
-}
-
-/// Executes a batch publish on `conn`, inside the one transaction the caller commits:
-/// locks the current row of every record in key order ([`batch_order`]), decides the
-/// batch ([`plan_batch`]) and executes each written record's plan with [`execute`].
-/// On [`BatchOutcome::Aborted`] nothing was written and the caller must not commit.
-pub(crate) async fn execute_batch<DB: GeneratedIds>(
-    conn: &mut DB::Connection,
-    q: &Queries,
-    records: &[PublishRecord],
-    policy: SamePolicy,
-) -> Result<BatchOutcome, TxError> {
-    let order = batch_order(records)?;
-    let mut currents: Vec<Option<Current>> = vec![None; records.len()];
-    for &i in &order {
-        currents[i] = lock_current::<DB>(&mut *conn, q, &records[i].key).await?;
-    }
-    let steps = match plan_batch(records, &currents, policy) {
-        BatchPlan::Aborted(keys) => return Ok(BatchOutcome::Aborted(keys)),
-        BatchPlan::Steps(steps) => steps,
-    };
-    let mut items = vec![BatchItem::Skipped; records.len()];
-    for &i in order.iter().filter(|&&i| steps[i]) {
-        let rec = &records[i];
-        let plan = plan_publish(rec, currents[i].as_ref(), DB::stored_ms(rec.now_ms))?;
-        let (id, revision) = execute::<DB>(&mut *conn, q, &plan).await?;
-        let stored = plan
-            .stored(id, revision)
-            .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))?;
-        items[i] = BatchItem::Written(Box::new(stored));
-    }
-    Ok(BatchOutcome::Committed(items))
 }
 
 // ------------------------------------------------------------------ row decoding

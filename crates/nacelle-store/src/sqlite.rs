@@ -1,7 +1,7 @@
 //! SQLite backend: one database file, WAL journal, `synchronous=FULL` so an acknowledged
 //! write survives a crash.
 //!
-//! Publishes and deletes go to the writer thread (`sqlite_writer.rs`): one OS thread with
+//! Publishes, deletes and metadata updates go to the writer thread (`sqlite_writer.rs`): one OS thread with
 //! its own connection that runs every write waiting in its queue in one transaction and
 //! commits once (group commit: one fsync for the whole group), executing the same write
 //! plans as the other backends. Each caller is answered only after that commit, so an
@@ -18,11 +18,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use nacelle_core::auth::{IdentityRecords, IdentityWrite};
-use nacelle_core::store::RemoveOutcome;
+use nacelle_core::store::{
+    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Namespaces, RemoveOutcome,
+};
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryLog,
-    HistoryRetention, Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
+    ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention,
+    Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
     StoredConfig, StoredGray,
 };
 use sqlx::sqlite::{
@@ -122,17 +124,29 @@ impl SqliteStore {
         })
     }
 
-    async fn submit(&self, op: WriteOp) -> Result<(), StoreError> {
-        self.writes.send(op).await.map_err(|_| writer_gone())
+    /// Queues the write `op` (given where to answer) for the writer thread and waits for
+    /// its answer, which comes after its group committed.
+    async fn write<T>(
+        &self,
+        op: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> WriteOp,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writes
+            .send(op(reply))
+            .await
+            .map_err(|_| writer_gone())?;
+        answer.await.map_err(|_| writer_gone())?
     }
 }
 
-#[async_trait]
 impl ConfigStore for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
+}
 
+#[async_trait]
+impl Configs for SqliteStore {
     async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
         sql::load_all(&self.reader, &self.queries).await
     }
@@ -142,10 +156,8 @@ impl ConfigStore for SqliteStore {
     }
 
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(WriteOp::Publish(Box::new(rec.clone()), reply))
-            .await?;
-        answer.await.map_err(|_| writer_gone())?
+        self.write(|reply| WriteOp::Publish(Box::new(rec.clone()), reply))
+            .await
     }
 
     async fn publish_batch(
@@ -153,14 +165,14 @@ impl ConfigStore for SqliteStore {
         records: &[PublishRecord],
         policy: SamePolicy,
     ) -> Result<BatchOutcome, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(WriteOp::PublishBatch(Box::new(BatchOp {
-            records: records.to_vec(),
-            policy,
-            reply,
-        })))
-        .await?;
-        answer.await.map_err(|_| writer_gone())?
+        self.write(|reply| {
+            WriteOp::PublishBatch(Box::new(BatchOp {
+                records: records.to_vec(),
+                policy,
+                reply,
+            }))
+        })
+        .await
     }
 
     async fn remove(
@@ -169,12 +181,28 @@ impl ConfigStore for SqliteStore {
         source: &OpSource,
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(WriteOp::Remove(key.clone(), source.clone(), now_ms, reply))
-            .await?;
-        answer.await.map_err(|_| writer_gone())?
+        self.write(|reply| WriteOp::Remove(key.clone(), source.clone(), now_ms, reply))
+            .await
     }
 
+    async fn update_metadata(
+        &self,
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let op = (
+            key.clone(),
+            desc.map(str::to_string),
+            config_tags.map(str::to_string),
+        );
+        self.write(|reply| WriteOp::UpdateMetadata(Box::new(op), reply))
+            .await
+    }
+}
+
+#[async_trait]
+impl Grays for SqliteStore {
     async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
         sql::load_grays(&self.reader, &self.queries).await
     }
@@ -190,13 +218,9 @@ impl ConfigStore for SqliteStore {
         source: &OpSource,
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let op = WriteOp::RemoveGray(
-            Box::new((key.clone(), name.to_string(), source.clone(), now_ms)),
-            reply,
-        );
-        self.submit(op).await?;
-        answer.await.map_err(|_| writer_gone())?
+        let op = (key.clone(), name.to_string(), source.clone(), now_ms);
+        self.write(|reply| WriteOp::RemoveGray(Box::new(op), reply))
+            .await
     }
 
     async fn promote_gray(
@@ -204,18 +228,9 @@ impl ConfigStore for SqliteStore {
         record: &PublishRecord,
         name: &str,
     ) -> Result<StoredConfig, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let op = WriteOp::Promote(Box::new((record.clone(), name.to_string())), reply);
-        self.submit(op).await?;
-        answer.await.map_err(|_| writer_gone())?
-    }
-
-    async fn gray_changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::gray_changes_since(&self.reader, &self.queries, after_nid, limit).await
+        let op = (record.clone(), name.to_string());
+        self.write(|reply| WriteOp::Promote(Box::new(op), reply))
+            .await
     }
 
     async fn gray_history(
@@ -225,11 +240,10 @@ impl ConfigStore for SqliteStore {
     ) -> Result<Page<GrayHistoryEntry>, StoreError> {
         sql::gray_history(&self.reader, &self.queries, key, page).await
     }
+}
 
-    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
-        sql::max_gray_nid(&self.reader, &self.queries).await
-    }
-
+#[async_trait]
+impl History for SqliteStore {
     async fn history_page(
         &self,
         key: &ConfigKey,
@@ -246,22 +260,24 @@ impl ConfigStore for SqliteStore {
         sql::history_previous(&self.reader, &self.queries, config_id).await
     }
 
-    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        sql::list_namespaces(&self.reader, &self.queries).await
+    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
+    /// to the writer thread, queued behind the writes already waiting (no lock contention
+    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
+    async fn purge_history(
+        &self,
+        log: HistoryLog,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let delete = |sql| self.write(|reply| WriteOp::PurgeHistory(sql, reply));
+        let (q, position) = (self.queries.purge_of(log), (after_nid, batch));
+        sql::purge_batch(&self.reader, q, rule, position, delete).await
     }
+}
 
-    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        sql::create_namespace(&self.writer, &self.queries, ns, now_ms).await
-    }
-
-    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        sql::update_namespace(&self.writer, &self.queries, ns, now_ms).await
-    }
-
-    async fn delete_namespace(&self, id: &nacelle_core::NamespaceId) -> Result<bool, StoreError> {
-        sql::delete_namespace(&self.writer, &self.queries, id.as_str()).await
-    }
-
+#[async_trait]
+impl ChangeLog for SqliteStore {
     async fn changes_since(
         &self,
         after_nid: i64,
@@ -274,35 +290,53 @@ impl ConfigStore for SqliteStore {
         sql::max_history_nid(&self.reader, &self.queries).await
     }
 
-    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
-    /// to the writer thread, queued behind the writes already waiting (no lock contention
-    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
-    async fn purge_history(
+    async fn gray_changes_since(
         &self,
-        log: HistoryLog,
-        rule: &HistoryRetention,
         after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        let delete = |sql| async move {
-            let (reply, answer) = oneshot::channel();
-            self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
-            answer.await.map_err(|_| writer_gone())?
-        };
-        let (q, position) = (self.queries.purge_of(log), (after_nid, batch));
-        sql::purge_batch(&self.reader, q, rule, position, delete).await
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::gray_changes_since(&self.reader, &self.queries, after_nid, limit).await
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        sql::ping(&self.reader).await
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        sql::max_gray_nid(&self.reader, &self.queries).await
+    }
+}
+
+#[async_trait]
+impl Namespaces for SqliteStore {
+    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
+        sql::list_namespaces(&self.reader, &self.queries).await
     }
 
+    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        sql::create_namespace(&self.writer, &self.queries, ns, now_ms).await
+    }
+
+    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        sql::update_namespace(&self.writer, &self.queries, ns, now_ms).await
+    }
+
+    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
+        sql::delete_namespace(&self.writer, &self.queries, id.as_str()).await
+    }
+}
+
+#[async_trait]
+impl Identities for SqliteStore {
     async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
         crate::identity::load(&self.reader, &self.queries).await
     }
 
     async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
         crate::identity::write(&self.writer, &self.queries, write).await
+    }
+}
+
+#[async_trait]
+impl Health for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sql::ping(&self.reader).await
     }
 }
 

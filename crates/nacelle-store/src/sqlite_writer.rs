@@ -1,11 +1,12 @@
 //! The SQLite writer: one OS thread owning one connection, committing groups of writes.
 //!
-//! Every publish and delete is queued here. The thread takes every write waiting in the
-//! queue (up to [`MAX_GROUP`]), runs them in one `BEGIN IMMEDIATE … COMMIT` transaction —
+//! Every publish, delete and metadata update of a config or gray is queued here. The
+//! thread takes every write waiting in the queue (up to [`MAX_GROUP`]), runs them in one `BEGIN IMMEDIATE … COMMIT` transaction —
 //! one fsync for the whole group — and answers each caller only after that commit, so an
 //! acknowledged write is as durable as with one transaction per write. Each write executes
-//! the same plan as on the other backends (`plan.rs`, statements from `queries.rs`), here
-//! with rusqlite's cached prepared statements on this thread, with no hand-off between
+//! the same plan as on the other backends, through the one write executor (`write.rs`:
+//! plans from `plan.rs`, statements from `queries.rs`), here on a [`GroupTx`] with
+//! rusqlite's cached prepared statements on this thread, with no hand-off between
 //! threads per statement (the cost that dominated the publish profile when writes went
 //! through sqlx).
 //!
@@ -15,23 +16,25 @@
 //! thread's only connection inside the transaction and fail every later write: it is
 //! logged, and the connection is reopened (closing it rolls the transaction back).
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
-    BatchItem, BatchOutcome, ConfigKey, OpSource, PublishRecord, SamePolicy, StoreError,
-    StoredConfig,
+    BatchOutcome, ConfigKey, OpSource, PublishRecord, SamePolicy, StoreError, StoredConfig,
 };
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::plan::{
-    batch_order, plan_batch, plan_publish, plan_remove, plan_remove_gray, BatchPlan, Current, Plan,
-};
-use crate::queries::{self, key_args, Arg, Queries, Returns, Written};
+use crate::plan::Current;
+use crate::queries::{Arg, Queries, Returns, Statement};
+use crate::write::{self, Step, WriteConn};
 
 /// Most writes committed in one transaction.
 pub(crate) const MAX_GROUP: usize = 512;
@@ -53,9 +56,11 @@ pub(crate) enum WriteOp {
     ),
     /// Removal of a gray: key, gray name, source, time.
     RemoveGray(
-        Box<(ConfigKey, String, OpSource, i64)>,
+        Box<RemoveGrayOp>,
         oneshot::Sender<Result<RemoveOutcome, StoreError>>,
     ),
+    /// A metadata update: key, description, tags (`None`: left as they are).
+    UpdateMetadata(Box<MetadataOp>, oneshot::Sender<Result<(), StoreError>>),
     /// Promotion of a gray: the formal record to write and the gray's name.
     Promote(
         Box<(PublishRecord, String)>,
@@ -69,6 +74,12 @@ pub(crate) enum WriteOp {
     /// a publish; answers the rows deleted.
     PurgeHistory(String, oneshot::Sender<Result<u64, StoreError>>),
 }
+
+/// A gray removal: key, gray name, source, time.
+pub(crate) type RemoveGrayOp = (ConfigKey, String, OpSource, i64);
+
+/// A metadata update: key, description, tags.
+pub(crate) type MetadataOp = (ConfigKey, Option<String>, Option<String>);
 
 /// The records of a batch publish, its policy and where to send its result.
 #[derive(Debug)]
@@ -196,7 +207,7 @@ impl Writer {
             }
             match op {
                 WriteOp::Publish(rec, reply) => {
-                    let r = self.publish(&rec);
+                    let r = self.step(&write::Publish(&rec));
                     if let Err(e) = &r {
                         if !matches!(e, StoreError::CasMismatch) {
                             abort = Some(e.to_string());
@@ -205,23 +216,42 @@ impl Writer {
                     done.push(Done::Publish(Box::new(r), reply));
                 }
                 WriteOp::Remove(key, source, now_ms, reply) => {
-                    let r = self.remove(&key, &source, now_ms);
+                    let r = self.step(&write::Remove(&key, &source, now_ms));
                     if let Err(e) = &r {
                         abort = Some(e.to_string());
                     }
                     done.push(Done::Remove(r, reply));
                 }
                 WriteOp::RemoveGray(op, reply) => {
-                    let (key, name, source, now_ms) = *op;
-                    let r = self.remove_gray(&key, &name, &source, now_ms);
+                    let r = {
+                        let (key, name, source, now_ms) = &*op;
+                        self.step(&write::RemoveGray(key, name, source, *now_ms))
+                    };
                     if let Err(e) = &r {
                         abort = Some(e.to_string());
                     }
                     done.push(Done::Remove(r, reply));
                 }
+                WriteOp::UpdateMetadata(op, reply) => {
+                    let r = {
+                        let (key, desc, tags) = &*op;
+                        self.step(&write::UpdateMetadata(
+                            key,
+                            desc.as_deref(),
+                            tags.as_deref(),
+                        ))
+                    };
+                    // An absent config is found before anything is written.
+                    if let Err(e) = &r {
+                        if !matches!(e, StoreError::NotFound(_)) {
+                            abort = Some(e.to_string());
+                        }
+                    }
+                    done.push(Done::Metadata(r, reply));
+                }
                 WriteOp::Promote(op, reply) => {
                     let (rec, name) = *op;
-                    let r = self.promote(&rec, &name);
+                    let r = self.step(&write::Promote(&rec, &name));
                     // Decided before anything is written, like a CAS failure.
                     if let Err(e) = &r {
                         if !matches!(e, StoreError::CasMismatch | StoreError::NotFound(_)) {
@@ -233,7 +263,7 @@ impl Writer {
                 WriteOp::PublishBatch(op) => {
                     // An aborted batch is decided before it writes anything (as a
                     // compare-and-set failure is), so the group goes on.
-                    let r = self.publish_batch(&op.records, op.policy);
+                    let r = self.step(&write::PublishBatch(&op.records, op.policy));
                     if let Err(e) = &r {
                         abort = Some(e.to_string());
                     }
@@ -262,6 +292,7 @@ impl Writer {
                 Done::Publish(r, reply) => answer(reply, *r),
                 Done::Remove(r, reply) => answer(reply, r),
                 Done::Batch(r, reply) => answer(reply, r),
+                Done::Metadata(r, reply) => answer(reply, r),
                 Done::Skipped(op) => fail_op(op, "skipped"),
             }
         }
@@ -304,28 +335,51 @@ impl Writer {
         self.conn.execute_batch("ROLLBACK")
     }
 
-    /// Reads the current row of `key` (the group's `BEGIN IMMEDIATE` holds the write lock).
-    fn current(&self, key: &ConfigKey) -> Result<Option<Current>, StoreError> {
-        let found = self.locked_row(&self.queries.lock_current, &key_args(key))?;
-        Ok(found.map(|(current, _)| current))
+    /// Runs `step` of the write executor inside the group's transaction.
+    fn step<S: Step>(&mut self, step: &S) -> Result<S::Out, StoreError> {
+        let mut tx = GroupTx {
+            conn: &mut self.conn,
+            #[cfg(test)]
+            faults: &self.faults,
+        };
+        at_once(step.run(&mut tx, &self.queries))
+    }
+}
+
+/// Runs a step of the write executor on this thread. Every step of a [`GroupTx`] is a
+/// plain rusqlite call that never waits, so the future is ready when first polled; one
+/// that is not is an error, never a blocked writer thread.
+fn at_once<T>(step: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    let mut step = pin!(step);
+    match step.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => Err(StoreError::Unavailable(
+            "a sqlite write step waited on the writer thread".into(),
+        )),
+    }
+}
+
+/// The writer's connection inside its group transaction (`BEGIN IMMEDIATE` holds the
+/// database's write lock, so rows read need no lock of their own).
+struct GroupTx<'w> {
+    conn: &'w mut Connection,
+    #[cfg(test)]
+    faults: &'w tests::Faults,
+}
+
+#[async_trait]
+impl WriteConn for GroupTx<'_> {
+    type Dialect = Sqlite;
+    type Error = StoreError;
+
+    fn raced(&self) -> StoreError {
+        StoreError::Unavailable(
+            "a new config's key was taken inside the writer's own transaction".into(),
+        )
     }
 
-    /// Reads gray `name` of `key` and its stored rule JSON (the group's transaction holds
-    /// the write lock).
-    fn current_gray(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-    ) -> Result<Option<(Current, String)>, StoreError> {
-        let [d, g, t] = key_args(key);
-        self.locked_row(&self.queries.lock_gray, &[d, g, t, Arg::Text(name)])
-    }
-
-    /// A row read by `lock_current` / `lock_gray` (`id, content, md5, app_name,
-    /// encrypted_data_key, gmt_create[, gray_rule]`): the current row and the rule column
-    /// (`""` where the statement has none).
-    fn locked_row(
-        &self,
+    async fn lock_row(
+        &mut self,
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Option<(Current, String)>, StoreError> {
@@ -357,123 +411,21 @@ impl Writer {
             .map_err(db_err)
     }
 
-    /// Runs the statements of `plan`: the config row's id and the new revision.
-    fn execute(&self, plan: &Plan<'_>) -> Result<(i64, i64), StoreError> {
-        let mut written = Written::new(plan);
-        for st in queries::statements::<Sqlite>(&self.queries, plan) {
-            let args = written.args(&st)?;
-            let mut stmt = self.conn.prepare_cached(st.sql).map_err(db_err)?;
-            let value = if st.returns == Returns::Nothing {
-                stmt.execute(params_from_iter(args)).map(|_| None)
-            } else {
-                stmt.query_row(params_from_iter(args), |r| r.get(0))
-                    .optional()
-            };
-            #[cfg(test)]
-            self.faults.fail_write()?;
-            if !written.record(&st, value.map_err(db_err)?) {
-                return Err(StoreError::Unavailable(
-                    "a new config's key was taken inside the writer's own transaction".into(),
-                ));
-            }
-        }
-        written.finish()
-    }
-
-    fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        let current = match &rec.gray {
-            None => self.current(&rec.key)?,
-            Some(spec) => self.current_gray(&rec.key, &spec.name)?.map(|(c, _)| c),
+    async fn run(
+        &mut self,
+        st: &Statement<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(st.sql).map_err(db_err)?;
+        let value = if st.returns == Returns::Nothing {
+            stmt.execute(params_from_iter(args)).map(|_| None)
+        } else {
+            stmt.query_row(params_from_iter(args), |r| r.get(0))
+                .optional()
         };
-        let plan = plan_publish(rec, current.as_ref(), rec.now_ms)?;
-        let (id, revision) = self.execute(&plan)?;
-        plan.stored(id, revision)
-            .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))
-    }
-
-    /// A batch publish inside the group's transaction: the same decisions
-    /// (`plan::batch_order`, `plan::plan_batch`) and per-record plans as `sql::execute_batch`
-    /// on the other backends, executed by [`Writer::execute`].
-    fn publish_batch(
-        &self,
-        records: &[PublishRecord],
-        policy: SamePolicy,
-    ) -> Result<BatchOutcome, StoreError> {
-        let order = batch_order(records)?;
-        let mut currents: Vec<Option<Current>> = vec![None; records.len()];
-        for &i in &order {
-            currents[i] = self.current(&records[i].key)?;
-        }
-        let steps = match plan_batch(records, &currents, policy) {
-            BatchPlan::Aborted(keys) => return Ok(BatchOutcome::Aborted(keys)),
-            BatchPlan::Steps(steps) => steps,
-        };
-        let mut items = vec![BatchItem::Skipped; records.len()];
-        for &i in order.iter().filter(|&&i| steps[i]) {
-            let rec = &records[i];
-            let plan = plan_publish(rec, currents[i].as_ref(), rec.now_ms)?;
-            let (id, revision) = self.execute(&plan)?;
-            let stored = plan.stored(id, revision).ok_or_else(|| {
-                StoreError::Unavailable("a publish was planned as a delete".into())
-            })?;
-            items[i] = BatchItem::Written(Box::new(stored));
-        }
-        Ok(BatchOutcome::Committed(items))
-    }
-
-    fn remove(
-        &self,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        let current = self.current(key)?;
-        let Some(plan) = plan_remove(key, source, current.as_ref(), now_ms) else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let (_, revision) = self.execute(&plan)?;
-        Ok(RemoveOutcome::Removed { revision })
-    }
-}
-
-impl Writer {
-    fn remove_gray(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        let Some((current, rule)) = self.current_gray(key, name)? else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let Some(plan) = plan_remove_gray(key, name, rule, source, Some(&current), now_ms) else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let (_, revision) = self.execute(&plan)?;
-        Ok(RemoveOutcome::Removed { revision })
-    }
-
-    /// The gray's content becomes the formal config and the gray goes, as on the other
-    /// backends (`server.rs`, `promote_once`). Checks come first, so a refused promotion
-    /// writes nothing and its group goes on.
-    fn promote(&self, rec: &PublishRecord, name: &str) -> Result<StoredConfig, StoreError> {
-        let Some((gray, rule)) = self.current_gray(&rec.key, name)? else {
-            return Err(StoreError::NotFound(format!("no gray `{name}`")));
-        };
-        if gray.md5 != rec.md5 {
-            return Err(StoreError::CasMismatch);
-        }
-        let current = self.current(&rec.key)?;
-        let plan = plan_publish(rec, current.as_ref(), rec.now_ms)?;
-        let (id, revision) = self.execute(&plan)?;
-        let source = &rec.source;
-        if let Some(drop) = plan_remove_gray(&rec.key, name, rule, source, Some(&gray), rec.now_ms)
-        {
-            self.execute(&drop)?;
-        }
-        plan.stored(id, revision)
-            .ok_or_else(|| StoreError::Unavailable("a promotion was planned as a delete".into()))
+        #[cfg(test)]
+        self.faults.fail_write()?;
+        value.map_err(db_err)
     }
 }
 
@@ -500,6 +452,10 @@ enum Done {
         Result<BatchOutcome, StoreError>,
         oneshot::Sender<Result<BatchOutcome, StoreError>>,
     ),
+    Metadata(
+        Result<(), StoreError>,
+        oneshot::Sender<Result<(), StoreError>>,
+    ),
     /// Never ran because an earlier write of its group failed.
     Skipped(WriteOp),
 }
@@ -510,6 +466,7 @@ fn fail_op(op: WriteOp, msg: &str) {
         WriteOp::Publish(_, reply) => answer(reply, Err(err())),
         WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
         WriteOp::RemoveGray(_, reply) => answer(reply, Err(err())),
+        WriteOp::UpdateMetadata(_, reply) => answer(reply, Err(err())),
         WriteOp::Promote(_, reply) => answer(reply, Err(err())),
         WriteOp::PublishBatch(op) => answer(op.reply, Err(err())),
         WriteOp::PurgeHistory(_, reply) => answer(reply, Err(err())),
@@ -525,6 +482,7 @@ fn fail_all(done: Vec<Done>, msg: &str) {
             Done::Publish(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Remove(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Batch(r, reply) => answer(reply, r.and(Err(err()))),
+            Done::Metadata(r, reply) => answer(reply, r.and(Err(err()))),
             Done::Skipped(op) => fail_op(op, msg),
         }
     }
@@ -536,7 +494,8 @@ pub(crate) mod tests {
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use nacelle_core::{ConfigMeta, ConfigStore, ConfigType, PageRequest};
+    use nacelle_core::store::prelude::*;
+    use nacelle_core::{ConfigMeta, ConfigType, PageRequest};
     use sqlx::sqlite::SqliteConnectOptions;
 
     use super::*;

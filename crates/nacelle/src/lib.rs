@@ -20,7 +20,7 @@ mod lazy_store;
 pub mod retention;
 pub mod settings;
 
-use lazy_store::LazyStore;
+use lazy_store::{Lazy, LazyStore};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -130,13 +130,13 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let url = settings.database_url();
     let db_shown = settings.database_display();
-    let lazy = Arc::new(LazyStore::new(db_shown.clone()));
+    let lazy = Arc::new(Lazy::store(db_shown.clone()));
     let stop = CancellationToken::new();
     let background = TaskTracker::new();
     // A wrong URL or schema is fatal at once; an unreachable database is retried in the
     // background while the server answers liveness and stays not-ready.
     match nacelle_store::open(&url).await {
-        Ok(store) => lazy.set(store),
+        Ok(store) => lazy.0.set(store),
         Err(nacelle_store::OpenError::Store(e)) => {
             tracing::error!(db = %db_shown, error = %e, "database unreachable; not ready, retrying");
             background.spawn(connect_in_background(
@@ -499,7 +499,7 @@ async fn connect_in_background(
         match opened {
             Ok(store) => {
                 tracing::info!(db = %db_shown, "database connected");
-                lazy.set(store);
+                lazy.0.set(store);
                 return;
             }
             Err(e) => tracing::error!(

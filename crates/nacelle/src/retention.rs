@@ -1,7 +1,7 @@
 //! The history purge in the background: every `history_purge_interval_s` the server removes
 //! the `his_config_info` rows its retention settings condemn ([`Retention`]), then those
 //! of the gray change log, in batches of [`PURGE_BATCH`] rows with a short pause between
-//! them, through [`ConfigStore::purge_history`] (which never removes the newest row of a
+//! them, through [`History::purge_history`](nacelle_core::store::History::purge_history) (which never removes the newest row of a
 //! config, or of a gray variant).
 //!
 //! Every node purges, also in a cluster sharing one database: a batch deletes by primary

@@ -1,31 +1,35 @@
 //! The store on a database server (MySQL/MariaDB, PostgreSQL): one implementation of
-//! [`ConfigStore`] over a [`Server`] dialect, which says only what truly differs (how to
+//! every store role over a [`Server`] dialect, which says only what truly differs (how to
 //! connect, lock the schema, return generated ids, check encodings, refuse values).
 //!
-//! A write is one transaction per attempt: lock the config row (`SELECT … FOR UPDATE`), plan
-//! ([`crate::plan`]), execute the plan, commit. Losing a first insert to a concurrent one, or
-//! a deadlock, retries the whole transaction ([`with_retries`]); every operation but
-//! `load_all` is bounded by the operation deadline.
-
-use std::time::Duration;
+//! A write is one transaction per attempt: the one write executor (`write.rs`) locks the
+//! rows (`SELECT … FOR UPDATE`), plans and executes on a [`SqlxWrite`]; then it commits.
+//! Losing a first insert to a concurrent one, or a deadlock, retries the whole transaction
+//! ([`with_retries`]). [`open`] puts the store behind the deadline layer
+//! ([`crate::deadline`]), which bounds every call.
 
 use async_trait::async_trait;
 use nacelle_core::auth::{IdentityRecords, IdentityWrite};
-use nacelle_core::store::RemoveOutcome;
+use nacelle_core::store::{
+    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Layered, Namespaces,
+    RemoveOutcome,
+};
 use nacelle_core::{BatchOutcome, SamePolicy};
 use nacelle_core::{
-    ChangeRecord, ConfigKey, ConfigStore, GrayHistoryEntry, HistoryEntry, HistoryLog,
-    HistoryRetention, Namespace, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
+    ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention,
+    Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
     StoredConfig, StoredGray,
 };
 use sqlx::pool::PoolOptions;
-use sqlx::{Connection, Pool};
+use sqlx::{Connection, Pool, Row};
 
-use crate::common::{self, timed, with_retries, TxError};
-use crate::plan::{plan_publish, plan_remove, plan_remove_gray};
-use crate::queries::{Arg, Queries};
+use crate::deadline::{timed, Deadline};
+use crate::plan::Current;
+use crate::queries::{Arg, Queries, Returns, Statement};
+use crate::retry::{with_retries, TxError};
 use crate::sql::{self, GeneratedIds};
-use crate::{map_err, OpenError, StoreOptions};
+use crate::write::{self, Step, WriteConn};
+use crate::{map_err, schema, OpenError, StoreOptions};
 
 /// A schema script: version, description, SQL.
 pub type Migration = (i64, &'static str, &'static str);
@@ -62,24 +66,41 @@ pub trait Server: GeneratedIds + std::fmt::Debug + 'static {
     fn refuse_remove(_key: &ConfigKey, _source: &OpSource) -> Result<(), StoreError> {
         Ok(())
     }
+    /// Refuses a metadata update the database cannot store.
+    fn refuse_metadata(
+        _key: &ConfigKey,
+        _desc: Option<&str>,
+        _config_tags: Option<&str>,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// Refuses a namespace the database cannot store.
     fn refuse_namespace(_ns: &Namespace) -> Result<(), StoreError> {
         Ok(())
     }
 }
 
-/// The store on MySQL/MariaDB or PostgreSQL.
+/// The store on MySQL/MariaDB or PostgreSQL, without deadlines: [`open`] is how it is
+/// used, behind the deadline layer.
 #[derive(Debug)]
 pub struct SqlStore<DB: Server> {
     pool: Pool<DB>,
     queries: Queries,
-    /// Bound on every operation but `load_all` (see [`StoreOptions::op_timeout`]).
-    op_timeout: Duration,
+}
+
+/// Opens the store of `DB` behind the deadline layer: every call is bounded by
+/// `options.op_timeout` (a whole-table load and a batch by multiples of it).
+pub(crate) async fn open<DB: Server>(
+    connect: <DB::Connection as Connection>::Options,
+    options: &StoreOptions,
+) -> Result<Layered<Deadline<SqlStore<DB>>>, OpenError> {
+    let store = SqlStore::connect(connect, options).await?;
+    Ok(Layered(Deadline::new(store, options.op_timeout)))
 }
 
 impl<DB: Server> SqlStore<DB> {
     /// Opens the pool, applies the schema scripts not yet applied and checks the columns.
-    pub(crate) async fn connect(
+    async fn connect(
         connect: <DB::Connection as Connection>::Options,
         options: &StoreOptions,
     ) -> Result<Self, OpenError> {
@@ -99,9 +120,8 @@ impl<DB: Server> SqlStore<DB> {
         let mut store = SqlStore {
             pool,
             queries: Queries::new::<DB>(),
-            op_timeout: options.op_timeout,
         };
-        timed(options.op_timeout * 6, store.migrate())
+        timed("migrate", options.op_timeout * 6, store.migrate())
             .await
             .map_err(OpenError::Store)?;
         if store.check_schema().await? {
@@ -148,7 +168,7 @@ impl<DB: Server> SqlStore<DB> {
             if *version <= current {
                 continue;
             }
-            for statement in common::statements(script) {
+            for statement in schema::statements(script) {
                 DB::script(&mut tx, &statement).await.map_err(|e| {
                     StoreError::Unavailable(format!("schema script {version} failed: {e}"))
                 })?;
@@ -180,7 +200,7 @@ impl<DB: Server> SqlStore<DB> {
             .iter()
             .map(|r| Ok((DB::text(r, "t")?, DB::text(r, "c")?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let missing = common::missing_columns(&present);
+        let missing = schema::missing_columns(&present);
         let has = |c: &str| {
             present.iter().any(|(t, col)| {
                 t.eq_ignore_ascii_case("his_config_info") && col.eq_ignore_ascii_case(c)
@@ -197,122 +217,90 @@ impl<DB: Server> SqlStore<DB> {
         }
     }
 
-    /// One attempt at a publish (of the formal config or of a gray), in one transaction.
-    async fn publish_once(&self, rec: &PublishRecord) -> Result<StoredConfig, TxError> {
-        let mut tx = self.pool.begin().await?;
-        let current = match &rec.gray {
-            None => sql::lock_current::<DB>(&mut tx, &self.queries, &rec.key).await?,
-            Some(spec) => sql::lock_gray::<DB>(&mut tx, &self.queries, &rec.key, &spec.name)
-                .await?
-                .map(|(current, _)| current),
-        };
-        let plan = plan_publish(rec, current.as_ref(), DB::stored_ms(rec.now_ms))?;
-        let (id, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
-        tx.commit().await?;
-        Ok(plan
-            .stored(id, revision)
-            .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))?)
+    /// Runs `step` in a transaction of its own, retried as a whole while it loses to
+    /// concurrent writers.
+    async fn write<S: Step>(&self, step: S) -> Result<S::Out, StoreError> {
+        with_retries(|| self.write_once(&step)).await
     }
 
-    /// One attempt at a batch publish, in one transaction (committed only when the batch
-    /// was not aborted).
-    async fn publish_batch_once(
-        &self,
-        records: &[PublishRecord],
-        policy: SamePolicy,
-    ) -> Result<BatchOutcome, TxError> {
+    /// One attempt at `step`, in one transaction (committed unless the step says not to).
+    async fn write_once<S: Step>(&self, step: &S) -> Result<S::Out, TxError> {
         let mut tx = self.pool.begin().await?;
-        let outcome = sql::execute_batch::<DB>(&mut tx, &self.queries, records, policy).await?;
-        if matches!(outcome, BatchOutcome::Committed(_)) {
+        let out = step
+            .run(&mut SqlxWrite::<DB> { conn: &mut tx }, &self.queries)
+            .await?;
+        if S::commits(&out) {
             tx.commit().await?;
         }
-        Ok(outcome)
-    }
-
-    /// One attempt at a remove, in one transaction.
-    async fn remove_once(
-        &self,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, TxError> {
-        let mut tx = self.pool.begin().await?;
-        let current = sql::lock_current::<DB>(&mut tx, &self.queries, key).await?;
-        let Some(plan) = plan_remove(key, source, current.as_ref(), DB::stored_ms(now_ms)) else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let (_, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
-        tx.commit().await?;
-        Ok(RemoveOutcome::Removed { revision })
+        Ok(out)
     }
 }
 
-impl<DB: Server> SqlStore<DB> {
-    /// One attempt at removing a gray, in one transaction.
-    async fn remove_gray_once(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, TxError> {
-        let mut tx = self.pool.begin().await?;
-        let Some((current, rule)) = sql::lock_gray::<DB>(&mut tx, &self.queries, key, name).await?
-        else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let now = DB::stored_ms(now_ms);
-        let Some(plan) = plan_remove_gray(key, name, rule, source, Some(&current), now) else {
-            return Ok(RemoveOutcome::Absent);
-        };
-        let (_, revision) = sql::execute::<DB>(&mut tx, &self.queries, &plan).await?;
-        tx.commit().await?;
-        Ok(RemoveOutcome::Removed { revision })
-    }
-
-    /// One attempt at a promotion, in one transaction: the gray's row is locked first,
-    /// then the formal one (the order every gray write takes).
-    async fn promote_once(&self, rec: &PublishRecord, name: &str) -> Result<StoredConfig, TxError> {
-        let mut tx = self.pool.begin().await?;
-        let q = &self.queries;
-        let Some((gray, rule)) = sql::lock_gray::<DB>(&mut tx, q, &rec.key, name).await? else {
-            return Err(StoreError::NotFound(format!("no gray `{name}`")).into());
-        };
-        if gray.md5 != rec.md5 {
-            return Err(StoreError::CasMismatch.into());
-        }
-        let now = DB::stored_ms(rec.now_ms);
-        let current = sql::lock_current::<DB>(&mut tx, q, &rec.key).await?;
-        let plan = plan_publish(rec, current.as_ref(), now)?;
-        let (id, revision) = sql::execute::<DB>(&mut tx, q, &plan).await?;
-        let source = &rec.source;
-        if let Some(drop) = plan_remove_gray(&rec.key, name, rule, source, Some(&gray), now) {
-            sql::execute::<DB>(&mut tx, q, &drop).await?;
-        }
-        tx.commit().await?;
-        Ok(plan
-            .stored(id, revision)
-            .ok_or_else(|| StoreError::Unavailable("a promotion was planned as a delete".into()))?)
-    }
+/// A write transaction of a sqlx backend, as the write executor uses it.
+pub(crate) struct SqlxWrite<'c, DB: Server> {
+    conn: &'c mut DB::Connection,
 }
 
 #[async_trait]
+impl<DB: Server> WriteConn for SqlxWrite<'_, DB> {
+    type Dialect = DB;
+    type Error = TxError;
+
+    fn raced(&self) -> TxError {
+        TxError::Raced
+    }
+
+    async fn lock_row(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<(Current, String)>, TxError> {
+        let Some(r) = DB::row(&mut *self.conn, sql, args).await? else {
+            return Ok(None);
+        };
+        let current = Current::new(
+            DB::int(&r, "id")?,
+            DB::text(&r, "content")?,
+            DB::text(&r, "md5")?,
+            DB::text(&r, "app_name")?,
+            DB::text(&r, "encrypted_data_key")?,
+            DB::int(&r, "gmt_create")?,
+        );
+        let rule = if r.len() > 6 {
+            DB::text(&r, "gray_rule")?
+        } else {
+            String::new()
+        };
+        Ok(Some((current, rule)))
+    }
+
+    async fn run(&mut self, st: &Statement<'_>, args: &[Arg<'_>]) -> Result<Option<i64>, TxError> {
+        Ok(match st.returns {
+            Returns::Nothing => DB::run(&mut *self.conn, st.sql, args).await.map(|_| None)?,
+            returns => DB::insert_id(&mut *self.conn, st.sql, args, returns.column()).await?,
+        })
+    }
+}
+
 impl<DB: Server> ConfigStore for SqlStore<DB> {
     fn backend(&self) -> &'static str {
         DB::BACKEND
     }
+}
 
+#[async_trait]
+impl<DB: Server> Configs for SqlStore<DB> {
     async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
         sql::load_all(&self.pool, &self.queries).await
     }
 
     async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        timed(self.op_timeout, sql::get(&self.pool, &self.queries, key)).await
+        sql::get(&self.pool, &self.queries, key).await
     }
 
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
         DB::refuse_publish(rec)?;
-        timed(self.op_timeout, with_retries(|| self.publish_once(rec))).await
+        self.write(write::Publish(rec)).await
     }
 
     async fn publish_batch(
@@ -323,14 +311,7 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         for rec in records {
             DB::refuse_publish(rec)?;
         }
-        // A batch holds many writes: its deadline grows with it (one operation deadline per
-        // started 100 records), so a large import is not cut off while it makes progress.
-        let parts = u32::try_from(records.len().div_ceil(100).max(1)).unwrap_or(u32::MAX);
-        timed(
-            self.op_timeout.saturating_mul(parts),
-            with_retries(|| self.publish_batch_once(records, policy)),
-        )
-        .await
+        self.write(write::PublishBatch(records, policy)).await
     }
 
     async fn remove(
@@ -340,23 +321,29 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
         DB::refuse_remove(key, source)?;
-        timed(
-            self.op_timeout,
-            with_retries(|| self.remove_once(key, source, now_ms)),
-        )
-        .await
+        self.write(write::Remove(key, source, now_ms)).await
     }
 
+    async fn update_metadata(
+        &self,
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), StoreError> {
+        DB::refuse_metadata(key, desc, config_tags)?;
+        self.write(write::UpdateMetadata(key, desc, config_tags))
+            .await
+    }
+}
+
+#[async_trait]
+impl<DB: Server> Grays for SqlStore<DB> {
     async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
         sql::load_grays(&self.pool, &self.queries).await
     }
 
     async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
-        timed(
-            self.op_timeout,
-            sql::grays_of(&self.pool, &self.queries, key),
-        )
-        .await
+        sql::grays_of(&self.pool, &self.queries, key).await
     }
 
     async fn remove_gray(
@@ -367,11 +354,8 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         now_ms: i64,
     ) -> Result<RemoveOutcome, StoreError> {
         DB::refuse_remove(key, source)?;
-        timed(
-            self.op_timeout,
-            with_retries(|| self.remove_gray_once(key, name, source, now_ms)),
-        )
-        .await
+        self.write(write::RemoveGray(key, name, source, now_ms))
+            .await
     }
 
     async fn promote_gray(
@@ -380,20 +364,7 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
         name: &str,
     ) -> Result<StoredConfig, StoreError> {
         DB::refuse_publish(record)?;
-        timed(
-            self.op_timeout,
-            with_retries(|| self.promote_once(record, name)),
-        )
-        .await
-    }
-
-    async fn gray_changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        let read = sql::gray_changes_since(&self.pool, &self.queries, after_nid, limit);
-        timed(self.op_timeout, read).await
+        self.write(write::Promote(record, name)).await
     }
 
     async fn gray_history(
@@ -403,77 +374,24 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
     ) -> Result<Page<GrayHistoryEntry>, StoreError> {
         sql::gray_history(&self.pool, &self.queries, key, page).await
     }
+}
 
-    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
-        timed(
-            self.op_timeout,
-            sql::max_gray_nid(&self.pool, &self.queries),
-        )
-        .await
-    }
-
+#[async_trait]
+impl<DB: Server> History for SqlStore<DB> {
     async fn history_page(
         &self,
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, StoreError> {
-        let read = sql::history_page(&self.pool, &self.queries, key, page);
-        timed(self.op_timeout, read).await
+        sql::history_page(&self.pool, &self.queries, key, page).await
     }
 
     async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        let read = sql::history_entry(&self.pool, &self.queries, nid);
-        timed(self.op_timeout, read).await
+        sql::history_entry(&self.pool, &self.queries, nid).await
     }
 
     async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        let read = sql::history_previous(&self.pool, &self.queries, config_id);
-        timed(self.op_timeout, read).await
-    }
-
-    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        timed(
-            self.op_timeout,
-            sql::list_namespaces(&self.pool, &self.queries),
-        )
-        .await
-    }
-
-    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        DB::refuse_namespace(ns)?;
-        let write = sql::create_namespace(&self.pool, &self.queries, ns, now_ms);
-        timed(self.op_timeout, write).await
-    }
-
-    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        DB::refuse_namespace(ns)?;
-        let write = sql::update_namespace(&self.pool, &self.queries, ns, now_ms);
-        timed(self.op_timeout, write).await
-    }
-
-    async fn delete_namespace(&self, id: &nacelle_core::NamespaceId) -> Result<bool, StoreError> {
-        timed(
-            self.op_timeout,
-            sql::delete_namespace(&self.pool, &self.queries, id.as_str()),
-        )
-        .await
-    }
-
-    async fn changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        let read = sql::changes_since(&self.pool, &self.queries, after_nid, limit);
-        timed(self.op_timeout, read).await
-    }
-
-    async fn max_history_nid(&self) -> Result<i64, StoreError> {
-        timed(
-            self.op_timeout,
-            sql::max_history_nid(&self.pool, &self.queries),
-        )
-        .await
+        sql::history_previous(&self.pool, &self.queries, config_id).await
     }
 
     async fn purge_history(
@@ -485,21 +403,72 @@ impl<DB: Server> ConfigStore for SqlStore<DB> {
     ) -> Result<PurgeStep, StoreError> {
         let delete = |sql| sql::delete_history(&self.pool, sql);
         let q = self.queries.purge_of(log);
-        let step = sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete);
-        timed(self.op_timeout, step).await
+        sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete).await
+    }
+}
+
+#[async_trait]
+impl<DB: Server> ChangeLog for SqlStore<DB> {
+    async fn changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::changes_since(&self.pool, &self.queries, after_nid, limit).await
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        timed(self.op_timeout, sql::ping(&self.pool)).await
+    async fn max_history_nid(&self) -> Result<i64, StoreError> {
+        sql::max_history_nid(&self.pool, &self.queries).await
     }
 
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::gray_changes_since(&self.pool, &self.queries, after_nid, limit).await
+    }
+
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        sql::max_gray_nid(&self.pool, &self.queries).await
+    }
+}
+
+#[async_trait]
+impl<DB: Server> Namespaces for SqlStore<DB> {
+    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
+        sql::list_namespaces(&self.pool, &self.queries).await
+    }
+
+    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        DB::refuse_namespace(ns)?;
+        sql::create_namespace(&self.pool, &self.queries, ns, now_ms).await
+    }
+
+    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        DB::refuse_namespace(ns)?;
+        sql::update_namespace(&self.pool, &self.queries, ns, now_ms).await
+    }
+
+    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
+        sql::delete_namespace(&self.pool, &self.queries, id.as_str()).await
+    }
+}
+
+#[async_trait]
+impl<DB: Server> Identities for SqlStore<DB> {
     async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
-        let read = crate::identity::load(&self.pool, &self.queries);
-        timed(self.op_timeout, read).await
+        crate::identity::load(&self.pool, &self.queries).await
     }
 
     async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
-        let write = crate::identity::write(&self.pool, &self.queries, write);
-        timed(self.op_timeout, write).await
+        crate::identity::write(&self.pool, &self.queries, write).await
+    }
+}
+
+#[async_trait]
+impl<DB: Server> Health for SqlStore<DB> {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sql::ping(&self.pool).await
     }
 }
