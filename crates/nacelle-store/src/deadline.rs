@@ -36,18 +36,22 @@ impl<S> Deadline<S> {
         Deadline { inner, op_timeout }
     }
 
-    /// How long a call of `cost` may take: one operation deadline, [`BULK_FACTOR`] of them
-    /// for a whole-table read, one per started [`BATCH_PER_DEADLINE`] records of a batch.
+    /// How long a call of `cost` may take ([`deadline_for`]).
     pub fn limit(&self, cost: Cost) -> Duration {
-        let times = match cost {
-            Cost::One => 1,
-            Cost::Bulk => BULK_FACTOR,
-            Cost::Batch(n) => {
-                u32::try_from(n.div_ceil(BATCH_PER_DEADLINE).max(1)).unwrap_or(u32::MAX)
-            }
-        };
-        self.op_timeout.saturating_mul(times)
+        deadline_for(self.op_timeout, cost)
     }
+}
+
+/// How long a call of `cost` may take with an operation deadline of `op_timeout`: one
+/// operation deadline, [`BULK_FACTOR`] of them for a whole-table read, one per started
+/// [`BATCH_PER_DEADLINE`] records of a batch.
+pub fn deadline_for(op_timeout: Duration, cost: Cost) -> Duration {
+    let times = match cost {
+        Cost::One => 1,
+        Cost::Bulk => BULK_FACTOR,
+        Cost::Batch(n) => u32::try_from(n.div_ceil(BATCH_PER_DEADLINE).max(1)).unwrap_or(u32::MAX),
+    };
+    op_timeout.saturating_mul(times)
 }
 
 impl<S: ConfigStore> StoreLayer for Deadline<S> {

@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use nacelle_core::{ConfigStore, StoreError};
 
-pub use deadline::Deadline;
+pub use deadline::{deadline_for, Deadline};
 pub use mysql::MySqlStore;
 pub use options::StoreOptions;
 pub use postgres::PgStore;

@@ -45,6 +45,7 @@ per_backend!(
     content_round_trips,
     nul_characters,
     tag_relations,
+    metadata_in_place,
     history_paging_and_previous,
     namespaces,
     identities,
@@ -470,6 +471,75 @@ async fn tag_relations(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
         store.get(&k).await?.context("missing")?.meta.config_tags,
         ""
     );
+    Ok(())
+}
+
+/// `update_metadata` changes description and tags in place: no history row, no change of
+/// content, md5, times or revision; `None` leaves a field, `Some("")` clears it; an absent
+/// config is `NotFound`.
+async fn metadata_in_place(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let k = key("ns1", "G", "meta");
+    let mut r = record(&k, "x", T0);
+    r.meta.desc = "old".into();
+    r.meta.config_tags = "a,b".into();
+    store.publish(&r).await?;
+    let before = store.get(&k).await?.context("missing")?;
+    let nid = store.max_history_nid().await?;
+
+    store
+        .update_metadata(&k, Some("new description"), Some(" c, d,c,,"))
+        .await?;
+    let after = store.get(&k).await?.context("missing")?;
+    assert_eq!(after.meta.desc, "new description");
+    assert_eq!(after.meta.config_tags, "c,d");
+    let unchanged = |c: &nacelle_core::StoredConfig| {
+        (
+            c.id,
+            c.content.clone(),
+            c.md5.clone(),
+            c.created_ms,
+            c.modified_ms,
+            c.revision,
+            c.source.clone(),
+            c.meta.app_name.clone(),
+        )
+    };
+    assert_eq!(unchanged(&after), unchanged(&before));
+    assert_eq!(store.max_history_nid().await?, nid, "no history row");
+    assert!(store.changes_since(nid, 10).await?.is_empty());
+    assert_eq!(store.history_page(&k, page(1, 10)).await?.total_count, 1);
+
+    // `None` leaves a field as it is; `Some("")` clears it.
+    store.update_metadata(&k, None, Some("")).await?;
+    let cleared = store.get(&k).await?.context("missing")?;
+    assert_eq!(cleared.meta.desc, "new description");
+    assert_eq!(cleared.meta.config_tags, "");
+    store.update_metadata(&k, Some(""), None).await?;
+    store.update_metadata(&k, None, Some("e")).await?;
+    let last = store.get(&k).await?.context("missing")?;
+    assert_eq!(
+        (last.meta.desc.as_str(), last.meta.config_tags.as_str()),
+        ("", "e")
+    );
+    let loaded = store.load_all().await?;
+    let listed = loaded.iter().find(|c| c.key == k).context("not loaded")?;
+    assert_eq!(listed.meta.config_tags, "e");
+
+    // A later publish replaces the tags as always.
+    r.meta.config_tags = "f".into();
+    r.now_ms += 1000;
+    assert_eq!(store.publish(&r).await?.meta.config_tags, "f");
+    assert_eq!(
+        store.get(&k).await?.context("missing")?.meta.config_tags,
+        "f"
+    );
+
+    // Absent: not found, nothing written.
+    let absent = store
+        .update_metadata(&key("ns1", "G", "absent"), Some("d"), Some("t"))
+        .await;
+    assert!(matches!(absent, Err(StoreError::NotFound(_))), "{absent:?}");
+    assert!(store.get(&key("ns1", "G", "absent")).await?.is_none());
     Ok(())
 }
 

@@ -1,0 +1,204 @@
+//! Every store method of the networked backends fails with `StoreError::Unavailable`
+//! within its deadline when the database black-holes (accepts connections, never answers),
+//! instead of hanging. The calls are generated from `nacelle_core::store_roles!`, the list
+//! the store traits themselves are generated from: a method added there is called here
+//! without anyone remembering to (and needs a [`Sample`] for a new argument type, or this
+//! file does not compile).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use bytes::Bytes;
+use nacelle_core::auth::{IdentityWrite, PermissionRecord};
+use nacelle_core::store::{Cost, METHODS};
+use nacelle_core::{
+    ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryLog, HistoryRetention, Namespace,
+    NamespaceId, OpSource, PageRequest, PublishRecord, SamePolicy, StoreError,
+};
+use nacelle_store::StoreOptions;
+use nacelle_testkit::{run_on, Backend, Proxy, ProxyMode, TestDb};
+
+/// The values every call is made with.
+struct Samples {
+    key: ConfigKey,
+    record: PublishRecord,
+    records: Vec<PublishRecord>,
+    source: OpSource,
+    namespace: Namespace,
+    namespace_id: NamespaceId,
+    retention: HistoryRetention,
+    identity: IdentityWrite,
+}
+
+impl Samples {
+    fn new() -> Self {
+        let key = ConfigKey::from_trusted("", "G", "deadline");
+        let record = PublishRecord {
+            key: key.clone(),
+            content: Bytes::from_static(b"x"),
+            md5: nacelle_core::md5_hex(b"x"),
+            config_type: ConfigType::Text,
+            meta: ConfigMeta::default(),
+            source: OpSource::default(),
+            cas_md5: None,
+            now_ms: 1_700_000_000_000,
+            gray: None,
+        };
+        Samples {
+            records: vec![record.clone()],
+            record,
+            key,
+            source: OpSource::default(),
+            namespace: Namespace {
+                id: NamespaceId::from_trusted("deadline"),
+                name: "deadline".into(),
+                desc: String::new(),
+            },
+            namespace_id: NamespaceId::from_trusted("deadline"),
+            // A rule that condemns rows, so the purge has to ask the database.
+            retention: HistoryRetention {
+                older_than_ms: None,
+                keep_per_key: Some(1),
+            },
+            identity: IdentityWrite::AddPermission(PermissionRecord {
+                role: "r".into(),
+                resource: "*:*:*".into(),
+                action: "rw".into(),
+            }),
+        }
+    }
+}
+
+/// A value of an argument type, taken from the samples.
+trait Sample<'a> {
+    fn sample(s: &'a Samples) -> Self;
+}
+
+macro_rules! samples {
+    ($($t:ty => |$s:ident| $e:expr;)*) => {
+        $(impl<'a> Sample<'a> for $t {
+            fn sample($s: &'a Samples) -> Self {
+                $e
+            }
+        })*
+    };
+}
+
+samples! {
+    &'a ConfigKey => |s| &s.key;
+    &'a PublishRecord => |s| &s.record;
+    &'a [PublishRecord] => |s| &s.records;
+    &'a OpSource => |s| &s.source;
+    &'a Namespace => |s| &s.namespace;
+    &'a NamespaceId => |s| &s.namespace_id;
+    &'a HistoryRetention => |s| &s.retention;
+    &'a IdentityWrite => |s| &s.identity;
+    &'a str => |_s| "beta";
+    Option<&'a str> => |_s| Some("d");
+    SamePolicy => |_s| SamePolicy::Overwrite;
+    PageRequest => |_s| PageRequest { page_no: 1, page_size: 10 };
+    HistoryLog => |_s| HistoryLog::Configs;
+    i64 => |_s| 0;
+    u32 => |_s| 10;
+}
+
+/// One call of a store method, its outcome reduced to success or the error.
+type Outcome<'a> = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
+
+/// Generates `every_call`: each method of `store_roles!` called with samples, with its name
+/// and cost.
+macro_rules! every_call {
+    ($(
+        $(#[$role_meta:meta])*
+        $role:ident {$(
+            $(#[$meta:meta])*
+            [$cost:expr]
+            fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ok:ty;
+        )*}
+    )*) => {
+        fn every_call<'a>(
+            store: &'a dyn ConfigStore,
+            s: &'a Samples,
+        ) -> Vec<(&'static str, Cost, Outcome<'a>)> {
+            vec![$($({
+                $(let $arg = <$ty as Sample>::sample(s);)*
+                let cost = $cost;
+                let call: Outcome<'a> =
+                    Box::pin(async move { store.$name($($arg),*).await.map(|_| ()) });
+                (stringify!($name), cost, call)
+            }),*),*]
+        }
+    };
+}
+
+nacelle_core::store_roles!(every_call);
+
+/// Opens the store through a proxy, black-holes it, and calls every method at once: each
+/// must fail with the deadline's `Unavailable` within its deadline (plus slack for a busy
+/// machine), never hang.
+async fn every_method_times_out(backend: Backend) -> anyhow::Result<()> {
+    let db = TestDb::create(backend).await?;
+    let proxy = Proxy::start(db.server_addr()?).await?;
+    let op_timeout = Duration::from_millis(500);
+    let options = StoreOptions {
+        max_connections: 4,
+        // Longer than every deadline: only the deadline layer can end a call.
+        acquire_timeout: Duration::from_secs(120),
+        op_timeout,
+    };
+    let store: Arc<dyn ConfigStore> =
+        nacelle_store::open_with(&db.url_via(proxy.addr)?, &options).await?;
+    store.ping().await?;
+    proxy.set(ProxyMode::Blackhole);
+
+    let samples = Samples::new();
+    let calls = every_call(store.as_ref(), &samples);
+    let mut names: Vec<&str> = calls.iter().map(|(name, _, _)| *name).collect();
+    names.sort_unstable();
+    let mut listed = METHODS.to_vec();
+    listed.sort_unstable();
+    ensure!(names == listed, "calls {names:?} != methods {listed:?}");
+
+    let started = Instant::now();
+    let waits = calls.into_iter().map(|(name, cost, call)| async move {
+        let limit = nacelle_store::deadline_for(op_timeout, cost);
+        let outcome = tokio::time::timeout(limit + Duration::from_secs(30), call)
+            .await
+            .with_context(|| format!("{name} hung"))?;
+        let took = started.elapsed();
+        match outcome {
+            Err(StoreError::Unavailable(m)) if m.contains("did not answer within") => {
+                ensure!(
+                    took < limit + Duration::from_secs(10),
+                    "{name}: {took:?}, deadline {limit:?}"
+                );
+                println!("{name}: failed after {} ms: {m}", took.as_millis());
+                Ok(())
+            }
+            other => anyhow::bail!("{name}: {other:?}"),
+        }
+    });
+    let results = futures::future::join_all(waits).await;
+    for r in results {
+        r?;
+    }
+    drop(store);
+    drop(proxy);
+    drop(db);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_every_method_times_out_when_the_database_black_holes() -> nacelle_testkit::TestResult
+{
+    run_on(Backend::MariaDb, every_method_times_out).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_every_method_times_out_when_the_database_black_holes(
+) -> nacelle_testkit::TestResult {
+    run_on(Backend::Postgres, every_method_times_out).await
+}
