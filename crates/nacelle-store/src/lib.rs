@@ -5,9 +5,12 @@
 //!   `sqlite_writer`: its group-commit writer thread (rusqlite).
 //! - [`mysql`]: MySQL/MariaDB on Nacos 2.4's own tables, so an existing Nacos database works.
 //! - [`postgres`]: PostgreSQL with the same tables and columns.
-//! - `networked`: the one store implementation both use (`SqlStore` over a `Server`
-//!   dialect); `mysql.rs` and `postgres.rs` hold only what differs (connecting, schema
-//!   locks, generated ids, encodings, refused values).
+//! - `store`: every store role implemented once (`Store` over a `Backend`: pools, how a
+//!   write step runs, how a purge deletes, refused values) for all three backends.
+//! - `networked`: the backend of MySQL and PostgreSQL (`ServerBackend` over a `Server`
+//!   dialect: pool, migrations, schema check, retried transactions); `mysql.rs` and
+//!   `postgres.rs` hold only what differs (connecting, schema locks, generated ids,
+//!   encodings, refused values).
 //! - `deadline`: the one deadline layer, in front of every call of the networked stores.
 //! - `retry`: the retry rule of their write transactions.
 //! - `plan`: *what* a publish or remove writes (CAS, row insert/update/delete, tag
@@ -42,6 +45,7 @@ mod schema;
 mod sql;
 pub mod sqlite;
 mod sqlite_writer;
+mod store;
 mod write;
 
 use std::sync::Arc;

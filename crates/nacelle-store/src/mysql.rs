@@ -1,6 +1,6 @@
 //! MySQL/MariaDB backend on Nacos 2.4's own tables, so Nacelle can take over an existing
 //! Nacos database and Java Nacos can read what Nacelle writes. The store itself is the
-//! shared [`SqlStore`]; this file holds only what MySQL does differently.
+//! shared [`Store`] over a [`ServerBackend`]; this file holds only what MySQL does differently.
 //!
 //! - Tables are created only when absent (`migrations/mysql/`), in utf8mb4; existing ones are
 //!   used as they are and never altered. Our own bookkeeping lives in `nacelle_*` tables.
@@ -21,14 +21,15 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlQueryResult};
 use sqlx::{MySql, Pool};
 
 use crate::deadline::Deadline;
-use crate::networked::{self, Migration, Server, SqlStore};
+use crate::networked::{self, Migration, Server, ServerBackend};
 use crate::options::split_url;
 use crate::queries::{Arg, Dialect};
 use crate::sql::{Exec, GeneratedIds};
+use crate::store::Store;
 use crate::{map_err, OpenError, StoreOptions};
 
 /// The MySQL/MariaDB store.
-pub type MySqlStore = nacelle_core::store::Layered<Deadline<SqlStore<MySql>>>;
+pub type MySqlStore = nacelle_core::store::Layered<Deadline<Store<ServerBackend<MySql>>>>;
 
 /// Connects to `url` (`mysql://user:pass@host:port/db?…`), creates Nacos's tables where
 /// absent and checks that existing ones have the columns we use.

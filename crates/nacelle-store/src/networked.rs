@@ -1,6 +1,6 @@
-//! The store on a database server (MySQL/MariaDB, PostgreSQL): one implementation of
-//! every store role over a [`Server`] dialect, which says only what truly differs (how to
-//! connect, lock the schema, return generated ids, check encodings, refuse values).
+//! The backend of a database server (MySQL/MariaDB, PostgreSQL): one [`Backend`] over a
+//! [`Server`] dialect, which says only what truly differs (how to connect, lock the
+//! schema, return generated ids, check encodings, refuse values).
 //!
 //! A write is one transaction per attempt: the one write executor (`write.rs`) locks the
 //! rows (`SELECT … FOR UPDATE`), plans and executes on a [`SqlxWrite`]; then it commits.
@@ -9,17 +9,8 @@
 //! ([`crate::deadline`]), which bounds every call.
 
 use async_trait::async_trait;
-use nacelle_core::auth::{IdentityRecords, IdentityWrite};
-use nacelle_core::store::{
-    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Layered, Namespaces,
-    RemoveOutcome,
-};
-use nacelle_core::{BatchOutcome, SamePolicy};
-use nacelle_core::{
-    ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention,
-    Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
-    StoredConfig, StoredGray,
-};
+use nacelle_core::store::Layered;
+use nacelle_core::StoreError;
 use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool, Row};
 
@@ -28,7 +19,8 @@ use crate::plan::Current;
 use crate::queries::{Arg, Queries, Returns, Statement};
 use crate::retry::{with_retries, TxError};
 use crate::sql::{self, GeneratedIds};
-use crate::write::{self, Step, WriteConn};
+use crate::store::{Backend, Checked, Store};
+use crate::write::{Step, WriteConn};
 use crate::{map_err, schema, OpenError, StoreOptions};
 
 /// A schema script: version, description, SQL.
@@ -58,32 +50,18 @@ pub trait Server: GeneratedIds + std::fmt::Debug + 'static {
     async fn unlock_schema(conn: &mut Self::Connection) -> Result<(), StoreError>;
     /// Warns at start when the database cannot hold every character a client may send.
     async fn check_encoding(pool: &Pool<Self>) -> Result<(), StoreError>;
-    /// Refuses a publish the database cannot store, before it reaches the database.
-    fn refuse_publish(_rec: &PublishRecord) -> Result<(), StoreError> {
-        Ok(())
-    }
-    /// Refuses a remove the database cannot store.
-    fn refuse_remove(_key: &ConfigKey, _source: &OpSource) -> Result<(), StoreError> {
-        Ok(())
-    }
-    /// Refuses a metadata update the database cannot store.
-    fn refuse_metadata(
-        _key: &ConfigKey,
-        _desc: Option<&str>,
-        _config_tags: Option<&str>,
-    ) -> Result<(), StoreError> {
-        Ok(())
-    }
-    /// Refuses a namespace the database cannot store.
-    fn refuse_namespace(_ns: &Namespace) -> Result<(), StoreError> {
+    /// Refuses a write whose values the database cannot store, before it reaches the
+    /// database.
+    fn refuse(_write: Checked<'_>) -> Result<(), StoreError> {
         Ok(())
     }
 }
 
-/// The store on MySQL/MariaDB or PostgreSQL, without deadlines: [`open`] is how it is
-/// used, behind the deadline layer.
+/// The backend of MySQL/MariaDB or PostgreSQL: one pool for everything; the store is
+/// [`Store`] over it, without deadlines: [`open`] is how it is used, behind the deadline
+/// layer.
 #[derive(Debug)]
-pub struct SqlStore<DB: Server> {
+pub struct ServerBackend<DB: Server> {
     pool: Pool<DB>,
     queries: Queries,
 }
@@ -93,12 +71,12 @@ pub struct SqlStore<DB: Server> {
 pub(crate) async fn open<DB: Server>(
     connect: <DB::Connection as Connection>::Options,
     options: &StoreOptions,
-) -> Result<Layered<Deadline<SqlStore<DB>>>, OpenError> {
-    let store = SqlStore::connect(connect, options).await?;
-    Ok(Layered(Deadline::new(store, options.op_timeout)))
+) -> Result<Layered<Deadline<Store<ServerBackend<DB>>>>, OpenError> {
+    let backend = ServerBackend::connect(connect, options).await?;
+    Ok(Layered(Deadline::new(Store(backend), options.op_timeout)))
 }
 
-impl<DB: Server> SqlStore<DB> {
+impl<DB: Server> ServerBackend<DB> {
     /// Opens the pool, applies the schema scripts not yet applied and checks the columns.
     async fn connect(
         connect: <DB::Connection as Connection>::Options,
@@ -117,7 +95,7 @@ impl<DB: Server> SqlStore<DB> {
             .connect_with(connect)
             .await
             .map_err(|e| OpenError::Store(map_err(e)))?;
-        let mut store = SqlStore {
+        let mut store = ServerBackend {
             pool,
             queries: Queries::new::<DB>(),
         };
@@ -216,13 +194,9 @@ impl<DB: Server> SqlStore<DB> {
             )))
         }
     }
+}
 
-    /// Runs `step` in a transaction of its own, retried as a whole while it loses to
-    /// concurrent writers.
-    async fn write<S: Step>(&self, step: S) -> Result<S::Out, StoreError> {
-        with_retries(|| self.write_once(&step)).await
-    }
-
+impl<DB: Server> ServerBackend<DB> {
     /// One attempt at `step`, in one transaction (committed unless the step says not to).
     async fn write_once<S: Step>(&self, step: &S) -> Result<S::Out, TxError> {
         let mut tx = self.pool.begin().await?;
@@ -233,6 +207,41 @@ impl<DB: Server> SqlStore<DB> {
             tx.commit().await?;
         }
         Ok(out)
+    }
+}
+
+#[async_trait]
+impl<DB: Server> Backend for ServerBackend<DB> {
+    type Db = DB;
+
+    fn name(&self) -> &'static str {
+        DB::BACKEND
+    }
+
+    fn queries(&self) -> &Queries {
+        &self.queries
+    }
+
+    fn reader(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    fn writer(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    /// Runs `step` in a transaction of its own, retried as a whole while it loses to
+    /// concurrent writers.
+    async fn write<S: Step>(&self, step: S) -> Result<S::Out, StoreError> {
+        with_retries(|| self.write_once(&step)).await
+    }
+
+    async fn delete_logged(&self, sql: String) -> Result<u64, StoreError> {
+        sql::delete_history(&self.pool, sql).await
+    }
+
+    fn refuse(&self, write: Checked<'_>) -> Result<(), StoreError> {
+        DB::refuse(write)
     }
 }
 
@@ -279,196 +288,5 @@ impl<DB: Server> WriteConn for SqlxWrite<'_, DB> {
             Returns::Nothing => DB::run(&mut *self.conn, st.sql, args).await.map(|_| None)?,
             returns => DB::insert_id(&mut *self.conn, st.sql, args, returns.column()).await?,
         })
-    }
-}
-
-impl<DB: Server> ConfigStore for SqlStore<DB> {
-    fn backend(&self) -> &'static str {
-        DB::BACKEND
-    }
-}
-
-#[async_trait]
-impl<DB: Server> Configs for SqlStore<DB> {
-    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
-        sql::load_all(&self.pool, &self.queries).await
-    }
-
-    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        sql::get(&self.pool, &self.queries, key).await
-    }
-
-    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        DB::refuse_publish(rec)?;
-        self.write(write::Publish(rec)).await
-    }
-
-    async fn publish_batch(
-        &self,
-        records: &[PublishRecord],
-        policy: SamePolicy,
-    ) -> Result<BatchOutcome, StoreError> {
-        for rec in records {
-            DB::refuse_publish(rec)?;
-        }
-        self.write(write::PublishBatch(records, policy)).await
-    }
-
-    async fn remove(
-        &self,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        DB::refuse_remove(key, source)?;
-        self.write(write::Remove(key, source, now_ms)).await
-    }
-
-    async fn update_metadata(
-        &self,
-        key: &ConfigKey,
-        desc: Option<&str>,
-        config_tags: Option<&str>,
-    ) -> Result<(), StoreError> {
-        DB::refuse_metadata(key, desc, config_tags)?;
-        self.write(write::UpdateMetadata(key, desc, config_tags))
-            .await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> Grays for SqlStore<DB> {
-    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
-        sql::load_grays(&self.pool, &self.queries).await
-    }
-
-    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
-        sql::grays_of(&self.pool, &self.queries, key).await
-    }
-
-    async fn remove_gray(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        DB::refuse_remove(key, source)?;
-        self.write(write::RemoveGray(key, name, source, now_ms))
-            .await
-    }
-
-    async fn promote_gray(
-        &self,
-        record: &PublishRecord,
-        name: &str,
-    ) -> Result<StoredConfig, StoreError> {
-        DB::refuse_publish(record)?;
-        self.write(write::Promote(record, name)).await
-    }
-
-    async fn gray_history(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
-        sql::gray_history(&self.pool, &self.queries, key, page).await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> History for SqlStore<DB> {
-    async fn history_page(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<HistoryEntry>, StoreError> {
-        sql::history_page(&self.pool, &self.queries, key, page).await
-    }
-
-    async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_entry(&self.pool, &self.queries, nid).await
-    }
-
-    async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_previous(&self.pool, &self.queries, config_id).await
-    }
-
-    async fn purge_history(
-        &self,
-        log: HistoryLog,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        let delete = |sql| sql::delete_history(&self.pool, sql);
-        let q = self.queries.purge_of(log);
-        sql::purge_batch(&self.pool, q, rule, (after_nid, batch), delete).await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> ChangeLog for SqlStore<DB> {
-    async fn changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::changes_since(&self.pool, &self.queries, after_nid, limit).await
-    }
-
-    async fn max_history_nid(&self) -> Result<i64, StoreError> {
-        sql::max_history_nid(&self.pool, &self.queries).await
-    }
-
-    async fn gray_changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::gray_changes_since(&self.pool, &self.queries, after_nid, limit).await
-    }
-
-    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
-        sql::max_gray_nid(&self.pool, &self.queries).await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> Namespaces for SqlStore<DB> {
-    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        sql::list_namespaces(&self.pool, &self.queries).await
-    }
-
-    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        DB::refuse_namespace(ns)?;
-        sql::create_namespace(&self.pool, &self.queries, ns, now_ms).await
-    }
-
-    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        DB::refuse_namespace(ns)?;
-        sql::update_namespace(&self.pool, &self.queries, ns, now_ms).await
-    }
-
-    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
-        sql::delete_namespace(&self.pool, &self.queries, id.as_str()).await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> Identities for SqlStore<DB> {
-    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
-        crate::identity::load(&self.pool, &self.queries).await
-    }
-
-    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
-        crate::identity::write(&self.pool, &self.queries, write).await
-    }
-}
-
-#[async_trait]
-impl<DB: Server> Health for SqlStore<DB> {
-    async fn ping(&self) -> Result<(), StoreError> {
-        sql::ping(&self.pool).await
     }
 }

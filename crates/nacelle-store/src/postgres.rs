@@ -1,6 +1,6 @@
 //! PostgreSQL backend: Nacos's tables and columns with PostgreSQL types
 //! (`migrations/postgres/`), created when absent. The store itself is the shared
-//! [`SqlStore`]; this file holds only what PostgreSQL does differently.
+//! [`Store`] over a [`ServerBackend`]; this file holds only what PostgreSQL does differently.
 //!
 //! - `gmt_create`/`gmt_modified` are `timestamp(3)` holding UTC, whatever the session's time
 //!   zone: written as `TIMESTAMP '1970-01-01' + ms * INTERVAL '1 millisecond'`, read with
@@ -14,19 +14,20 @@
 use std::str::FromStr;
 
 use async_trait::async_trait;
-use nacelle_core::{ConfigKey, Namespace, OpSource, PublishRecord, StoreError};
+use nacelle_core::{ConfigKey, OpSource, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgQueryResult};
 use sqlx::{Pool, Postgres};
 
 use crate::deadline::Deadline;
-use crate::networked::{self, Migration, Server, SqlStore};
+use crate::networked::{self, Migration, Server, ServerBackend};
 use crate::options::split_url;
 use crate::queries::{Arg, Dialect};
 use crate::sql::{Exec, GeneratedIds};
+use crate::store::{Checked, Store};
 use crate::{map_err, OpenError, StoreOptions};
 
 /// The PostgreSQL store.
-pub type PgStore = nacelle_core::store::Layered<Deadline<SqlStore<Postgres>>>;
+pub type PgStore = nacelle_core::store::Layered<Deadline<Store<ServerBackend<Postgres>>>>;
 
 /// Key of the advisory lock taken while the schema is checked and created.
 const SCHEMA_LOCK: i64 = 0x6e61_6365_6c6c_6501;
@@ -139,47 +140,42 @@ impl Server for Postgres {
         Ok(())
     }
 
-    fn refuse_publish(rec: &PublishRecord) -> Result<(), StoreError> {
-        let m = &rec.meta;
-        if rec.content.contains(&0) {
-            return Err(nul_refused("content"));
+    fn refuse(write: Checked<'_>) -> Result<(), StoreError> {
+        match write {
+            Checked::Publish(rec) => {
+                let m = &rec.meta;
+                if rec.content.contains(&0) {
+                    return Err(nul_refused("content"));
+                }
+                refuse_nul(&[
+                    ("appName", &m.app_name),
+                    ("desc", &m.desc),
+                    ("use", &m.r#use),
+                    ("effect", &m.effect),
+                    ("schema", &m.schema),
+                    ("config_tags", &m.config_tags),
+                    ("encryptedDataKey", &m.encrypted_data_key),
+                ])?;
+                refuse_nul_in_key(&rec.key)?;
+                refuse_nul_in_source(&rec.source)
+            }
+            Checked::Remove(key, source) => {
+                refuse_nul_in_key(key)?;
+                refuse_nul_in_source(source)
+            }
+            Checked::Metadata(key, desc, config_tags) => {
+                refuse_nul(&[
+                    ("desc", desc.unwrap_or_default()),
+                    ("config_tags", config_tags.unwrap_or_default()),
+                ])?;
+                refuse_nul_in_key(key)
+            }
+            Checked::Namespace(ns) => refuse_nul(&[
+                ("namespaceId", ns.id.as_str()),
+                ("namespaceName", &ns.name),
+                ("namespaceDesc", &ns.desc),
+            ]),
         }
-        refuse_nul(&[
-            ("appName", &m.app_name),
-            ("desc", &m.desc),
-            ("use", &m.r#use),
-            ("effect", &m.effect),
-            ("schema", &m.schema),
-            ("config_tags", &m.config_tags),
-            ("encryptedDataKey", &m.encrypted_data_key),
-        ])?;
-        refuse_nul_in_key(&rec.key)?;
-        refuse_nul_in_source(&rec.source)
-    }
-
-    fn refuse_remove(key: &ConfigKey, source: &OpSource) -> Result<(), StoreError> {
-        refuse_nul_in_key(key)?;
-        refuse_nul_in_source(source)
-    }
-
-    fn refuse_metadata(
-        key: &ConfigKey,
-        desc: Option<&str>,
-        config_tags: Option<&str>,
-    ) -> Result<(), StoreError> {
-        refuse_nul(&[
-            ("desc", desc.unwrap_or_default()),
-            ("config_tags", config_tags.unwrap_or_default()),
-        ])?;
-        refuse_nul_in_key(key)
-    }
-
-    fn refuse_namespace(ns: &Namespace) -> Result<(), StoreError> {
-        refuse_nul(&[
-            ("namespaceId", ns.id.as_str()),
-            ("namespaceName", &ns.name),
-            ("namespaceDesc", &ns.desc),
-        ])
     }
 }
 

@@ -17,16 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use nacelle_core::auth::{IdentityRecords, IdentityWrite};
-use nacelle_core::store::{
-    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Namespaces, RemoveOutcome,
-};
-use nacelle_core::{BatchOutcome, SamePolicy};
-use nacelle_core::{
-    ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog, HistoryRetention,
-    Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord, PurgeStep, StoreError,
-    StoredConfig, StoredGray,
-};
+use nacelle_core::StoreError;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
@@ -36,14 +27,19 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::map_err;
 use crate::queries::{Dialect, Queries};
-use crate::sql;
-use crate::sqlite_writer::{self, writer_gone, BatchOp, WriteOp};
+use crate::sqlite_writer::{self, queued, writer_gone, WriteOp};
+use crate::store::{Backend, Store};
+use crate::write::Step;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// The SQLite store.
+pub type SqliteStore = Store<SqliteBackend>;
+
+/// The SQLite backend: a reader pool, a one-connection pool for namespace and identity
+/// writes, and the queue of the group-commit writer thread.
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
+pub struct SqliteBackend {
     writer: SqlitePool,
     reader: SqlitePool,
     queries: Queries,
@@ -72,7 +68,7 @@ impl Dialect for Sqlite {
     }
 }
 
-impl SqliteStore {
+impl Store<SqliteBackend> {
     /// Opens (creating when absent) the database file at `path` and applies migrations.
     pub async fn open_path(path: &Path) -> Result<Self, StoreError> {
         let opts = SqliteConnectOptions::new()
@@ -116,227 +112,55 @@ impl SqliteStore {
             .map_err(map_err)?;
         let queries = Queries::new::<Sqlite>();
         let writes = start_writer(opts.get_filename(), queries.clone())?;
-        Ok(SqliteStore {
+        Ok(Store(SqliteBackend {
             writer,
             reader,
             queries,
             writes,
-        })
-    }
-
-    /// Queues the write `op` (given where to answer) for the writer thread and waits for
-    /// its answer, which comes after its group committed.
-    async fn write<T>(
-        &self,
-        op: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> WriteOp,
-    ) -> Result<T, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.writes
-            .send(op(reply))
-            .await
-            .map_err(|_| writer_gone())?;
-        answer.await.map_err(|_| writer_gone())?
+        }))
     }
 }
 
-impl ConfigStore for SqliteStore {
-    fn backend(&self) -> &'static str {
+impl SqliteBackend {
+    async fn submit(&self, op: WriteOp) -> Result<(), StoreError> {
+        self.writes.send(op).await.map_err(|_| writer_gone())
+    }
+}
+
+#[async_trait]
+impl Backend for SqliteBackend {
+    type Db = Sqlite;
+
+    fn name(&self) -> &'static str {
         "sqlite"
     }
-}
 
-#[async_trait]
-impl Configs for SqliteStore {
-    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
-        sql::load_all(&self.reader, &self.queries).await
+    fn queries(&self) -> &Queries {
+        &self.queries
     }
 
-    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        sql::get(&self.reader, &self.queries, key).await
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
     }
 
-    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
-        self.write(|reply| WriteOp::Publish(Box::new(rec.clone()), reply))
-            .await
+    fn writer(&self) -> &SqlitePool {
+        &self.writer
     }
 
-    async fn publish_batch(
-        &self,
-        records: &[PublishRecord],
-        policy: SamePolicy,
-    ) -> Result<BatchOutcome, StoreError> {
-        self.write(|reply| {
-            WriteOp::PublishBatch(Box::new(BatchOp {
-                records: records.to_vec(),
-                policy,
-                reply,
-            }))
-        })
-        .await
+    /// Queues `step` for the writer thread and waits for its answer, which comes after
+    /// its group committed.
+    async fn write<S: Step>(&self, step: S) -> Result<S::Out, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::Step(queued(step, reply))).await?;
+        answer.await.map_err(|_| writer_gone())?
     }
 
-    async fn remove(
-        &self,
-        key: &ConfigKey,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        self.write(|reply| WriteOp::Remove(key.clone(), source.clone(), now_ms, reply))
-            .await
-    }
-
-    async fn update_metadata(
-        &self,
-        key: &ConfigKey,
-        desc: Option<&str>,
-        config_tags: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let op = (
-            key.clone(),
-            desc.map(str::to_string),
-            config_tags.map(str::to_string),
-        );
-        self.write(|reply| WriteOp::UpdateMetadata(Box::new(op), reply))
-            .await
-    }
-}
-
-#[async_trait]
-impl Grays for SqliteStore {
-    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
-        sql::load_grays(&self.reader, &self.queries).await
-    }
-
-    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
-        sql::grays_of(&self.reader, &self.queries, key).await
-    }
-
-    async fn remove_gray(
-        &self,
-        key: &ConfigKey,
-        name: &str,
-        source: &OpSource,
-        now_ms: i64,
-    ) -> Result<RemoveOutcome, StoreError> {
-        let op = (key.clone(), name.to_string(), source.clone(), now_ms);
-        self.write(|reply| WriteOp::RemoveGray(Box::new(op), reply))
-            .await
-    }
-
-    async fn promote_gray(
-        &self,
-        record: &PublishRecord,
-        name: &str,
-    ) -> Result<StoredConfig, StoreError> {
-        let op = (record.clone(), name.to_string());
-        self.write(|reply| WriteOp::Promote(Box::new(op), reply))
-            .await
-    }
-
-    async fn gray_history(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
-        sql::gray_history(&self.reader, &self.queries, key, page).await
-    }
-}
-
-#[async_trait]
-impl History for SqliteStore {
-    async fn history_page(
-        &self,
-        key: &ConfigKey,
-        page: PageRequest,
-    ) -> Result<Page<HistoryEntry>, StoreError> {
-        sql::history_page(&self.reader, &self.queries, key, page).await
-    }
-
-    async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_entry(&self.reader, &self.queries, nid).await
-    }
-
-    async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_previous(&self.reader, &self.queries, config_id).await
-    }
-
-    /// Candidates are read through the reader pool with the shared code; the `DELETE` goes
-    /// to the writer thread, queued behind the writes already waiting (no lock contention
-    /// with it, no busy-timeout sleeps for publishes): a publish waits at most one batch.
-    async fn purge_history(
-        &self,
-        log: HistoryLog,
-        rule: &HistoryRetention,
-        after_nid: i64,
-        batch: u32,
-    ) -> Result<PurgeStep, StoreError> {
-        let delete = |sql| self.write(|reply| WriteOp::PurgeHistory(sql, reply));
-        let (q, position) = (self.queries.purge_of(log), (after_nid, batch));
-        sql::purge_batch(&self.reader, q, rule, position, delete).await
-    }
-}
-
-#[async_trait]
-impl ChangeLog for SqliteStore {
-    async fn changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::changes_since(&self.reader, &self.queries, after_nid, limit).await
-    }
-
-    async fn max_history_nid(&self) -> Result<i64, StoreError> {
-        sql::max_history_nid(&self.reader, &self.queries).await
-    }
-
-    async fn gray_changes_since(
-        &self,
-        after_nid: i64,
-        limit: u32,
-    ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::gray_changes_since(&self.reader, &self.queries, after_nid, limit).await
-    }
-
-    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
-        sql::max_gray_nid(&self.reader, &self.queries).await
-    }
-}
-
-#[async_trait]
-impl Namespaces for SqliteStore {
-    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        sql::list_namespaces(&self.reader, &self.queries).await
-    }
-
-    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        sql::create_namespace(&self.writer, &self.queries, ns, now_ms).await
-    }
-
-    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
-        sql::update_namespace(&self.writer, &self.queries, ns, now_ms).await
-    }
-
-    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
-        sql::delete_namespace(&self.writer, &self.queries, id.as_str()).await
-    }
-}
-
-#[async_trait]
-impl Identities for SqliteStore {
-    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
-        crate::identity::load(&self.reader, &self.queries).await
-    }
-
-    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
-        crate::identity::write(&self.writer, &self.queries, write).await
-    }
-}
-
-#[async_trait]
-impl Health for SqliteStore {
-    async fn ping(&self) -> Result<(), StoreError> {
-        sql::ping(&self.reader).await
+    /// Goes to the writer thread, queued behind the writes already waiting (no lock
+    /// contention with it, no busy-timeout sleeps for publishes).
+    async fn delete_logged(&self, sql: String) -> Result<u64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(WriteOp::PurgeHistory(sql, reply)).await?;
+        answer.await.map_err(|_| writer_gone())?
     }
 }
 
@@ -344,7 +168,10 @@ impl Health for SqliteStore {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use nacelle_core::{ConfigMeta, ConfigType, OpType};
+    use nacelle_core::store::{prelude::*, RemoveOutcome};
+    use nacelle_core::{
+        ConfigKey, ConfigMeta, ConfigType, Namespace, OpSource, OpType, PageRequest, PublishRecord,
+    };
 
     fn record(key: &ConfigKey, content: &str) -> PublishRecord {
         PublishRecord {

@@ -23,10 +23,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use nacelle_core::store::RemoveOutcome;
-use nacelle_core::{
-    BatchOutcome, ConfigKey, OpSource, PublishRecord, SamePolicy, StoreError, StoredConfig,
-};
+use nacelle_core::StoreError;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 use sqlx::Sqlite;
@@ -34,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::plan::Current;
 use crate::queries::{Arg, Queries, Returns, Statement};
-use crate::write::{self, Step, WriteConn};
+use crate::write::{Step, WriteConn};
 
 /// Most writes committed in one transaction.
 pub(crate) const MAX_GROUP: usize = 512;
@@ -42,51 +39,78 @@ pub(crate) const MAX_GROUP: usize = 512;
 pub(crate) const QUEUE: usize = 8192;
 
 /// A write for the writer thread, with where to send its result.
-#[derive(Debug)]
 pub(crate) enum WriteOp {
-    Publish(
-        Box<PublishRecord>,
-        oneshot::Sender<Result<StoredConfig, StoreError>>,
-    ),
-    Remove(
-        ConfigKey,
-        OpSource,
-        i64,
-        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
-    ),
-    /// Removal of a gray: key, gray name, source, time.
-    RemoveGray(
-        Box<RemoveGrayOp>,
-        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
-    ),
-    /// A metadata update: key, description, tags (`None`: left as they are).
-    UpdateMetadata(Box<MetadataOp>, oneshot::Sender<Result<(), StoreError>>),
-    /// Promotion of a gray: the formal record to write and the gray's name.
-    Promote(
-        Box<(PublishRecord, String)>,
-        oneshot::Sender<Result<StoredConfig, StoreError>>,
-    ),
-    /// A batch publish (`ConfigStore::publish_batch`): all of it runs inside the group's
-    /// transaction, so it commits or rolls back with the group, never in part.
-    PublishBatch(Box<BatchOp>),
+    /// A write of the executor (`write.rs`: publish, batch, remove, gray removal,
+    /// promotion, metadata), run inside the group's transaction: it commits or rolls back
+    /// with the group, never in part.
+    Step(Box<dyn Queued>),
     /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_history`),
     /// run in a transaction of its own between groups, so a failing purge never rolls back
     /// a publish; answers the rows deleted.
     PurgeHistory(String, oneshot::Sender<Result<u64, StoreError>>),
 }
 
-/// A gray removal: key, gray name, source, time.
-pub(crate) type RemoveGrayOp = (ConfigKey, String, OpSource, i64);
+impl std::fmt::Debug for WriteOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteOp::Step(_) => f.write_str("WriteOp::Step"),
+            WriteOp::PurgeHistory(sql, _) => write!(f, "WriteOp::PurgeHistory({sql:?})"),
+        }
+    }
+}
 
-/// A metadata update: key, description, tags.
-pub(crate) type MetadataOp = (ConfigKey, Option<String>, Option<String>);
+/// A queued write of any [`Step`], as the writer thread runs and answers it.
+pub(crate) trait Queued: Send {
+    /// Runs the write inside the group's transaction; `Some(cause)` when it failed in a
+    /// way that may have left part of it written, so the group must roll back.
+    fn run(&mut self, tx: &mut GroupTx<'_>, q: &Queries) -> Option<String>;
 
-/// The records of a batch publish, its policy and where to send its result.
-#[derive(Debug)]
-pub(crate) struct BatchOp {
-    pub records: Vec<PublishRecord>,
-    pub policy: SamePolicy,
-    pub reply: oneshot::Sender<Result<BatchOutcome, StoreError>>,
+    /// Sends the answer once the group ended: its own result when the group committed
+    /// (`rolled_back` is `None`); else its own error, or the group's cause if it had none
+    /// (or never ran).
+    fn answer(self: Box<Self>, rolled_back: Option<&str>);
+}
+
+/// `step` queued with where its answer goes.
+pub(crate) fn queued<S: Step>(
+    step: S,
+    reply: oneshot::Sender<Result<S::Out, StoreError>>,
+) -> Box<dyn Queued> {
+    Box::new(QueuedStep {
+        step,
+        reply,
+        result: None,
+    })
+}
+
+/// A queued [`Step`]: the write, where its answer goes, and its result once it ran.
+struct QueuedStep<S: Step> {
+    step: S,
+    reply: oneshot::Sender<Result<S::Out, StoreError>>,
+    result: Option<Result<S::Out, StoreError>>,
+}
+
+impl<S: Step> Queued for QueuedStep<S> {
+    fn run(&mut self, tx: &mut GroupTx<'_>, q: &Queries) -> Option<String> {
+        let result = at_once(self.step.run(tx, q));
+        let cause = match &result {
+            Err(e) if S::wrote_part(e) => Some(e.to_string()),
+            _ => None,
+        };
+        self.result = Some(result);
+        cause
+    }
+
+    fn answer(self: Box<Self>, rolled_back: Option<&str>) {
+        let rolled =
+            |msg: &str| StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
+        let result = match (self.result, rolled_back) {
+            (Some(result), None) => result,
+            (Some(result), Some(msg)) => result.and(Err(rolled(msg))),
+            (None, msg) => Err(rolled(msg.unwrap_or("skipped"))),
+        };
+        answer(self.reply, result);
+    }
 }
 
 /// The error of a write whose writer thread is gone.
@@ -164,17 +188,20 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let (purges, writes): (Vec<_>, Vec<_>) = batch
-                .into_iter()
-                .partition(|op| matches!(op, WriteOp::PurgeHistory(..)));
+            let mut writes = Vec::with_capacity(batch.len());
+            let mut purges = Vec::new();
+            for op in batch {
+                match op {
+                    WriteOp::Step(write) => writes.push(write),
+                    WriteOp::PurgeHistory(sql, reply) => purges.push((sql, reply)),
+                }
+            }
             if !writes.is_empty() {
                 self.run_group(writes);
             }
-            for op in purges {
-                if let WriteOp::PurgeHistory(sql, reply) = op {
-                    let result = self.purge(&sql);
-                    answer(reply, result);
-                }
+            for (sql, reply) in purges {
+                let result = self.purge(&sql);
+                answer(reply, result);
             }
         }
     }
@@ -188,114 +215,42 @@ impl Writer {
         Ok(deleted as u64)
     }
 
-    fn run_group(&mut self, batch: Vec<WriteOp>) {
+    fn run_group(&mut self, mut writes: Vec<Box<dyn Queued>>) {
         if !self.conn.is_autocommit() {
             // A transaction is still open (an earlier reopen failed): repair first.
             self.rollback();
         }
         if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = db_err(e).to_string();
-            fail_all(batch.into_iter().map(Done::Skipped).collect(), &msg);
+            writes.into_iter().for_each(|w| w.answer(Some(&msg)));
             return;
         }
-        let mut done = Vec::with_capacity(batch.len());
+        // A write that failed before writing anything (a compare-and-set failure, an
+        // aborted batch, a missing row) fails alone; any other failure may have left it
+        // half done, so the group stops there (the rest never run) and rolls back.
         let mut abort: Option<String> = None;
-        for op in batch {
+        for write in &mut writes {
+            let mut tx = GroupTx {
+                conn: &mut self.conn,
+                #[cfg(test)]
+                faults: &self.faults,
+            };
+            abort = write.run(&mut tx, &self.queries);
             if abort.is_some() {
-                done.push(Done::Skipped(op));
-                continue;
-            }
-            match op {
-                WriteOp::Publish(rec, reply) => {
-                    let r = self.step(&write::Publish(&rec));
-                    if let Err(e) = &r {
-                        if !matches!(e, StoreError::CasMismatch) {
-                            abort = Some(e.to_string());
-                        }
-                    }
-                    done.push(Done::Publish(Box::new(r), reply));
-                }
-                WriteOp::Remove(key, source, now_ms, reply) => {
-                    let r = self.step(&write::Remove(&key, &source, now_ms));
-                    if let Err(e) = &r {
-                        abort = Some(e.to_string());
-                    }
-                    done.push(Done::Remove(r, reply));
-                }
-                WriteOp::RemoveGray(op, reply) => {
-                    let r = {
-                        let (key, name, source, now_ms) = &*op;
-                        self.step(&write::RemoveGray(key, name, source, *now_ms))
-                    };
-                    if let Err(e) = &r {
-                        abort = Some(e.to_string());
-                    }
-                    done.push(Done::Remove(r, reply));
-                }
-                WriteOp::UpdateMetadata(op, reply) => {
-                    let r = {
-                        let (key, desc, tags) = &*op;
-                        self.step(&write::UpdateMetadata(
-                            key,
-                            desc.as_deref(),
-                            tags.as_deref(),
-                        ))
-                    };
-                    // An absent config is found before anything is written.
-                    if let Err(e) = &r {
-                        if !matches!(e, StoreError::NotFound(_)) {
-                            abort = Some(e.to_string());
-                        }
-                    }
-                    done.push(Done::Metadata(r, reply));
-                }
-                WriteOp::Promote(op, reply) => {
-                    let (rec, name) = *op;
-                    let r = self.step(&write::Promote(&rec, &name));
-                    // Decided before anything is written, like a CAS failure.
-                    if let Err(e) = &r {
-                        if !matches!(e, StoreError::CasMismatch | StoreError::NotFound(_)) {
-                            abort = Some(e.to_string());
-                        }
-                    }
-                    done.push(Done::Publish(Box::new(r), reply));
-                }
-                WriteOp::PublishBatch(op) => {
-                    // An aborted batch is decided before it writes anything (as a
-                    // compare-and-set failure is), so the group goes on.
-                    let r = self.step(&write::PublishBatch(&op.records, op.policy));
-                    if let Err(e) = &r {
-                        abort = Some(e.to_string());
-                    }
-                    done.push(Done::Batch(r, op.reply));
-                }
-                // `run` takes purges out of every group; should one get here, it is not
-                // run inside the group's transaction but failed as skipped.
-                op @ WriteOp::PurgeHistory(..) => done.push(Done::Skipped(op)),
+                break;
             }
         }
-        if let Some(msg) = abort {
+        let failed = match abort {
+            Some(cause) => Some(format!("another write of the same group failed: {cause}")),
+            None => match self.conn.execute_batch("COMMIT") {
+                Ok(()) => None,
+                Err(e) => Some(format!("commit failed: {}", db_err(e))),
+            },
+        };
+        if failed.is_some() {
             self.rollback();
-            fail_all(
-                done,
-                &format!("another write of the same group failed: {msg}"),
-            );
-            return;
         }
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
-            self.rollback();
-            fail_all(done, &format!("commit failed: {}", db_err(e)));
-            return;
-        }
-        for d in done {
-            match d {
-                Done::Publish(r, reply) => answer(reply, *r),
-                Done::Remove(r, reply) => answer(reply, r),
-                Done::Batch(r, reply) => answer(reply, r),
-                Done::Metadata(r, reply) => answer(reply, r),
-                Done::Skipped(op) => fail_op(op, "skipped"),
-            }
-        }
+        writes.into_iter().for_each(|w| w.answer(failed.as_deref()));
     }
 
     /// Ends the open transaction without committing. When `ROLLBACK` fails and the
@@ -334,16 +289,6 @@ impl Writer {
         }
         self.conn.execute_batch("ROLLBACK")
     }
-
-    /// Runs `step` of the write executor inside the group's transaction.
-    fn step<S: Step>(&mut self, step: &S) -> Result<S::Out, StoreError> {
-        let mut tx = GroupTx {
-            conn: &mut self.conn,
-            #[cfg(test)]
-            faults: &self.faults,
-        };
-        at_once(step.run(&mut tx, &self.queries))
-    }
 }
 
 /// Runs a step of the write executor on this thread. Every step of a [`GroupTx`] is a
@@ -361,7 +306,7 @@ fn at_once<T>(step: impl Future<Output = Result<T, StoreError>>) -> Result<T, St
 
 /// The writer's connection inside its group transaction (`BEGIN IMMEDIATE` holds the
 /// database's write lock, so rows read need no lock of their own).
-struct GroupTx<'w> {
+pub(crate) struct GroupTx<'w> {
     conn: &'w mut Connection,
     #[cfg(test)]
     faults: &'w tests::Faults,
@@ -438,64 +383,14 @@ impl rusqlite::ToSql for Arg<'_> {
     }
 }
 
-/// A write that ran (or will not run), waiting for the commit before its answer goes out.
-enum Done {
-    Publish(
-        Box<Result<StoredConfig, StoreError>>,
-        oneshot::Sender<Result<StoredConfig, StoreError>>,
-    ),
-    Remove(
-        Result<RemoveOutcome, StoreError>,
-        oneshot::Sender<Result<RemoveOutcome, StoreError>>,
-    ),
-    Batch(
-        Result<BatchOutcome, StoreError>,
-        oneshot::Sender<Result<BatchOutcome, StoreError>>,
-    ),
-    Metadata(
-        Result<(), StoreError>,
-        oneshot::Sender<Result<(), StoreError>>,
-    ),
-    /// Never ran because an earlier write of its group failed.
-    Skipped(WriteOp),
-}
-
-fn fail_op(op: WriteOp, msg: &str) {
-    let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
-    match op {
-        WriteOp::Publish(_, reply) => answer(reply, Err(err())),
-        WriteOp::Remove(_, _, _, reply) => answer(reply, Err(err())),
-        WriteOp::RemoveGray(_, reply) => answer(reply, Err(err())),
-        WriteOp::UpdateMetadata(_, reply) => answer(reply, Err(err())),
-        WriteOp::Promote(_, reply) => answer(reply, Err(err())),
-        WriteOp::PublishBatch(op) => answer(op.reply, Err(err())),
-        WriteOp::PurgeHistory(_, reply) => answer(reply, Err(err())),
-    }
-}
-
-/// Answers every write of a group that did not commit. A write that failed on its own
-/// keeps its own error (a compare-and-set failure stays one).
-fn fail_all(done: Vec<Done>, msg: &str) {
-    let err = || StoreError::Unavailable(format!("sqlite write group rolled back: {msg}"));
-    for d in done {
-        match d {
-            Done::Publish(r, reply) => answer(reply, r.and(Err(err()))),
-            Done::Remove(r, reply) => answer(reply, r.and(Err(err()))),
-            Done::Batch(r, reply) => answer(reply, r.and(Err(err()))),
-            Done::Metadata(r, reply) => answer(reply, r.and(Err(err()))),
-            Done::Skipped(op) => fail_op(op, msg),
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use nacelle_core::store::prelude::*;
-    use nacelle_core::{ConfigMeta, ConfigType, PageRequest};
+    use nacelle_core::store::{prelude::*, RemoveOutcome};
+    use nacelle_core::{ConfigKey, ConfigMeta, ConfigType, OpSource, PageRequest, PublishRecord};
     use sqlx::sqlite::SqliteConnectOptions;
 
     use super::*;

@@ -231,11 +231,11 @@ async fn update_metadata<C: WriteConn>(
 
 /// One write, as a value the executor runs on any [`WriteConn`]: the sqlx backends run
 /// it in a transaction of their own (again, as a whole, when it lost to a concurrent
-/// writer), the SQLite writer inside its group transaction.
+/// writer), the SQLite writer thread inside its group transaction.
 #[async_trait]
-pub(crate) trait Step: Sync {
+pub(crate) trait Step: Send + Sync + 'static {
     /// What the write answers.
-    type Out: Send;
+    type Out: Send + 'static;
 
     /// Runs the write on `c`, inside its transaction.
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<Self::Out, C::Error>;
@@ -244,80 +244,101 @@ pub(crate) trait Step: Sync {
     fn commits(_out: &Self::Out) -> bool {
         true
     }
+
+    /// Whether the write may have left part of itself written when it failed with `err`.
+    /// Refusals decided before anything is written (a compare-and-set failure, a missing
+    /// row) have not, so the writes sharing its transaction (SQLite's group) go on.
+    fn wrote_part(_err: &StoreError) -> bool {
+        true
+    }
 }
 
 /// A publish of the formal config or of a gray.
-pub(crate) struct Publish<'a>(pub &'a PublishRecord);
+pub(crate) struct Publish(pub PublishRecord);
 
 #[async_trait]
-impl Step for Publish<'_> {
+impl Step for Publish {
     type Out = StoredConfig;
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<StoredConfig, C::Error> {
-        publish(c, q, self.0).await
+        publish(c, q, &self.0).await
+    }
+
+    fn wrote_part(err: &StoreError) -> bool {
+        !matches!(err, StoreError::CasMismatch)
     }
 }
 
 /// A batch publish under a [`SamePolicy`].
-pub(crate) struct PublishBatch<'a>(pub &'a [PublishRecord], pub SamePolicy);
+pub(crate) struct PublishBatch(pub Vec<PublishRecord>, pub SamePolicy);
 
 #[async_trait]
-impl Step for PublishBatch<'_> {
+impl Step for PublishBatch {
     type Out = BatchOutcome;
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<BatchOutcome, C::Error> {
-        publish_batch(c, q, self.0, self.1).await
+        publish_batch(c, q, &self.0, self.1).await
     }
 
+    /// An aborted batch is decided before it writes anything.
     fn commits(out: &BatchOutcome) -> bool {
         matches!(out, BatchOutcome::Committed(_))
     }
 }
 
 /// The removal of a formal config: key, source, time.
-pub(crate) struct Remove<'a>(pub &'a ConfigKey, pub &'a OpSource, pub i64);
+pub(crate) struct Remove(pub ConfigKey, pub OpSource, pub i64);
 
 #[async_trait]
-impl Step for Remove<'_> {
+impl Step for Remove {
     type Out = RemoveOutcome;
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<RemoveOutcome, C::Error> {
-        remove(c, q, self.0, self.1, self.2).await
+        remove(c, q, &self.0, &self.1, self.2).await
     }
 }
 
 /// The removal of a gray: key, gray name, source, time.
-pub(crate) struct RemoveGray<'a>(pub &'a ConfigKey, pub &'a str, pub &'a OpSource, pub i64);
+pub(crate) struct RemoveGray(pub ConfigKey, pub String, pub OpSource, pub i64);
 
 #[async_trait]
-impl Step for RemoveGray<'_> {
+impl Step for RemoveGray {
     type Out = RemoveOutcome;
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<RemoveOutcome, C::Error> {
-        remove_gray(c, q, self.0, self.1, self.2, self.3).await
+        remove_gray(c, q, &self.0, &self.1, &self.2, self.3).await
     }
 }
 
 /// The promotion of a gray: the formal record it becomes, the gray's name.
-pub(crate) struct Promote<'a>(pub &'a PublishRecord, pub &'a str);
+pub(crate) struct Promote(pub PublishRecord, pub String);
 
 #[async_trait]
-impl Step for Promote<'_> {
+impl Step for Promote {
     type Out = StoredConfig;
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<StoredConfig, C::Error> {
-        promote(c, q, self.0, self.1).await
+        promote(c, q, &self.0, &self.1).await
+    }
+
+    fn wrote_part(err: &StoreError) -> bool {
+        !matches!(err, StoreError::CasMismatch | StoreError::NotFound(_))
     }
 }
 
 /// A metadata update: key, description, tags (`None`: left as they are).
-pub(crate) struct UpdateMetadata<'a>(pub &'a ConfigKey, pub Option<&'a str>, pub Option<&'a str>);
+pub(crate) struct UpdateMetadata(pub ConfigKey, pub Option<String>, pub Option<String>);
 
 #[async_trait]
-impl Step for UpdateMetadata<'_> {
+impl Step for UpdateMetadata {
     type Out = ();
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<(), C::Error> {
-        update_metadata(c, q, self.0, self.1, self.2).await
+        let (desc, tags) = (self.1.as_deref(), self.2.as_deref());
+        update_metadata(c, q, &self.0, desc, tags).await
+    }
+
+    fn wrote_part(err: &StoreError) -> bool {
+        !matches!(err, StoreError::NotFound(_))
     }
 }

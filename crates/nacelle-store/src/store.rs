@@ -1,0 +1,267 @@
+//! Every role of the store, implemented once for every backend: [`Store`] over a
+//! [`Backend`], which says only what differs — which pools reads and small writes use,
+//! how a write step runs (a sqlx transaction retried as a whole, or SQLite's writer
+//! thread), how a purge's `DELETE` runs, and which values the database refuses.
+//! Reads are the shared sqlx code (`sql.rs`), writes of configs and grays the one write
+//! executor (`write.rs`).
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use nacelle_core::auth::{IdentityRecords, IdentityWrite};
+use nacelle_core::store::{
+    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Namespaces, RemoveOutcome,
+};
+use nacelle_core::{
+    BatchOutcome, ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog,
+    HistoryRetention, Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord,
+    PurgeStep, SamePolicy, StoreError, StoredConfig, StoredGray,
+};
+use sqlx::Pool;
+
+use crate::queries::Queries;
+use crate::sql::{self, Exec};
+use crate::write::{self, Step};
+
+/// What one kind of backend does its own way.
+#[async_trait]
+pub(crate) trait Backend: Send + Sync + Debug + 'static {
+    /// The sqlx database of its reads.
+    type Db: Exec;
+
+    /// The backend's name for logs ("sqlite", "mysql", "postgres").
+    fn name(&self) -> &'static str;
+    /// Its statements.
+    fn queries(&self) -> &Queries;
+    /// The pool reads use.
+    fn reader(&self) -> &Pool<Self::Db>;
+    /// The pool namespace and identity writes use.
+    fn writer(&self) -> &Pool<Self::Db>;
+    /// Runs one write of the executor and answers once it committed.
+    async fn write<S: Step>(&self, step: S) -> Result<S::Out, StoreError>;
+    /// Runs one purge `DELETE` (its own transaction): the rows deleted.
+    async fn delete_logged(&self, sql: String) -> Result<u64, StoreError>;
+
+    /// Refuses a write whose values the database cannot store, before it reaches the
+    /// database.
+    fn refuse(&self, _write: Checked<'_>) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// A write whose values a database may refuse before they are sent (PostgreSQL cannot
+/// store the NUL character).
+#[derive(Debug, Clone, Copy)]
+pub enum Checked<'a> {
+    /// A publish (or promotion) of this record.
+    Publish(&'a PublishRecord),
+    /// A removal of a config or gray of this key, by this source.
+    Remove(&'a ConfigKey, &'a OpSource),
+    /// A metadata update: key, description, tags.
+    Metadata(&'a ConfigKey, Option<&'a str>, Option<&'a str>),
+    /// A namespace created or updated.
+    Namespace(&'a Namespace),
+}
+
+/// The store of a [`Backend`]: every role of [`ConfigStore`].
+#[derive(Debug, Clone)]
+pub struct Store<B>(pub(crate) B);
+
+impl<B: Backend> ConfigStore for Store<B> {
+    fn backend(&self) -> &'static str {
+        self.0.name()
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Configs for Store<B> {
+    async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
+        sql::load_all(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
+        sql::get(self.0.reader(), self.0.queries(), key).await
+    }
+
+    async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
+        self.0.refuse(Checked::Publish(rec))?;
+        self.0.write(write::Publish(rec.clone())).await
+    }
+
+    async fn publish_batch(
+        &self,
+        records: &[PublishRecord],
+        policy: SamePolicy,
+    ) -> Result<BatchOutcome, StoreError> {
+        for rec in records {
+            self.0.refuse(Checked::Publish(rec))?;
+        }
+        let step = write::PublishBatch(records.to_vec(), policy);
+        self.0.write(step).await
+    }
+
+    async fn remove(
+        &self,
+        key: &ConfigKey,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        self.0.refuse(Checked::Remove(key, source))?;
+        let step = write::Remove(key.clone(), source.clone(), now_ms);
+        self.0.write(step).await
+    }
+
+    async fn update_metadata(
+        &self,
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.0.refuse(Checked::Metadata(key, desc, config_tags))?;
+        let (desc, tags) = (desc.map(str::to_string), config_tags.map(str::to_string));
+        self.0
+            .write(write::UpdateMetadata(key.clone(), desc, tags))
+            .await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Grays for Store<B> {
+    async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
+        sql::load_grays(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
+        sql::grays_of(self.0.reader(), self.0.queries(), key).await
+    }
+
+    async fn remove_gray(
+        &self,
+        key: &ConfigKey,
+        name: &str,
+        source: &OpSource,
+        now_ms: i64,
+    ) -> Result<RemoveOutcome, StoreError> {
+        self.0.refuse(Checked::Remove(key, source))?;
+        let step = write::RemoveGray(key.clone(), name.to_string(), source.clone(), now_ms);
+        self.0.write(step).await
+    }
+
+    async fn promote_gray(
+        &self,
+        record: &PublishRecord,
+        name: &str,
+    ) -> Result<StoredConfig, StoreError> {
+        self.0.refuse(Checked::Publish(record))?;
+        let step = write::Promote(record.clone(), name.to_string());
+        self.0.write(step).await
+    }
+
+    async fn gray_history(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<GrayHistoryEntry>, StoreError> {
+        sql::gray_history(self.0.reader(), self.0.queries(), key, page).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> History for Store<B> {
+    async fn history_page(
+        &self,
+        key: &ConfigKey,
+        page: PageRequest,
+    ) -> Result<Page<HistoryEntry>, StoreError> {
+        sql::history_page(self.0.reader(), self.0.queries(), key, page).await
+    }
+
+    async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
+        sql::history_entry(self.0.reader(), self.0.queries(), nid).await
+    }
+
+    async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
+        sql::history_previous(self.0.reader(), self.0.queries(), config_id).await
+    }
+
+    /// Candidates are read through the reader pool with the shared code; the `DELETE` is
+    /// the backend's (on SQLite it goes to the writer thread, queued behind the writes
+    /// already waiting, so a publish waits at most for one batch).
+    async fn purge_history(
+        &self,
+        log: HistoryLog,
+        rule: &HistoryRetention,
+        after_nid: i64,
+        batch: u32,
+    ) -> Result<PurgeStep, StoreError> {
+        let delete = |sql| self.0.delete_logged(sql);
+        let (q, position) = (self.0.queries().purge_of(log), (after_nid, batch));
+        sql::purge_batch(self.0.reader(), q, rule, position, delete).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> ChangeLog for Store<B> {
+    async fn changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::changes_since(self.0.reader(), self.0.queries(), after_nid, limit).await
+    }
+
+    async fn max_history_nid(&self) -> Result<i64, StoreError> {
+        sql::max_history_nid(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn gray_changes_since(
+        &self,
+        after_nid: i64,
+        limit: u32,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        sql::gray_changes_since(self.0.reader(), self.0.queries(), after_nid, limit).await
+    }
+
+    async fn max_gray_nid(&self) -> Result<i64, StoreError> {
+        sql::max_gray_nid(self.0.reader(), self.0.queries()).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Namespaces for Store<B> {
+    async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
+        sql::list_namespaces(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        self.0.refuse(Checked::Namespace(ns))?;
+        sql::create_namespace(self.0.writer(), self.0.queries(), ns, now_ms).await
+    }
+
+    async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
+        self.0.refuse(Checked::Namespace(ns))?;
+        sql::update_namespace(self.0.writer(), self.0.queries(), ns, now_ms).await
+    }
+
+    async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
+        sql::delete_namespace(self.0.writer(), self.0.queries(), id.as_str()).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Identities for Store<B> {
+    async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
+        crate::identity::load(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
+        crate::identity::write(self.0.writer(), self.0.queries(), write).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Health for Store<B> {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sql::ping(self.0.reader()).await
+    }
+}
