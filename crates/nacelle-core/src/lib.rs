@@ -7,7 +7,8 @@
 //! - [`rules`]: length and shape rules of metadata, content type and namespace names.
 //! - [`content`]: content validation by type (json, yaml, xml, toml, properties) and its
 //!   policy (`reject | warn | off`, globally and per namespace).
-//! - [`store`]: the storage trait every database backend implements.
+//! - [`store`]: the store's role traits (generated from one list of methods, [`store_roles!`]),
+//!   `ConfigStore` (all of them) and the layer every method can be wrapped in once.
 //! - [`gray`]: the gray model — rules (beta by IP/CIDR, tag, tagv2 label expressions),
 //!   priorities and the first-match selection of a caller's variant.
 //! - [`pattern`]: group patterns (`namespace>>group>>dataId`) of wildcard watches.

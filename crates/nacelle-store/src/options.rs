@@ -18,9 +18,10 @@ pub struct StoreOptions {
     /// How long an operation waits for a connection (opening one included) before it fails
     /// with `StoreError::Unavailable`. URL parameter `acquire_timeout_ms`.
     pub acquire_timeout: Duration,
-    /// The longest one operation (other than `load_all`) may take in all, waiting for a
-    /// connection and for row locks included. Also bounds how long the database waits for
-    /// a row lock. URL parameter `op_timeout_ms`.
+    /// The longest one operation may take in all, waiting for a connection and for row
+    /// locks included (the start-up loads may take 30 times this, a batch publish one per
+    /// started 100 records: `deadline.rs`). Also bounds how long the database waits for a
+    /// row lock. URL parameter `op_timeout_ms`.
     pub op_timeout: Duration,
 }
 
