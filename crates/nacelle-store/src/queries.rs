@@ -5,7 +5,7 @@
 //! arguments in column order; every backend runs that list as it is.
 //!
 //! The three backends select the same column names with times as ms, so one row decoder
-//! serves them all (`common.rs`); a dialect says only how its SQL differs: placeholders,
+//! serves them all (`sql.rs`); a dialect says only how its SQL differs: placeholders,
 //! time conversion, integer casts, the tag aggregate, row locks, generated ids.
 
 use nacelle_core::{ConfigKey, HistoryLog};
