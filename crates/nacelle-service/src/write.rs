@@ -15,7 +15,7 @@ use nacelle_core::rules::{check_content, check_meta, parse_config_type};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::Action;
 use nacelle_core::{
-    md5_hex, now_millis, Caller, ConfigKey, ConfigType, CoreError, GraySpec, OpSource,
+    md5_hex, now_millis, Caller, ConfigKey, ConfigMeta, ConfigType, CoreError, GraySpec, OpSource,
     PublishRecord, StoreError, StoredConfig, ValidationMode, Variant,
 };
 
@@ -388,6 +388,70 @@ impl ConfigService {
         Ok(true)
     }
 
+    /// Changes the description and/or the tags of `key`'s formal config in place, as Nacos
+    /// 3.1's `PUT /v3/admin/cs/config/metadata` does: no new version, no history row, the
+    /// content, md5 and modification time unchanged, so no listener is woken. `None`
+    /// keeps a field; the values follow the publish rules (lengths, at most 5 tags).
+    /// [`CoreError::NotFound`] when the key has no formal config. The cache is refreshed
+    /// from the database, and the other cluster members are told as of a write (their
+    /// change-log followers cannot see it: it writes no history row).
+    pub async fn update_metadata(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), CoreError> {
+        self.guard()?;
+        self.authorize_key(caller, key, Action::Write)?;
+        self.write_allowed(caller)?;
+        let checked = check_meta(
+            ConfigMeta {
+                desc: desc.unwrap_or_default().to_string(),
+                config_tags: config_tags.unwrap_or_default().to_string(),
+                ..ConfigMeta::default()
+            },
+            "",
+        )?;
+        let desc = desc.map(|_| checked.desc.as_str());
+        let config_tags = config_tags.map(|_| checked.config_tags.as_str());
+        let revision = {
+            let _guard = self.write_lock(key).lock().await;
+            let result = self
+                .store_call(
+                    StoreOp::Publish,
+                    self.inner.store.update_metadata(key, desc, config_tags),
+                )
+                .await;
+            crate::auth::audit(
+                "config.metadata",
+                caller.user(),
+                caller,
+                &key.to_string(),
+                result.is_ok(),
+            );
+            result.map_err(|e| match e {
+                StoreError::NotFound(_) => {
+                    CoreError::NotFound(format!("config {key} does not exist"))
+                }
+                e => e.into(),
+            })?;
+            match self
+                .store_call(StoreOp::Get, self.inner.store.get(key))
+                .await?
+            {
+                Some(cfg) => {
+                    let revision = cfg.revision;
+                    self.apply(Arc::new(cfg));
+                    revision
+                }
+                None => return Err(CoreError::NotFound(format!("config {key} does not exist"))),
+            }
+        };
+        self.committed(key, revision);
+        Ok(())
+    }
+
     /// Stops the beta (gray by IP) release of `key`; success also when it had none, as
     /// Nacos answers.
     pub async fn stop_beta(&self, caller: &Caller, key: &ConfigKey) -> Result<(), CoreError> {
@@ -442,7 +506,11 @@ impl ConfigService {
                         .inner
                         .cache
                         .get(key)
-                        .map(|c| c.md5 != cfg.md5 || c.revision < cfg.revision)
+                        // A metadata change in place (`update_metadata`) keeps md5 and
+                        // revision: the cached record is replaced, no listener is woken.
+                        .map(|c| {
+                            c.md5 != cfg.md5 || c.revision < cfg.revision || c.meta != cfg.meta
+                        })
                         .unwrap_or(true);
                     (changed && self.apply(cfg.clone())).then_some(cfg.revision)
                 }

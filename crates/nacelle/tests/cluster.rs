@@ -1130,3 +1130,53 @@ async fn a_token_from_one_node_is_accepted_by_the_others() -> TestResult {
     assert!(f64::from(requests) > bound, "{requests} requests");
     Ok(())
 }
+
+/// A metadata change in place (v3 `PUT /metadata`: no new version, no history row, so no
+/// change-log entry to follow) reaches the other member through the member notification,
+/// and its listeners are not woken (the content did not change).
+#[tokio::test]
+async fn a_metadata_change_in_place_reaches_the_other_member() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
+    let http = reqwest::Client::new();
+    let (nodes, _members) = start_cluster(&db.url, 2, |_| vec![]).await?;
+    assert_eq!(publish(&http, &nodes[0], "meta", "m: 1").await?, 200);
+    until_served(
+        &http,
+        &nodes[1],
+        "meta",
+        Some("m: 1"),
+        Duration::from_secs(10),
+    )
+    .await?;
+    let detail = |node: &Node| {
+        http.get(node.url("/nacos/v3/admin/cs/config"))
+            .query(&[("dataId", "meta"), ("groupName", "CLUSTER")])
+            .send()
+    };
+    let r = http
+        .put(nodes[0].url("/nacos/v3/admin/cs/config/metadata"))
+        .form(&[
+            ("dataId", "meta"),
+            ("groupName", "CLUSTER"),
+            ("desc", "described on node 0"),
+            ("configTags", "a,b"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let v: Value = detail(&nodes[1]).await?.json().await?;
+        if v["data"]["desc"] == "described on node 0" {
+            assert_eq!(v["data"]["configTags"], "a,b", "{v}");
+            assert_eq!(v["data"]["content"], "m: 1", "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 1 still shows {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}

@@ -678,8 +678,14 @@ async fn batch_delete_metadata_and_beta() -> TestResult {
         "For input string: \"x\"",
     )?;
 
-    // PUT /metadata: description and tags change, content does not.
+    // PUT /metadata: description and tags change in place — content, md5, modification
+    // time and history do not (Nacos 3.1 writes no history row for it).
     let q = [("dataId", "b3"), ("groupName", "G")];
+    let hq = [("dataId", "b3"), ("groupName", "G")];
+    let versions_before = get(&s, "/nacos/v3/admin/cs/history/list", &hq)
+        .await?
+        .ok()?["totalCount"]
+        .clone();
     let before = get(&s, ADMIN, &q).await?.ok()?;
     let put = call(
         &s,
@@ -700,6 +706,12 @@ async fn batch_delete_metadata_and_beta() -> TestResult {
     assert_eq!(after["configTags"], "x,y");
     assert_eq!(after["content"], before["content"]);
     assert_eq!(after["md5"], before["md5"]);
+    assert_eq!(after["modifyTime"], before["modifyTime"]);
+    let versions_after = get(&s, "/nacos/v3/admin/cs/history/list", &hq)
+        .await?
+        .ok()?["totalCount"]
+        .clone();
+    assert_eq!(versions_after, versions_before, "no new version");
     call(
         &s,
         Method::PUT,

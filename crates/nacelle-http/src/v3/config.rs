@@ -9,10 +9,8 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{Action, ConfigMeta, GrayRule, NamespaceId, SamePolicy, Variant};
-use nacelle_service::{
-    CloneItem, ConfigView, PublishRequest, SearchMode, SearchQuery, TransferError,
-};
+use nacelle_core::{Action, GrayRule, NamespaceId, SamePolicy};
+use nacelle_service::{CloneItem, ConfigView, SearchMode, SearchQuery, TransferError};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -252,41 +250,30 @@ pub(crate) async fn update_metadata(
         Secured::Config(Action::Write),
     )?;
     let key = config_key(&p)?;
-    let Some(cfg) = st.service.formal(&p.caller, &key)? else {
+    // Description and tags change in place: no new version, no history row (Nacos 3.1's
+    // `updateConfigInfoMetadata`); an absent parameter keeps its field.
+    match st
+        .service
+        .update_metadata(&p.caller, &key, p.get("desc"), p.get("configTags"))
+        .await
+    {
+        Ok(()) => {}
         // `updateConfigInfoMetadata` throws `NacosException(NOT_FOUND, …)`, which
         // `NacosApiExceptionHandler` answers with its status and `Result.failure(SERVER_ERROR,
         // message)`.
-        return Err(V3Error::api(
-            StatusCode::NOT_FOUND,
-            ErrorCode::SERVER_ERROR,
-            format!(
-                "config is not found for dataId={}, group={}",
-                key.data_id(),
-                key.group()
-            ),
-        ));
-    };
-    // The same content published again (in plaintext, so that an encrypted config is
-    // encrypted again by the service), only if nobody changed it meanwhile.
-    let base = cfg.meta_for_republish();
-    let req = PublishRequest {
-        key,
-        content: cfg.content_text().into_owned(),
-        config_type: Some(cfg.config_type().as_str().to_string()),
-        meta: ConfigMeta {
-            desc: p
-                .get("desc")
-                .map_or_else(|| base.desc.clone(), str::to_string),
-            config_tags: p
-                .get("configTags")
-                .map_or_else(|| base.config_tags.clone(), str::to_string),
-            ..base
-        },
-        src_user: p.src_user(PublishNames::V2),
-        cas_md5: Some(cfg.md5().to_string()),
-        variant: Variant::Formal,
-    };
-    st.service.publish(&p.caller, req).await?;
+        Err(nacelle_core::CoreError::NotFound(_)) => {
+            return Err(V3Error::api(
+                StatusCode::NOT_FOUND,
+                ErrorCode::SERVER_ERROR,
+                format!(
+                    "config is not found for dataId={}, group={}",
+                    key.data_id(),
+                    key.group()
+                ),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(success(true))
 }
 
