@@ -751,58 +751,12 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
     }
 
     // A user who may read the default namespace only.
-    for (path, params) in [
-        (
-            "/nacos/v1/auth/users",
-            &[("username", "reader"), ("password", "reader-pass-1")][..],
-        ),
-        (
-            "/nacos/v1/auth/roles",
-            &[("role", "r-public"), ("username", "reader")][..],
-        ),
-        (
-            "/nacos/v1/auth/permissions",
-            &[("role", "r-public"), ("resource", ":*:*"), ("action", "r")][..],
-        ),
-    ] {
-        let r = s
-            .http
-            .post(s.url(path))
-            .bearer_auth(&admin)
-            .form(params)
-            .send()
-            .await?;
-        let r = Reply::read(r).await?;
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-    }
+    let reader = user_granted(&s, &admin, "reader", ":*:*", "r").await?;
     let admin_api = nacelle_testkit::Api::with_token(s.addr, &admin)?;
     admin_api.publish("", "G", "h.yaml", "a: 1\n").await?;
     admin_api.publish("secret", "G", "h.yaml", "s: 1\n").await?;
-    let r = Reply::read(
-        s.http
-            .post(s.url("/nacos/v1/auth/login"))
-            .form(&[("username", "reader"), ("password", "reader-pass-1")])
-            .send()
-            .await?,
-    )
-    .await?;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let reader = r.json()?["accessToken"]
-        .as_str()
-        .ok_or("accessToken")?
-        .to_string();
-    let as_reader = |method: M, path: &str, params: &[(&str, &str)]| {
-        let req = if method == M::GET || method == M::DELETE {
-            s.http.request(method, s.url(path)).query(params)
-        } else {
-            s.http.request(method, s.url(path)).form(params)
-        };
-        req.bearer_auth(&reader).send()
-    };
     // Reads what it may read; history names the writer.
-    let page = data(
-        &Reply::read(as_reader(M::GET, "/nacos/v3/admin/cs/history/list", &KEY).await?).await?,
-    )?;
+    let page = data(&as_user(&s, &reader, M::GET, "/nacos/v3/admin/cs/history/list", &KEY).await?)?;
     assert_eq!(page["totalCount"], 1);
     assert_eq!(page["pageItems"][0]["srcUser"], "nacos", "{page}");
     // Refused elsewhere: another namespace; the namespace API, which Nacos secures by a
@@ -849,43 +803,25 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         ),
         (M::DELETE, NAMESPACE, &[("namespaceId", "secret")][..]),
     ] {
-        let r = Reply::read(as_reader(method.clone(), path, params).await?).await?;
+        let r = as_user(&s, &reader, method.clone(), path, params).await?;
         assert_eq!(r.status, 403, "{method} {path} {params:?}: {}", r.body);
         assert_eq!(r.json()?["error"], "Forbidden", "{}", r.body);
     }
     // Where the reader may read, bad input is still bad input (400, not 403).
-    let r =
-        Reply::read(as_reader(M::GET, "/nacos/v3/admin/cs/config", &[("groupName", "G")]).await?)
-            .await?;
+    let r = as_user(
+        &s,
+        &reader,
+        M::GET,
+        "/nacos/v3/admin/cs/config",
+        &[("groupName", "G")],
+    )
+    .await?;
     assert_eq!(r.status, 400, "{}", r.body);
 
     // A permission on the resource `*` (what Nacos's regular expression needs to match the
     // namespace API's fixed resource) lets a non-administrator read every namespace, and
     // with `rw` listen-check a config; namespace writes stay an administrator's.
-    for (path, params) in [
-        (
-            "/nacos/v1/auth/users",
-            &[("username", "star"), ("password", "star-pass-1")][..],
-        ),
-        (
-            "/nacos/v1/auth/roles",
-            &[("role", "r-star"), ("username", "star")][..],
-        ),
-        (
-            "/nacos/v1/auth/permissions",
-            &[("role", "r-star"), ("resource", "*"), ("action", "rw")][..],
-        ),
-    ] {
-        let r = s
-            .http
-            .post(s.url(path))
-            .bearer_auth(&admin)
-            .form(params)
-            .send()
-            .await?;
-        let r = Reply::read(r).await?;
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-    }
+    let star = user_granted(&s, &admin, "star", "*", "rw").await?;
     let r = s
         .http
         .post(s.url(NAMESPACE))
@@ -894,28 +830,15 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         .send()
         .await?;
     data(&Reply::read(r).await?)?;
-    let r = Reply::read(
-        s.http
-            .post(s.url("/nacos/v1/auth/login"))
-            .form(&[("username", "star"), ("password", "star-pass-1")])
-            .send()
-            .await?,
-    )
-    .await?;
-    let star = r.json()?["accessToken"]
-        .as_str()
-        .ok_or("accessToken")?
-        .to_string();
-    let as_star = |method: M, path: &str, params: &[(&str, &str)]| {
-        let req = if method == M::GET || method == M::DELETE {
-            s.http.request(method, s.url(path)).query(params)
-        } else {
-            s.http.request(method, s.url(path)).form(params)
-        };
-        req.bearer_auth(&star).send()
-    };
     let list = data(
-        &Reply::read(as_star(M::GET, "/nacos/v3/admin/core/namespace/list", &[]).await?).await?,
+        &as_user(
+            &s,
+            &star,
+            M::GET,
+            "/nacos/v3/admin/core/namespace/list",
+            &[],
+        )
+        .await?,
     )?;
     let ids: Vec<&str> = list
         .as_array()
@@ -924,17 +847,24 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
         .filter_map(|n| n["namespace"].as_str())
         .collect();
     assert_eq!(ids, ["public", "secret"], "{list}");
-    let one =
-        data(&Reply::read(as_star(M::GET, NAMESPACE, &[("namespaceId", "secret")]).await?).await?)?;
+    let one = data(&as_user(&s, &star, M::GET, NAMESPACE, &[("namespaceId", "secret")]).await?)?;
     assert_eq!(one["namespaceShowName"], "Secret", "{one}");
-    data(&Reply::read(as_star(M::GET, "/nacos/v3/admin/cs/config/listener", &KEY).await?).await?)?;
-    let r = Reply::read(
-        as_star(
-            M::POST,
-            NAMESPACE,
-            &[("namespaceId", "stars"), ("namespaceName", "s")],
+    data(
+        &as_user(
+            &s,
+            &star,
+            M::GET,
+            "/nacos/v3/admin/cs/config/listener",
+            &KEY,
         )
         .await?,
+    )?;
+    let r = as_user(
+        &s,
+        &star,
+        M::POST,
+        NAMESPACE,
+        &[("namespaceId", "stars"), ("namespaceName", "s")],
     )
     .await?;
     assert_eq!(r.status, 403, "{}", r.body);
@@ -977,4 +907,73 @@ async fn history_of_an_encrypted_config_is_shown_decrypted_as_over_v1() -> TestR
     assert_eq!(entry["encryptedDataKey"], v1["encryptedDataKey"]);
     assert_eq!(entry["md5"], v1["md5"]);
     Ok(())
+}
+
+/// Creates `user` (password `<user>-pass-1`) with role `r-<user>` granted `action` on
+/// `resource`, as the administrator `admin`; answers the user's token.
+async fn user_granted(
+    s: &TestServer,
+    admin: &str,
+    user: &str,
+    resource: &str,
+    action: &str,
+) -> TestResult<String> {
+    let (role, password) = (format!("r-{user}"), format!("{user}-pass-1"));
+    for (path, params) in [
+        (
+            "/nacos/v1/auth/users",
+            vec![("username", user), ("password", password.as_str())],
+        ),
+        (
+            "/nacos/v1/auth/roles",
+            vec![("role", role.as_str()), ("username", user)],
+        ),
+        (
+            "/nacos/v1/auth/permissions",
+            vec![
+                ("role", role.as_str()),
+                ("resource", resource),
+                ("action", action),
+            ],
+        ),
+    ] {
+        let r = s
+            .http
+            .post(s.url(path))
+            .bearer_auth(admin)
+            .form(&params)
+            .send()
+            .await?;
+        let r = Reply::read(r).await?;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    let r = Reply::read(
+        s.http
+            .post(s.url("/nacos/v1/auth/login"))
+            .form(&[("username", user), ("password", password.as_str())])
+            .send()
+            .await?,
+    )
+    .await?;
+    assert_eq!(r.status, 200, "{}", r.body);
+    Ok(r.json()?["accessToken"]
+        .as_str()
+        .ok_or("accessToken")?
+        .to_string())
+}
+
+/// A request with `token`: query parameters for GET and DELETE, a form otherwise.
+async fn as_user(
+    s: &TestServer,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    params: &[(&str, &str)],
+) -> TestResult<Reply> {
+    let req = if method == reqwest::Method::GET || method == reqwest::Method::DELETE {
+        s.http.request(method, s.url(path)).query(params)
+    } else {
+        s.http.request(method, s.url(path)).form(params)
+    };
+    Ok(Reply::read(req.bearer_auth(token).send().await?).await?)
 }
