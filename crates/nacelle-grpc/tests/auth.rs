@@ -695,6 +695,22 @@ async fn users_roles_and_permissions_are_managed_in_nacos_formats() -> TestResul
         perms["pageItems"],
         json!([{"role": "pub3s", "resource": "public:*:*", "action": "rw"}])
     );
+    // `ROLE_ADMIN` is not granted through the roles API, as Nacos refuses it
+    // (`NacosRoleServiceDirectImpl.addRole`); the first administrator is made otherwise.
+    let r = env
+        .http
+        .post(env.url("/nacos/v1/auth/roles"))
+        .bearer_auth(&t.admin)
+        .query(&[("role", "ROLE_ADMIN"), ("username", "dev")])
+        .send()
+        .await?;
+    let status = r.status().as_u16();
+    let body = r.text().await?;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("role 'ROLE_ADMIN' is not permitted to create!"),
+        "{body}"
+    );
     // A user changes its own password, not another's.
     let own = env
         .http

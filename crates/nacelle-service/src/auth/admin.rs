@@ -362,6 +362,13 @@ impl AuthAdmin<'_> {
         if self.service.directory().user(username).is_none() {
             return Err(CoreError::NotFound(format!("user '{username}' not found!")));
         }
+        // As Nacos: the administrator role is never granted through the roles API (the
+        // first administrator is created at start or by `users/admin`).
+        if role == ADMIN_ROLE {
+            return Err(CoreError::Invalid(format!(
+                "role '{ADMIN_ROLE}' is not permitted to create!"
+            )));
+        }
         let result = self
             .service
             .identity_write(IdentityWrite::AddRole {
