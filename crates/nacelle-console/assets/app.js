@@ -30,7 +30,9 @@ const ctx = {
       throw e;
     }
     nsSelect.replaceChildren(...namespaces.map((n) => h('option', { value: n.id }, `${n.name}${n.id ? '' : ''}`)));
-    if (!namespaces.some((n) => n.id === ctx.namespace)) ctx.setNamespace('');
+    // A namespace the user cannot see is replaced by the first one they can (a reader of
+    // `prod` only lands on `prod`, not on an empty `public`).
+    if (!namespaces.some((n) => n.id === ctx.namespace)) ctx.setNamespace(namespaces.length ? namespaces[0].id : '');
     nsSelect.value = ctx.namespace;
     nsSelect.closest('label').hidden = namespaces.length === 0;
   },

@@ -103,8 +103,16 @@ try {
   await page.click('#sign-out');
   ok();
 
-  step('reader: no users page');
+  step('a reader of ro only lands on ro, not on an empty public');
+  await page.evaluate(() => sessionStorage.removeItem('nacelle.namespace'));
   await login('reader', 'reader-pass-123');
+  await page.goto(base + '/nacos/#/configs');
+  await page.locator('h1 .sub', { hasText: 'Read only' }).waitFor();
+  check(await page.locator('#ns-select').inputValue() === 'ro', 'the namespace picker is not on ro');
+  await page.locator('td', { hasText: 'ro.yaml' }).first().waitFor();
+  ok();
+
+  step('reader: no users page');
   check(await page.locator('#nav-users').isHidden(), 'the users link is shown to a non-admin');
   await page.goto(base + '/nacos/#/users');
   await page.locator('.error', { hasText: 'Not allowed' }).waitFor();
