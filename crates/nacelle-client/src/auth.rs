@@ -4,7 +4,7 @@
 //! tenths of its TTL have passed, then a fresh login before the next call.
 //!
 //! Secrets stay out of every message: the password and tokens are never in a URL, a
-//! transport error is shown without its URL ([`crate::http::transport_error`]), text a
+//! transport error is shown without its URL ([`crate::error::transport_error`]), text a
 //! server answered is scrubbed of the secret sent ([`scrub`]), and the `Debug` of every
 //! type holding one ([`LoginAnswer`], [`Secret`], the credentials) redacts it.
 
@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use crate::error::transport_error;
 use crate::error::{ClientError, Result};
-use crate::http::transport_error;
 use crate::metrics::{MetricEvent, Sink};
 use crate::options::{Credentials, ServerAddr};
+use crate::secret::{scrub, Secret, REDACTED};
 
 /// Nacos's login answer.
 #[derive(Clone, Deserialize)]
@@ -42,43 +43,6 @@ impl std::fmt::Debug for LoginAnswer {
             .field("username", &self.username)
             .finish()
     }
-}
-
-/// What a redacted secret shows.
-pub(crate) const REDACTED: &str = "<redacted>";
-
-/// A password or token: its `Debug` shows [`REDACTED`], and it has no `Display`.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(String);
-
-impl Secret {
-    pub(crate) fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret itself, to send.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-/// `text` (something a server answered) with every occurrence of the non-empty `secrets`
-/// replaced by [`REDACTED`]: a server that echoes a request must not put its credentials
-/// into an error.
-pub(crate) fn scrub(text: &str, secrets: &[&str]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        if out.contains(secret) {
-            out = out.replace(secret, REDACTED);
-        }
-    }
-    out
 }
 
 #[derive(Debug, Clone)]

@@ -74,3 +74,23 @@ impl ClientError {
 
 /// The result of a client call.
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+/// A failed exchange with a server as [`ClientError::Unavailable`]: `what` (which server,
+/// which call), then reqwest's error and its causes (`error sending request: client error
+/// (Connect): tcp connect error: Connection refused`) — without the request's URL, which
+/// reqwest's own `Display` prints and which may carry parameters.
+pub(crate) fn transport_error(what: &str, e: reqwest::Error) -> ClientError {
+    let e = e.without_url();
+    let mut message = format!("{what}: {e}");
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // hyper repeats its cause in its own text; show each once.
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    ClientError::Unavailable(message)
+}

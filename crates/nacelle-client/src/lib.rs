@@ -51,6 +51,7 @@ mod http_transport;
 mod key;
 pub mod metrics;
 mod options;
+mod secret;
 mod session;
 mod shared;
 mod snapshot;

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::Secret;
 use crate::error::{ClientError, Result};
 use crate::key::namespace_id;
 use crate::metrics::{Metrics, Sink};
+use crate::secret::Secret;
 
 /// Nacos's default distance from the HTTP port to the gRPC port (8848 → 9848).
 pub const GRPC_PORT_OFFSET: u16 = 1000;
