@@ -8,6 +8,8 @@
 //! - [`start`]/[`RunningServer`]: opens the store, binds listeners, loads the cache in the
 //!   background (readiness waits for it) and shuts down gracefully.
 //! - `lazy_store`: the store the service sees until the database could be opened.
+//! - [`private_files`]: the data directory (0700) and the SQLite files (0600) are private;
+//!   looser existing ones are reported at start.
 //!
 //! Every task a server spawns is either a listener's (awaited by
 //! [`RunningServer::shutdown`] after it has drained its requests) or a background task on
@@ -17,6 +19,7 @@
 
 mod auth_setup;
 mod lazy_store;
+pub mod private_files;
 pub mod retention;
 pub mod settings;
 
@@ -126,8 +129,9 @@ impl RunningServer {
 /// Opens the store, binds the listeners and starts serving. The config cache loads in the
 /// background; readiness answers 503 until it is loaded.
 pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+    // The data directory 0700, the SQLite file 0600 (its WAL and SHM follow it); a looser
+    // existing one is reported, or refused with `strict_permissions`.
+    private_files::prepare(settings)?;
     let url = settings.database_url();
     let db_shown = settings.database_display();
     let lazy = Arc::new(Lazy::store(db_shown.clone()));

@@ -171,8 +171,26 @@ fn parse() -> Cli {
     cli
 }
 
+/// The server and the maintenance commands create only private files: the database, its
+/// WAL, backups, restored files, secrets (docs/deploy.md, "File permissions"). The data
+/// directory and the database file also get their modes explicitly
+/// (`nacelle::private_files`); the umask covers whatever else SQLite or a later change
+/// creates. Process-wide, so set before the runtime starts any thread; the client
+/// commands keep the user's umask (their exports are the user's files).
+fn private_umask() {
+    #[cfg(unix)]
+    {
+        use rustix::fs::Mode;
+        let _previous =
+            rustix::process::umask(Mode::from_bits_truncate(nacelle::private_files::UMASK));
+    }
+}
+
 fn main() -> ExitCode {
     let cli = parse();
+    if !matches!(cli.command, Command::Client(_)) {
+        private_umask();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(alloc::on_worker_park)

@@ -387,6 +387,19 @@ layer! {
         /// File holding that password (its first line).
         #[arg(long, env = "NACELLE_ADMIN_PASSWORD_FILE")]
         pub admin_password_file: Option<PathBuf>,
+        /// Refuse to start when the data directory, the SQLite database (or its -wal/-shm)
+        /// or a secret file in the data directory is open to other users (group or other
+        /// permission bits). Default false: a warning naming each path and its `chmod`.
+        /// A bare `--strict-permissions` is true.
+        #[arg(
+            long,
+            env = "NACELLE_STRICT_PERMISSIONS",
+            num_args = 0..=1,
+            default_missing_value = "true",
+            value_name = "BOOL",
+            value_parser = clap::builder::BoolishValueParser::new()
+        )]
+        pub strict_permissions: Option<bool>,
     }
 }
 
@@ -461,6 +474,8 @@ pub struct Settings {
     pub write_burst_per_ip: u32,
     /// Authentication (docs/security.md).
     pub auth: AuthSettings,
+    /// Refuse to start when private files are open to other users (else: a warning).
+    pub strict_permissions: bool,
 }
 
 /// TLS settings, resolved (docs/security.md, "TLS").
@@ -709,6 +724,7 @@ impl Settings {
                     .max(1),
                 admin_password: None,
             },
+            strict_permissions: layer.strict_permissions.unwrap_or(false),
         }
     }
 
@@ -1186,6 +1202,47 @@ mod tests {
             missing.is_empty(),
             "not in docs/configuration.md: {missing:?}"
         );
+    }
+
+    /// The commented settings file of the Debian package lists every key, parses as it is,
+    /// and still parses with every example line uncommented.
+    #[test]
+    fn the_packaged_settings_file_lists_every_key() -> Result<(), Box<dyn std::error::Error>> {
+        let text = include_str!("../../../packaging/nacelle.toml");
+        let missing: Vec<_> = ServeArgs::KEYS
+            .iter()
+            .filter(|key| {
+                !text
+                    .lines()
+                    .any(|l| l.trim_start_matches('#').starts_with(&format!("{key} = ")))
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in packaging/nacelle.toml: {missing:?}"
+        );
+        let as_shipped: FileSettings = toml::from_str(text)?;
+        assert_eq!(
+            as_shipped.data_dir.as_deref(),
+            Some(Path::new("/var/lib/nacelle"))
+        );
+        let uncommented: String = text
+            .lines()
+            .map(|l| match l.strip_prefix('#') {
+                Some(rest)
+                    if ServeArgs::KEYS
+                        .iter()
+                        .any(|k| rest.starts_with(&format!("{k} = "))) =>
+                {
+                    rest
+                }
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let every: FileSettings = toml::from_str(&uncommented)?;
+        assert_eq!(every.port, Some(8848));
+        Ok(())
     }
 
     /// Every TOML key is its flag with `_` for `-`, and its variable `NACELLE_` + the key in
