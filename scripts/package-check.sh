@@ -62,9 +62,12 @@ trap cleanup EXIT
 if [ -n "${PACKAGE_CHECK_DEB:-}" ]; then
     deb=$PACKAGE_CHECK_DEB
 else
-    step "build: cargo deb -p nacelle"
+    # PACKAGE_CHECK_PROFILE=dev packages the debug build the test suite already made (the
+    # test command does so, to spare CI a release build); the default is a release package.
+    profile=${PACKAGE_CHECK_PROFILE:-release}
+    step "build: cargo deb -p nacelle --profile $profile"
     command -v cargo-deb >/dev/null || fail "cargo-deb is missing: cargo install cargo-deb"
-    deb=$(cargo deb -p nacelle 2>&1 | tee /dev/stderr | tail -n 1)
+    deb=$(cargo deb -p nacelle --profile "$profile" 2>&1 | tee /dev/stderr | tail -n 1)
 fi
 [ -f "$deb" ] || fail "no .deb at '$deb'"
 echo "package: $deb ($(du -h "$deb" | cut -f1))"

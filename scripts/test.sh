@@ -10,17 +10,19 @@
 #   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
 #      clients and the Spring Cloud Alibaba app (compat/java, Maven), the real Go client
 #      (compat/go) and the real Node.js client (compat/node) against the binary that build
-#      made;
+#      made, then the deployment files (docs/deploy.md: the Kubernetes manifests and the
+#      unit checked, the Debian package built, installed, started as its unit and purged,
+#      the container recipe built where a Docker daemon runs);
 #   5. closes with one line counting every test of every runner: passed, failed, skipped.
 # Every stage runs even when an earlier one failed (one failure does not hide the state of
 # the rest); the exit status is non-zero when any failed.
 #
 #   bash scripts/test.sh            # everything
-#   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go node
+#   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go node deploy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-SUITES=${SUITES:-rust java go node}
+SUITES=${SUITES:-rust java go node deploy}
 
 # --- 1. What the suites need --------------------------------------------------------------
 have_pg() { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
@@ -61,6 +63,8 @@ bash scripts/python-venv.sh "" 2.0.9 >/dev/null
 bash scripts/python-venv.sh "" 0.5.3 nacos-maintainer-sdk-python >/dev/null
 (cd crates/nacelle-console/e2e && npm ci --no-audit --no-fund --loglevel=error)
 case " $SUITES " in *" node "*) (cd compat/node && npm ci --no-audit --no-fund --loglevel=error) ;; esac
+# The Debian package is built with cargo-deb (crates.io), once per machine.
+case " $SUITES " in *" deploy "*) command -v cargo-deb >/dev/null 2>&1 || cargo install cargo-deb --locked --quiet ;; esac
 
 # --- 2. Databases --------------------------------------------------------------------------
 db_env=$(bash scripts/test-databases.sh start)
@@ -125,12 +129,38 @@ case " $SUITES " in *" node "*)
   (cd compat/node && npm test --silent 2>&1) | tee -a "$log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
 esac
+# The deployment files (docs/deploy.md), each check one `DEPLOY PASS|FAIL|SKIP` line: the
+# manifests against the Kubernetes schemas and the unit's syntax; as root, the Debian
+# package end to end (from the debug build above, sparing a release build); the container
+# recipe where a Docker daemon runs — otherwise said, loudly, and counted as skipped.
+deploy_check() { # name, command…
+  local name=$1; shift
+  if "$@" 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    echo "DEPLOY PASS $name" | tee -a "$log"
+  else
+    echo "DEPLOY FAIL $name" | tee -a "$log"; status=1
+  fi
+}
+case " $SUITES " in *" deploy "*)
+  deploy_check manifests bash scripts/manifests-check.sh
+  if [ "$(id -u)" = 0 ]; then
+    PACKAGE_CHECK_PROFILE=dev deploy_check debian-package bash scripts/package-check.sh
+  else
+    echo "DEPLOY SKIP debian-package (scripts/package-check.sh needs root)" | tee -a "$log"
+  fi
+  if docker info >/dev/null 2>&1; then
+    deploy_check container docker build -f packaging/Dockerfile --build-arg BINARY=prebuilt \
+      --build-arg PREBUILT=target/debug/nacelle -t nacelle:ci .
+  else
+    echo "DEPLOY SKIP container (CONTAINER RECIPE NOT BUILT: no Docker daemon here)" | tee -a "$log"
+  fi ;;
+esac
 set -e
 
 # --- 5. One closing line -------------------------------------------------------------------
 # libtest's `test result:` lines; Maven Surefire's per-module totals (the `Tests run:` lines
 # without `Time elapsed`, which are per class); go test's top-level `--- PASS/FAIL/SKIP`;
-# node's test runner's `# pass/fail/skipped N`.
+# node's test runner's `# pass/fail/skipped N`; the deployment checks' `DEPLOY PASS/FAIL/SKIP`.
 # A Rust test whose backend the environment skips (NACELLE_TEST_MYSQL_URL=skip…) passes in
 # libtest's count but writes `SKIPPED <test> (<reason>)`: counted as skipped, not passed.
 awk '/^test result:/ {
@@ -147,5 +177,6 @@ awk '/^test result:/ {
      }
      /^--- PASS: / { p++ } /^--- FAIL: / { f++ } /^--- SKIP: / { s++ }
      /^# pass [0-9]+$/ { p += $3 } /^# fail [0-9]+$/ { f += $3 } /^# skipped [0-9]+$/ { s += $3 }
+     /^DEPLOY PASS / { p++ } /^DEPLOY FAIL / { f++ } /^DEPLOY SKIP / { s++ }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
 exit "$status"
