@@ -83,11 +83,14 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
         return health::health_check(&meta, body);
     }
     let caller = request_caller(ctx, &conn.meta.caller, &meta).await;
+    // The write handlers' futures hold the service's whole write path (store calls
+    // included): boxed, so that they do not size this future, which every call moves
+    // several times (into its task, through `observe`) — a query's included.
     match kind {
         Kind::HealthCheck => health::health_check(&meta, body),
         Kind::Query => query::handle(ctx, &caller, &meta, body),
-        Kind::Publish => publish::handle(ctx, &caller, &meta, body).await,
-        Kind::Remove => remove::handle(ctx, &caller, &meta, body).await,
+        Kind::Publish => Box::pin(publish::handle(ctx, &caller, &meta, body)).await,
+        Kind::Remove => Box::pin(remove::handle(ctx, &caller, &meta, body)).await,
         Kind::BatchListen => listen::handle(&conn, &caller, &meta, body),
         Kind::FuzzyWatch => fuzzy::handle(&conn, &caller, &meta, body),
     }
@@ -112,6 +115,8 @@ async fn request_caller<'a>(ctx: &Ctx, conn: &'a Caller, meta: &RequestMeta) -> 
         password: header("password"),
     };
     let mut caller = conn.clone();
-    caller.identity = ctx.service.identify(&creds, conn).await;
+    // Boxed for the reason the write handlers are (identification may read the store);
+    // only a server with authentication on pays the allocation.
+    caller.identity = Box::pin(ctx.service.identify(&creds, conn)).await;
     Cow::Owned(caller)
 }
