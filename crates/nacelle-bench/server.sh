@@ -16,10 +16,15 @@ start_server() {
     # The benchmarks drive one server from one address far past the abuse limits a
     # deployment wants (docs/security.md, Limits); variables, so older binaries that
     # compare.sh runs ignore them.
+    # Builds from before authentication (e.g. b5f0d57) have no --auth flag and no auth.
+    local auth=()
+    if "$bin/nacelle" serve --help 2>/dev/null | grep -q -- '--auth <'; then
+        auth=(--auth off)
+    fi
     NACELLE_WRITE_RATE_PER_IP=0 NACELLE_MAX_HELD_POLLS_PER_IP=1000000 \
     NACELLE_HTTP_MAX_CONNECTIONS_PER_IP=1000000 \
     ${SERVER_WRAPPER[@]+"${SERVER_WRAPPER[@]}"} "$bin/nacelle" serve --data-dir "$dir" --bind 127.0.0.1 --port "$PORT" \
-        --grpc-port "$GPORT" --log warn --auth off >"$log" 2>&1 &
+        --grpc-port "$GPORT" --log warn ${auth[@]+"${auth[@]}"} >"$log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 "${READY_TRIES:-100}"); do
         if curl -sf "http://127.0.0.1:$PORT/nacos/v1/console/health/readiness" >/dev/null; then

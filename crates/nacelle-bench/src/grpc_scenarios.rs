@@ -274,6 +274,12 @@ pub async fn grpc_query(load: &Load, keys: usize, size: usize, in_flight: usize)
             }));
         }
     }
+    // Markers for a profiler (callgrind-query.sh): the measured calls are those that start
+    // after the first and are answered before the second.
+    let marker = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        eprintln!("  grpc-query: measuring");
+    });
     let mut all = Latencies::new();
     let mut errors = 0;
     for t in tasks {
@@ -281,6 +287,8 @@ pub async fn grpc_query(load: &Load, keys: usize, size: usize, in_flight: usize)
         all.merge(&lat);
         errors += e;
     }
+    marker.await?;
+    eprintln!("  grpc-query: answered {} calls", all.count());
     let secs = duration.as_secs_f64();
     report(
         "grpc-query",
