@@ -110,7 +110,8 @@ async fn wait_held(
     let deadline = Instant::now() + SOON;
     while server
         .service
-        .listeners_of(&nacelle_core::Caller::internal(), &key)?
+        .listeners(&nacelle_core::Caller::internal())?
+        .of_key(&key)?
         .len()
         < n
     {

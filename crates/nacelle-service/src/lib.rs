@@ -61,6 +61,6 @@ pub use transfer::{
 };
 pub use view::{ConfigView, Published};
 pub use watch::{
-    Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, PatternError, PatternWatched,
-    Subscriber, Watch, WatchItem,
+    Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, Listeners, PatternError,
+    PatternWatched, Subscriber, Watch, WatchItem,
 };

@@ -172,83 +172,6 @@ impl ConfigService {
             .collect())
     }
 
-    /// Client IP → md5 reported, for every listener of `key`.
-    pub fn listeners_of(
-        &self,
-        caller: &Caller,
-        key: &ConfigKey,
-    ) -> Result<Vec<(String, String)>, CoreError> {
-        self.guard()?;
-        self.authorize_key(caller, key, Action::Read)?;
-        Ok(self.inner.hub.listeners_of(key))
-    }
-
-    /// Key → md5 reported, for every key that a client at `ip` listens to.
-    pub fn keys_of_ip(
-        &self,
-        caller: &Caller,
-        ip: &str,
-    ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
-        let mut keys = self.inner.hub.keys_of_ip(ip);
-        keys.retain(|(key, _)| self.may_read(caller, key));
-        Ok(keys)
-    }
-
-    /// [`ConfigService::keys_of_ip`] narrowed as Nacos 3's listener query by IP narrows
-    /// it: every key with `all`; otherwise the keys of the default namespace and, when
-    /// `namespace` is given, of that namespace. (Nacos matches the namespace as a
-    /// substring of the group key; an exact match cannot show another namespace's keys.)
-    pub fn keys_of_ip_in(
-        &self,
-        caller: &Caller,
-        ip: &str,
-        all: bool,
-        namespace: Option<&NamespaceId>,
-    ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
-        let mut keys = self.keys_of_ip(caller, ip)?;
-        if !all {
-            keys.retain(|(key, _)| {
-                key.namespace().is_default() || namespace.is_some_and(|n| key.namespace() == n)
-            });
-        }
-        Ok(keys)
-    }
-
-    /// Every listener of `key` with what it holds and what it would be served now
-    /// (variant and md5), for the console.
-    pub fn listener_views(
-        &self,
-        caller: &Caller,
-        key: &ConfigKey,
-    ) -> Result<Vec<ListenerView>, CoreError> {
-        self.guard()?;
-        self.authorize_key(caller, key, Action::Read)?;
-        let subs = self.inner.hub.subscribers_of(key);
-        Ok(subs
-            .into_iter()
-            .map(|(who, held)| self.listener_view(key.clone(), who, &held))
-            .collect())
-    }
-
-    /// Every key a client at `ip` listens to that `caller` may read, as
-    /// [`ConfigService::listener_views`] shows it.
-    pub fn listener_views_of_ip(
-        &self,
-        caller: &Caller,
-        ip: &str,
-    ) -> Result<Vec<ListenerView>, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
-        let subs = self.inner.hub.subscriptions_of_ip(ip);
-        Ok(subs
-            .into_iter()
-            .filter(|(key, _, _)| self.may_read(caller, key))
-            .map(|(key, who, held)| self.listener_view(key, who, &held))
-            .collect())
-    }
-
     fn listener_view(&self, key: ConfigKey, listener: Arc<Caller>, held: &str) -> ListenerView {
         let served = self.select(&listener, &key, None);
         let in_sync = self.holds_current(&listener, &key, held);
@@ -454,5 +377,84 @@ impl KeyState for ConfigService {
 impl Drop for Watch {
     fn drop(&mut self) {
         self.clear();
+    }
+}
+
+/// The listener queries for one caller (who listens to a key, what a client IP listens
+/// to, and in sync or not): what [`ConfigService::listeners`] hands out once the service
+/// is ready and the caller's credentials are good. Each query shows only keys the caller
+/// may read.
+#[derive(Debug, Clone, Copy)]
+pub struct Listeners<'a> {
+    service: &'a ConfigService,
+    caller: &'a Caller,
+}
+
+impl ConfigService {
+    /// The listener queries for `caller`: refused unless the service is ready and the
+    /// caller's credentials are good (or authentication is off).
+    pub fn listeners<'a>(&'a self, caller: &'a Caller) -> Result<Listeners<'a>, CoreError> {
+        self.guard()?;
+        self.authenticated(caller)?;
+        Ok(Listeners {
+            service: self,
+            caller,
+        })
+    }
+}
+
+impl Listeners<'_> {
+    /// Client IP → md5 reported, for every listener of `key`.
+    pub fn of_key(&self, key: &ConfigKey) -> Result<Vec<(String, String)>, CoreError> {
+        self.service.authorize_key(self.caller, key, Action::Read)?;
+        Ok(self.service.inner.hub.listeners_of(key))
+    }
+
+    /// Key → md5 reported, for every key that a client at `ip` listens to.
+    pub fn keys_of_ip(&self, ip: &str) -> Result<Vec<(ConfigKey, String)>, CoreError> {
+        let mut keys = self.service.inner.hub.keys_of_ip(ip);
+        keys.retain(|(key, _)| self.service.may_read(self.caller, key));
+        Ok(keys)
+    }
+
+    /// [`Listeners::keys_of_ip`] narrowed as Nacos 3's listener query by IP narrows
+    /// it: every key with `all`; otherwise the keys of the default namespace and, when
+    /// `namespace` is given, of that namespace. (Nacos matches the namespace as a
+    /// substring of the group key; an exact match cannot show another namespace's keys.)
+    pub fn keys_of_ip_in(
+        &self,
+        ip: &str,
+        all: bool,
+        namespace: Option<&NamespaceId>,
+    ) -> Result<Vec<(ConfigKey, String)>, CoreError> {
+        let mut keys = self.keys_of_ip(ip)?;
+        if !all {
+            keys.retain(|(key, _)| {
+                key.namespace().is_default() || namespace.is_some_and(|n| key.namespace() == n)
+            });
+        }
+        Ok(keys)
+    }
+
+    /// Every listener of `key` with what it holds and what it would be served now
+    /// (variant and md5), for the console.
+    pub fn views_of_key(&self, key: &ConfigKey) -> Result<Vec<ListenerView>, CoreError> {
+        self.service.authorize_key(self.caller, key, Action::Read)?;
+        let subs = self.service.inner.hub.subscribers_of(key);
+        Ok(subs
+            .into_iter()
+            .map(|(who, held)| self.service.listener_view(key.clone(), who, &held))
+            .collect())
+    }
+
+    /// Every key a client at `ip` listens to that `caller` may read, as
+    /// [`Listeners::views_of_key`] shows it.
+    pub fn views_of_ip(&self, ip: &str) -> Result<Vec<ListenerView>, CoreError> {
+        let subs = self.service.inner.hub.subscriptions_of_ip(ip);
+        Ok(subs
+            .into_iter()
+            .filter(|(key, _, _)| self.service.may_read(self.caller, key))
+            .map(|(key, who, held)| self.service.listener_view(key, who, &held))
+            .collect())
     }
 }

@@ -64,7 +64,7 @@ async fn listeners_with_what_they_hold_and_what_they_would_be_served() -> TestRe
         }],
     )?;
 
-    let mut views = service.listener_views(&admin, &key)?;
+    let mut views = service.listeners(&admin)?.views_of_key(&key)?;
     views.sort_by_key(|v| v.listener.ip_string());
     assert_eq!(views.len(), 2);
     assert_eq!(views[0].listener.app_name.as_deref(), Some("shop"));
@@ -81,7 +81,7 @@ async fn listeners_with_what_they_hold_and_what_they_would_be_served() -> TestRe
     let mut beta = publish_request(&key, "v2-beta");
     beta.variant = Variant::Gray(GraySpec::beta("10.0.0.1")?);
     service.publish(&admin, beta).await?;
-    let mut views = service.listener_views(&admin, &key)?;
+    let mut views = service.listeners(&admin)?.views_of_key(&key)?;
     views.sort_by_key(|v| v.listener.ip_string());
     assert_eq!(views[0].gray.as_deref(), Some("beta"));
     assert_eq!(views[0].served_md5, md5_hex(b"v2-beta"));
@@ -90,14 +90,17 @@ async fn listeners_with_what_they_hold_and_what_they_would_be_served() -> TestRe
     assert_eq!(views[1].gray, None);
 
     // By IP: every key the client at that IP listens to.
-    let mut by_ip = service.listener_views_of_ip(&admin, "10.0.0.1")?;
+    let mut by_ip = service.listeners(&admin)?.views_of_ip("10.0.0.1")?;
     by_ip.sort_by_key(|v| v.key.data_id().to_string());
     let keys: Vec<&str> = by_ip.iter().map(|v| v.key.data_id()).collect();
     assert_eq!(keys, ["app.yaml", "other.yaml"]);
-    assert!(service.listener_views_of_ip(&admin, "10.9.9.9")?.is_empty());
+    assert!(service
+        .listeners(&admin)?
+        .views_of_ip("10.9.9.9")?
+        .is_empty());
 
     // A listener that leaves is no longer shown.
     drop(wb);
-    assert_eq!(service.listener_views(&admin, &key)?.len(), 1);
+    assert_eq!(service.listeners(&admin)?.views_of_key(&key)?.len(), 1);
     Ok(())
 }

@@ -22,7 +22,7 @@ pub(crate) async fn list(State(st): State<AppState>, p: Result<Params, ApiError>
     let p = p?;
     let key = key_of(&p)?;
     let grays = st.service.grays_of(&p.caller, &key)?;
-    let listeners = st.service.listener_views(&p.caller, &key)?;
+    let listeners = st.service.listeners(&p.caller)?.views_of_key(&key)?;
     let mut out = Vec::with_capacity(grays.len());
     for g in &grays {
         let reached: Vec<_> = listeners

@@ -39,7 +39,7 @@ pub(crate) fn listener_json(l: &ListenerView) -> serde_json::Value {
 pub(crate) async fn of_key(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let key = key_of(&p)?;
-    let views = st.service.listener_views(&p.caller, &key)?;
+    let views = st.service.listeners(&p.caller)?.views_of_key(&key)?;
     ok(views.iter().map(listener_json).collect::<Vec<_>>())
 }
 
@@ -51,7 +51,7 @@ pub(crate) async fn of_ip(State(st): State<AppState>, p: Result<Params, ApiError
         Ok(a) => a.to_canonical().to_string(),
         Err(_) => return Err(ApiError::Invalid(format!("invalid ip : {ip}")).into()),
     };
-    let views = st.service.listener_views_of_ip(&p.caller, &ip)?;
+    let views = st.service.listeners(&p.caller)?.views_of_ip(&ip)?;
     ok(views.iter().map(listener_json).collect::<Vec<_>>())
 }
 

@@ -327,7 +327,8 @@ pub(crate) async fn listeners_of_key(
         collect_status: 200,
         lisenters_groupkey_status: st
             .service
-            .listeners_of(&p.caller, &key)?
+            .listeners(&p.caller)?
+            .of_key(&key)?
             .into_iter()
             .collect(),
     };
@@ -344,7 +345,8 @@ pub(crate) async fn keys_of_ip(
         collect_status: 200,
         lisenters_groupkey_status: st
             .service
-            .keys_of_ip(&p.caller, ip.trim())?
+            .listeners(&p.caller)?
+            .keys_of_ip(ip.trim())?
             .into_iter()
             .map(|(k, md5)| (k.group_key(), md5))
             .collect(),

@@ -369,7 +369,7 @@ pub(crate) async fn listeners(
         Secured::Config(Action::Write),
     )?;
     let key = config_key(&p)?;
-    let listeners = st.service.listeners_of(&p.caller, &key)?;
+    let listeners = st.service.listeners(&p.caller)?.of_key(&key)?;
     Ok(success(ConfigListenerInfo {
         query_type: "config",
         listeners_status: listeners.into_iter().collect(),

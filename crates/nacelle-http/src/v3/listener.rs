@@ -51,7 +51,8 @@ pub(crate) async fn by_ip(
     };
     let keys = st
         .service
-        .keys_of_ip_in(&p.caller, &ip, all, namespace.as_ref())?;
+        .listeners(&p.caller)?
+        .keys_of_ip_in(&ip, all, namespace.as_ref())?;
     Ok(success(ConfigListenerInfo {
         query_type: "ip",
         listeners_status: keys
