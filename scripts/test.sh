@@ -6,7 +6,8 @@
 #      package;
 #   2. starts throwaway MariaDB and PostgreSQL servers (scripts/test-databases.sh) and
 #      stops them at the end, whatever happens;
-#   3. checks the crate boundaries of ARCHITECTURE.md;
+#   3. checks the crate boundaries of ARCHITECTURE.md and that vendor/h2 is the published h2
+#      plus its documented patch;
 #   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
 #      clients and the Spring Cloud Alibaba app (compat/java, Maven), the real Go client
 #      (compat/go) and the real Node.js client (compat/node) against the binary that build
@@ -76,7 +77,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- 3. Crate boundaries (ARCHITECTURE.md) -------------------------------------------------
+# --- 3. Crate boundaries (ARCHITECTURE.md) and the vendored h2 ---------------------------
+# vendor/h2 is exactly the published h2 plus vendor/h2/nacelle-h2.patch (the crate fetched
+# from crates.io and checked against the index's checksum): fail on any drift.
+bash scripts/check-vendored-h2.sh
 # The wire-types crate never depends on a server crate: fail if one shows up.
 proto_deps=$(cargo tree -p nacelle-proto --prefix none)
 if grep -E '^nacelle(-store|-service|-http|-grpc|-cluster)? v' <<<"$proto_deps"; then
@@ -112,6 +116,11 @@ case " $SUITES " in *" rust "*)
   cargo build -p nacelle 2>&1 | tail -3 ;;
 esac
 export NACELLE_BIN="$ROOT/target/debug/nacelle"
+# The code layout of optimised builds (crates/nacelle/link-order.txt) still names the
+# functions this build defines (docs/benchmarks.md, "Idle RSS by code layout"); when it
+# does not, `scripts/link-order.sh` regenerates it.
+bash scripts/check-link-order.sh "$NACELLE_BIN" 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
 # The Java clients (nacos-client 2.x and 3.x) and the Spring Cloud Alibaba app: one Maven
 # reactor, one JVM per module; dependencies come from Maven Central once per machine
 # (~/.m2).
