@@ -77,6 +77,8 @@ pub enum ClusterError {
     Client(String),
     #[error("the cluster module is already installed on this config service")]
     AlreadyStarted,
+    #[error("resolving the member name {name}: {reason}")]
+    Resolve { name: String, reason: String },
 }
 
 /// The running cluster module: membership plus notifier.

@@ -2,6 +2,12 @@
 //! line, `#` starts a comment), re-read when the file changes; this node recognised by
 //! its port and a local address; periodic health checks of the others.
 //!
+//! An entry `dns:<name>:<port>` is every address `name` resolves to, each a member on
+//! `port`, resolved again at every health-check round: a Kubernetes headless Service's
+//! name lists the ready pods (or every pod with `publishNotReadyAddresses`), so members
+//! join and leave with the pods. This node is the address that is local to it. A failed
+//! resolution keeps the last member list (logged).
+//!
 //! The list of the other members is published on a `watch` channel
 //! ([`Membership::subscribe_peers`]); whoever needs to act on a change (the notifier)
 //! follows it, so this file knows nothing of them.
@@ -32,6 +38,26 @@ pub fn parse_conf(text: &str) -> Result<Vec<(String, u16)>, ClusterError> {
         .flat_map(|l| l.split(',').map(str::trim).filter(|s| !s.is_empty()))
         .map(parse_member)
         .collect()
+}
+
+/// The prefix of a member entry resolved through DNS (`dns:<name>:<port>`).
+pub const DNS_PREFIX: &str = "dns:";
+
+/// Every address `name:port` resolves to, as members, in address order (a stable list, so
+/// an unchanged answer is no change of the member set).
+fn resolve_members(name_port: &str) -> Result<Vec<(String, u16)>, ClusterError> {
+    let (name, port) = parse_member(name_port)?;
+    let mut ips: Vec<IpAddr> = (name.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| ClusterError::Resolve {
+            name: format!("{name}:{port}"),
+            reason: e.to_string(),
+        })?
+        .map(|a| a.ip())
+        .collect();
+    ips.sort();
+    ips.dedup();
+    Ok(ips.into_iter().map(|ip| (ip.to_string(), port)).collect())
 }
 
 /// Whether `ip` is an address of this machine (binding to it succeeds).
@@ -78,8 +104,29 @@ impl Membership {
             conf_mtime: Mutex::new(None),
             peers: watch::Sender::new(Vec::new()),
         });
-        m.reload()?;
+        match m.reload() {
+            Ok(_) => {}
+            // A name that does not resolve yet (a pod starting before its DNS record) is no
+            // reason not to start: this node alone until a later round resolves it.
+            Err(e @ ClusterError::Resolve { .. }) => {
+                tracing::warn!(error = %e, "cluster members: this node alone until the name resolves");
+                *m.entries.write() = vec![m.self_entry()];
+            }
+            Err(e) => return Err(e),
+        }
         Ok(m)
+    }
+
+    /// This node as a member entry.
+    fn self_entry(&self) -> Entry {
+        Entry {
+            host: self.self_addr.ip().to_string(),
+            port: self.self_addr.port(),
+            is_self: true,
+            state: MemberState::Up,
+            last_refresh_ms: now_millis(),
+            fail_count: 0,
+        }
     }
 
     fn is_self(&self, host: &str, port: u16) -> bool {
@@ -94,15 +141,30 @@ impl Membership {
         }
     }
 
+    /// Whether the member list names a DNS entry (re-resolved every round).
+    fn has_dns(&self) -> bool {
+        self.explicit
+            .iter()
+            .flat_map(|s| s.split(','))
+            .any(|s| s.trim().starts_with(DNS_PREFIX))
+    }
+
     fn read_list(&self) -> Result<Vec<(String, u16)>, ClusterError> {
         if !self.explicit.is_empty() {
-            return self
+            let mut out = Vec::new();
+            for entry in self
                 .explicit
                 .iter()
                 .flat_map(|s| s.split(','))
-                .filter(|s| !s.trim().is_empty())
-                .map(parse_member)
-                .collect();
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                match entry.strip_prefix(DNS_PREFIX) {
+                    Some(name) => out.extend(resolve_members(name)?),
+                    None => out.push(parse_member(entry)?),
+                }
+            }
+            return Ok(out);
         }
         match std::fs::read_to_string(&self.conf_file) {
             Ok(text) => parse_conf(&text),
@@ -146,17 +208,7 @@ impl Membership {
             if !next.is_empty() {
                 tracing::warn!(self_addr = %self.self_addr, "this node is not in the member list; adding it");
             }
-            next.insert(
-                0,
-                Entry {
-                    host: self.self_addr.ip().to_string(),
-                    port: self.self_addr.port(),
-                    is_self: true,
-                    state: MemberState::Up,
-                    last_refresh_ms: now_millis(),
-                    fail_count: 0,
-                },
-            );
+            next.insert(0, self.self_entry());
         }
         let changed = {
             let key = |v: &[Entry]| {
@@ -258,7 +310,8 @@ impl Membership {
         }
     }
 
-    /// Health checks and `cluster.conf` re-reads every `interval` until `shutdown`, on
+    /// Health checks and `cluster.conf` re-reads (and DNS entries resolved again) every
+    /// `interval` until `shutdown`, on
     /// `tasks`. A check in progress is abandoned at shutdown (it only updates what this
     /// node shows about the others).
     pub(crate) fn spawn_health_checks(
@@ -271,7 +324,7 @@ impl Membership {
         self.conf_changed();
         tasks.spawn(async move {
             loop {
-                if me.conf_changed() {
+                if me.conf_changed() || me.has_dns() {
                     // A change of the member set is published by `reload` itself.
                     if let Err(e) = me.reload() {
                         tracing::warn!(error = %e, "re-reading cluster members failed");
@@ -343,6 +396,40 @@ mod tests {
         assert!(!members[0].is_self);
         assert!(members[1].is_self);
         assert_eq!(m.peers(), vec!["127.0.0.1:18001".to_string()]);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_dns_entry_is_every_address_its_name_resolves_to(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let opts = ClusterOptions {
+            // `localhost` resolves to this machine's loopback address(es): each is a member
+            // on the port, and the one on this node's port is this node.
+            members: vec!["dns:localhost:18301,127.0.0.1:18302".into()],
+            conf_file: dir.path().join("cluster.conf"),
+            self_addr: "127.0.0.1:18302".parse()?,
+            secret: "s".into(),
+            health_interval: Duration::from_secs(1),
+        };
+        let m = Membership::new(&opts, reqwest::Client::new())?;
+        assert!(m.has_dns());
+        let peers = m.peers();
+        assert!(peers.contains(&"127.0.0.1:18301".to_string()), "{peers:?}");
+        assert!(peers.iter().all(|p| p.ends_with(":18301")), "{peers:?}");
+        assert!(m.members().iter().any(|e| e.is_self && e.port == 18302));
+        assert!(!m.reload()?, "the same answer is no change");
+        // A name that does not resolve: the node starts alone, and a re-read that fails
+        // keeps the member list as it was.
+        let bad = ClusterOptions {
+            members: vec!["dns:no-such-host.invalid:18301".into()],
+            ..opts
+        };
+        let alone = Membership::new(&bad, reqwest::Client::new())?;
+        assert!(alone.peers().is_empty());
+        assert_eq!(alone.members().len(), 1);
+        assert!(matches!(alone.reload(), Err(ClusterError::Resolve { .. })));
+        assert_eq!(alone.members().len(), 1);
         Ok(())
     }
 

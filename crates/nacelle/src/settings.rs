@@ -261,8 +261,9 @@ layer! {
         /// Shortest hold of a long poll in ms. Default 10000 (Nacos's value).
         #[arg(long, env = "NACELLE_LONG_POLL_MIN_HOLD_MS")]
         pub long_poll_min_hold_ms: Option<u64>,
-        /// Cluster members, `host:port,…` (HTTP ports). Default: `cluster.conf` in the data
-        /// directory if present, else a single node.
+        /// Cluster members, `host:port,…` (HTTP ports); `dns:<name>:<port>` is every
+        /// address the name resolves to (a headless Service). Default: `cluster.conf` in
+        /// the data directory if present, else a single node.
         #[arg(long, env = "NACELLE_MEMBERS")]
         pub members: Option<String>,
         /// Shared secret of the cluster; required when there are members.
