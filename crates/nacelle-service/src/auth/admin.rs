@@ -80,6 +80,18 @@ fn check_password(password: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// The first administrator's password — `given` when not empty, else a random one — and
+/// its hash.
+async fn admin_password(given: Option<&str>) -> Result<(String, String), CoreError> {
+    let password = match given.filter(|p| !p.is_empty()) {
+        Some(p) => p.to_string(),
+        None => generate_password()?,
+    };
+    check_password(&password)?;
+    let hash = password::hash(password.clone()).await?;
+    Ok((password, hash))
+}
+
 fn conflict(e: CoreError, message: String) -> CoreError {
     match e {
         CoreError::Store(StoreError::Conflict(_)) => CoreError::Conflict(message),
@@ -153,12 +165,7 @@ impl ConfigService {
         if self.directory().admin_count() > 0 {
             return Err(CoreError::Conflict("have admin user cannot use it".into()));
         }
-        let password = match password.filter(|p| !p.is_empty()) {
-            Some(p) => p.to_string(),
-            None => generate_password()?,
-        };
-        check_password(&password)?;
-        let hash = password::hash(password.clone()).await?;
+        let (password, hash) = admin_password(password).await?;
         let created = self
             .identity_write(IdentityWrite::CreateUser {
                 username: DEFAULT_ADMIN.into(),
@@ -204,12 +211,7 @@ impl ConfigService {
         if self.directory().user_count() > 0 {
             return Ok(None);
         }
-        let password = match password.filter(|p| !p.is_empty()) {
-            Some(p) => p.to_string(),
-            None => generate_password()?,
-        };
-        check_password(&password)?;
-        let hash = password::hash(password.clone()).await?;
+        let (password, hash) = admin_password(password).await?;
         let created = self
             .identity_write(IdentityWrite::CreateAdmin {
                 username: DEFAULT_ADMIN.into(),
