@@ -151,7 +151,8 @@ pub fn verify(key: &[u8], token: &str, now: i64) -> Result<Claims, AuthFailure> 
     if claims.sub.is_empty() {
         return Err(AuthFailure::TokenInvalid);
     }
-    if claims.exp <= now {
+    // Nacos keeps a token valid through the second of its `exp` (`exp >= now`).
+    if claims.exp < now {
         return Err(AuthFailure::TokenExpired);
     }
     Ok(claims)
@@ -203,7 +204,8 @@ mod tests {
     #[test]
     fn refuses_what_nacos_refuses() {
         let good = sign(KEY, &claims(100));
-        assert_eq!(verify(KEY, &good, 100), Err(AuthFailure::TokenExpired));
+        assert!(verify(KEY, &good, 100).is_ok(), "valid through its exp second");
+        assert_eq!(verify(KEY, &good, 101), Err(AuthFailure::TokenExpired));
         assert_eq!(
             verify(b"another secret of thirty-two bytes", &good, 1),
             Err(AuthFailure::InvalidSignature)

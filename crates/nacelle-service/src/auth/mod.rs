@@ -278,7 +278,7 @@ impl ConfigService {
         let auth = self.auth();
         let now = now_s();
         let (user, exp) = match auth.tokens.get(token).map(|e| e.value().clone()) {
-            Some((user, exp)) if exp > now => (user, exp),
+            Some((user, exp)) if exp >= now => (user, exp),
             Some(_) => return Err(AuthFailure::TokenExpired),
             None => {
                 let config = auth.config.read().clone();
