@@ -14,6 +14,7 @@
 //! - [`pattern`]: group patterns (`namespace>>group>>dataId`) of wildcard watches.
 //! - [`auth`]: identities, Nacos's permission resources and patterns, the records of
 //!   `users` / `roles` / `permissions`.
+//! - [`change`]: change requests (reviewed multi-key changes) and review policies.
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
@@ -21,6 +22,7 @@
 
 pub mod auth;
 pub mod caller;
+pub mod change;
 pub mod content;
 pub mod error;
 pub mod gray;

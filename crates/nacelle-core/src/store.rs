@@ -347,6 +347,74 @@ macro_rules! store_roles {
                 fn write_identity(write: &$crate::auth::IdentityWrite) -> ();
             }
 
+            /// Change requests (`nacelle_change`, its items and events) and the review
+            /// policies that require them (`nacelle_review_policy`).
+            ChangeRequests {
+                /// Creates a change request with its items and its `created` event; its id.
+                [$crate::store::Cost::One]
+                fn create_change(change: &$crate::change::NewChange) -> $crate::change::ChangeId;
+
+                /// One change request with its items and events.
+                [$crate::store::Cost::One]
+                fn get_change(
+                    id: $crate::change::ChangeId
+                ) -> ::std::option::Option<$crate::change::ChangeRequest>;
+
+                /// Change requests matching `filter`, newest first, without items or
+                /// events (`item_count` set).
+                [$crate::store::Cost::One]
+                fn list_changes(
+                    filter: &$crate::change::ChangeFilter,
+                    page: $crate::model::PageRequest
+                ) -> $crate::model::Page<$crate::change::ChangeRequest>;
+
+                /// Applies `update` in one transaction if the request still has
+                /// `update.expected_version`, recording its event; the new version.
+                /// [`StoreError::CasMismatch`](crate::StoreError::CasMismatch) when the
+                /// version moved, [`StoreError::NotFound`](crate::StoreError::NotFound)
+                /// when there is no such request.
+                [$crate::store::Cost::One]
+                fn update_change(
+                    id: $crate::change::ChangeId,
+                    update: &$crate::change::ChangeUpdate
+                ) -> i64;
+
+                /// Publishes an approved change request: in **one** transaction, if it is
+                /// still `approved` at `expected_version` and every key of `writes` still
+                /// holds its base md5, writes every key (each with its history row, as
+                /// `publish`/`remove`), marks the request `published` and records `event`.
+                /// Otherwise writes nothing and says why (`Moved`, `Stale`). Keys must be
+                /// distinct ([`StoreError::Rejected`](crate::StoreError::Rejected)).
+                [$crate::store::Cost::Batch(writes.len())]
+                fn publish_change(
+                    id: $crate::change::ChangeId,
+                    expected_version: i64,
+                    writes: &[$crate::change::ChangeWrite],
+                    event: &$crate::change::NewChangeEvent,
+                    now_ms: i64
+                ) -> $crate::change::ChangePublishOutcome;
+
+                /// Approved requests whose scheduled time is at or before `now_ms`, with
+                /// their versions, oldest schedule first.
+                [$crate::store::Cost::One]
+                fn due_changes(now_ms: i64) -> ::std::vec::Vec<($crate::change::ChangeId, i64)>;
+
+                /// Every review policy.
+                [$crate::store::Cost::One]
+                fn review_policies() -> ::std::vec::Vec<$crate::change::ReviewPolicy>;
+
+                /// Creates or replaces the policy of its namespace and group pattern.
+                [$crate::store::Cost::One]
+                fn set_review_policy(policy: &$crate::change::ReviewPolicy) -> ();
+
+                /// Deletes the policy of `namespace` and `group_pattern`; whether it existed.
+                [$crate::store::Cost::One]
+                fn delete_review_policy(
+                    namespace: &$crate::key::NamespaceId,
+                    group_pattern: &str
+                ) -> bool;
+            }
+
             /// Whether the database answers.
             Health {
                 /// Checks that the database answers (used by readiness and reconnection).
@@ -412,8 +480,8 @@ impl<L: StoreLayer> ConfigStore for Layered<L> {
 /// lets code call any store method on a `dyn ConfigStore` without naming the roles.
 pub mod prelude {
     pub use super::{
-        ChangeLog as _, ConfigStore, Configs as _, Grays as _, Health as _, History as _,
-        Identities as _, Namespaces as _,
+        ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _, Health as _,
+        History as _, Identities as _, Namespaces as _,
     };
 }
 

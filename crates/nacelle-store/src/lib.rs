@@ -24,6 +24,8 @@
 //! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
 //! - `schema`: the columns an existing database must have; schema scripts split into
 //!   statements.
+//! - `changes`: change requests and review policies: statements, reads and small writes,
+//!   and their publish as a step of the one write executor.
 //! - [`backup`]: backup, restore and check of the SQLite file while a server runs on it.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
@@ -32,6 +34,7 @@
 //! options, schemas and time handling.
 
 pub mod backup;
+mod changes;
 mod deadline;
 mod identity;
 pub mod mysql;

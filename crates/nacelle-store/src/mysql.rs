@@ -66,6 +66,7 @@ impl Dialect for MySql {
     const INSERT_CONFIG_TAIL: &'static str = "";
     const INSERT_HISTORY_TAIL: &'static str = "";
     const UPDATE_COUNTS_MATCHED_ROWS: bool = false;
+    const RETURNING_ID: &'static str = "";
 
     fn ms(col: &str) -> String {
         format!("CAST(COALESCE(UNIX_TIMESTAMP({col}), 0) * 1000 AS SIGNED)")
@@ -131,6 +132,11 @@ impl Server for MySql {
             3,
             "authentication: nacelle_user_state",
             include_str!("../migrations/mysql/0003_auth.sql"),
+        ),
+        (
+            6,
+            "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
+            include_str!("../migrations/mysql/0006_changes.sql"),
         ),
     ];
     const SCHEMA_VERSION_DDL: &'static str =

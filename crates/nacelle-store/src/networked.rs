@@ -283,6 +283,17 @@ impl<DB: Server> WriteConn for SqlxWrite<'_, DB> {
         Ok(Some((current, rule)))
     }
 
+    async fn lock_change(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<(i64, String)>, TxError> {
+        let Some(r) = DB::row(&mut *self.conn, sql, args).await? else {
+            return Ok(None);
+        };
+        Ok(Some((DB::int(&r, "version")?, DB::text(&r, "state")?)))
+    }
+
     async fn run(&mut self, st: &Statement<'_>, args: &[Arg<'_>]) -> Result<Option<i64>, TxError> {
         Ok(match st.returns {
             Returns::Nothing => DB::run(&mut *self.conn, st.sql, args).await.map(|_| None)?,

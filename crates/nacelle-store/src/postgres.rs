@@ -49,6 +49,7 @@ impl Dialect for Postgres {
     const INSERT_CONFIG_TAIL: &'static str = " ON CONFLICT DO NOTHING RETURNING id";
     const INSERT_HISTORY_TAIL: &'static str = " RETURNING nid";
     const UPDATE_COUNTS_MATCHED_ROWS: bool = true;
+    const RETURNING_ID: &'static str = " RETURNING id";
 
     fn ms(col: &str) -> String {
         format!("(EXTRACT(EPOCH FROM {col}) * 1000)::bigint")
@@ -97,6 +98,11 @@ impl Server for Postgres {
             3,
             "authentication: nacelle_user_state",
             include_str!("../migrations/postgres/0003_auth.sql"),
+        ),
+        (
+            6,
+            "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
+            include_str!("../migrations/postgres/0006_changes.sql"),
         ),
     ];
     const SCHEMA_VERSION_DDL: &'static str = "CREATE TABLE IF NOT EXISTS nacelle_schema_version (\

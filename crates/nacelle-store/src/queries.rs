@@ -30,6 +30,9 @@ pub trait Dialect: sqlx::Database {
     const INSERT_HISTORY_TAIL: &'static str;
     /// `UPDATE` reports the rows it matched (not only those it changed, as MySQL does).
     const UPDATE_COUNTS_MATCHED_ROWS: bool;
+    /// Ends an insert into a table of Nacelle's whose generated `id` comes back as column
+    /// `id` (`""` where the dialect cannot: MySQL, which reads `LAST_INSERT_ID()`).
+    const RETURNING_ID: &'static str;
     /// A time column as ms since the epoch.
     fn ms(col: &str) -> String;
     /// An integer expression as a signed 64-bit value (MySQL's ids are unsigned); the
@@ -124,6 +127,7 @@ pub(crate) struct Queries {
     pub insert_legacy_tag: String,
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
+    pub changes: crate::changes::ChangeQueries,
 }
 
 /// The statements of users, roles and permissions.
@@ -447,6 +451,7 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
+            changes: crate::changes::ChangeQueries::new::<D>(),
             identity: IdentityQueries {
                 // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
                 users: q("SELECT username, password, \
@@ -536,7 +541,7 @@ pub(crate) fn delete_logged(purge: &PurgeSql, nids: &[i64]) -> String {
 
 /// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our
 /// statements hold no `?` inside strings or comments.
-fn spell<D: Dialect>(sql: &str) -> String {
+pub(crate) fn spell<D: Dialect>(sql: &str) -> String {
     if !D::NUMBERED_PLACEHOLDERS {
         return sql.to_string();
     }

@@ -56,6 +56,7 @@ impl Dialect for Sqlite {
     const INSERT_CONFIG_TAIL: &'static str = " RETURNING id";
     const INSERT_HISTORY_TAIL: &'static str = " RETURNING nid";
     const UPDATE_COUNTS_MATCHED_ROWS: bool = true;
+    const RETURNING_ID: &'static str = " RETURNING id";
 
     fn ms(col: &str) -> String {
         col.to_string()

@@ -356,6 +356,19 @@ impl WriteConn for GroupTx<'_> {
             .map_err(db_err)
     }
 
+    async fn lock_change(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        self.conn
+            .prepare_cached(sql)
+            .map_err(db_err)?
+            .query_row(params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(db_err)
+    }
+
     async fn run(
         &mut self,
         st: &Statement<'_>,

@@ -9,8 +9,13 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use nacelle_core::auth::{IdentityRecords, IdentityWrite};
+use nacelle_core::change::{
+    ChangeFilter, ChangeId, ChangePublishOutcome, ChangeRequest, ChangeUpdate, ChangeWrite,
+    NewChange, NewChangeEvent, ReviewPolicy,
+};
 use nacelle_core::store::{
-    ChangeLog, ConfigStore, Configs, Grays, Health, History, Identities, Namespaces, RemoveOutcome,
+    ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
+    Namespaces, RemoveOutcome,
 };
 use nacelle_core::{
     BatchOutcome, ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog,
@@ -256,6 +261,76 @@ impl<B: Backend> Identities for Store<B> {
 
     async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
         crate::identity::write(self.0.writer(), self.0.queries(), write).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> ChangeRequests for Store<B> {
+    async fn create_change(&self, change: &NewChange) -> Result<ChangeId, StoreError> {
+        crate::changes::create(self.0.writer(), self.0.queries(), change).await
+    }
+
+    async fn get_change(&self, id: ChangeId) -> Result<Option<ChangeRequest>, StoreError> {
+        crate::changes::get(self.0.reader(), self.0.queries(), id).await
+    }
+
+    async fn list_changes(
+        &self,
+        filter: &ChangeFilter,
+        page: PageRequest,
+    ) -> Result<Page<ChangeRequest>, StoreError> {
+        crate::changes::list(self.0.reader(), self.0.queries(), filter, page).await
+    }
+
+    async fn update_change(&self, id: ChangeId, update: &ChangeUpdate) -> Result<i64, StoreError> {
+        crate::changes::update(self.0.writer(), self.0.queries(), id, update).await
+    }
+
+    async fn publish_change(
+        &self,
+        id: ChangeId,
+        expected_version: i64,
+        writes: &[ChangeWrite],
+        event: &NewChangeEvent,
+        now_ms: i64,
+    ) -> Result<ChangePublishOutcome, StoreError> {
+        for w in writes {
+            match w {
+                ChangeWrite::Publish { record, .. } => self.0.refuse(Checked::Publish(record))?,
+                ChangeWrite::Remove { key, source, .. } => {
+                    self.0.refuse(Checked::Remove(key, source))?
+                }
+            }
+        }
+        let step = crate::changes::PublishChange {
+            id,
+            version: expected_version,
+            writes: writes.to_vec(),
+            event: event.clone(),
+            now_ms,
+        };
+        self.0.write(step).await
+    }
+
+    async fn due_changes(&self, now_ms: i64) -> Result<Vec<(ChangeId, i64)>, StoreError> {
+        crate::changes::due(self.0.reader(), self.0.queries(), now_ms).await
+    }
+
+    async fn review_policies(&self) -> Result<Vec<ReviewPolicy>, StoreError> {
+        crate::changes::policies(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn set_review_policy(&self, policy: &ReviewPolicy) -> Result<(), StoreError> {
+        crate::changes::set_policy(self.0.writer(), self.0.queries(), policy).await
+    }
+
+    async fn delete_review_policy(
+        &self,
+        namespace: &NamespaceId,
+        group_pattern: &str,
+    ) -> Result<bool, StoreError> {
+        crate::changes::delete_policy(self.0.writer(), self.0.queries(), namespace, group_pattern)
+            .await
     }
 }
 

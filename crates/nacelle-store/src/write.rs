@@ -42,6 +42,14 @@ pub(crate) trait WriteConn: Send {
         args: &[Arg<'_>],
     ) -> Result<Option<(Current, String)>, Self::Error>;
 
+    /// Reads a change request's `version` and `state` (`changes.rs`'s `lock_change`) under
+    /// the dialect's row lock.
+    async fn lock_change(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<(i64, String)>, Self::Error>;
+
     /// Runs `st` bound with `args`: the value it returns (a generated id), `None` when it
     /// returns nothing or, for an insert, when the unique key was taken.
     async fn run(
@@ -52,7 +60,7 @@ pub(crate) trait WriteConn: Send {
 }
 
 /// The current row of `key`, under its lock.
-async fn lock_current<C: WriteConn>(
+pub(crate) async fn lock_current<C: WriteConn>(
     c: &mut C,
     q: &Queries,
     key: &ConfigKey,
@@ -73,13 +81,13 @@ async fn lock_gray<C: WriteConn>(
 }
 
 /// Time as the backend stores it (MySQL's `DATETIME`: whole seconds).
-fn stored_ms<C: WriteConn>(ms: i64) -> i64 {
+pub(crate) fn stored_ms<C: WriteConn>(ms: i64) -> i64 {
     <C::Dialect as Dialect>::stored_ms(ms)
 }
 
 /// Runs the statements of `plan`: the config row's id (generated for an insert) and the
 /// new revision.
-async fn execute<C: WriteConn>(
+pub(crate) async fn execute<C: WriteConn>(
     c: &mut C,
     q: &Queries,
     plan: &Plan<'_>,
@@ -96,7 +104,7 @@ async fn execute<C: WriteConn>(
 }
 
 /// The config a committed publish plan stored.
-fn stored(plan: &Plan<'_>, id: i64, revision: i64) -> Result<StoredConfig, StoreError> {
+pub(crate) fn stored(plan: &Plan<'_>, id: i64, revision: i64) -> Result<StoredConfig, StoreError> {
     plan.stored(id, revision)
         .ok_or_else(|| StoreError::Unavailable("a publish was planned as a delete".into()))
 }

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use bytes::Bytes;
 use nacelle_core::auth::{IdentityWrite, PermissionRecord};
+use nacelle_core::change::{
+    ChangeEventKind, ChangeFilter, ChangeItem, ChangeOp, ChangeState, ChangeUpdate, ChangeWrite,
+    NewChange, NewChangeEvent, ReviewPolicy,
+};
 use nacelle_core::store::{Cost, METHODS};
 use nacelle_core::{
     ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryLog, HistoryRetention, Namespace,
@@ -31,6 +35,12 @@ struct Samples {
     namespace_id: NamespaceId,
     retention: HistoryRetention,
     identity: IdentityWrite,
+    change: NewChange,
+    change_filter: ChangeFilter,
+    change_update: ChangeUpdate,
+    change_writes: Vec<ChangeWrite>,
+    change_event: NewChangeEvent,
+    policy: ReviewPolicy,
 }
 
 impl Samples {
@@ -47,7 +57,40 @@ impl Samples {
             now_ms: 1_700_000_000_000,
             gray: None,
         };
+        let change_event = NewChangeEvent {
+            kind: ChangeEventKind::Commented,
+            user: "u".into(),
+            text: "t".into(),
+        };
         Samples {
+            change: NewChange {
+                namespace: NamespaceId::from_trusted(""),
+                title: "t".into(),
+                description: String::new(),
+                author: "u".into(),
+                state: ChangeState::Open,
+                items: vec![ChangeItem {
+                    group: "G".into(),
+                    data_id: "deadline".into(),
+                    op: ChangeOp::Remove,
+                    base_md5: String::new(),
+                }],
+                now_ms: 1,
+            },
+            change_filter: ChangeFilter::default(),
+            change_update: ChangeUpdate::event(1, change_event.clone(), 1),
+            change_writes: vec![ChangeWrite::Publish {
+                record: record.clone(),
+                base_md5: String::new(),
+            }],
+            change_event,
+            policy: ReviewPolicy {
+                namespace: NamespaceId::from_trusted(""),
+                group_pattern: "*".into(),
+                required_approvals: 1,
+                updated_by: "u".into(),
+                updated_ms: 1,
+            },
             records: vec![record.clone()],
             record,
             key,
@@ -96,6 +139,12 @@ samples! {
     &'a NamespaceId => |s| &s.namespace_id;
     &'a HistoryRetention => |s| &s.retention;
     &'a IdentityWrite => |s| &s.identity;
+    &'a NewChange => |s| &s.change;
+    &'a ChangeFilter => |s| &s.change_filter;
+    &'a ChangeUpdate => |s| &s.change_update;
+    &'a [ChangeWrite] => |s| &s.change_writes;
+    &'a NewChangeEvent => |s| &s.change_event;
+    &'a ReviewPolicy => |s| &s.policy;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;
