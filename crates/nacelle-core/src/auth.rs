@@ -2,7 +2,8 @@
 //! ([`AuthFailure`], with Nacos's messages), the records of Nacos's `users` / `roles` /
 //! `permissions` tables, and the permission rule — Nacos's resource strings
 //! (`<namespace>:<group>:config/<dataId>`, the public namespace as an empty id) matched
-//! against stored patterns where `*` means anything, and actions `r`, `w`, `rw`.
+//! against stored patterns where `*` means anything, and actions `r`, `w`, `rw` (and
+//! Nacelle's `a`, approving change requests, in any combination: `rwa`).
 //!
 //! Pure data and matching; verifying tokens and passwords is the service's.
 
@@ -44,11 +45,14 @@ impl Identity {
     }
 }
 
-/// What an operation does to a resource (Nacos's `r` / `w`).
+/// What an operation does to a resource (Nacos's `r` / `w`, and Nacelle's `a`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     Read,
     Write,
+    /// Approve (or reject) a change request touching the resource: Nacelle's own action,
+    /// stored as the letter `a` beside Nacos's (docs/change-requests.md).
+    Approve,
 }
 
 impl Action {
@@ -57,6 +61,7 @@ impl Action {
         match self {
             Action::Read => 'r',
             Action::Write => 'w',
+            Action::Approve => 'a',
         }
     }
 }

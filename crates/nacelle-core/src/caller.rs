@@ -70,6 +70,9 @@ pub struct Caller {
     /// Labels the client sent (gRPC `ConnectionSetupRequest.labels`), shared by every
     /// request of a connection.
     pub labels: Labels,
+    /// An administrator's reason for writing directly to a key under a review policy
+    /// (HTTP header `X-Nacelle-Emergency`); audited with the write.
+    pub emergency: Option<Arc<str>>,
 }
 
 /// Labels a client sent about itself; shared, and free to build when there are none (an
@@ -119,6 +122,7 @@ impl Caller {
             protocol,
             app_name: None,
             labels: Labels::none(),
+            emergency: None,
         }
     }
 

@@ -300,9 +300,9 @@ pub struct ChangeFilter {
 /// One key write of a change request's publish.
 #[derive(Debug, Clone)]
 pub enum ChangeWrite {
-    /// Publish `record` (formal; its `cas_md5` is ignored: the base below is checked).
+    /// Publish `record` (formal, without `cas_md5`: the base below is what is checked).
     Publish {
-        record: PublishRecord,
+        record: Box<PublishRecord>,
         base_md5: String,
     },
     /// Remove `key`.

@@ -68,6 +68,10 @@ pub enum CoreError {
     /// Too many failed logins from this address, or for this user from it.
     #[error("too many failed logins; retry in {retry_after_s} s")]
     Throttled { retry_after_s: u64 },
+    /// A direct write to a key under a review policy: it must go through a change request
+    /// (or, by an administrator, carry an emergency reason). The message names the policy.
+    #[error("{0}")]
+    ReviewRequired(String),
 }
 
 /// A value the database refused is bad input ([`CoreError::Invalid`]); every other store

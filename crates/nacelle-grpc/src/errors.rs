@@ -74,6 +74,7 @@ impl From<&CoreError> for WireError {
             CoreError::Store(_) | CoreError::Cipher(_) => (code::SERVER_ERROR, e.to_string()),
             // Nacos's auth filter: errorCode 403 with the reason.
             CoreError::Auth(f) => (code::NO_RIGHT, f.message().to_string()),
+            CoreError::ReviewRequired(m) => (code::NO_RIGHT, m.clone()),
             CoreError::Throttled { .. } => (code::TOO_MANY_REQUESTS, e.to_string()),
         };
         WireError { code, message }

@@ -96,6 +96,7 @@ impl From<CoreError> for ApiError {
             CoreError::OverLimit(m) => ApiError::TooManyRequests(m),
             CoreError::Cipher(m) => ApiError::Internal(m),
             CoreError::Auth(f) => ApiError::Auth(f),
+            CoreError::ReviewRequired(m) => ApiError::Forbidden(m),
             CoreError::Throttled { retry_after_s } => ApiError::Throttled(retry_after_s),
             CoreError::Store(StoreError::CasMismatch) => ApiError::CasMismatch,
             CoreError::Store(StoreError::NotFound(m)) => ApiError::NotFound(m),

@@ -24,6 +24,7 @@ mod console;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod nacelle;
 mod observe;
 mod params;
 mod server;
@@ -185,7 +186,8 @@ pub fn api(service: ConfigService, options: HttpOptions) -> HttpApi {
         .route("/nacos/actuator/prometheus", get(observe::scrape))
         .route("/metrics", get(observe::scrape))
         .merge(v1::auth::routes())
-        .merge(v3::routes());
+        .merge(v3::routes())
+        .merge(nacelle::routes());
     let router = console::routes(api)
         // A new route also goes into observe::ROUTES (its metric label).
         .fallback(error::not_found_route)

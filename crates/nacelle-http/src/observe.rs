@@ -61,6 +61,9 @@ fn route_label(path: &str) -> &'static str {
     {
         return r;
     }
+    if let Some(r) = crate::nacelle::route(path) {
+        return r;
+    }
     if crate::console::assets::is_page(path) {
         return CONSOLE_PAGES;
     }

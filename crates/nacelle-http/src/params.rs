@@ -281,6 +281,13 @@ fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(Into::into);
+    // An administrator's reason for writing past a review policy (audited by the service).
+    caller.emergency = headers
+        .get("x-nacelle-emergency")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(Into::into);
     caller
 }
 

@@ -121,6 +121,8 @@ pub enum StoreOp {
     /// A read of the users, roles and permissions (the periodic re-read, and one for a
     /// request naming a user the node does not know).
     Identities,
+    /// Change requests and review policies (reads, writes, a request's publish).
+    Changes,
 }
 
 impl StoreOp {
@@ -139,6 +141,7 @@ impl StoreOp {
             StoreOp::GrayWrite => "gray_write",
             StoreOp::PublishBatch => "publish_batch",
             StoreOp::Identities => "identities",
+            StoreOp::Changes => "changes",
         }
     }
 }

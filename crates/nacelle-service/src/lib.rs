@@ -26,8 +26,11 @@
 //! - [`limits`]: the explicit limits (content size, listened keys, held polls).
 //! - [`request`]: inputs of the service operations, built by adapters.
 //! - [`transfer`]: export, import and clone — batches written in one transaction.
+//! - [`changes`]: change requests (reviewed multi-key changes, published in one
+//!   transaction) and the review policies that refuse direct writes.
 
 pub mod auth;
+pub mod changes;
 mod cipher;
 mod cipher_state;
 pub mod cluster;
@@ -46,6 +49,7 @@ mod view;
 pub mod watch;
 mod write;
 
+pub use changes::{ChangeInput, ChangeView, Changes, ItemDiff, ItemInput};
 pub use cipher::CipherCensus;
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use follow::ChangeFollower;

@@ -67,6 +67,8 @@ pub(crate) struct Inner {
     pub(crate) cipher: CipherState,
     /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
     pub(crate) auth: AuthState,
+    /// The review policies (`crate::changes`), read at load and refreshed.
+    pub(crate) policies: parking_lot::RwLock<Arc<Vec<nacelle_core::change::ReviewPolicy>>>,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -112,6 +114,7 @@ impl ConfigService {
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),
+                policies: Default::default(),
                 held_polls: Arc::default(),
                 limits,
                 ready: AtomicBool::new(false),
@@ -170,6 +173,7 @@ impl ConfigService {
             self.set_grays(&key, rows);
         }
         self.refresh_identities().await?;
+        self.refresh_policies().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,

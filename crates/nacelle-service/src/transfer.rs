@@ -282,6 +282,7 @@ impl ConfigService {
             }
             // All or nothing: one key the caller may not write refuses the whole batch.
             self.authorize_key(caller, &key, nacelle_core::Action::Write)?;
+            self.review_gate(caller, &key)?;
             let config_type = match item.config_type.as_deref().map(str::trim) {
                 Some(t) if !t.is_empty() => t.to_string(),
                 _ => type_from_extension(&item.data_id).to_string(),

@@ -82,6 +82,7 @@ impl ConfigService {
         self.write_allowed(caller)?;
         let record = self.validate_publish(caller, req)?;
         self.authorize_key(caller, &record.key, Action::Write)?;
+        self.review_gate(caller, &record.key)?;
         // The content is checked by its type on the plaintext; an encrypted dataId's is
         // then encrypted (crate::cipher).
         let record = self.checked_and_sealed(record).await?;
@@ -165,6 +166,7 @@ impl ConfigService {
     ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
+        self.review_gate(caller, key)?;
         let source = OpSource {
             src_user: caller.operator(src_user).to_string(),
             src_ip: caller.ip_string(),
@@ -204,6 +206,7 @@ impl ConfigService {
     ) -> Result<Published, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
+        self.review_gate(caller, key)?;
         let src_user = caller.operator(src_user);
         let stored = {
             let _guard = self.write_lock(key).lock().await;
@@ -350,6 +353,7 @@ impl ConfigService {
     ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
+        self.review_gate(caller, key)?;
         let src_user = caller.operator(src_user);
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
@@ -481,6 +485,7 @@ impl ConfigService {
         // All or nothing: a key the caller may not write refuses the whole request.
         for key in &keys {
             self.authorize_key(caller, key, Action::Write)?;
+            self.review_gate(caller, key)?;
         }
         for key in &keys {
             self.remove(caller, key, None, src_user).await?;

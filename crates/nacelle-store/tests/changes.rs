@@ -113,7 +113,7 @@ fn writes_of(ns: &str, items: &[ChangeItem], now_ms: i64) -> Vec<ChangeWrite> {
         .iter()
         .map(|item| match &item.op {
             ChangeOp::Publish { content, .. } => ChangeWrite::Publish {
-                record: record(&item.key(&ns), content, now_ms),
+                record: Box::new(record(&item.key(&ns), content, now_ms)),
                 base_md5: item.base_md5.clone(),
             },
             ChangeOp::Remove => ChangeWrite::Remove {

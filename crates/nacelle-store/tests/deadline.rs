@@ -80,7 +80,7 @@ impl Samples {
             change_filter: ChangeFilter::default(),
             change_update: ChangeUpdate::event(1, change_event.clone(), 1),
             change_writes: vec![ChangeWrite::Publish {
-                record: record.clone(),
+                record: Box::new(record.clone()),
                 base_md5: String::new(),
             }],
             change_event,

@@ -305,6 +305,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         follow,
         stop.clone(),
     ));
+    {
+        // Review policies changed on other nodes, and change requests due to publish.
+        let s = service.clone();
+        background.spawn(async move {
+            s.follow_changes(nacelle_service::changes::POLICY_REFRESH)
+                .await
+        });
+    }
     if follow.is_some() && service.auth_enabled() {
         // Users, roles and permissions changed on other nodes.
         let s = service.clone();

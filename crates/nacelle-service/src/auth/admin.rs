@@ -444,8 +444,9 @@ impl AuthAdmin<'_> {
         Ok(page_of(items, page))
     }
 
-    /// Grants `action` (`r`, `w`, `rw`) on the resource pattern to `role` (a role bound
-    /// to some user).
+    /// Grants `action` (`r`, `w`, `rw`, and Nacelle's `a` — approve change requests — alone
+    /// or after them: `a`, `ra`, `wa`, `rwa`) on the resource pattern to `role` (a role
+    /// bound to some user).
     pub async fn add_permission(&self, permission: PermissionRecord) -> Result<(), CoreError> {
         check_name("role", &permission.role)?;
         if permission.resource.is_empty() || permission.resource.chars().count() > MAX_RESOURCE {
@@ -453,8 +454,14 @@ impl AuthAdmin<'_> {
                 "resource must have 1 to {MAX_RESOURCE} characters"
             )));
         }
-        if !matches!(permission.action.as_str(), "r" | "w" | "rw") {
-            return Err(CoreError::Invalid("action must be r, w or rw".into()));
+        if !matches!(
+            permission.action.as_str(),
+            "r" | "w" | "rw" | "a" | "ra" | "wa" | "rwa"
+        ) {
+            return Err(CoreError::Invalid(
+                "action must be r, w or rw (or, to approve change requests, a, ra, wa or rwa)"
+                    .into(),
+            ));
         }
         if !self.service.directory().role_exists(&permission.role) {
             return Err(CoreError::NotFound(format!(

@@ -204,7 +204,10 @@ mod tests {
     #[test]
     fn refuses_what_nacos_refuses() {
         let good = sign(KEY, &claims(100));
-        assert!(verify(KEY, &good, 100).is_ok(), "valid through its exp second");
+        assert!(
+            verify(KEY, &good, 100).is_ok(),
+            "valid through its exp second"
+        );
         assert_eq!(verify(KEY, &good, 101), Err(AuthFailure::TokenExpired));
         assert_eq!(
             verify(b"another secret of thirty-two bytes", &good, 1),
