@@ -1,6 +1,6 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `gray`, `user`, `role`, `perm`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `change`, `policy`, `user`, `role`, `perm`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
@@ -8,11 +8,13 @@
 //!   the connection flags ([`Conn`]) and how they resolve against a saved profile.
 //! - `configs.rs`: get, put, rm, ls, watch. `versions.rs`: history, diff, rollback.
 //!   `admin.rs`: ns, export, import. `gray.rs`: gray ls/create/promote/stop.
+//!   `changes.rs`: change requests and review policies.
 //!   `users.rs`: user, role, perm. `login.rs`: login, profile.
 //! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
 
 mod admin;
+mod changes;
 mod configs;
 mod error;
 mod gray;
@@ -217,6 +219,17 @@ pub enum Command {
         after_help = "Examples:\n  nacelle gray ls app.yaml\n  nacelle gray create app.yaml ./canary.yaml --ips 10.0.0.7\n  nacelle gray create app.yaml ./canary.yaml --app shop --name shop-canary --priority 10\n  nacelle gray promote app.yaml --name shop-canary\n  nacelle gray stop app.yaml"
     )]
     Gray(gray::GrayArgs),
+    /// Change requests: create, ls, show, diff, open, approve, reject, comment, rebase,
+    /// close, publish, schedule.
+    #[command(
+        after_help = "Examples:\n  nacelle change create -t 'raise limits' --put limits.yaml=./limits.yaml\n  nacelle change ls --state open\n  nacelle change diff 12\n  nacelle change approve 12 -m 'looks right'\n  nacelle change publish 12"
+    )]
+    Change(changes::ChangeArgs),
+    /// Review policies (administrators set them): ls, set, rm.
+    #[command(
+        after_help = "Examples:\n  nacelle policy ls\n  nacelle policy set -n prod --approvals 2\n  nacelle policy rm -n prod"
+    )]
+    Policy(changes::PolicyArgs),
     /// Users (administrators): list, create, passwd, rm.
     #[command(
         after_help = "Examples:\n  nacelle user ls\n  nacelle user create dev                      # asks for the password\n  printf '%s\\n' \"$PW\" | nacelle user passwd dev --password-stdin\n  nacelle user rm dev"
@@ -277,6 +290,8 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Export(a) => admin::export(a).await,
         Command::Import(a) => admin::import(a).await,
         Command::Gray(a) => gray::gray(a).await,
+        Command::Change(a) => changes::change(a).await,
+        Command::Policy(a) => changes::policy(a).await,
         Command::User(a) => users::user(a).await,
         Command::Role(a) => users::role(a).await,
         Command::Perm(a) => users::perm(a).await,

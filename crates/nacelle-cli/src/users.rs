@@ -160,8 +160,9 @@ pub struct PermSpec {
     /// The resource pattern `<namespace>:<group>:config/<dataId>` (`*` matches anything;
     /// the public namespace is the empty id: `:*:*`).
     resource: String,
-    /// The action: r, w or rw.
-    #[arg(value_parser = ["r", "w", "rw"])]
+    /// The action: r, w or rw; `a` (alone or after them: ra, wa, rwa) approves change
+    /// requests.
+    #[arg(value_parser = ["r", "w", "rw", "a", "ra", "wa", "rwa"])]
     action: String,
 }
 

@@ -39,6 +39,7 @@
 mod admin;
 pub mod auth;
 mod bind;
+mod changes;
 mod client;
 mod error;
 mod fetch;
@@ -62,6 +63,10 @@ pub use admin::{
     Progress, UnrecognizedItem,
 };
 pub use bind::{BindError, Binder, Binding, Validator};
+pub use changes::{
+    ChangeAction, ChangeDiff, ChangeEdit, ChangeEvent, ChangeItem, ChangeRequest, NewChange,
+    ReviewPolicy,
+};
 pub use client::{Client, Listener, Watch};
 pub use error::{ClientError, Result};
 pub use format::Format;

@@ -1158,3 +1158,79 @@ fn serve_switches_work_bare_and_with_a_value() -> TestResult {
     }
     Ok(())
 }
+
+/// With a review policy, `put` is refused with the policy's name; a change request opened,
+/// approved by another user (who holds `a`) and published writes both its keys.
+#[test]
+fn change_requests_and_review_policies() -> TestResult {
+    let env = start_logged_in()?;
+    env.ok(&["put", "app.yaml"], Some("a: 1\n"))?;
+    for (user, role, action) in [("dev", "devs", "rw"), ("rev", "reviewers", "rwa")] {
+        env.ok(
+            &["user", "create", user, "--password-stdin"],
+            Some("Cli-User-Passw0rd\n"),
+        )?;
+        env.ok(&["role", "add", role, user], None)?;
+        env.ok(&["perm", "add", role, ":*:*", action], None)?;
+    }
+    let said = env.ok(&["policy", "set", "--approvals", "1"], None)?;
+    assert!(said.contains("direct writes refused"), "{said}");
+    let policies = env.json(&["policy", "ls"])?;
+    assert_eq!(policies[0]["approvals"], 1, "{policies}");
+
+    let out = env.run(&["put", "app.yaml"], Some("a: 9\n"))?;
+    assert_eq!(code(&out), Some(5), "{}", printed(&out));
+    assert!(stderr(&out).contains("review policy"), "{}", stderr(&out));
+
+    fn as_user(user: &str) -> Vec<&str> {
+        vec!["--username", user, "--password", "Cli-User-Passw0rd"]
+    }
+    let app = env.file("app.yaml", "a: 2\n")?;
+    let new = env.file("new.yaml", "n: 1\n")?;
+    let (put_app, put_new) = (format!("app.yaml={app}"), format!("new.yaml={new}"));
+    let mut create = vec!["change", "create", "-t", "raise a", "--put", &put_app];
+    create.extend(["--put", &put_new, "-o", "json"]);
+    create.extend(as_user("dev"));
+    let cr: Value = serde_json::from_str(&env.ok(&create, None)?)?;
+    assert_eq!(cr["state"], "open", "{cr}");
+    let id = cr["id"].to_string();
+
+    let mut diff = vec!["change", "diff", id.as_str()];
+    diff.extend(as_user("rev"));
+    let shown = env.ok(&diff, None)?;
+    assert!(
+        shown.contains("-a: 1") && shown.contains("+a: 2"),
+        "{shown}"
+    );
+    assert!(shown.contains("+n: 1"), "{shown}");
+
+    let mut approve_own = vec!["change", "approve", id.as_str()];
+    approve_own.extend(as_user("dev"));
+    let out = env.run(&approve_own, None)?;
+    assert_eq!(code(&out), Some(5), "{}", printed(&out));
+    let mut approve = vec!["change", "approve", id.as_str(), "-m", "ok", "-o", "json"];
+    approve.extend(as_user("rev"));
+    let cr: Value = serde_json::from_str(&env.ok(&approve, None)?)?;
+    assert_eq!(cr["state"], "approved", "{cr}");
+    assert_eq!(cr["approvers"], serde_json::json!(["rev"]));
+
+    let mut publish = vec!["change", "publish", id.as_str()];
+    publish.extend(as_user("dev"));
+    let said = env.ok(&publish, None)?;
+    assert!(said.contains("published"), "{said}");
+    assert_eq!(env.ok(&["get", "app.yaml"], None)?, "a: 2\n");
+    assert_eq!(env.ok(&["get", "new.yaml"], None)?, "n: 1\n");
+    let listed = env.json(&["change", "ls"])?;
+    assert_eq!(listed[0]["state"], "published", "{listed}");
+    let shown = env.ok(&["change", "show", id.as_str()], None)?;
+    assert!(shown.contains("approved rev: ok"), "{shown}");
+
+    // Usage errors say what is wrong.
+    let out = env.run(&["change", "create", "-t", "nothing"], None)?;
+    assert_eq!(code(&out), Some(2), "{}", printed(&out));
+    let out = env.run(&["change", "show", "999999"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", printed(&out));
+    env.ok(&["policy", "rm"], None)?;
+    env.ok(&["put", "app.yaml"], Some("a: 3\n"))?;
+    Ok(())
+}
