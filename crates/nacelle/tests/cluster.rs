@@ -1180,3 +1180,168 @@ async fn a_metadata_change_in_place_reaches_the_other_member() -> TestResult {
     }
     Ok(())
 }
+
+/// An approved change request scheduled for a time is published by the cluster exactly
+/// once: every node tries when it comes due, one wins (the request's version), every node
+/// then serves the new content, and the key has one new history row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_change_request_is_published_once_by_the_cluster() -> TestResult {
+    if skipped(Backend::Postgres) {
+        return Ok(());
+    }
+    const TOKEN_SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    const ADMIN: &str = "cluster-admin-password";
+    let db = TestDb::create(Backend::Postgres).await?;
+    let (nodes, _) = start_cluster(&db.url, 3, |_| {
+        vec![
+            "--auth",
+            "on",
+            "--auth-token-secret",
+            TOKEN_SECRET,
+            "--admin-password",
+            ADMIN,
+        ]
+    })
+    .await?;
+    let http = reqwest::Client::builder().timeout(SOON).build()?;
+    let login = |node: &Node, user: &str, password: &str| {
+        let req = http
+            .post(node.url("/nacos/v1/auth/login"))
+            .form(&[("username", user), ("password", password)]);
+        async move {
+            let r = req.send().await?;
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            TestResult::Ok(body["accessToken"].as_str().unwrap_or("").to_string())
+        }
+    };
+    let deadline = Instant::now() + SOON;
+    let admin = loop {
+        let token = login(&nodes[0], "nacos", ADMIN).await?;
+        if !token.is_empty() {
+            break token;
+        }
+        assert!(Instant::now() < deadline, "no administrator");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let post = |node: &Node, token: &str, path: &str, form: Vec<(&str, String)>| {
+        http.post(node.url(path))
+            .bearer_auth(token)
+            .form(&form)
+            .send()
+    };
+    for (user, role, action) in [("alice", "authors", "rw"), ("bob", "reviewers", "rwa")] {
+        for (path, form) in [
+            (
+                "/nacos/v1/auth/users",
+                vec![
+                    ("username", user.to_string()),
+                    ("password", format!("{user}-pw-1")),
+                ],
+            ),
+            (
+                "/nacos/v1/auth/roles",
+                vec![("role", role.to_string()), ("username", user.to_string())],
+            ),
+            (
+                "/nacos/v1/auth/permissions",
+                vec![
+                    ("role", role.to_string()),
+                    ("resource", ":*:*".into()),
+                    ("action", action.into()),
+                ],
+            ),
+        ] {
+            let r = post(&nodes[0], &admin, path, form).await?;
+            assert_eq!(r.status(), 200, "{path}: {}", r.text().await?);
+        }
+    }
+    let form = vec![
+        ("dataId", "sched".to_string()),
+        ("group", "CLUSTER".into()),
+        ("content", "s: 1".into()),
+    ];
+    let r = post(&nodes[0], &admin, "/nacos/v1/cs/configs", form).await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+
+    // Alice opens it on node 1, bob approves on node 2, alice schedules it on node 0.
+    let alice = login(&nodes[1], "alice", "alice-pw-1").await?;
+    let bob = login(&nodes[2], "bob", "bob-pw-1").await?;
+    let body = json!({"title": "scheduled", "items": [
+        {"group": "CLUSTER", "dataId": "sched", "content": "s: 2"}]});
+    let r = http
+        .post(nodes[1].url("/nacos/nacelle/v1/changes"))
+        .bearer_auth(&alice)
+        .json(&body)
+        .send()
+        .await?;
+    let cr: Value = r.json().await?;
+    let id = cr["data"]["id"]
+        .as_i64()
+        .ok_or(format!("no id: {cr}"))?
+        .to_string();
+    let r = post(
+        &nodes[2],
+        &bob,
+        "/nacos/nacelle/v1/change/approve",
+        vec![("id", id.clone())],
+    )
+    .await?;
+    let cr: Value = r.json().await?;
+    assert_eq!(cr["data"]["state"], "approved", "{cr}");
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis()
+        + 1500)
+        .to_string();
+    let form = vec![("id", id.clone()), ("publishAt", at)];
+    let r = post(&nodes[0], &alice, "/nacos/nacelle/v1/change/schedule", form).await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+
+    // Every node serves it once it is due.
+    let reader = |node: &Node| Api::with_token(node.server.addr, &admin);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for node in &nodes {
+        loop {
+            if reader(node)?.get("", "CLUSTER", "sched").await?.as_deref() == Some("s: 2") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} never served the change",
+                node.port
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let r = http
+        .get(nodes[2].url("/nacos/nacelle/v1/change"))
+        .bearer_auth(&admin)
+        .query(&[("id", id.as_str())])
+        .send()
+        .await?;
+    let cr: Value = r.json().await?;
+    assert_eq!(cr["data"]["state"], "published", "{cr}");
+    let published = cr["data"]["events"]
+        .as_array()
+        .ok_or("events")?
+        .iter()
+        .filter(|e| e["kind"] == "published")
+        .count();
+    assert_eq!(published, 1, "{cr}");
+    let r = http
+        .get(nodes[1].url("/nacos/v1/cs/history"))
+        .bearer_auth(&admin)
+        .query(&[
+            ("search", "accurate"),
+            ("dataId", "sched"),
+            ("group", "CLUSTER"),
+        ])
+        .send()
+        .await?;
+    let history: Value = r.json().await?;
+    assert_eq!(
+        history["totalCount"], 2,
+        "one publish, one scheduled publish: {history}"
+    );
+    Ok(())
+}
