@@ -90,10 +90,11 @@ pub fn gray_rule(data: &[u8]) {
         return;
     };
     let text = String::from_utf8_lossy(rest);
-    let (kind, expr) = match first % 4 {
+    let (kind, expr) = match first % 5 {
         0 => ("beta", text.as_ref()),
         1 => ("tag", text.as_ref()),
         2 => ("tagv2", text.as_ref()),
+        3 => ("percent", text.as_ref()),
         _ => text.split_once('\n').unwrap_or((text.as_ref(), "")),
     };
     let Ok(rule) = GrayRule::parse(kind, expr) else {
