@@ -3,7 +3,7 @@
 // sends the user to the login page or shows "not allowed".
 
 import { api, session, setSession } from './api.js';
-import { h, errorBox } from './ui.js';
+import { h, errorBox, modal } from './ui.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
 import { loginPage, usersPage, signOut } from './auth.js';
@@ -18,6 +18,9 @@ const NS_KEY = 'nacelle.namespace';
 const view = document.getElementById('view');
 const nsSelect = document.getElementById('ns-select');
 let namespaces = [];
+let leaveGuard = null;
+// The hash of the page shown: leaving is undone (without an event) while the user decides.
+let shownHash = location.hash;
 
 const ctx = {
   get namespace() { return sessionStorage.getItem(NS_KEY) || ''; },
@@ -37,6 +40,8 @@ const ctx = {
     nsSelect.closest('label').hidden = namespaces.length === 0;
   },
   rerender: () => render(),
+  // The page's unsaved edits, if it has any: `{dirty(), what(), discard()}` (the editor).
+  setLeaveGuard(g) { leaveGuard = g; },
   // Another user sees other namespaces: reload them on the next page.
   onSession: () => { namespaces = []; paintSession(); },
 };
@@ -64,6 +69,8 @@ async function render() {
   const { page, q } = parseHash();
   const fn = PAGES[page];
   const mine = ++rendering;
+  shownHash = location.hash;
+  leaveGuard = null;
   document.querySelectorAll('#nav a').forEach((a) => a.setAttribute('aria-current', a.dataset.section === (SECTION[page] || page) ? 'page' : 'false'));
   document.title = `${page[0].toUpperCase() + page.slice(1)} · Nacelle`;
   if (!fn) { view.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/configs' }, 'Go to configs'))); return; }
@@ -98,8 +105,43 @@ async function render() {
   }
 }
 
-nsSelect.addEventListener('change', () => { ctx.setNamespace(nsSelect.value); location.hash = '#/configs'; render(); });
-window.addEventListener('hashchange', render);
+// Leaving a page with unsaved edits asks first: stay, leave keeping the draft (the editor
+// restores it next time), or discard the edits. True when the page may be left.
+async function mayLeave() {
+  if (!leaveGuard || !leaveGuard.dirty()) return true;
+  const g = leaveGuard;
+  const v = await modal('Unsaved edits', h('p', {},
+    `Your edits to ${g.what()} are not published. They stay as a draft in this browser until you publish or discard them.`), [
+    { label: 'Stay', value: 'stay' },
+    { label: 'Discard edits', value: 'discard', class: 'danger' },
+    { label: 'Leave, keep the draft', value: 'keep', class: 'primary' },
+  ], { small: true });
+  if (v === 'discard') g.discard();
+  if (v === 'discard' || v === 'keep') { leaveGuard = null; return true; }
+  return false;
+}
+
+nsSelect.addEventListener('change', async () => {
+  const to = nsSelect.value;
+  nsSelect.value = ctx.namespace;
+  if (!(await mayLeave())) return;
+  ctx.setNamespace(to);
+  if (location.hash === '#/configs') render(); else location.hash = '#/configs';
+});
+window.addEventListener('hashchange', async () => {
+  if (leaveGuard && location.hash !== shownHash) {
+    const target = location.hash;
+    history.replaceState(null, '', shownHash || location.pathname);
+    if (!(await mayLeave())) return;
+    location.hash = target;
+    return;
+  }
+  render();
+});
+// Closing the tab or going to another site with unsaved edits: the browser's own question.
+window.addEventListener('beforeunload', (e) => {
+  if (leaveGuard && leaveGuard.dirty()) { e.preventDefault(); e.returnValue = ''; }
+});
 document.addEventListener('keydown', (e) => {
   // "/" focuses the first search field of the page.
   if (e.key === '/' && !/^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName)) {

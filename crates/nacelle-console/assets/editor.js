@@ -1,64 +1,65 @@
-// The config editor: highlighted text area with line numbers, validation by the server
-// (the core's check for the type; the error's line is marked), a diff against the
-// current version before every publish, and compare-and-set: the publish carries the
-// md5 of the version that was opened, and a conflict is shown instead of overwriting.
+// The config editor: CodeMirror 6 (editor.bundle.js, built from ../editor-src) with the
+// type's syntax mode; validation by the server following its mode for the namespace
+// (`reject` blocks, `warn` asks for confirmation, `off` says nothing; the error's line is
+// marked); a merge view of the change before every publish, and compare-and-set: the
+// publish carries the md5 of the version that was opened, and a conflict is shown instead
+// of overwriting. Unpublished edits are kept as a draft in localStorage per key until
+// published or discarded, and leaving the page with them asks first (app.js's guard).
 
 import { api } from './api.js';
-import { h, field, modal, diffView, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
-import { highlightLines } from './highlight.js';
+import { h, field, modal, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
+import { codeEditor, TYPES } from './editor.bundle.js';
 
-const TYPES = ['yaml', 'properties', 'json', 'xml', 'toml', 'text', 'html'];
-
-function typeFromName(dataId) {
+export function typeFromName(dataId) {
   const ext = (dataId.split('.').pop() || '').toLowerCase();
   return { yml: 'yaml', yaml: 'yaml', json: 'json', xml: 'xml', toml: 'toml', properties: 'properties', html: 'html', htm: 'html' }[ext] || 'text';
 }
 
-// A code area: a transparent textarea over a <pre> holding the highlighted text.
-export function codeArea(initial, type, onInput) {
-  const ta = h('textarea', { spellcheck: 'false', autocapitalize: 'off', autocomplete: 'off', 'aria-label': 'Content', id: 'content' });
-  ta.value = initial;
-  const pre = h('pre', { 'aria-hidden': 'true' });
-  const gutter = h('pre', { class: 'gutter mono', 'aria-hidden': 'true' });
-  const state = { type, errLine: null };
-  const paint = () => {
-    const lines = highlightLines(ta.value, state.type);
-    pre.innerHTML = lines.map((l, i) => (i + 1 === state.errLine ? `<span class="line-err">${l || ' '}</span>` : l)).join('\n') + '\n';
-    gutter.innerHTML = lines.map((_, i) => (i + 1 === state.errLine ? `<span class="bad">${i + 1}</span>` : String(i + 1))).join('\n') + '\n';
-    pre.scrollTop = ta.scrollTop; pre.scrollLeft = ta.scrollLeft; gutter.scrollTop = ta.scrollTop;
-  };
-  ta.addEventListener('input', () => { paint(); onInput && onInput(); });
-  ta.addEventListener('scroll', () => { pre.scrollTop = ta.scrollTop; pre.scrollLeft = ta.scrollLeft; gutter.scrollTop = ta.scrollTop; });
-  ta.addEventListener('keydown', (e) => {
-    if (e.key === 'Tab' && !e.shiftKey && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      // Two spaces; Esc then Tab leaves the editor (keyboard users are not trapped).
-      if (ta.dataset.escaped === '1') { ta.dataset.escaped = ''; return; }
-      e.preventDefault();
-      ta.setRangeText('  ', ta.selectionStart, ta.selectionEnd, 'end');
-      paint(); onInput && onInput();
-    } else if (e.key === 'Escape') { ta.dataset.escaped = '1'; }
-    else ta.dataset.escaped = '';
-  });
-  paint();
-  const el = h('div', { class: 'editor' }, gutter, h('div', { class: 'code' }, pre, ta));
+// Nacos's rule for names (the core's `is_valid_name`): letters, digits and `_ - . :`.
+const NAME = /^[\p{Alphabetic}\p{N}_.:-]+$/u;
+/** What is wrong with a dataId or group as typed, in words for people; '' when nothing. */
+export function nameProblem(label, value, max) {
+  if (!value.trim()) return `${label} is required.`;
+  const bad = [...value].find((c) => !NAME.test(c));
+  if (bad !== undefined) {
+    const shown = bad === ' ' ? 'a space' : `“${bad}”`;
+    return `${label} cannot contain ${shown}: use letters, digits and _ - . : only.`;
+  }
+  const n = [...value].length;
+  if (n > max) return `${label} is too long: ${n} characters, at most ${max}.`;
+  return '';
+}
+
+/** A code area in a `.editor` box (`id`, default `content`); `el.editor` is the API. */
+export function codeArea(initial, type, onInput, opts = {}) {
+  const el = h('div', { class: 'editor', id: opts.id || 'content' });
+  const ed = codeEditor(el, { doc: initial, type, onChange: onInput, readOnly: !!opts.readOnly, label: opts.label || 'Content' });
+  el.editor = ed;
   return {
-    el, textarea: ta,
-    get value() { return ta.value; },
-    set value(v) { ta.value = v; paint(); },
-    setType(t) { state.type = t; paint(); },
-    markError(line) { state.errLine = line || null; paint(); },
-    goTo(line) {
-      const lines = ta.value.split('\n');
-      const pos = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
-      ta.focus(); ta.setSelectionRange(pos, pos + (lines[line - 1] || '').length);
-      ta.scrollTop = Math.max(0, (line - 5) * 20);
-    },
+    el, editor: ed,
+    get value() { return ed.value; },
+    set value(v) { ed.value = v; },
+    setType: (t) => ed.setType(t),
+    markError: (line) => ed.markError(line),
+    goTo: (line) => ed.goTo(line),
+    focus: () => ed.focus(),
   };
 }
 
+// ---------- drafts ----------
+const DRAFT = 'nacelle.draft:';
+export const draftKey = (k) => DRAFT + JSON.stringify([k.namespace || '', k.group || '', k.dataId || '']);
+function readDraft(k) {
+  try { return JSON.parse(localStorage.getItem(draftKey(k)) || 'null'); } catch { return null; }
+}
+function writeDraft(k, d) {
+  try { localStorage.setItem(draftKey(k), JSON.stringify(d)); return true; } catch { return false; }
+}
+function dropDraft(k) { try { localStorage.removeItem(draftKey(k)); } catch { /* nothing kept */ } }
+
 export async function editorPage(view, q, ctx) {
   const isNew = !q.dataId;
-  const key = { namespace: q.namespace ?? ctx.namespace, group: q.group || 'DEFAULT_GROUP', dataId: q.dataId || '' };
+  const key = { namespace: q.namespace ?? ctx.namespace, group: isNew ? '' : (q.group || 'DEFAULT_GROUP'), dataId: q.dataId || '' };
   let opened = null;
   if (!isNew) {
     try { opened = await api.get('/config', keyParams(key)); }
@@ -69,25 +70,58 @@ export async function editorPage(view, q, ctx) {
       return;
     }
   }
-  const dataId = h('input', { id: 'f-dataId', value: key.dataId, required: true, disabled: !isNew, autocomplete: 'off' });
-  const group = h('input', { id: 'f-group', value: key.group, required: true, disabled: !isNew, autocomplete: 'off' });
+  const draft = readDraft(key);
+  const base = opened ? opened.content : '';
+  const useDraft = draft && typeof draft.content === 'string' && (draft.content !== base || isNew);
+  const start = useDraft ? draft : {};
+  const dataId = h('input', { id: 'f-dataId', value: isNew ? (start.dataId || '') : key.dataId, required: true, disabled: !isNew, autocomplete: 'off', 'aria-describedby': 'f-dataId-error' });
+  const group = h('input', { id: 'f-group', value: isNew ? (start.group || 'DEFAULT_GROUP') : key.group, required: true, disabled: !isNew, autocomplete: 'off', 'aria-describedby': 'f-group-error' });
   const typeSel = h('select', { id: 'f-type' }, TYPES.map((t) => h('option', { value: t }, t)));
-  typeSel.value = opened ? opened.type : typeFromName(key.dataId);
-  const appName = h('input', { id: 'f-app', value: opened?.appName || '', autocomplete: 'off' });
-  const desc = h('input', { id: 'f-desc', value: opened?.desc || '', autocomplete: 'off' });
+  typeSel.value = start.type || (opened ? opened.type : typeFromName(key.dataId));
+  const appName = h('input', { id: 'f-app', value: start.appName ?? (opened?.appName || ''), autocomplete: 'off' });
+  const desc = h('input', { id: 'f-desc', value: start.desc ?? (opened?.desc || ''), autocomplete: 'off' });
+  const tags = h('input', { id: 'f-tags', value: start.tags ?? (opened?.tags || ''), placeholder: 'a,b', autocomplete: 'off' });
+  const dataIdErr = h('div', { class: 'field-error', id: 'f-dataId-error', role: 'alert' });
+  const groupErr = h('div', { class: 'field-error', id: 'f-group-error', role: 'alert' });
   const status = h('div', { class: 'status', id: 'validation', 'aria-live': 'polite' });
   const errSlot = h('div', { id: 'publish-error' });
-  let validateTimer = null;
-  const code = codeArea(opened ? opened.content : '', typeSel.value, () => {
+  const draftSlot = h('div', { id: 'draft' });
+  let validateTimer = null, draftTimer = null;
+  let dirty = !!useDraft;
+
+  const currentKey = () => (isNew ? { namespace: key.namespace, group: group.value.trim(), dataId: dataId.value.trim() } : key);
+  const snapshot = () => ({ content: code.value, type: typeSel.value, dataId: dataId.value, group: group.value,
+    appName: appName.value, desc: desc.value, tags: tags.value, baseMd5: opened ? opened.md5 : '', saved: Date.now() });
+  // The draft is saved a moment after the last change (a 1 MB text is not copied on every
+  // keystroke); equal to what is stored, it is dropped.
+  const saveDraft = () => {
+    clearTimeout(draftTimer);
+    const s = snapshot();
+    const same = !isNew && s.content === base && s.type === opened.type && s.appName === (opened.appName || '')
+      && s.desc === (opened.desc || '') && s.tags === (opened.tags || '');
+    if (same || (isNew && !s.content && !s.dataId.trim())) { dropDraft(key); dirty = false; return; }
+    dirty = true;
+    writeDraft(key, s);
+  };
+  const changed = () => { dirty = true; clearTimeout(draftTimer); draftTimer = setTimeout(saveDraft, 400); };
+
+  const code = codeArea(useDraft ? draft.content : base, typeSel.value, () => {
+    changed();
     clearTimeout(validateTimer);
-    validateTimer = setTimeout(() => validate(false), 500);
+    validateTimer = setTimeout(() => validate(false).catch(() => {}), 500);
   });
   let lastValid = null;
 
   async function validate(show = true) {
     try {
-      const r = await api.post('/validate', { type: typeSel.value, content: code.value });
+      const r = await api.post('/validate', { namespace: key.namespace, type: typeSel.value, content: code.value });
       lastValid = r;
+      if (r.mode === 'off') {
+        // The server does not check this namespace's content: neither does the page.
+        code.markError(null);
+        status.replaceChildren();
+        return { ...r, ok: true };
+      }
       code.markError(r.ok ? null : r.line);
       if (r.ok) {
         status.replaceChildren(h('span', { class: 'tag ok' }, `valid ${r.type}`));
@@ -96,6 +130,8 @@ export async function editorPage(view, q, ctx) {
         status.replaceChildren(
           h('span', { class: 'tag bad' }, `invalid ${r.type}`),
           h('span', { class: 'error', role: 'alert', id: 'validation-error' }, (where ? where + ': ' : '') + r.message),
+          r.mode === 'warn' ? h('span', { class: 'muted', id: 'validation-mode' }, 'This namespace accepts it (validation mode warn): publishing asks you to confirm.')
+            : h('span', { class: 'muted', id: 'validation-mode' }, 'This namespace refuses invalid content (validation mode reject).'),
           r.line ? h('button', { type: 'button', class: 'link', onclick: () => code.goTo(r.line) }, 'Go to line') : '');
       }
       return r;
@@ -105,31 +141,64 @@ export async function editorPage(view, q, ctx) {
     }
   }
 
-  dataId.addEventListener('input', () => { if (isNew) { typeSel.value = typeFromName(dataId.value); code.setType(typeSel.value); } });
-  typeSel.addEventListener('change', () => { code.setType(typeSel.value); validate(); });
+  // Id and group rules as the user types.
+  const checkNames = () => {
+    if (!isNew) return true;
+    const a = nameProblem('Data ID', dataId.value.trim(), 255);
+    const b = nameProblem('Group', group.value.trim(), 128);
+    dataIdErr.textContent = dataId.value || a !== 'Data ID is required.' ? a : '';
+    groupErr.textContent = b;
+    dataId.setAttribute('aria-invalid', a && dataId.value ? 'true' : 'false');
+    group.setAttribute('aria-invalid', b ? 'true' : 'false');
+    return !a && !b;
+  };
+  dataId.addEventListener('input', () => { typeSel.value = typeFromName(dataId.value); code.setType(typeSel.value); checkNames(); changed(); });
+  group.addEventListener('input', () => { checkNames(); changed(); });
+  for (const f of [appName, desc, tags]) f.addEventListener('input', changed);
+  typeSel.addEventListener('change', () => { code.setType(typeSel.value); changed(); validate(); });
+
+  const discard = () => {
+    clearTimeout(draftTimer);
+    dropDraft(key);
+    dirty = false;
+  };
+  ctx.setLeaveGuard({
+    dirty: () => { if (dirty) { clearTimeout(draftTimer); saveDraft(); } return dirty; },
+    what: () => currentKey().dataId || 'a new config',
+    discard,
+  });
 
   async function reviewAndPublish() {
     showError(errSlot, null);
-    const k = isNew ? { namespace: key.namespace, group: group.value.trim(), dataId: dataId.value.trim() } : key;
-    if (!k.dataId || !k.group) { showError(errSlot, { message: 'Data ID and group are required.' }); return; }
+    const k = currentKey();
+    if (!checkNames()) { (dataIdErr.textContent ? dataId : group).focus(); return; }
     if (!code.value.trim()) { showError(errSlot, { message: 'The content is empty.' }); return; }
+    if (isNew) {
+      // An id already taken is said before the review, with a way to it.
+      const there = await api.get('/config', keyParams(k)).catch(() => null);
+      if (there) {
+        errSlot.replaceChildren(h('div', { class: 'error', role: 'alert', id: 'exists' },
+          `${k.group} / ${k.dataId} already exists in this namespace. `, h('a', { href: hashFor('edit', keyParams(k)) }, 'Open it to edit it'), '.'));
+        return;
+      }
+    }
     let v;
     try { v = await validate(); } catch { return; }
-    if (!v.ok) { code.goTo(v.line || 1); return; }
-    let d;
-    try { d = await api.post('/diff', { old: opened ? opened.content : '', new: code.value }); }
-    catch (e) { showError(errSlot, e); return; }
+    if (!v.ok && v.mode === 'reject') { code.goTo(v.line || 1); return; }
     const pubErr = h('div');
+    const warning = v.ok ? '' : h('div', { class: 'notice', role: 'alert', id: 'invalid-warning' },
+      `This content is not valid ${v.type}${v.line ? ' (line ' + v.line + ')' : ''}: ${v.message}. The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?`);
     const body = h('div', {},
       h('p', { class: 'muted' }, isNew ? `New config ${k.group} / ${k.dataId} (${typeSel.value}).`
         : `Changes to ${k.group} / ${k.dataId} against the version opened at ${fmtTime(opened.modified)}.`),
-      diffView(d.diff), pubErr);
+      warning,
+      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? 'published' : 'nothing', to: 'yours' }), pubErr);
     const choice = await modal('Review and publish', body, [
       { label: 'Cancel', value: 'cancel' },
-      { label: 'Publish', value: 'publish', class: 'primary', action: async () => {
+      { label: v.ok ? 'Publish' : 'Publish anyway', value: 'publish', class: 'primary', action: async () => {
         try {
           const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
-            appName: appName.value, desc: desc.value, tags: opened?.tags || '',
+            appName: appName.value, desc: desc.value, tags: tags.value,
             casMd5: opened ? opened.md5 : '' });
           k.md5 = r.md5;
           return true;
@@ -145,7 +214,7 @@ export async function editorPage(view, q, ctx) {
               `Someone else changed this config since you opened it (now md5 ${opened.md5}, ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}). Nothing was published. Your text is kept: review again to see the diff against their version.`));
           } else if (e.conflict) {
             pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
-              `${k.group} / ${k.dataId} already exists (someone created it meanwhile). Nothing was published: open it from the configs list to edit it.`));
+              `${k.group} / ${k.dataId} was created by someone else a moment ago. Nothing was published: open it from the configs list to edit it.`));
           } else {
             pubErr.replaceChildren(errorBox(e));
           }
@@ -154,10 +223,18 @@ export async function editorPage(view, q, ctx) {
       } },
     ]);
     if (choice === 'publish') {
+      discard();
       toast(`Published ${k.dataId}`);
       location.hash = hashFor('edit', keyParams(k));
       if (!isNew) ctx.rerender();
     }
+  }
+
+  if (useDraft) {
+    draftSlot.replaceChildren(h('div', { class: 'notice', role: 'status' },
+      `Your unpublished edits from ${fmtTime(draft.saved)} are restored (kept in this browser).`,
+      opened && draft.baseMd5 && draft.baseMd5 !== opened.md5 ? ' The config was published since you made them: review the diff before publishing.' : '',
+      ' ', h('button', { type: 'button', class: 'link danger', id: 'discard-draft', onclick: () => { discard(); ctx.rerender(); } }, 'Discard my edits')));
   }
 
   const publishBtn = h('button', { type: 'button', class: 'primary', id: 'review', onclick: reviewAndPublish, title: 'Ctrl+S' }, 'Review & publish');
@@ -172,13 +249,16 @@ export async function editorPage(view, q, ctx) {
   view.replaceChildren(
     h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, 'Configs'), ' / ', isNew ? 'new' : `${key.group} / ${key.dataId}`),
     h('h1', {}, isNew ? 'New config' : key.dataId, opened ? h('span', { class: 'sub' }, `md5 ${opened.md5} · modified ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}`) : ''),
-    h('div', { class: 'meta' }, field('Data ID', dataId), field('Group', group), field('Type', typeSel), field('App', appName), field('Description', desc)),
+    draftSlot,
+    h('div', { class: 'meta' }, h('div', {}, field('Data ID', dataId), dataIdErr), h('div', {}, field('Group', group), groupErr),
+      field('Type', typeSel), field('App', appName), field('Tags', tags), field('Description', desc)),
     code.el,
     status,
     errSlot,
     h('div', { class: 'bar' }, publishBtn, h('button', { type: 'button', onclick: () => validate() }, 'Validate'), ...links,
       h('span', { class: 'muted grow' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'S'), ' reviews the diff and publishes')),
   );
-  (isNew ? dataId : code.textarea).dataset.autofocus = '1';
+  if (isNew) { dataId.dataset.autofocus = '1'; if (dataId.value) checkNames(); }
+  else code.el.querySelector('.cm-content').dataset.autofocus = '1';
   if (code.value) validate(false).catch(() => {});
 }

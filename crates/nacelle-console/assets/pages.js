@@ -3,7 +3,7 @@
 // action was taken.
 
 import { api, exportConfigs } from './api.js';
-import { h, table, field, modal, confirmDanger, diffView, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
+import { h, table, field, modal, confirmDanger, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
 import { codeArea } from './editor.js';
 
 // ---------- namespaces ----------
@@ -128,33 +128,37 @@ export async function historyPage(view, q, ctx) {
     }
     diffBtn.disabled = picks.length !== 2;
   };
+  // The text of a version: a history nid, or `current` (the formal config now).
+  const textOf = async (v) => (v === 'current'
+    ? (await api.get('/config', keyParams(key)).catch((e) => { if (e.status === 404) return { content: '' }; throw e; })).content
+    : (await api.get('/history/entry', { ...keyParams(key), nid: v })).content);
+  const name = (v) => (v === 'current' ? 'current' : 'version ' + v);
   const showDiff = async (from, to) => {
     try {
-      const d = await api.post('/diff', { ...keyParams(key), from, to });
-      out.replaceChildren(h('h2', {}, `Diff: ${from === 'current' ? 'current' : 'version ' + from} → ${to === 'current' ? 'current' : 'version ' + to}`), diffView(d.diff));
+      const [a, b] = await Promise.all([textOf(from), textOf(to)]);
+      out.replaceChildren(h('h2', {}, `Diff: ${name(from)} → ${name(to)}`), diffPane(a, b, q.type || 'text', { from: name(from), to: name(to) }));
     } catch (e) { out.replaceChildren(errorBox(e)); }
   };
   diffBtn.onclick = () => { const [a, b] = [...picks].sort((x, y) => x - y); showDiff(String(a), String(b)); };
   const showEntry = async (nid) => {
     try {
       const e = await api.get('/history/entry', { ...keyParams(key), nid });
-      const area = codeArea(e.content, q.type || 'text');
-      area.textarea.readOnly = true;
+      const area = codeArea(e.content, q.type || 'text', null, { readOnly: true, id: 'version-content', label: `Version ${nid}` });
       area.el.classList.add('short');
       out.replaceChildren(h('h2', {}, `Version ${nid}`, h('span', { class: 'sub' }, `${fmtTime(e.modified)} · ${e.srcUser || 'unknown user'} from ${e.srcIp || '?'}`)), area.el);
     } catch (err) { out.replaceChildren(errorBox(err)); }
   };
   const rollback = async (nid) => {
-    let d, now = null;
+    let now = null, target;
     try {
       // The version the confirmation shows is the one replaced: compare-and-set on it.
       now = await api.get('/config', keyParams(key)).catch((e) => { if (e.status === 404) return null; throw e; });
-      d = await api.post('/diff', { ...keyParams(key), from: 'current', to: String(nid) });
+      target = await textOf(String(nid));
     } catch (e) { out.replaceChildren(errorBox(e)); return; }
     const err = h('div');
     const v = await modal(`Roll back to version ${nid}?`, h('div', {},
       h('p', {}, `This publishes the content of version ${nid} as the current config of ${key.dataId}. Listeners get it at once.`),
-      diffView(d.diff), err), [
+      diffPane(now ? now.content : '', target, q.type || 'text', { from: 'current', to: `version ${nid}` }), err), [
       { label: 'Cancel', value: 'cancel' },
       { label: 'Roll back', value: 'ok', class: 'danger solid', action: async () => {
         try { await api.post('/history/rollback', { ...keyParams(key), nid, casMd5: now ? now.md5 : '' }); return true; }
@@ -214,17 +218,17 @@ export async function grayPage(view, q, ctx) {
   const fIps = field('IPs or CIDRs', ips), fExpr = field('Labels', expr), fApp = field('App name', app), fName = field('Gray name', name), fPrio = field('Priority', prio);
   const syncBy = () => { fIps.hidden = by.value !== 'ips'; fExpr.hidden = by.value !== 'labels'; fApp.hidden = by.value !== 'app'; fName.hidden = fPrio.hidden = by.value === 'ips'; };
   by.onchange = syncBy; syncBy();
-  const area = codeArea(cfg.content, cfg.type);
+  const area = codeArea(cfg.content, cfg.type, null, { id: 'gray-content', label: 'Gray content' });
   area.el.classList.add('short');
   const createErr = h('div', { id: 'gray-create-error' });
   const create = async () => {
     createErr.replaceChildren();
-    const v = await api.post('/validate', { type: cfg.type, content: area.value });
-    if (!v.ok) { area.markError(v.line); createErr.replaceChildren(errorBox({ message: `invalid ${v.type}${v.line ? ' at line ' + v.line : ''}: ${v.message}` })); return; }
-    let d;
-    try { d = await api.post('/diff', { old: cfg.content, new: area.value }); } catch (e) { createErr.replaceChildren(errorBox(e)); return; }
+    const v = await api.post('/validate', { namespace: key.namespace, type: cfg.type, content: area.value });
+    if (!v.ok && v.mode === 'reject') { area.markError(v.line); createErr.replaceChildren(errorBox({ message: `invalid ${v.type}${v.line ? ' at line ' + v.line : ''}: ${v.message}` })); return; }
     const err = h('div');
-    const ok = await modal('Publish gray', h('div', {}, h('p', { class: 'muted' }, 'The gray content against the formal config:'), diffView(d.diff), err), [
+    const warn = !v.ok && v.mode === 'warn' ? h('div', { class: 'notice', role: 'alert' }, `This content is not valid ${v.type}${v.line ? ' (line ' + v.line + ')' : ''}: ${v.message}. The server accepts it in this namespace. Publish anyway?`) : '';
+    const ok = await modal('Publish gray', h('div', {}, h('p', { class: 'muted' }, 'The gray content against the formal config:'), warn,
+      diffPane(cfg.content, area.value, cfg.type, { from: 'formal', to: 'gray' }), err), [
       { label: 'Cancel', value: 'cancel' },
       { label: 'Publish gray', value: 'ok', class: 'primary', action: async () => {
         try {
@@ -242,14 +246,28 @@ export async function grayPage(view, q, ctx) {
     try { await api.post('/grays/' + what, { ...keyParams(key), name: g.name }); toast(what === 'promote' ? 'Promoted' : 'Abandoned'); ctx.rerender(); }
     catch (e) { showError(errSlot, e); }
   };
-  const cards = res.grays.map((g) => h('section', { class: 'panel card', 'data-gray': g.name },
+  // A gray's content, read-only, or its diff against the formal config, inside its card.
+  const showGray = (g, slot, diff) => {
+    if (slot.dataset.showing === (diff ? 'diff' : 'content')) { slot.replaceChildren(); slot.dataset.showing = ''; return; }
+    slot.dataset.showing = diff ? 'diff' : 'content';
+    if (diff) slot.replaceChildren(diffPane(cfg.content, g.content, cfg.type, { from: 'formal', to: `gray ${g.name}` }));
+    else {
+      const a = codeArea(g.content, cfg.type, null, { readOnly: true, id: `gray-view-${g.name}`, label: `Content of gray ${g.name}` });
+      a.el.classList.add('short');
+      slot.replaceChildren(a.el);
+    }
+  };
+  const cards = res.grays.map((g) => { const slot = h('div', { class: 'gray-out' }); return h('section', { class: 'panel card', 'data-gray': g.name },
     h('div', { class: 'bar' }, h('h3', { class: 'grow' }, `${g.name} `, h('span', { class: 'tag' }, g.kind)),
+      h('button', { type: 'button', 'data-view': g.name, onclick: () => showGray(g, slot, false) }, 'Content'),
+      h('button', { type: 'button', 'data-diff': g.name, onclick: () => showGray(g, slot, true) }, 'Diff with formal'),
       h('button', { type: 'button', class: 'primary', 'data-promote': g.name, onclick: () => act('promote', g) }, 'Promote'),
       h('button', { type: 'button', class: 'danger', 'data-abandon': g.name, onclick: () => act('abandon', g) }, 'Abandon')),
     h('dl', { class: 'kv' }, h('dt', {}, 'Rule'), h('dd', {}, h('code', {}, g.expr)), h('dt', {}, 'Priority'), h('dd', {}, g.kind === 'beta' ? 'first (a beta wins over every other gray)' : g.kind === 'tag' ? 'second (tags come right after the beta)' : String(g.priority)),
       h('dt', {}, 'md5'), h('dd', {}, h('code', {}, g.md5)), h('dt', {}, 'Published'), h('dd', {}, fmtTime(g.modified))),
+    slot,
     h('h2', {}, `Connected clients it reaches now (${g.listeners.length})`),
-    listenerTable(g.listeners, 'No connected client matches this rule.')));
+    listenerTable(g.listeners, 'No connected client matches this rule.')); });
   view.replaceChildren(
     h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, 'Configs'), ' / ', h('a', { href: hashFor('edit', keyParams(key)) }, `${key.group} / ${key.dataId}`), ' / gray'),
     h('h1', {}, 'Gray release', h('span', { class: 'sub' }, `${key.dataId} · ${res.formalListeners} listener(s) on the formal config`)),

@@ -1,5 +1,8 @@
 // Small DOM helpers shared by the pages: an element builder, dialogs, toasts, tables,
-// time formatting and the one place errors are turned into messages.
+// time formatting, the merge view of a diff and the one place errors are turned into
+// messages.
+
+import { mergeView } from './editor.bundle.js';
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -97,21 +100,21 @@ export function field(label, input) {
   return h('label', { class: 'f' }, label, input);
 }
 
-// A unified diff, coloured by line.
-export function diffView(text) {
-  const pre = h('pre', { class: 'diff mono', 'aria-label': 'Diff' });
-  if (!text) {
-    pre.append(h('span', { class: 'muted' }, 'No differences.'));
-    return pre;
+// A diff of two texts in CodeMirror's merge view: side by side, or in one column on a
+// narrow screen; "No differences." when they are equal.
+export function diffPane(a, b, type = 'text', opts = {}) {
+  const box = h('div', { class: 'merge' + (opts.short ? ' short' : ''), 'aria-label': 'Diff', 'data-changed': a !== b ? 'true' : 'false' });
+  if (a === b) {
+    box.append(h('p', { class: 'muted nodiff' }, 'No differences.'));
+    return box;
   }
-  for (const line of text.split('\n')) {
-    let cls = '';
-    if (line.startsWith('+') && !line.startsWith('+++')) cls = 'add';
-    else if (line.startsWith('-') && !line.startsWith('---')) cls = 'del';
-    else if (line.startsWith('@@')) cls = 'hunk';
-    pre.append(cls ? h('span', { class: cls }, line) : document.createTextNode(line + '\n'));
-  }
-  return pre;
+  const unified = opts.unified ?? window.innerWidth < 700;
+  const labels = h('div', { class: 'merge-labels' + (unified ? ' unified' : '') },
+    h('span', {}, opts.from || 'before'), unified ? ' → ' : '', h('span', {}, opts.to || 'after'));
+  box.append(labels);
+  const mv = mergeView(box, { a, b, type, unified });
+  box.mergeView = mv;
+  return box;
 }
 
 export function keyParams(k) {

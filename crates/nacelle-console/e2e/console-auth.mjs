@@ -96,7 +96,9 @@ try {
   await page.locator('h1 .sub', { hasText: 'Read only' }).waitFor();
   await page.goto(base + '/nacos/#/edit?namespace=ro');
   await page.fill('#f-dataId', 'ro.yaml');
-  await page.fill('#content', 'a: 1\n');
+  await page.locator('#content .cm-content').click();
+  await page.keyboard.press('Control+a');
+  await page.keyboard.insertText('a: 1\n');
   await page.click('#review');
   await page.click('dialog button[data-value=publish]');
   await page.waitForURL(/dataId=ro.yaml/);
@@ -131,7 +133,9 @@ try {
   step('reader reads ro.yaml but cannot publish it');
   await page.goto(base + '/nacos/#/edit?namespace=ro&group=DEFAULT_GROUP&dataId=ro.yaml');
   await page.locator('h1', { hasText: 'ro.yaml' }).waitFor();
-  await page.fill('#content', 'a: 2\n');
+  await page.locator('#content .cm-content').click();
+  await page.keyboard.press('Control+a');
+  await page.keyboard.insertText('a: 2\n');
   await page.click('#review');
   await page.click('dialog button[data-value=publish]');
   await page.locator('dialog .error', { hasText: 'Not allowed' }).waitFor();

@@ -69,9 +69,19 @@ const BAD = 'server:\n  port: 8080\nfeature:\n  checkout: [true\n';
 const V2 = 'server:\n  port: 8080\nfeature:\n  checkout: true\n';
 const BETA = 'server:\n  port: 8080\nfeature:\n  checkout: true\n  beta: on\n';
 
-async function typeInEditor(text) {
-  const ta = page.locator('#content');
-  await ta.fill(text);
+// Replaces the editor's text as a user would: select all, type (insertText, one input).
+async function typeInEditor(text, id = 'content') {
+  await page.locator(`#${id} .cm-content`).click();
+  await page.keyboard.press('Control+a');
+  await page.keyboard.insertText(text);
+}
+// The editor's text (the page keeps its API on the editor's box).
+const editorText = (id = 'content') => page.evaluate((i) => document.getElementById(i).editor.value, id);
+// The two sides of the merge view in `scope`: [before, after].
+async function mergeSides(scope) {
+  await page.locator(`${scope} .cm-mergeView`).waitFor();
+  return page.evaluate((s) => [...document.querySelectorAll(`${s} .cm-mergeView .cm-content`)].map((c) =>
+    [...c.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n')), scope);
 }
 
 try {
@@ -113,7 +123,7 @@ try {
   check(await page.inputValue('#f-type') === 'yaml', 'type not guessed from the name');
   await typeInEditor(V1);
   await page.click('#review');
-  await page.locator('dialog pre.diff').waitFor();
+  await page.locator('dialog .merge').waitFor();
   await page.click('dialog button[data-value=publish]');
   await page.waitForURL(/#\/edit\?.*dataId=shop.yaml/);
   await page.locator('h1', { hasText: 'shop.yaml' }).waitFor();
@@ -121,15 +131,19 @@ try {
   check(created.status === 200 && created.body.content === V1, `stored ${JSON.stringify(created.body)}`);
   ok();
 
-  step('a syntax error is shown and nothing is published');
+  step('a syntax error is shown; in a warn namespace publishing asks, and nothing is published without it');
   await typeInEditor(BAD);
   await page.click('#review');
   const err = page.locator('#validation-error');
   await err.waitFor();
   const errText = await err.textContent();
   check(/line 4/.test(errText), `validation message without its line: ${errText}`);
-  check(await page.locator('.gutter .bad').count() === 1, 'the error line is not marked');
-  check(await page.locator('dialog').count() === 0, 'a publish dialog opened for invalid content');
+  check(await page.locator('#content .cm-gutterElement.bad').count() === 1, 'the error line is not marked');
+  // The server's mode here is warn (its default): the review says so and asks.
+  await page.locator('dialog #invalid-warning').waitFor();
+  check(await page.locator('dialog button[data-value=publish]').textContent() === 'Publish anyway', 'no confirmation asked');
+  await page.click('dialog button[data-value=cancel]');
+  await page.locator('dialog').waitFor({ state: 'detached' });
   await shot('editor-error');
   const after = await apiGet('/config', KEY);
   check(after.body.content === V1, 'invalid content was published');
@@ -138,11 +152,9 @@ try {
   step('fix it, see the diff, publish');
   await typeInEditor(V2);
   await page.keyboard.press('Control+s');
-  const diff = page.locator('dialog pre.diff');
-  await diff.waitFor();
-  const diffText = await diff.textContent();
-  check(diffText.includes('-  checkout: false') && diffText.includes('+  checkout: true'), `diff: ${diffText}`);
-  await page.locator('dialog pre.diff .add').first().waitFor();
+  const [before, mine] = await mergeSides('dialog');
+  check(before.includes('  checkout: false') && mine.includes('  checkout: true'), `diff: ${before} → ${mine}`);
+  await page.locator('dialog .cm-merge-b .cm-changedLine').first().waitFor();
   await shot('editor-diff');
   await page.click('dialog button[data-value=publish]');
   await page.locator('dialog').waitFor({ state: 'detached' });
@@ -166,8 +178,8 @@ try {
   // Put the config back to V2 for the next steps (review again: the diff is against theirs now).
   await typeInEditor(V2);
   await page.click('#review');
-  const again = await page.locator('dialog pre.diff').textContent();
-  check(again.includes('-theirs: 1'), `second review not against their version: ${again}`);
+  const [theirs] = await mergeSides('dialog');
+  check(theirs.includes('theirs: 1'), `second review not against their version: ${theirs}`);
   await page.click('dialog button[data-value=publish]');
   await page.locator('dialog').waitFor({ state: 'detached' });
   ok();
@@ -181,12 +193,12 @@ try {
   await rows.nth(0).check();
   await rows.nth(1).check();
   await page.click('#diff-selected');
-  await page.locator('#history-out pre.diff').waitFor();
+  await page.locator('#history-out .cm-mergeView').waitFor();
   await shot('history');
   // The oldest version is the first content (V1): roll back to it.
   const oldest = nids[nids.length - 1];
   await page.click(`button[data-rollback="${oldest}"]`);
-  await page.locator('dialog pre.diff').waitFor();
+  await page.locator('dialog .cm-mergeView').waitFor();
   await shot('history-rollback');
   await page.click('dialog button[data-value=ok]');
   await page.locator('dialog').waitFor({ state: 'detached' });
@@ -223,7 +235,7 @@ try {
   await page.goto(base + `/nacos/#/gray?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
   await page.locator('#gray-create').waitFor();
   await page.fill('#g-ips', '127.0.0.1');
-  await page.fill('#content', BETA);
+  await typeInEditor(BETA, 'gray-content');
   await page.click('#gray-create');
   await page.click('dialog button[data-value=ok]');
   const card = page.locator('section[data-gray=beta]');

@@ -388,6 +388,79 @@ async fn validate_by_type_with_line_and_column() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `/validate` says what a publish of invalid content into the namespace does (the
+/// server's `content_validation` for it), so the page blocks, asks, or says nothing; and a
+/// config stored invalid under `warn` is read back and fixed through the console.
+#[tokio::test]
+async fn validate_reports_the_namespace_validation_mode() -> anyhow::Result<()> {
+    let ts = TestServer::start_with(|s| {
+        s.content_validation = nacelle_core::ValidationPolicy::parse(
+            nacelle_core::ValidationMode::Warn,
+            "prod=reject,dev=off",
+        )
+        .expect("policy");
+    })
+    .await?;
+    for (ns, mode) in [("", "warn"), ("prod", "reject"), ("dev", "off")] {
+        let v = expect(
+            &post(
+                &ts,
+                "/validate",
+                &[("namespace", ns), ("type", "yaml"), ("content", "a: [1\n")],
+            )
+            .await?,
+            200,
+        )?;
+        assert_eq!(
+            (v["ok"].as_bool(), v["mode"].as_str()),
+            (Some(false), Some(mode)),
+            "{ns}: {v}"
+        );
+    }
+    let bad = post(
+        &ts,
+        "/validate",
+        &[("namespace", "a b"), ("type", "yaml"), ("content", "a: 1")],
+    )
+    .await?;
+    expect_error(&bad, 400, "a b")?;
+    // Warn: invalid content is stored; the console reads it back and publishes the fix.
+    let stored = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: [1\n"), ("type", "yaml")]),
+    )
+    .await?;
+    let md5 = expect(&stored, 200)?["md5"]
+        .as_str()
+        .context("md5")?
+        .to_string();
+    let read = expect(&get(&ts, "/config", &KEY).await?, 200)?;
+    assert_eq!(read["content"], "a: [1\n");
+    let fixed = post(
+        &ts,
+        "/config",
+        &with(&[("content", "a: [1]\n"), ("type", "yaml"), ("casMd5", &md5)]),
+    )
+    .await?;
+    expect(&fixed, 200)?;
+    // Reject: the same content is refused with the parser's reason.
+    let refused = post(
+        &ts,
+        "/config",
+        &[
+            ("namespace", "prod"),
+            ("group", "G"),
+            ("dataId", "a.yaml"),
+            ("content", "a: [1\n"),
+            ("type", "yaml"),
+        ],
+    )
+    .await?;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    Ok(())
+}
+
 #[tokio::test]
 async fn diff_history_and_rollback() -> anyhow::Result<()> {
     let ts = TestServer::start().await?;

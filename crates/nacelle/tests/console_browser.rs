@@ -69,15 +69,6 @@ async fn node(args: &[&str]) -> anyhow::Result<String> {
     Ok(stdout)
 }
 
-/// The editor's highlighter never changes the text it colours (node's test runner over
-/// `e2e/highlight.test.mjs`; no browser needed).
-#[tokio::test]
-async fn highlighter_keeps_the_text() -> anyhow::Result<()> {
-    let out = node(&["--test", "highlight.test.mjs"]).await?;
-    assert!(out.contains("# fail 0"), "{out}");
-    Ok(())
-}
-
 /// A real client listening (over gRPC, from 127.0.0.1, app `e2e-listener`) to the config
 /// the browser is about to create in the namespace it is about to create; with
 /// `credentials`, signed in as that user (nacos-sdk's HTTP login).

@@ -170,19 +170,30 @@ pub(crate) async fn delete_many(State(st): State<AppState>, p: Result<Params, Ap
     ok(json!({ "removed": removed }))
 }
 
-/// `POST type, content` → `{ok: true}` or `{ok: false, message, line, column}`: the
-/// core's syntax check of that type (the one publishes use).
+/// `POST type, content[, namespace]` → `{ok: true, type, mode}` or `{ok: false, type,
+/// mode, message, line, column}`: the core's syntax check of that type (the one publishes
+/// use), and `mode`, what a publish of invalid content into that namespace does
+/// (`reject`, `warn` or `off`: the server's `content_validation` for it), so the page
+/// blocks, asks for confirmation, or says nothing, as the server will.
 pub(crate) async fn validate(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     // Only for signed-in users when authentication is on, like every console request.
     st.service.authenticated(&p.caller)?;
+    let namespace = NamespaceId::parse(p.get("namespace"))?;
+    let mode = st
+        .service
+        .limits()
+        .content_validation
+        .mode_for(&namespace)
+        .as_str();
     let ty = ConfigType::parse_lenient(p.get("type").unwrap_or(""));
     let content = p.required("content")?;
     match check_syntax(ty, content) {
-        Ok(()) => ok(json!({"ok": true, "type": ty.as_str()})),
+        Ok(()) => ok(json!({"ok": true, "type": ty.as_str(), "mode": mode})),
         Err(e) => ok(json!({
             "ok": false,
             "type": ty.as_str(),
+            "mode": mode,
             "message": e.message,
             "line": e.line,
             "column": e.column,
