@@ -125,6 +125,7 @@ nsSelect.addEventListener('change', async () => {
   const to = nsSelect.value;
   nsSelect.value = ctx.namespace;
   if (!(await mayLeave())) return;
+  leaveGuard = null;
   ctx.setNamespace(to);
   if (location.hash === '#/configs') render(); else location.hash = '#/configs';
 });
@@ -133,6 +134,7 @@ window.addEventListener('hashchange', async () => {
     const target = location.hash;
     history.replaceState(null, '', shownHash || location.pathname);
     if (!(await mayLeave())) return;
+    leaveGuard = null;
     location.hash = target;
     return;
   }

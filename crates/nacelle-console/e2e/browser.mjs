@@ -2,7 +2,7 @@
 // system browser (Playwright's own download cannot work here), headless, a fresh profile.
 
 import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -18,6 +18,16 @@ export async function launch() {
     viewport: { width: 1366, height: 820 },
     colorScheme: 'light',
   });
+  // CONSOLE_ASSETS=<dir>: the console's assets from that directory instead of the server's
+  // embedded copy (editing the pages without rebuilding the binary).
+  if (process.env.CONSOLE_ASSETS) {
+    const dir = process.env.CONSOLE_ASSETS;
+    await context.route('**/nacos/assets/**', async (route) => {
+      const name = new URL(route.request().url()).pathname.split('/').pop();
+      const type = name.endsWith('.css') ? 'text/css' : name.endsWith('.svg') ? 'image/svg+xml' : 'text/javascript';
+      await route.fulfill({ status: 200, contentType: type, body: readFileSync(join(dir, name)) });
+    });
+  }
   return { context, cleanup: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); } };
 }
 

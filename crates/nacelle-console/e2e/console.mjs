@@ -138,7 +138,7 @@ try {
   await err.waitFor();
   const errText = await err.textContent();
   check(/line 4/.test(errText), `validation message without its line: ${errText}`);
-  check(await page.locator('#content .cm-gutterElement.bad').count() === 1, 'the error line is not marked');
+  check(await page.locator('#content .cm-lineNumbers .cm-gutterElement.bad').count() === 1, 'the error line is not marked');
   // The server's mode here is warn (its default): the review says so and asks.
   await page.locator('dialog #invalid-warning').waitFor();
   check(await page.locator('dialog button[data-value=publish]').textContent() === 'Publish anyway', 'no confirmation asked');
@@ -182,6 +182,150 @@ try {
   check(theirs.includes('theirs: 1'), `second review not against their version: ${theirs}`);
   await page.click('dialog button[data-value=publish]');
   await page.locator('dialog').waitFor({ state: 'detached' });
+  ok();
+
+  step('a namespace in reject mode blocks invalid content before the review');
+  check((await apiPost('/namespaces', { id: 'strict', name: 'Strict' })).status === 200, 'could not create namespace strict');
+  check((await apiPost('/config', { namespace: 'strict', group: 'DEFAULT_GROUP', dataId: 'app.yaml', content: V1, type: 'yaml' })).status === 200, 'could not create strict/app.yaml');
+  await page.goto(base + '/nacos/#/edit?namespace=strict&group=DEFAULT_GROUP&dataId=app.yaml');
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor();
+  await typeInEditor(BAD);
+  await page.click('#review');
+  await page.locator('#validation-mode', { hasText: 'reject' }).waitFor();
+  check(await page.locator('dialog').count() === 0, 'a publish dialog opened in a reject namespace');
+  await typeInEditor(V1);
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor();
+  ok();
+
+  step('Tab and Shift+Tab indent a selection; Ctrl+Z restores it; Ctrl+A, Tab keeps the text');
+  await page.goto(base + `/nacos/#/edit?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
+  await page.locator('h1', { hasText: 'shop.yaml' }).waitFor();
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor();
+  check(await editorText() === V2, 'the editor does not hold V2');
+  await page.locator('#content .cm-content').click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Shift+ArrowDown');
+  await page.keyboard.press('Shift+End');
+  await page.keyboard.press('Tab');
+  const indented = 'server:\n  port: 8080\n  feature:\n    checkout: true\n';
+  check(await editorText() === indented, `Tab on lines 3-4 gave ${JSON.stringify(await editorText())}`);
+  const selected = await page.evaluate(() => { const v = document.getElementById('content').editor.view; const r = v.state.selection.main; return v.state.sliceDoc(r.from, r.to); });
+  check(selected.endsWith('feature:\n    checkout: true'), `the selection after Tab is ${JSON.stringify(selected)}`);
+  await page.keyboard.press('Shift+Tab');
+  check(await editorText() === V2, `Shift+Tab gave ${JSON.stringify(await editorText())}`);
+  await page.keyboard.press('Tab');
+  check(await editorText() === indented, 'Tab again did not indent');
+  await page.keyboard.press('Control+z');
+  check(await editorText() === V2, `Ctrl+Z left ${JSON.stringify(await editorText())}`);
+  await page.keyboard.press('Control+a');
+  await page.keyboard.press('Tab');
+  const all = await editorText();
+  check(all === V2.split('\n').map((l) => (l ? '  ' + l : l)).join('\n'), `Ctrl+A, Tab gave ${JSON.stringify(all)}`);
+  await page.keyboard.press('Control+z');
+  check(await editorText() === V2, 'Ctrl+Z did not restore the whole text');
+  ok();
+
+  step('selected text stays readable (pixels of the text over the selection colour)');
+  await page.keyboard.press('Control+a');
+  const line = await page.locator('#content .cm-line').first().boundingBox();
+  const clip = await page.screenshot({ clip: { x: line.x, y: line.y, width: Math.min(line.width, 90), height: line.height } });
+  const pixels = await page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = 'data:image/png;base64,' + b64;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.width; c.height = img.height;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const d = g.getImageData(0, 0, c.width, c.height).data;
+    const count = new Map();
+    for (let i = 0; i < d.length; i += 4) { const k = `${d[i]},${d[i + 1]},${d[i + 2]}`; count.set(k, (count.get(k) || 0) + 1); }
+    const [bg] = [...count.entries()].sort((a, b) => b[1] - a[1])[0];
+    const [r, gg, b] = bg.split(',').map(Number);
+    let text = 0;
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) + Math.abs(d[i + 1] - gg) + Math.abs(d[i + 2] - b) > 150) text++;
+    return { bg, text, total: d.length / 4 };
+  }, clip.toString('base64'));
+  // The background is the selection's colour (#c4d8ff), and the glyphs are drawn on it.
+  const [br, bgc, bb] = pixels.bg.split(',').map(Number);
+  check(Math.abs(br - 0xc4) + Math.abs(bgc - 0xd8) + Math.abs(bb - 0xff) < 40, `the selected line's background is ${pixels.bg}, not the selection colour`);
+  check(pixels.text > 30, `only ${pixels.text} of ${pixels.total} pixels of the selected line differ from its background: the text is hidden`);
+  console.log(`selected line: background ${pixels.bg}, ${pixels.text} of ${pixels.total} pixels are text`);
+  ok();
+
+  step('a 1 MB YAML takes 50 keystrokes (measured, reported)');
+  const big = Array.from({ length: 21000 }, (_, i) => `service${i}:\n  name: service-${i}\n  ports: [80, 443]\n`).join('');
+  check(big.length >= 1024 * 1024, `the big YAML is only ${big.length} bytes`);
+  check((await apiPost('/config', { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'big.yaml', content: big, type: 'yaml' })).status === 200, 'could not publish big.yaml');
+  const opening = Date.now();
+  await page.goto(base + `/nacos/#/edit?namespace=e2e&group=DEFAULT_GROUP&dataId=big.yaml`);
+  await page.locator('h1', { hasText: 'big.yaml' }).waitFor({ timeout: 60000 });
+  await page.locator('.tag.ok', { hasText: 'valid yaml' }).waitFor({ timeout: 60000 });
+  const openMs = Date.now() - opening;
+  await page.locator('#content .cm-content').click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('End');
+  const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
+  const each = [];
+  const typing = Date.now();
+  for (let i = 0; i < 50; i++) {
+    const t = Date.now();
+    await page.keyboard.press('x');
+    await frame();
+    each.push(Date.now() - t);
+  }
+  const total = Date.now() - typing;
+  const length = await page.evaluate(() => document.getElementById('content').editor.length);
+  check(length === big.length + 50, `after 50 keystrokes the text is ${length} characters, not ${big.length + 50}`);
+  each.sort((a, b) => a - b);
+  console.log(`BENCH 1 MB YAML (${big.length} bytes, ${big.split('\n').length - 1} lines): opened and validated in ${openMs} ms; 50 keystrokes, each to its next frame, in ${total} ms (median ${each[25]} ms, max ${each[49]} ms)`);
+  ok();
+
+  step('leaving with unsaved edits asks; the draft survives a reload; discard drops it');
+  await page.click('#nav a[data-section=configs]');
+  await page.locator('dialog[aria-label="Unsaved edits"]').waitFor();
+  await page.click('dialog button[data-value=stay]');
+  check(/dataId=big.yaml/.test(page.url()), `left the editor: ${page.url()}`);
+  check(await page.evaluate(() => document.getElementById('content').editor.length) === big.length + 50, 'the edits are gone after Stay');
+  let asked = '';
+  page.once('dialog', (d) => { asked = d.type(); d.accept(); });
+  await page.reload();
+  check(asked === 'beforeunload', `the browser did not ask before unloading (${asked || 'no dialog'})`);
+  await page.locator('#draft .notice').waitFor();
+  check(await page.evaluate(() => document.getElementById('content').editor.length) === big.length + 50, 'the draft was not restored');
+  check(await page.evaluate(() => document.getElementById('content').editor.value.split('\n')[0]) === 'service0:' + 'x'.repeat(50), 'the draft restored other text');
+  await shot('editor-draft');
+  await page.click('#discard-draft');
+  await page.locator('#draft .notice').waitFor({ state: 'detached' });
+  check(await page.evaluate(() => document.getElementById('content').editor.length) === big.length, 'discarding kept the edits');
+  check(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('nacelle.draft:')).length) === 0, 'a draft is left in localStorage');
+  check((await apiGet('/config', { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'big.yaml' })).body.content === big, 'big.yaml changed on the server');
+  await page.click('#nav a[data-section=configs]');
+  await page.waitForURL(/#\/configs/);
+  check(await page.locator('dialog').count() === 0, 'asked again with nothing unsaved');
+  ok();
+
+  step('a new config: id and group rules as the user types; an existing id is said before the review');
+  await page.goto(base + '/nacos/#/edit?namespace=e2e');
+  await page.fill('#f-dataId', 'bad id/x');
+  await page.locator('#f-dataId-error', { hasText: 'cannot contain a space' }).waitFor();
+  check(await page.getAttribute('#f-dataId', 'aria-invalid') === 'true', 'the bad id is not marked');
+  await page.fill('#f-dataId', 'shop.yaml');
+  check((await page.textContent('#f-dataId-error')) === '', 'a good id still shows an error');
+  await page.fill('#f-group', 'A'.repeat(129));
+  await page.locator('#f-group-error', { hasText: 'at most 128' }).waitFor();
+  await page.fill('#f-group', 'DEFAULT_GROUP');
+  await typeInEditor(V1);
+  await page.click('#review');
+  await page.locator('#exists a', { hasText: 'Open it' }).waitFor();
+  check(await page.locator('dialog').count() === 0, 'the review opened for an existing id');
+  // Leaving asks; discarding drops the new config's draft.
+  await page.click('#nav a[data-section=configs]');
+  await page.click('dialog button[data-value=discard]');
+  await page.waitForURL(/#\/configs/);
+  check(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('nacelle.draft:')).length) === 0, 'the discarded draft is kept');
   ok();
 
   step('history: versions, diff two, roll back');

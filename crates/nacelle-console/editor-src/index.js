@@ -102,8 +102,13 @@ function tab(view) {
   return true;
 }
 
+// The page's Content-Security-Policy admits CodeMirror's <style> element by this nonce
+// (the server puts a fresh one in the index page and in its policy).
+const nonce = typeof document !== 'undefined' ? document.querySelector('meta[name="csp-nonce"]')?.content : undefined;
+
 function common(type, readOnly) {
   return [
+    nonce ? EditorView.cspNonce.of(nonce) : [],
     highlightSpecialChars(), history(), drawSelection(), dropCursor(), EditorState.allowMultipleSelections.of(true),
     indentOnInput(), bracketMatching(), rectangularSelection(), highlightSelectionMatches(), search({ top: true }),
     indentUnit.of('  '), EditorState.tabSize.of(2),
@@ -159,13 +164,13 @@ export function mergeView(parent, { a = '', b = '', type = 'text', unified = fal
   if (unified) {
     const view = new EditorView({
       parent,
-      state: EditorState.create({ doc: b, extensions: [ext, unifiedMergeView({ original: a, mergeControls: false, gutter: true })] }),
+      state: EditorState.create({ doc: b, extensions: [ext, unifiedMergeView({ original: a, mergeControls: false, gutter: true, diffConfig: { timeout: 2000 } })] }),
     });
     return { view, changed: a !== b, destroy: () => view.destroy() };
   }
   const mv = new MergeView({
     parent, a: { doc: a, extensions: ext }, b: { doc: b, extensions: ext },
-    highlightChanges: true, gutter: true, collapseUnchanged: { margin: 3, minSize: 8 },
+    highlightChanges: true, gutter: true, collapseUnchanged: { margin: 3, minSize: 8 }, diffConfig: { timeout: 2000 },
   });
   return { view: mv, changed: a !== b, chunks: mv.chunks.length, destroy: () => mv.destroy() };
 }

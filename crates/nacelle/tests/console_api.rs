@@ -89,12 +89,39 @@ async fn pages_are_served_and_apis_not_shadowed() -> anyhow::Result<()> {
         .starts_with("text/html"));
     let csp = r.headers()["content-security-policy"].to_str()?.to_string();
     assert!(csp.contains("default-src 'self'"), "{csp}");
-    assert!(r.text().await?.contains("/nacos/assets/app.js"));
-    let r = ts.http.get(ts.url("/nacos/assets/app.js")).send().await?;
-    assert_eq!(r.status(), 200);
-    assert!(r.headers()["content-type"]
+    // The editor's <style> is admitted by a nonce the page holds, fresh for each load.
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .context("a style nonce in the policy")?
+        .to_string();
+    assert_eq!(nonce.len(), 32, "{csp}");
+    assert!(csp.contains("script-src 'self';"), "no script nonce: {csp}");
+    let page = r.text().await?;
+    assert!(page.contains("/nacos/assets/app.js"));
+    assert!(
+        page.contains(&format!("name=\"csp-nonce\" content=\"{nonce}\"")),
+        "{page}"
+    );
+    let again = ts.http.get(ts.url("/nacos/index.html")).send().await?;
+    let csp2 = again.headers()["content-security-policy"]
         .to_str()?
-        .starts_with("text/javascript"));
+        .to_string();
+    assert!(!csp2.contains(&nonce), "the nonce is reused: {csp2}");
+    for asset in ["app.js", "editor.bundle.js"] {
+        let r = ts
+            .http
+            .get(ts.url(&format!("/nacos/assets/{asset}")))
+            .send()
+            .await?;
+        assert_eq!(r.status(), 200);
+        assert!(r.headers()["content-type"]
+            .to_str()?
+            .starts_with("text/javascript"));
+        // Every asset with the same caching: revalidated on each load.
+        assert_eq!(r.headers()["cache-control"], "no-cache", "{asset}");
+    }
     // Unknown assets and console paths are 404; the Nacos APIs still answer.
     let r = ts.http.get(ts.url("/nacos/assets/nope.js")).send().await?;
     assert_eq!(r.status(), 404);

@@ -69,6 +69,16 @@ async fn node(args: &[&str]) -> anyhow::Result<String> {
     Ok(stdout)
 }
 
+/// The walk's namespace `strict` refuses invalid content (`content_validation = reject`);
+/// the others keep the default, `warn`, where the console asks before publishing it.
+fn strict_namespace(s: &mut nacelle::Settings) {
+    s.content_validation = nacelle_core::ValidationPolicy::parse(
+        nacelle_core::ValidationMode::Warn,
+        "strict=reject",
+    )
+    .expect("a valid policy");
+}
+
 /// A real client listening (over gRPC, from 127.0.0.1, app `e2e-listener`) to the config
 /// the browser is about to create in the namespace it is about to create; with
 /// `credentials`, signed in as that user (nacos-sdk's HTTP login).
@@ -113,7 +123,11 @@ async fn listener(
 /// screenshots in `docs/console/` come from this run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_chromium() -> anyhow::Result<()> {
-    let ts = TestServer::start_with(secure).await?;
+    let ts = TestServer::start_with(|s| {
+        secure(s);
+        strict_namespace(s);
+    })
+    .await?;
     ts.admin_token().await?;
     let _listening = listener(&ts, Some(("nacos", ADMIN_PASSWORD))).await?;
     let server = ts.server.as_ref().context("server running")?;
@@ -130,7 +144,7 @@ async fn console_in_chromium() -> anyhow::Result<()> {
 /// users page says authentication is off. Screenshots go to a temporary directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_chromium_without_auth() -> anyhow::Result<()> {
-    let ts = TestServer::start().await?;
+    let ts = TestServer::start_with(strict_namespace).await?;
     let _listening = listener(&ts, None).await?;
     let server = ts.server.as_ref().context("server running")?;
     let base = format!("http://{}", server.http_addr);
