@@ -237,15 +237,7 @@ impl ConfigService {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .collect();
-        let matches = |pattern: &str, value: &str| -> bool {
-            if pattern.is_empty() {
-                return true;
-            }
-            match q.mode {
-                SearchMode::Accurate => pattern == value,
-                SearchMode::Blur => wildcard_match(pattern, value),
-            }
-        };
+        let matches = |pattern: &str, value: &str| search_match(q.mode, pattern, value);
         let types: Vec<&str> = q
             .types
             .split(',')
@@ -309,6 +301,21 @@ pub(crate) fn wildcard_match(pattern: &str, value: &str) -> bool {
     nacelle_core::auth::pattern_matches(pattern, value)
 }
 
+/// Whether `value` matches a search filter `pattern` (blank: anything) in `mode`: the one
+/// place search decides a match.
+pub(crate) fn search_match(mode: SearchMode, pattern: &str, value: &str) -> bool {
+    if pattern.is_empty() {
+        return true;
+    }
+    match mode {
+        SearchMode::Accurate => pattern == value,
+        SearchMode::Blur => wildcard_match(pattern, value),
+        SearchMode::BlurIgnoreCase => {
+            wildcard_match(&pattern.to_lowercase(), &value.to_lowercase())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +329,18 @@ mod tests {
         assert!(!wildcard_match("app", "app.yaml"));
         assert!(wildcard_match("app.yaml", "app.yaml"));
         assert!(!wildcard_match("b*", "app"));
+    }
+
+    #[test]
+    fn search_modes() {
+        use SearchMode::*;
+        assert!(search_match(Blur, "", "anything"));
+        assert!(!search_match(Blur, "*app*", "My-App.yaml"));
+        assert!(search_match(BlurIgnoreCase, "*app*", "My-App.yaml"));
+        assert!(search_match(BlurIgnoreCase, "*APP.Y*", "my-app.yaml"));
+        assert!(search_match(BlurIgnoreCase, "*配置*", "应用配置.yaml"));
+        assert!(!search_match(BlurIgnoreCase, "*db*", "My-App.yaml"));
+        assert!(search_match(Accurate, "app", "app"));
+        assert!(!search_match(Accurate, "App", "app"));
     }
 }

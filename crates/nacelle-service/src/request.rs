@@ -27,6 +27,9 @@ pub enum SearchMode {
     /// `*` is a wildcard for any run of characters (SQL `LIKE` with `%`), as Nacos does;
     /// a value without `*` must match exactly.
     Blur,
+    /// As `Blur`, ignoring case (Unicode lowercase of both sides): the console's search.
+    /// Nacos's own APIs keep `Blur`, case-sensitive as Nacos's `utf8_bin` columns are.
+    BlurIgnoreCase,
 }
 
 /// A config search (`?search=accurate|blur`).

@@ -415,6 +415,78 @@ async fn validate_by_type_with_line_and_column() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The console's search ignores case (the service's `SearchMode::BlurIgnoreCase`), in
+/// dataId, group and appName; Nacos's own v1 blur search stays case-sensitive.
+#[tokio::test]
+async fn console_search_ignores_case() -> anyhow::Result<()> {
+    let ts = TestServer::start().await?;
+    for (group, data_id, app) in [
+        ("Shop_Group", "Order-Service.YAML", "Checkout"),
+        ("shop_group", "stock.yaml", "warehouse"),
+        ("OTHER", "unrelated.yaml", ""),
+    ] {
+        let r = post(
+            &ts,
+            "/config",
+            &[
+                ("namespace", ""),
+                ("group", group),
+                ("dataId", data_id),
+                ("content", "a: 1"),
+                ("type", "yaml"),
+                ("appName", app),
+            ],
+        )
+        .await?;
+        expect(&r, 200)?;
+    }
+    let ids = |v: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = v["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i["dataId"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    };
+    let v = expect(
+        &get(&ts, "/configs", &[("dataId", "*order-service*")]).await?,
+        200,
+    )?;
+    assert_eq!(ids(&v), ["Order-Service.YAML"], "{v}");
+    let v = expect(
+        &get(&ts, "/configs", &[("group", "*SHOP_GROUP*")]).await?,
+        200,
+    )?;
+    assert_eq!(ids(&v), ["Order-Service.YAML", "stock.yaml"], "{v}");
+    let v = expect(
+        &get(&ts, "/configs", &[("appName", "*CHECKOUT*")]).await?,
+        200,
+    )?;
+    assert_eq!(ids(&v), ["Order-Service.YAML"], "{v}");
+    let v = expect(&get(&ts, "/configs", &[("dataId", "*.yaml")]).await?, 200)?;
+    assert_eq!(v["total"], 3, "{v}");
+    // Nacos's v1 blur search: case-sensitive, as on Nacos.
+    let r = ts
+        .http
+        .get(ts.url("/nacos/v1/cs/configs"))
+        .query(&[
+            ("search", "blur"),
+            ("dataId", "*order-service*"),
+            ("group", ""),
+            ("pageNo", "1"),
+            ("pageSize", "10"),
+        ])
+        .send()
+        .await?;
+    let v: Value = r.json().await?;
+    assert_eq!(v["totalCount"], 0, "{v}");
+    Ok(())
+}
+
 /// `/validate` says what a publish of invalid content into the namespace does (the
 /// server's `content_validation` for it), so the page blocks, asks, or says nothing; and a
 /// config stored invalid under `warn` is read back and fixed through the console.

@@ -72,11 +72,9 @@ async fn node(args: &[&str]) -> anyhow::Result<String> {
 /// The walk's namespace `strict` refuses invalid content (`content_validation = reject`);
 /// the others keep the default, `warn`, where the console asks before publishing it.
 fn strict_namespace(s: &mut nacelle::Settings) {
-    s.content_validation = nacelle_core::ValidationPolicy::parse(
-        nacelle_core::ValidationMode::Warn,
-        "strict=reject",
-    )
-    .expect("a valid policy");
+    s.content_validation =
+        nacelle_core::ValidationPolicy::parse(nacelle_core::ValidationMode::Warn, "strict=reject")
+            .expect("a valid policy");
 }
 
 /// A real client listening (over gRPC, from 127.0.0.1, app `e2e-listener`) to the config

@@ -47,12 +47,13 @@ impl<'a> ConfigRow<'a> {
     }
 }
 
-/// `GET namespace, dataId, group, appName (each may hold `*` wildcards), pageNo, pageSize`
-/// → `{total, pageNo, pages, items}`.
+/// `GET namespace, dataId, group, appName (each may hold `*` wildcards; case is ignored),
+/// pageNo, pageSize` → `{total, pageNo, pages, items}`.
 pub(crate) async fn search(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let q = SearchQuery {
-        mode: SearchMode::Blur,
+        // People type names in any case: the console's search ignores it.
+        mode: SearchMode::BlurIgnoreCase,
         namespace: NamespaceId::parse(p.get("namespace"))?,
         data_id: p.or_empty("dataId").trim().to_string(),
         group: p.or_empty("group").trim().to_string(),
