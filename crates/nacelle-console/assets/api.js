@@ -82,6 +82,8 @@ export const auth = {
   users: (params) => request('GET', A + '/users', { search: 'blur', username: '', pageNo: 1, pageSize: 100, ...params }),
   createUser: (username, password) => request('POST', A + '/users', { username, password }),
   deleteUser: (username) => request('DELETE', A + '/users', { username }),
+  // Nacos's password update: the user themself, or an administrator for anyone.
+  setPassword: (username, newPassword) => request('PUT', A + '/users', { username, newPassword }),
   roles: (params) => request('GET', A + '/roles', { search: 'blur', username: '', role: '', pageNo: 1, pageSize: 100, ...params }),
   addRole: (role, username) => request('POST', A + '/roles', { role, username }),
   deleteRole: (role, username) => request('DELETE', A + '/roles', { role, username }),
@@ -105,4 +107,43 @@ export async function exportConfigs(ids) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
   return blob.size;
+}
+
+// Import of a Nacos zip (`POST /nacos/v1/cs/configs?import=true`, multipart `file`) with a
+// policy for configs that exist; `onProgress(percent)` follows the upload. Resolves with
+// Nacos's answer `{code, message, data: {succCount, skipCount, failData, skipData,
+// unrecognizedCount, unrecognizedData}}`, also when it reports a failure.
+export function importZip(file, namespace, policy, onProgress) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    const q = new URLSearchParams({ import: 'true', namespace: namespace || '', policy });
+    xhr.open('POST', '/nacos/v1/cs/configs?' + q);
+    for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => { if (e.lengthComputable && onProgress) onProgress(Math.round((e.loaded / e.total) * 100)); };
+    xhr.onerror = () => reject(new ApiError(0, 'The server cannot be reached.'));
+    xhr.onload = () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { body = null; }
+      if (body && typeof body === 'object' && 'code' in body) return resolve(body);
+      reject(new ApiError(xhr.status, (body && (body.message || body.error)) || xhr.responseText.replace(/^caused: /, '') || xhr.statusText, body));
+    };
+    const form = new FormData();
+    form.append('file', file);
+    xhr.send(form);
+  });
+}
+
+// Nacos's clone (`POST /nacos/v1/cs/configs?clone=true&tenant=…&policy=…`, a JSON list
+// of `{cfgId, dataId, group}`): the same answer as an import.
+export async function cloneConfigs(namespace, policy, items) {
+  const q = new URLSearchParams({ clone: 'true', tenant: namespace || '', policy });
+  let resp;
+  try {
+    resp = await fetch('/nacos/v1/cs/configs?' + q, { method: 'POST', headers: { ...headers(), 'Content-Type': 'application/json' }, body: JSON.stringify(items) });
+  } catch (e) { throw new ApiError(0, 'The server cannot be reached: ' + e.message); }
+  const text = await resp.text();
+  let body = null;
+  try { body = JSON.parse(text); } catch { body = null; }
+  if (body && typeof body === 'object' && 'code' in body) return body;
+  throw new ApiError(resp.status, (body && (body.message || body.error)) || text.replace(/^caused: /, '') || resp.statusText, body);
 }

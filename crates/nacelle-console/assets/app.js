@@ -6,11 +6,11 @@ import { api, session, setSession } from './api.js';
 import { h, errorBox, modal } from './ui.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
-import { loginPage, usersPage, signOut } from './auth.js';
+import { loginPage, usersPage, accountPage, signOut } from './auth.js';
 
 const PAGES = {
   login: loginPage, namespaces: namespacesPage, configs: configsPage, edit: editorPage,
-  history: historyPage, gray: grayPage, listeners: listenersPage, cluster: clusterPage, users: usersPage,
+  history: historyPage, gray: grayPage, listeners: listenersPage, cluster: clusterPage, users: usersPage, account: accountPage,
 };
 const SECTION = { edit: 'configs', history: 'configs', gray: 'configs' };
 const NS_KEY = 'nacelle.namespace';
@@ -25,6 +25,7 @@ let shownHash = location.hash;
 const ctx = {
   get namespace() { return sessionStorage.getItem(NS_KEY) || ''; },
   setNamespace(id) { sessionStorage.setItem(NS_KEY, id); nsSelect.value = id; },
+  namespaces: () => namespaces,
   namespaceName() { const n = namespaces.find((x) => x.id === ctx.namespace); return n ? n.name : ctx.namespace || 'public'; },
   async reloadNamespaces() {
     try { namespaces = await api.get('/namespaces'); } catch (e) {
@@ -51,7 +52,7 @@ function paintSession() {
   const who = document.getElementById('who');
   document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
   if (s) {
-    who.replaceChildren(h('span', {}, s.username + (s.globalAdmin ? ' (admin)' : '')),
+    who.replaceChildren(h('a', { href: '#/account', id: 'account-link', title: 'Account: change your password' }, s.username + (s.globalAdmin ? ' (admin)' : '')),
       h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, 'Sign out'));
   } else {
     who.replaceChildren(h('a', { href: '#/login' }, 'Sign in'));

@@ -3,7 +3,7 @@
 // server refuses everyone else anyway (403).
 
 import { auth, session, setSession, ApiError } from './api.js';
-import { h, field, table, confirmDanger, errorBox, showError, toast, hashFor } from './ui.js';
+import { h, field, table, modal, confirmDanger, errorBox, showError, toast, hashFor } from './ui.js';
 
 export async function loginPage(view, q, ctx) {
   const user = h('input', { id: 'login-user', autocomplete: 'username', required: true });
@@ -32,6 +32,63 @@ export async function loginPage(view, q, ctx) {
     err,
     h('div', { class: 'bar' }, h('button', { type: 'submit', class: 'primary', id: 'login-submit' }, 'Sign in'))));
   user.dataset.autofocus = '1';
+}
+
+// A new password, typed twice; '' when both agree, else what is wrong.
+function passwordProblem(a, b) {
+  if (!a) return 'Type the new password.';
+  if (a !== b) return 'The two passwords differ.';
+  return '';
+}
+
+// The signed-in user's own page: change the password. The server refuses every token
+// issued before the change, so the page signs in again with the new one.
+export async function accountPage(view, q, ctx) {
+  const s = session();
+  if (!s) {
+    view.replaceChildren(h('h1', {}, 'Account'), h('p', { class: 'notice', id: 'account-no-auth' }, 'No one is signed in: with authentication off there is no password to change.'));
+    return;
+  }
+  const pass = h('input', { id: 'acct-pass', type: 'password', autocomplete: 'new-password', required: true });
+  const again = h('input', { id: 'acct-pass2', type: 'password', autocomplete: 'new-password', required: true });
+  const out = h('div', { id: 'account-out' });
+  const submit = async (e) => {
+    e.preventDefault();
+    const problem = passwordProblem(pass.value, again.value);
+    if (problem) { out.replaceChildren(errorBox({ message: problem })); return; }
+    try {
+      await auth.setPassword(s.username, pass.value);
+      const r = await auth.login(s.username, pass.value);
+      setSession({ ...s, accessToken: r.accessToken, expiresAt: Date.now() + (Number(r.tokenTtl) || 18000) * 1000 });
+      pass.value = again.value = '';
+      out.replaceChildren(h('p', { class: 'okmsg', id: 'password-changed', role: 'status' }, 'Your password is changed. Other sessions of yours must sign in again.'));
+    } catch (err) { out.replaceChildren(errorBox(err)); }
+  };
+  view.replaceChildren(h('h1', {}, 'Account', h('span', { class: 'sub' }, s.username + (s.globalAdmin ? ' (administrator)' : ''))),
+    h('form', { class: 'panel login', onsubmit: submit, 'aria-label': 'Change password' },
+      h('h2', {}, 'Change your password'),
+      h('div', { class: 'form' }, h('div', { class: 'wide' }, field('New password', pass)), h('div', { class: 'wide' }, field('Repeat it', again))),
+      out,
+      h('div', { class: 'bar' }, h('button', { type: 'submit', class: 'primary', id: 'acct-submit' }, 'Change password'))));
+  pass.dataset.autofocus = '1';
+}
+
+// An administrator sets another user's password.
+async function resetPassword(username, errSlot) {
+  const pass = h('input', { id: 'reset-pass', type: 'password', autocomplete: 'new-password' });
+  const again = h('input', { id: 'reset-pass2', type: 'password', autocomplete: 'new-password' });
+  const err = h('div');
+  const v = await modal(`Reset the password of ${username}`, h('div', { class: 'form' },
+    h('p', { class: 'wide muted' }, 'Their sessions end: they sign in with the new password.'),
+    h('div', { class: 'wide' }, field('New password', pass)), h('div', { class: 'wide' }, field('Repeat it', again)), h('div', { class: 'wide' }, err)), [
+    { label: 'Cancel', value: 'cancel' },
+    { label: 'Set password', value: 'ok', class: 'primary', action: async () => {
+      const problem = passwordProblem(pass.value, again.value);
+      if (problem) { err.replaceChildren(errorBox({ message: problem })); return false; }
+      try { await auth.setPassword(username, pass.value); return true; } catch (e) { err.replaceChildren(errorBox(e)); return false; }
+    } },
+  ], { small: true });
+  if (v === 'ok') { showError(errSlot, null); toast(`Password of ${username} set`); }
 }
 
 export function signOut(ctx) {
@@ -88,10 +145,12 @@ async function usersTab(errSlot, ctx) {
     h('form', { class: 'bar panel', onsubmit: add }, field('User name', name), field('Password', pass), h('button', { type: 'submit', class: 'primary' }, 'Create user')),
     table([
       { label: 'User', cell: (u) => u.username },
-      { label: '', class: 'actions', cell: (u) => h('button', { type: 'button', class: 'link danger', onclick: async () => {
-        if (!(await confirmDanger('Delete user', `Delete user “${u.username}”?`))) return;
-        try { await auth.deleteUser(u.username); ctx.rerender(); } catch (err) { showError(errSlot, err); }
-      } }, 'Delete') },
+      { label: '', class: 'actions', cell: (u) => h('div', { class: 'rowacts' },
+        h('button', { type: 'button', class: 'link', 'data-reset': u.username, onclick: () => resetPassword(u.username, errSlot) }, 'Reset password'),
+        h('button', { type: 'button', class: 'link danger', onclick: async () => {
+          if (!(await confirmDanger('Delete user', `Delete user “${u.username}”?`))) return;
+          try { await auth.deleteUser(u.username); ctx.rerender(); } catch (err) { showError(errSlot, err); }
+        } }, 'Delete')) },
     ], items(page)));
 }
 

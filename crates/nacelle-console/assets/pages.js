@@ -2,8 +2,8 @@
 // cluster. Each renders into `view` from the console API; errors are shown where the
 // action was taken.
 
-import { api, exportConfigs } from './api.js';
-import { h, table, field, modal, confirmDanger, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
+import { api, exportConfigs, importZip, cloneConfigs } from './api.js';
+import { h, table, field, modal, confirmDanger, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams, pager, pageSizeOf, pageNoOf, fetchPage } from './ui.js';
 import { codeArea } from './editor.js';
 
 // ---------- namespaces ----------
@@ -55,15 +55,94 @@ export async function namespacesPage(view, q, ctx) {
 }
 
 // ---------- configs ----------
+// Nacos's transfer APIs (import, clone) answer `{code, message, data}`; the data holds the
+// counts and the names skipped, failed or not recognized.
+function transferResult(r) {
+  const d = (r && r.data) || {};
+  const names = (list) => (list || []).map((x) => x.itemName || `${x.group} / ${x.dataId}`).join(', ');
+  return h('div', { class: 'panel', id: 'transfer-result', role: 'status' },
+    h('p', {}, h('strong', {}, `${d.succCount ?? 0} imported`), ` · ${d.skipCount ?? 0} skipped`,
+      d.unrecognizedCount ? ` · ${d.unrecognizedCount} not recognized` : ''),
+    d.skipData?.length ? h('p', { class: 'muted', 'data-list': 'skipped' }, 'Skipped (already there): ', names(d.skipData)) : '',
+    d.failData?.length ? h('p', { class: 'error', 'data-list': 'failed' }, 'Not imported: ', names(d.failData)) : '',
+    d.unrecognizedData?.length ? h('p', { class: 'notice', 'data-list': 'unrecognized' }, 'Not recognized (not GROUP/dataId): ', names(d.unrecognizedData)) : '');
+}
+
+const POLICIES = [
+  ['ABORT', 'Stop at the first config that already exists (nothing is written)'],
+  ['SKIP', 'Skip configs that already exist'],
+  ['OVERWRITE', 'Overwrite configs that already exist'],
+];
+function policyChoice(name) {
+  return h('fieldset', { class: 'policy' }, h('legend', {}, 'When a config already exists'),
+    POLICIES.map(([v, label], i) => h('label', { class: 'radio' }, h('input', { type: 'radio', name, value: v, checked: i === 0 }), ' ', label)));
+}
+
+async function importDialog(ctx) {
+  const file = h('input', { type: 'file', id: 'import-file', accept: '.zip,application/zip' });
+  const bar = h('progress', { id: 'import-progress', max: 100, value: 0, hidden: true });
+  const out = h('div', { id: 'import-out' });
+  let done = false;
+  const body = h('div', {}, h('p', { class: 'muted' }, `A Nacos export (a zip of GROUP/dataId entries, with or without .meta.yml) into namespace ${ctx.namespaceName()}.`),
+    field('Zip file', file), policyChoice('import-policy'), bar, out);
+  await modal('Import configs', body, [
+    { label: 'Close', value: 'cancel' },
+    { label: 'Import', value: 'ok', class: 'primary', action: async () => {
+      if (done) return true;
+      const f = file.files[0];
+      if (!f) { out.replaceChildren(errorBox({ message: 'Choose a zip file first.' })); return false; }
+      const policy = body.querySelector('input[name=import-policy]:checked').value;
+      bar.hidden = false; bar.value = 0;
+      out.replaceChildren();
+      try {
+        const r = await importZip(f, ctx.namespace, policy, (p) => { bar.value = p; });
+        bar.value = 100;
+        out.replaceChildren(transferResult(r));
+        if (r.code !== 200 && r.code !== 0) out.prepend(errorBox({ message: r.message || 'The import failed.' }));
+        done = true;
+        body.closest('dialog').querySelector('button[data-value=ok]').textContent = 'Done';
+      } catch (e) { out.replaceChildren(errorBox(e)); }
+      return false;
+    } },
+  ]);
+  if (done) ctx.rerender();
+}
+
+async function cloneDialog(c, ctx) {
+  const target = h('select', { id: 'clone-ns' }, ctx.namespaces().map((n) => h('option', { value: n.id }, n.name)));
+  target.value = (ctx.namespaces().find((n) => n.id !== c.namespace) || {}).id ?? '';
+  const dataId = h('input', { id: 'clone-dataId', value: c.dataId, autocomplete: 'off' });
+  const group = h('input', { id: 'clone-group', value: c.group, autocomplete: 'off' });
+  const out = h('div', { id: 'clone-out' });
+  let done = false;
+  const body = h('div', {}, h('p', { class: 'muted' }, `Copy ${c.group} / ${c.dataId} (content, type and metadata) into another namespace.`),
+    h('div', { class: 'form' }, field('Namespace', target), field('Data ID', dataId), field('Group', group)), policyChoice('clone-policy'), out);
+  await modal('Clone config', body, [
+    { label: 'Close', value: 'cancel' },
+    { label: 'Clone', value: 'ok', class: 'primary', action: async () => {
+      if (done) return true;
+      const policy = body.querySelector('input[name=clone-policy]:checked').value;
+      try {
+        const r = await cloneConfigs(target.value, policy, [{ cfgId: c.id, dataId: dataId.value.trim(), group: group.value.trim() }]);
+        out.replaceChildren(transferResult(r));
+        if (r.code !== 200 && r.code !== 0) out.prepend(errorBox({ message: r.message || 'The clone failed.' }));
+        else { done = true; body.closest('dialog').querySelector('button[data-value=ok]').textContent = 'Done'; }
+      } catch (e) { out.replaceChildren(errorBox(e)); }
+      return false;
+    } },
+  ]);
+  if (done) ctx.rerender();
+}
+
 export async function configsPage(view, q, ctx) {
   const ns = ctx.namespace;
-  const pageNo = Number(q.pageNo || 1);
+  const size = pageSizeOf(q);
   const dataId = h('input', { id: 'q-dataId', value: q.dataId || '', placeholder: 'app-*.yaml', autocomplete: 'off' });
   const group = h('input', { id: 'q-group', value: q.group || '', placeholder: '*', autocomplete: 'off' });
   const app = h('input', { id: 'q-app', value: q.appName || '', placeholder: '*', autocomplete: 'off' });
   const wild = (v) => { v = v.trim(); return v && !v.includes('*') ? `*${v}*` : v; };
-  const search = (e) => { e && e.preventDefault(); location.hash = hashFor('configs', { dataId: dataId.value, group: group.value, appName: app.value }); };
-  const res = await api.get('/configs', { namespace: ns, dataId: wild(q.dataId || ''), group: wild(q.group || ''), appName: wild(q.appName || ''), pageNo, pageSize: 20 });
+  const search = (e) => { e && e.preventDefault(); location.hash = hashFor('configs', { dataId: dataId.value, group: group.value, appName: app.value, pageSize: q.pageSize }); };
+  const res = await fetchPage((pageNo) => api.get('/configs', { namespace: ns, dataId: wild(q.dataId || ''), group: wild(q.group || ''), appName: wild(q.appName || ''), pageNo, pageSize: size }), q, 'configs');
   const selected = new Set();
   const errSlot = h('div', { id: 'configs-error' });
   const delBtn = h('button', { type: 'button', class: 'danger', id: 'delete-selected', disabled: true }, 'Delete selected');
@@ -78,15 +157,17 @@ export async function configsPage(view, q, ctx) {
     try { const n = await exportConfigs([...selected]); toast(`Exported ${selected.size} config(s), ${n} bytes`); }
     catch (e) { showError(errSlot, e); }
   };
+  const removeOne = async (c) => {
+    if (!(await confirmDanger('Delete config', `Delete ${c.group} / ${c.dataId}? Its history is kept: it can be rolled back.`))) return;
+    try { await api.del('/configs', { ids: String(c.id) }); toast(`Deleted ${c.dataId}`); ctx.rerender(); }
+    catch (e) { showError(errSlot, e); }
+  };
   const all = h('input', { type: 'checkbox', 'aria-label': 'Select all on this page', onchange: () => {
     view.querySelectorAll('input[data-id]').forEach((c) => { c.checked = all.checked; c.dispatchEvent(new Event('change')); });
   } });
-  const pager = h('div', { class: 'pager' },
-    `${res.total} config(s) · page ${res.pageNo} of ${Math.max(1, res.pages)}`,
-    h('a', { class: 'btn', href: hashFor('configs', { ...q, pageNo: pageNo - 1 }), hidden: pageNo <= 1 }, '← Previous'),
-    h('a', { class: 'btn', href: hashFor('configs', { ...q, pageNo: pageNo + 1 }), hidden: pageNo >= res.pages }, 'Next →'));
   view.replaceChildren(
     h('div', { class: 'bar' }, h('h1', { class: 'grow' }, 'Configs', h('span', { class: 'sub' }, ctx.namespaceName())),
+      h('button', { type: 'button', id: 'import', onclick: () => importDialog(ctx) }, 'Import'),
       h('a', { class: 'btn primary', id: 'new-config', href: hashFor('edit', { namespace: ns }) }, 'New config')),
     h('form', { class: 'bar panel', onsubmit: search, role: 'search' },
       field('Data ID', dataId), field('Group', group), field('App', app),
@@ -101,19 +182,23 @@ export async function configsPage(view, q, ctx) {
       { label: 'Type', cell: (c) => h('span', { class: 'tag' }, c.type) },
       { label: 'App', cell: (c) => c.appName || h('span', { class: 'muted' }, '—') },
       { label: 'Last modified', cell: (c) => fmtTime(c.modified) },
-      { label: '', class: 'actions', cell: (c) => [
-        h('a', { href: hashFor('history', { ...keyParams(c), type: c.type }) }, 'History'), ' · ',
-        h('a', { href: hashFor('gray', keyParams(c)) }, 'Gray'), ' · ',
-        h('a', { href: hashFor('listeners', keyParams(c)) }, 'Listeners')] },
+      { label: '', class: 'actions', cell: (c) => h('div', { class: 'rowacts' },
+        h('a', { href: hashFor('history', { ...keyParams(c), type: c.type }) }, 'History'),
+        h('a', { href: hashFor('gray', keyParams(c)) }, 'Gray'),
+        h('a', { href: hashFor('listeners', keyParams(c)) }, 'Listeners'),
+        h('button', { type: 'button', class: 'link', 'data-clone': c.dataId, onclick: () => cloneDialog(c, ctx) }, 'Clone'),
+        h('button', { type: 'button', class: 'link danger', 'data-delete-config': c.dataId, onclick: () => removeOne(c) }, 'Delete')) },
     ], res.items, 'No config matches.'),
-    pager,
+    pager(res, q, 'configs', { noun: 'config', id: 'configs-pager' }),
   );
 }
 
 // ---------- history ----------
 export async function historyPage(view, q, ctx) {
   const key = { namespace: q.namespace ?? ctx.namespace, group: q.group, dataId: q.dataId };
-  const res = await api.get('/history', { ...keyParams(key), pageNo: q.pageNo || 1, pageSize: 50 });
+  const size = pageSizeOf(q);
+  const res = await fetchPage((pageNo) => api.get('/history', { ...keyParams(key), pageNo, pageSize: size }), q, 'history');
+  const gres = await api.get('/history/gray', { ...keyParams(key), pageNo: pageNoOf({ pageNo: q.gpageNo }), pageSize: 10 });
   const out = h('div', { id: 'history-out' });
   const picks = [];
   const diffBtn = h('button', { type: 'button', id: 'diff-selected', disabled: true }, 'Diff selected');
@@ -173,6 +258,7 @@ export async function historyPage(view, q, ctx) {
     if (v === 'ok') { toast(`Rolled back to version ${nid}`); ctx.rerender(); }
   };
   const OPS = { I: 'created', U: 'updated', D: 'deleted' };
+  const GRAY_OPS = { I: 'published', U: 'changed', D: 'stopped or promoted' };
   view.replaceChildren(
     h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, 'Configs'), ' / ', h('a', { href: hashFor('edit', keyParams(key)) }, `${key.group} / ${key.dataId}`), ' / history'),
     h('div', { class: 'bar' }, h('h1', { class: 'grow' }, 'History', h('span', { class: 'sub' }, key.dataId)), diffBtn),
@@ -189,7 +275,23 @@ export async function historyPage(view, q, ctx) {
         h('button', { type: 'button', class: 'link', 'data-diff-current': r.nid, onclick: () => showDiff(String(r.nid), 'current') }, 'Diff with current'),
         h('button', { type: 'button', class: 'link danger', 'data-rollback': r.nid, onclick: () => rollback(r.nid) }, 'Roll back')] },
     ], res.items, 'No history yet.'),
+    pager(res, q, 'history', { noun: 'version', id: 'history-pager' }),
     out,
+    h('h2', {}, 'Gray operations', h('span', { class: 'sub' }, `${gres.total} in all`)),
+    table([
+      { label: 'Gray', cell: (r) => h('span', { class: 'tag warn' }, r.grayName) },
+      { label: 'Rule', cell: (r) => h('code', {}, r.ruleExpr || r.ruleType) },
+      { label: 'Operation', cell: (r) => h('span', { class: 'tag' + (r.op === 'D' ? ' bad' : '') }, GRAY_OPS[r.op] || r.op) },
+      { label: 'When', cell: (r) => fmtTime(r.modified) },
+      { label: 'Who', cell: (r) => r.srcUser || h('span', { class: 'muted' }, '—') },
+      { label: 'From', cell: (r) => h('code', {}, r.srcIp || '—') },
+      { label: '', class: 'actions', cell: (r) => h('button', { type: 'button', class: 'link', 'data-gray-nid': r.nid, onclick: () => {
+        const a = codeArea(r.content, q.type || 'text', null, { readOnly: true, id: 'gray-version-content', label: `Gray ${r.grayName}` });
+        a.el.classList.add('short');
+        out.replaceChildren(h('h2', {}, `Gray ${r.grayName}: the version ${r.op === 'I' ? 'published' : 'replaced'} at ${fmtTime(r.modified)}`), a.el);
+      } }, 'Content') },
+    ], gres.items, 'No gray release of this config yet.'),
+    gres.pages > 1 ? pager(gres, q, 'history', { noun: 'gray operation', id: 'gray-history-pager', param: 'gpageNo', sizes: false }) : '',
   );
 }
 

@@ -127,3 +127,52 @@ export function hashFor(page, params) {
   const s = q.toString();
   return '#/' + page + (s ? '?' + s : '');
 }
+
+// The page size the user chose last (any list), and the sizes offered.
+export const PAGE_SIZES = [10, 20, 50, 100];
+export function pageSizeOf(q, fallback = 20) {
+  const n = Number(q.pageSize || localStorage.getItem('nacelle.pageSize') || fallback);
+  return PAGE_SIZES.includes(n) ? n : fallback;
+}
+// A page number from the URL: a whole number ≥ 1 (anything else is page 1).
+export function pageNoOf(q) {
+  const n = Math.floor(Number(q.pageNo || 1));
+  return Number.isFinite(n) && n >= 1 ? n : 1;
+}
+
+// A pager: "N items · page P of M", Previous/Next, the first, last and nearby page
+// numbers, and the page size (remembered).
+export function pager(res, q, page, { noun = 'item', id = 'pager', param = 'pageNo', sizes = true } = {}) {
+  const pages = Math.max(1, res.pages || 0);
+  const cur = Math.min(Math.max(1, res.pageNo || 1), pages);
+  const go = (n) => hashFor(page, { ...q, [param]: n });
+  const nums = [...new Set([1, cur - 2, cur - 1, cur, cur + 1, cur + 2, pages])].filter((n) => n >= 1 && n <= pages).sort((a, b) => a - b);
+  const links = [];
+  nums.forEach((n, i) => {
+    if (i && n - nums[i - 1] > 1) links.push(h('span', { class: 'gap' }, '…'));
+    links.push(h('a', { class: 'btn num' + (n === cur ? ' current' : ''), href: go(n), 'data-page': n, 'aria-current': n === cur ? 'page' : null, 'aria-label': `Page ${n}` }, String(n)));
+  });
+  const size = h('select', { id: id + '-size', 'aria-label': 'Per page', onchange: () => {
+    localStorage.setItem('nacelle.pageSize', size.value);
+    location.hash = hashFor(page, { ...q, pageSize: size.value, pageNo: 1 });
+  } }, PAGE_SIZES.map((n) => h('option', { value: n }, `${n} per page`)));
+  size.value = String(pageSizeOf(q));
+  return h('nav', { class: 'pager', id, 'aria-label': 'Pages' },
+    h('span', { class: 'count' }, `${res.total} ${noun}${res.total === 1 ? '' : 's'} · page ${cur} of ${pages}`),
+    h('a', { class: 'btn', href: go(cur - 1), hidden: cur <= 1, 'data-page': 'prev' }, '← Previous'),
+    links,
+    h('a', { class: 'btn', href: go(cur + 1), hidden: cur >= pages, 'data-page': 'next' }, 'Next →'),
+    sizes ? size : '');
+}
+
+// A page of a list from the console API, kept in range: a page number past the last
+// page shows the last page (and the URL says so).
+export async function fetchPage(fetcher, q, page) {
+  const pageNo = pageNoOf(q);
+  let res = await fetcher(pageNo);
+  if (res.pages > 0 && pageNo > res.pages) {
+    res = await fetcher(res.pages);
+    history.replaceState(null, '', hashFor(page, { ...q, pageNo: res.pages }));
+  }
+  return res;
+}

@@ -830,6 +830,38 @@ async fn gray_release_with_the_listeners_it_reaches() -> anyhow::Result<()> {
     // The poll held the canary, which is now the formal version: it was not woken.
     assert!(!poll.is_finished());
     poll.abort();
+
+    // The gray operations in the history, newest first, with name, rule and operator; paged.
+    let log = expect(&get(&ts, "/history/gray", &KEY).await?, 200)?;
+    let items = log["items"].as_array().context("items")?;
+    assert!(items.len() >= 4, "{log}");
+    assert_eq!(log["total"].as_u64(), Some(items.len() as u64), "{log}");
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|i| i["grayName"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"beta") && names.contains(&"shop-canary"),
+        "{log}"
+    );
+    let canary = items
+        .iter()
+        .find(|i| i["grayName"] == "shop-canary")
+        .context("a canary row")?;
+    assert_eq!(canary["ruleExpr"], "AppName=shop", "{log}");
+    assert!(
+        canary["op"].is_string() && canary["modified"].is_i64(),
+        "{log}"
+    );
+    assert!(canary["content"].is_string(), "{log}");
+    let first = expect(
+        &get(&ts, "/history/gray", &with(&[("pageSize", "1")])).await?,
+        200,
+    )?;
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(first["pages"], log["total"], "{first}");
+    let r = get(&ts, "/history/gray", &with(&[("pageNo", "x")])).await?;
+    expect_error(&r, 400, "pageNo")?;
     Ok(())
 }
 

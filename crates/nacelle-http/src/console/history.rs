@@ -83,6 +83,37 @@ pub(crate) async fn list(State(st): State<AppState>, p: Result<Params, ApiError>
     }))
 }
 
+/// `GET namespace, dataId, group, pageNo, pageSize` → `{total, pageNo, pages, items}`:
+/// the key's gray operations (publish, change, promotion, stop of each gray), newest
+/// first, each with the gray's name and rule as they were, who and when; `content` is the
+/// version the operation replaced or removed (for a first publish, the one inserted).
+pub(crate) async fn gray_list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
+    let p = p?;
+    let key = key_of(&p)?;
+    let page = st
+        .service
+        .gray_history(&p.caller, &key, page_of(&p, 20)?)
+        .await?;
+    let items: Vec<_> = page
+        .items
+        .iter()
+        .map(|g| {
+            let mut v = entry_json(&g.entry, Some(g.entry.content.clone()));
+            v["grayName"] = g.gray_name.clone().into();
+            v["ruleType"] = g.rule_type.clone().into();
+            v["ruleExpr"] = g.rule_expr.clone().into();
+            v["priority"] = g.priority.into();
+            v
+        })
+        .collect();
+    ok(json!({
+        "total": page.total_count,
+        "pageNo": page.page_number,
+        "pages": page.pages_available,
+        "items": items,
+    }))
+}
+
 /// `GET namespace, dataId, group, nid` → one entry with its content.
 pub(crate) async fn entry(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;

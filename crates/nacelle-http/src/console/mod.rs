@@ -37,6 +37,7 @@ pub(crate) const ROUTES: &[&str] = &[
     "/nacos/console/api/diff",
     "/nacos/console/api/history",
     "/nacos/console/api/history/entry",
+    "/nacos/console/api/history/gray",
     "/nacos/console/api/history/rollback",
     "/nacos/console/api/grays",
     "/nacos/console/api/grays/promote",
@@ -68,6 +69,7 @@ pub(crate) fn routes(router: Router<AppState>) -> Router<AppState> {
         .route("/nacos/console/api/diff", post(history::diff))
         .route("/nacos/console/api/history", get(history::list))
         .route("/nacos/console/api/history/entry", get(history::entry))
+        .route("/nacos/console/api/history/gray", get(history::gray_list))
         .route(
             "/nacos/console/api/history/rollback",
             post(history::rollback),
