@@ -2,7 +2,7 @@
 // API (/nacos/v1/auth/…). Only administrators (globalAdmin) see the users page; the
 // server refuses everyone else anyway (403).
 
-import { auth, session, setSession, ApiError } from './api.js';
+import { api, auth, session, setSession, ApiError } from './api.js';
 import { h, field, table, modal, confirmDanger, errorBox, showError, toast, hashFor } from './ui.js';
 
 export async function loginPage(view, q, ctx) {
@@ -58,8 +58,14 @@ export async function accountPage(view, q, ctx) {
     if (problem) { out.replaceChildren(errorBox({ message: problem })); return; }
     try {
       await auth.setPassword(s.username, pass.value);
-      const r = await auth.login(s.username, pass.value);
-      setSession({ ...s, accessToken: r.accessToken, expiresAt: Date.now() + (Number(r.tokenTtl) || 18000) * 1000 });
+      // The server refuses tokens issued up to the second of the change: sign in again
+      // until the new token is accepted.
+      for (let i = 0; ; i++) {
+        const r = await auth.login(s.username, pass.value);
+        setSession({ ...s, accessToken: r.accessToken, expiresAt: Date.now() + (Number(r.tokenTtl) || 18000) * 1000 });
+        try { await api.get('/namespaces'); break; } catch (e2) { if (!e2.denied || i >= 8) throw e2; }
+        await new Promise((res) => setTimeout(res, 400));
+      }
       pass.value = again.value = '';
       out.replaceChildren(h('p', { class: 'okmsg', id: 'password-changed', role: 'status' }, 'Your password is changed. Other sessions of yours must sign in again.'));
     } catch (err) { out.replaceChildren(errorBox(err)); }
