@@ -1,6 +1,7 @@
 // Calls to the server: the console API (/nacos/console/api) and Nacos's v1 auth API.
-// The session token lives in sessionStorage (never in a URL) and goes in
-// `Authorization: Bearer`; an answer of 401/403 becomes an ApiError the pages show.
+// The session token lives in sessionStorage (never in a URL, never on disk), is handed to
+// new tabs over a BroadcastChannel, and goes in `Authorization: Bearer`; an answer of
+// 401/403 becomes an ApiError the pages show.
 
 const TOKEN = 'nacelle.session';
 
@@ -20,6 +21,41 @@ export function session() {
 export function setSession(s) {
   if (s) sessionStorage.setItem(TOKEN, JSON.stringify(s)); else sessionStorage.removeItem(TOKEN);
 }
+
+// A sign-in reaches the user's other tabs of this console without being written to disk
+// (Nacos keeps its token in localStorage, where it outlives the browser and any script of
+// the origin can read it at any time): each tab keeps it in its sessionStorage, a new tab
+// asks the open ones over a BroadcastChannel (same origin only) and takes the answer; a
+// sign-out in one tab signs every tab out. Closing the last tab ends the sign-in.
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('nacelle.session') : null;
+let onSignedOut = () => {};
+if (channel) {
+  channel.onmessage = (e) => {
+    const m = e.data || {};
+    if (m.type === 'ask' && session()) channel.postMessage({ type: 'session', session: session() });
+    else if (m.type === 'signout' && session() && session().username === m.username) { setSession(null); onSignedOut(); }
+  };
+}
+/** Takes the sign-in of another open tab, if there is one (waits at most `ms`). */
+export function adoptSession(ms = 250) {
+  if (!channel || session()) return Promise.resolve(session());
+  return new Promise((resolve) => {
+    const ask = new BroadcastChannel('nacelle.session');
+    const done = (s) => { clearTimeout(timer); ask.close(); resolve(s); };
+    const timer = setTimeout(() => done(null), ms);
+    ask.onmessage = (e) => {
+      const m = e.data || {};
+      if (m.type === 'session' && m.session && m.session.accessToken && !(m.session.expiresAt < Date.now())) {
+        setSession(m.session);
+        done(m.session);
+      }
+    };
+    ask.postMessage({ type: 'ask' });
+  });
+}
+/** Signs every tab of this user out; `then` runs in the other tabs when they are. */
+export function broadcastSignOut(username) { if (channel) channel.postMessage({ type: 'signout', username }); }
+export function whenSignedOutElsewhere(fn) { onSignedOut = fn; }
 
 function headers() {
   const h = { 'Accept': 'application/json' };

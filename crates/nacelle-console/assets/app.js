@@ -2,7 +2,7 @@
 // session shown in the header, and the one place where a refused request (401/403)
 // sends the user to the login page or shows "not allowed".
 
-import { api, session, setSession } from './api.js';
+import { api, session, setSession, adoptSession, whenSignedOutElsewhere } from './api.js';
 import { h, errorBox, modal } from './ui.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
@@ -152,5 +152,14 @@ document.addEventListener('keydown', (e) => {
     if (f) { e.preventDefault(); f.focus(); }
   }
 });
+// Signed out in another tab: this one is too.
+whenSignedOutElsewhere(() => {
+  namespaces = [];
+  paintSession();
+  leaveGuard = null;
+  location.hash = '#/login?' + new URLSearchParams({ reason: 'You signed out in another tab.' });
+});
+// A new tab takes the sign-in of an open one before its first page.
+await adoptSession();
 paintSession();
 render();

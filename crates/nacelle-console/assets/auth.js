@@ -2,7 +2,7 @@
 // API (/nacos/v1/auth/…). Only administrators (globalAdmin) see the users page; the
 // server refuses everyone else anyway (403).
 
-import { api, auth, session, setSession, ApiError } from './api.js';
+import { api, auth, session, setSession, broadcastSignOut, ApiError } from './api.js';
 import { h, field, table, modal, confirmDanger, errorBox, showError, toast, hashFor } from './ui.js';
 
 export async function loginPage(view, q, ctx) {
@@ -98,7 +98,9 @@ async function resetPassword(username, errSlot) {
 }
 
 export function signOut(ctx) {
+  const s = session();
   setSession(null);
+  if (s) broadcastSignOut(s.username);
   ctx.onSession();
   location.hash = '#/login';
 }

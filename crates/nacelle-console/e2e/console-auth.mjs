@@ -66,6 +66,21 @@ try {
   check(stored && stored.includes('accessToken'), 'no session token kept');
   ok();
 
+  step('the sign-in reaches a new tab without touching localStorage; signing out there signs every tab out');
+  const tab2 = await context.newPage();
+  await tab2.goto(base + '/nacos/#/namespaces');
+  await tab2.locator('#sign-out').waitFor();
+  check(await tab2.locator('#account-link').textContent() === `${adminUser} (admin)`, 'the new tab is not signed in as the administrator');
+  const disk = await tab2.evaluate(() => JSON.stringify(localStorage));
+  check(!disk.includes('accessToken'), `the token is in localStorage: ${disk}`);
+  await tab2.click('#sign-out');
+  await page.locator('#login-user').waitFor();
+  await page.locator('.notice', { hasText: 'signed out in another tab' }).waitFor();
+  check(await page.evaluate(() => sessionStorage.getItem('nacelle.session')) === null, 'the first tab kept the session');
+  await tab2.close();
+  await login(adminUser, adminPass);
+  ok();
+
   step('admin creates namespace ro, user reader, role and r permission');
   await page.goto(base + '/nacos/#/namespaces');
   await page.click('#ns-create');
