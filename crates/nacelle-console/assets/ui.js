@@ -91,7 +91,7 @@ export async function confirmDanger(title, text, label = 'Delete') {
 export function table(columns, rows, empty = 'Nothing here yet.') {
   const head = h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : '', scope: 'col' }, c.label)));
   const body = rows.length
-    ? rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: (c.num ? 'num ' : '') + (c.class || '') }, c.cell(r)))))
+    ? rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: (c.num ? 'num ' : '') + (c.class || ''), 'data-label': typeof c.label === 'string' ? c.label : null }, c.cell(r)))))
     : [h('tr', {}, h('td', { colspan: columns.length, class: 'empty' }, empty))];
   return h('div', { class: 'tablewrap' }, h('table', {}, h('thead', {}, head), h('tbody', {}, body)));
 }

@@ -597,6 +597,31 @@ try {
   await shot('configs-laptop');
   ok();
 
+  step('phone width (390 px): a compact header, no sideways scrolling, row actions on screen');
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [hash, ready] of [['configs', 'td a'], [`edit?${q}`, '.status .tag'], [`history?${q}`, 'input[data-nid]'],
+    [`gray?${q}`, '#gray-create'], ['namespaces', 'td code'], ['cluster', 'td .tag']]) {
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    const [overflow, header] = await page.evaluate(() => [document.documentElement.scrollWidth - document.documentElement.clientWidth, document.querySelector('header.top').offsetHeight]);
+    check(overflow <= 0, `#/${hash} scrolls sideways by ${overflow}px at 390px`);
+    check(header <= 90, `the header is ${header}px high at 390px`);
+  }
+  await page.goto(base + '/nacos/#/configs');
+  const rowDelete = page.locator('button[data-delete-config="shop.yaml"]');
+  await rowDelete.waitFor();
+  const box = await rowDelete.boundingBox();
+  check(box && box.x >= 0 && box.x + box.width <= 390, `the row's Delete is off screen: ${JSON.stringify(box)}`);
+  await rowDelete.click();
+  await page.locator('dialog').waitFor();
+  await page.click('dialog button[data-value=cancel]');
+  await shot('configs-phone');
+  await page.goto(base + `/nacos/#/edit?${q}`);
+  await page.locator('.status .tag').waitFor();
+  await shot('editor-phone');
+  await page.setViewportSize({ width: 1366, height: 820 });
+  ok();
+
   step('no script errors');
   check(pageErrors.length === 0, pageErrors.join('\n'));
   ok();
