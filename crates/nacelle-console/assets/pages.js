@@ -359,10 +359,23 @@ export async function grayPage(view, q, ctx) {
       slot.replaceChildren(a.el);
     }
   };
+  // Editing a gray: its rule and content into the form below; publishing it again under
+  // the same rule (and name) replaces it.
+  const editGray = (g) => {
+    if (g.kind === 'beta') { by.value = 'ips'; ips.value = g.expr; }
+    else { by.value = 'labels'; expr.value = g.expr; name.value = g.name; prio.value = String(g.priority ?? ''); }
+    syncBy();
+    area.value = g.content;
+    formTitle.textContent = `Edit gray “${g.name}”`;
+    formTitle.scrollIntoView({ block: 'start' });
+    area.focus();
+  };
+  const formTitle = h('h2', { id: 'gray-form-title' }, 'New gray');
   const cards = res.grays.map((g) => { const slot = h('div', { class: 'gray-out' }); return h('section', { class: 'panel card', 'data-gray': g.name },
     h('div', { class: 'bar' }, h('h3', { class: 'grow' }, `${g.name} `, h('span', { class: 'tag' }, g.kind)),
       h('button', { type: 'button', 'data-view': g.name, onclick: () => showGray(g, slot, false) }, 'Content'),
       h('button', { type: 'button', 'data-diff': g.name, onclick: () => showGray(g, slot, true) }, 'Diff with formal'),
+      g.kind === 'tag' ? '' : h('button', { type: 'button', 'data-edit-gray': g.name, onclick: () => editGray(g) }, 'Edit'),
       h('button', { type: 'button', class: 'primary', 'data-promote': g.name, onclick: () => act('promote', g) }, 'Promote'),
       h('button', { type: 'button', class: 'danger', 'data-abandon': g.name, onclick: () => act('abandon', g) }, 'Abandon')),
     h('dl', { class: 'kv' }, h('dt', {}, 'Rule'), h('dd', {}, h('code', {}, g.expr)), h('dt', {}, 'Priority'), h('dd', {}, g.kind === 'beta' ? 'first (a beta wins over every other gray)' : g.kind === 'tag' ? 'second (tags come right after the beta)' : String(g.priority)),
@@ -375,7 +388,7 @@ export async function grayPage(view, q, ctx) {
     h('h1', {}, 'Gray release', h('span', { class: 'sub' }, `${key.dataId} · ${res.formalListeners} listener(s) on the formal config`)),
     errSlot,
     cards.length ? h('div', { class: 'stack', id: 'grays' }, cards) : h('p', { class: 'muted', id: 'grays' }, 'No gray release of this config.'),
-    h('h2', {}, 'New gray'),
+    formTitle,
     h('div', { class: 'panel' },
       h('div', { class: 'bar' }, field('Release to', by), fIps, fExpr, fApp, fName, fPrio),
       area.el, createErr,

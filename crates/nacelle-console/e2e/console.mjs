@@ -79,6 +79,7 @@ const V1 = 'server:\n  port: 8080\nfeature:\n  checkout: false\n';
 const BAD = 'server:\n  port: 8080\nfeature:\n  checkout: [true\n';
 const V2 = 'server:\n  port: 8080\nfeature:\n  checkout: true\n';
 const BETA = 'server:\n  port: 8080\nfeature:\n  checkout: true\n  beta: on\n';
+const BETA2 = BETA + 'edited: 1\n';
 
 // Replaces the editor's text as a user would: select all, type (insertText, one input).
 async function typeInEditor(text, id = 'content') {
@@ -466,6 +467,21 @@ try {
   await shot('gray-diff');
   ok();
 
+  step('edit a published gray: its rule and content in the form, published again under the same rule');
+  await page.click('button[data-edit-gray=beta]');
+  await page.locator('#gray-form-title', { hasText: 'Edit gray' }).waitFor();
+  check(await page.inputValue('#g-ips') === '127.0.0.1', 'the beta\'s IPs are not in the form');
+  check(await editorText('gray-content') === BETA, 'the beta\'s content is not in the form');
+  await typeInEditor(BETA2, 'gray-content');
+  await page.click('#gray-create');
+  await page.click('dialog button[data-value=ok]');
+  await page.locator('dialog').waitFor({ state: 'detached' });
+  await page.locator('section[data-gray=beta]').waitFor();
+  check(await page.locator('section[data-gray]').count() === 1, 'editing the beta made a second gray');
+  const grays = await apiGet('/grays', KEY);
+  check(grays.body.grays[0].content === BETA2, `the beta holds ${JSON.stringify(grays.body.grays[0].content)}`);
+  ok();
+
   if (LISTENER) {
   step('listeners of the config and of the IP');
   await page.goto(base + `/nacos/#/listeners?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
@@ -483,7 +499,7 @@ try {
   await page.click('dialog button[data-value=ok]');
   await page.locator('p#grays').waitFor();
   const promoted = await apiGet('/config', KEY);
-  check(promoted.body.content === BETA, 'promotion did not make the beta formal');
+  check(promoted.body.content === BETA2, 'promotion did not make the beta formal');
   ok();
 
   step('history beyond 50 versions: paged to the first, with the operator; gray operations listed');
@@ -537,7 +553,7 @@ try {
   const skipped = await importWith('SKIP');
   check(/1 imported · 1 skipped · 1 not recognized/.test(skipped) && skipped.includes('shop.yaml') && skipped.includes('stray.txt'), `SKIP: ${skipped}`);
   await page.click('dialog button[data-value=ok]');
-  check((await apiGet('/config', KEY)).body.content === BETA, 'SKIP overwrote shop.yaml');
+  check((await apiGet('/config', KEY)).body.content === BETA2, 'SKIP overwrote shop.yaml');
   const over = await importWith('OVERWRITE');
   check(/2 imported · 0 skipped/.test(over), `OVERWRITE: ${over}`);
   await page.click('dialog button[data-value=ok]');
