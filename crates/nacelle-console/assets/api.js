@@ -3,6 +3,8 @@
 // new tabs over a BroadcastChannel, and goes in `Authorization: Bearer`; an answer of
 // 401/403 becomes an ApiError the pages show.
 
+import { t } from './i18n.js';
+
 const TOKEN = 'nacelle.session';
 
 export class ApiError extends Error {
@@ -88,7 +90,7 @@ export async function request(method, path, params) {
   try {
     resp = await fetch(url, init);
   } catch (e) {
-    throw new ApiError(0, 'The server cannot be reached: ' + e.message);
+    throw new ApiError(0, t('The server cannot be reached: {reason}', { reason: e.message }));
   }
   const text = await resp.text();
   let body = null;
@@ -156,7 +158,7 @@ export function importZip(file, namespace, policy, onProgress) {
     xhr.open('POST', '/nacos/v1/cs/configs?' + q);
     for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
     xhr.upload.onprogress = (e) => { if (e.lengthComputable && onProgress) onProgress(Math.round((e.loaded / e.total) * 100)); };
-    xhr.onerror = () => reject(new ApiError(0, 'The server cannot be reached.'));
+    xhr.onerror = () => reject(new ApiError(0, t('The server cannot be reached.')));
     xhr.onload = () => {
       let body = null;
       try { body = JSON.parse(xhr.responseText); } catch { body = null; }
@@ -176,7 +178,7 @@ export async function cloneConfigs(namespace, policy, items) {
   let resp;
   try {
     resp = await fetch('/nacos/v1/cs/configs?' + q, { method: 'POST', headers: { ...headers(), 'Content-Type': 'application/json' }, body: JSON.stringify(items) });
-  } catch (e) { throw new ApiError(0, 'The server cannot be reached: ' + e.message); }
+  } catch (e) { throw new ApiError(0, t('The server cannot be reached: {reason}', { reason: e.message })); }
   const text = await resp.text();
   let body = null;
   try { body = JSON.parse(text); } catch { body = null; }

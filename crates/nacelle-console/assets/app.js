@@ -4,6 +4,7 @@
 
 import { api, session, setSession, adoptSession, whenSignedOutElsewhere } from './api.js';
 import { h, errorBox, modal } from './ui.js';
+import { t, lang, setLang } from './i18n.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
 import { loginPage, usersPage, accountPage, signOut } from './auth.js';
@@ -13,6 +14,8 @@ const PAGES = {
   history: historyPage, gray: grayPage, listeners: listenersPage, cluster: clusterPage, users: usersPage, account: accountPage,
 };
 const SECTION = { edit: 'configs', history: 'configs', gray: 'configs' };
+const TITLES = { login: 'Sign in', namespaces: 'Namespaces', configs: 'Configs', edit: 'Editor', history: 'History', gray: 'Gray release',
+  listeners: 'Listeners', cluster: 'Cluster', users: 'Users', account: 'Account' };
 const NS_KEY = 'nacelle.namespace';
 
 const view = document.getElementById('view');
@@ -52,10 +55,10 @@ function paintSession() {
   const who = document.getElementById('who');
   document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
   if (s) {
-    who.replaceChildren(h('a', { href: '#/account', id: 'account-link', title: 'Account: change your password' }, s.username + (s.globalAdmin ? ' (admin)' : '')),
-      h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, 'Sign out'));
+    who.replaceChildren(h('a', { href: '#/account', id: 'account-link', title: t('Account: change your password') }, s.username + (s.globalAdmin ? t(' (admin)') : '')),
+      h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, t('Sign out')));
   } else {
-    who.replaceChildren(h('a', { href: '#/login' }, 'Sign in'));
+    who.replaceChildren(h('a', { href: '#/login' }, t('Sign in')));
   }
 }
 
@@ -73,8 +76,8 @@ async function render() {
   shownHash = location.hash;
   leaveGuard = null;
   document.querySelectorAll('#nav a').forEach((a) => a.setAttribute('aria-current', a.dataset.section === (SECTION[page] || page) ? 'page' : 'false'));
-  document.title = `${page[0].toUpperCase() + page.slice(1)} · Nacelle`;
-  if (!fn) { view.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/configs' }, 'Go to configs'))); return; }
+  document.title = `${t(TITLES[page] || 'Not found')} · Nacelle`;
+  if (!fn) { view.replaceChildren(h('h1', {}, t('Not found')), h('p', {}, h('a', { href: '#/configs' }, t('Go to configs')))); return; }
   try {
     if (page !== 'login' && !namespaces.length) await ctx.reloadNamespaces();
     // Each render builds its page apart and shows it only if no newer render started
@@ -99,10 +102,10 @@ async function render() {
       dropped = e.message;
     }
     if (e.status === 401 || (e.status === 403 && !s)) {
-      location.hash = '#/login?' + new URLSearchParams({ next: location.hash, reason: dropped ? `Your session ended (${dropped}): please sign in again.` : 'Please sign in.' });
+      location.hash = '#/login?' + new URLSearchParams({ next: location.hash, reason: dropped ? t('Your session ended ({reason}): please sign in again.', { reason: dropped }) : t('Please sign in.') });
       return;
     }
-    view.replaceChildren(h('h1', {}, 'Could not load this page'), errorBox(e));
+    view.replaceChildren(h('h1', {}, t('Could not load this page')), errorBox(e));
   }
 }
 
@@ -111,11 +114,11 @@ async function render() {
 async function mayLeave() {
   if (!leaveGuard || !leaveGuard.dirty()) return true;
   const g = leaveGuard;
-  const v = await modal('Unsaved edits', h('p', {},
-    `Your edits to ${g.what()} are not published. They stay as a draft in this browser until you publish or discard them.`), [
-    { label: 'Stay', value: 'stay' },
-    { label: 'Discard edits', value: 'discard', class: 'danger' },
-    { label: 'Leave, keep the draft', value: 'keep', class: 'primary' },
+  const v = await modal(t('Unsaved edits'), h('p', {},
+    t('Your edits to {what} are not published. They stay as a draft in this browser until you publish or discard them.', { what: g.what() })), [
+    { label: t('Stay'), value: 'stay' },
+    { label: t('Discard edits'), value: 'discard', class: 'danger' },
+    { label: t('Leave, keep the draft'), value: 'keep', class: 'primary' },
   ], { small: true });
   if (v === 'discard') g.discard();
   if (v === 'discard' || v === 'keep') { leaveGuard = null; return true; }
@@ -157,9 +160,30 @@ whenSignedOutElsewhere(() => {
   namespaces = [];
   paintSession();
   leaveGuard = null;
-  location.hash = '#/login?' + new URLSearchParams({ reason: 'You signed out in another tab.' });
+  location.hash = '#/login?' + new URLSearchParams({ reason: t('You signed out in another tab.') });
+});
+// The header in the current language, and the switch between English and Chinese.
+function paintChrome() {
+  document.querySelectorAll('#nav a').forEach((a) => { a.textContent = t(TITLES[a.dataset.section]); });
+  document.querySelector('.skip').textContent = t('Skip to content');
+  document.querySelector('.ns-pick .lbl').textContent = t('Namespace');
+  nsSelect.setAttribute('aria-label', t('Namespace'));
+  document.getElementById('nav').setAttribute('aria-label', t('Sections'));
+  const sw = document.getElementById('lang');
+  sw.textContent = lang() === 'zh' ? 'EN' : '中文';
+  sw.setAttribute('aria-label', lang() === 'zh' ? 'Switch to English' : '切换到中文');
+  sw.title = sw.getAttribute('aria-label');
+}
+document.getElementById('lang').addEventListener('click', () => {
+  // Unsaved edits are kept as a draft (dirty() saves it); the page comes back with them.
+  if (leaveGuard) leaveGuard.dirty();
+  setLang(lang() === 'zh' ? 'en' : 'zh');
+  paintChrome();
+  paintSession();
+  render();
 });
 // A new tab takes the sign-in of an open one before its first page.
 await adoptSession();
+paintChrome();
 paintSession();
 render();

@@ -8,6 +8,7 @@
 
 import { api } from './api.js';
 import { h, field, modal, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
+import { t } from './i18n.js';
 import { codeEditor, TYPES } from './editor.bundle.js';
 
 export function typeFromName(dataId) {
@@ -19,21 +20,21 @@ export function typeFromName(dataId) {
 const NAME = /^[\p{Alphabetic}\p{N}_.:-]+$/u;
 /** What is wrong with a dataId or group as typed, in words for people; '' when nothing. */
 export function nameProblem(label, value, max) {
-  if (!value.trim()) return `${label} is required.`;
+  if (!value.trim()) return t('{label} is required.', { label });
   const bad = [...value].find((c) => !NAME.test(c));
   if (bad !== undefined) {
-    const shown = bad === ' ' ? 'a space' : `“${bad}”`;
-    return `${label} cannot contain ${shown}: use letters, digits and _ - . : only.`;
+    const shown = bad === ' ' ? t('a space') : `“${bad}”`;
+    return t('{label} cannot contain {shown}: use letters, digits and _ - . : only.', { label, shown });
   }
   const n = [...value].length;
-  if (n > max) return `${label} is too long: ${n} characters, at most ${max}.`;
+  if (n > max) return t('{label} is too long: {n} characters, at most {max}.', { label, n, max });
   return '';
 }
 
 /** A code area in a `.editor` box (`id`, default `content`); `el.editor` is the API. */
 export function codeArea(initial, type, onInput, opts = {}) {
   const el = h('div', { class: 'editor', id: opts.id || 'content' });
-  const ed = codeEditor(el, { doc: initial, type, onChange: onInput, readOnly: !!opts.readOnly, label: opts.label || 'Content' });
+  const ed = codeEditor(el, { doc: initial, type, onChange: onInput, readOnly: !!opts.readOnly, label: opts.label || t('Content') });
   el.editor = ed;
   return {
     el, editor: ed,
@@ -65,8 +66,8 @@ export async function editorPage(view, q, ctx) {
     try { opened = await api.get('/config', keyParams(key)); }
     catch (e) { if (e.status !== 404) throw e; }
     if (!opened) {
-      view.replaceChildren(h('h1', {}, 'Config not found'), errorBox({ message: `${key.group} / ${key.dataId} does not exist in this namespace.` }),
-        h('a', { class: 'btn', href: hashFor('configs', {}) }, 'Back to configs'));
+      view.replaceChildren(h('h1', {}, t('Config not found')), errorBox({ message: t('{group} / {dataId} does not exist in this namespace.', { group: key.group, dataId: key.dataId }) }),
+        h('a', { class: 'btn', href: hashFor('configs', {}) }, t('Back to configs')));
       return;
     }
   }
@@ -124,15 +125,15 @@ export async function editorPage(view, q, ctx) {
       }
       code.markError(r.ok ? null : r.line);
       if (r.ok) {
-        status.replaceChildren(h('span', { class: 'tag ok' }, `valid ${r.type}`));
+        status.replaceChildren(h('span', { class: 'tag ok' }, t('valid {type}', r)));
       } else {
-        const where = r.line ? `line ${r.line}${r.column ? ', column ' + r.column : ''}` : '';
+        const where = r.line ? (r.column ? t('line {line}, column {column}', r) : t('line {line}', r)) : '';
         status.replaceChildren(
-          h('span', { class: 'tag bad' }, `invalid ${r.type}`),
+          h('span', { class: 'tag bad' }, t('invalid {type}', r)),
           h('span', { class: 'error', role: 'alert', id: 'validation-error' }, (where ? where + ': ' : '') + r.message),
-          r.mode === 'warn' ? h('span', { class: 'muted', id: 'validation-mode' }, 'This namespace accepts it (validation mode warn): publishing asks you to confirm.')
-            : h('span', { class: 'muted', id: 'validation-mode' }, 'This namespace refuses invalid content (validation mode reject).'),
-          r.line ? h('button', { type: 'button', class: 'link', onclick: () => code.goTo(r.line) }, 'Go to line') : '');
+          r.mode === 'warn' ? h('span', { class: 'muted', id: 'validation-mode' }, t('This namespace accepts it (validation mode warn): publishing asks you to confirm.'))
+            : h('span', { class: 'muted', id: 'validation-mode' }, t('This namespace refuses invalid content (validation mode reject).')),
+          r.line ? h('button', { type: 'button', class: 'link', onclick: () => code.goTo(r.line) }, t('Go to line')) : '');
       }
       return r;
     } catch (e) {
@@ -144,9 +145,9 @@ export async function editorPage(view, q, ctx) {
   // Id and group rules as the user types.
   const checkNames = () => {
     if (!isNew) return true;
-    const a = nameProblem('Data ID', dataId.value.trim(), 255);
-    const b = nameProblem('Group', group.value.trim(), 128);
-    dataIdErr.textContent = dataId.value || a !== 'Data ID is required.' ? a : '';
+    const a = nameProblem(t('Data ID'), dataId.value.trim(), 255);
+    const b = nameProblem(t('Group'), group.value.trim(), 128);
+    dataIdErr.textContent = dataId.value ? a : '';
     groupErr.textContent = b;
     dataId.setAttribute('aria-invalid', a && dataId.value ? 'true' : 'false');
     group.setAttribute('aria-invalid', b ? 'true' : 'false');
@@ -164,7 +165,7 @@ export async function editorPage(view, q, ctx) {
   };
   ctx.setLeaveGuard({
     dirty: () => { if (dirty) { clearTimeout(draftTimer); saveDraft(); } return dirty; },
-    what: () => currentKey().dataId || 'a new config',
+    what: () => currentKey().dataId || t('a new config'),
     discard,
   });
 
@@ -172,13 +173,13 @@ export async function editorPage(view, q, ctx) {
     showError(errSlot, null);
     const k = currentKey();
     if (!checkNames()) { (dataIdErr.textContent ? dataId : group).focus(); return; }
-    if (!code.value.trim()) { showError(errSlot, { message: 'The content is empty.' }); return; }
+    if (!code.value.trim()) { showError(errSlot, { message: t('The content is empty.') }); return; }
     if (isNew) {
       // An id already taken is said before the review, with a way to it.
       const there = await api.get('/config', keyParams(k)).catch(() => null);
       if (there) {
         errSlot.replaceChildren(h('div', { class: 'error', role: 'alert', id: 'exists' },
-          `${k.group} / ${k.dataId} already exists in this namespace. `, h('a', { href: hashFor('edit', keyParams(k)) }, 'Open it to edit it'), '.'));
+          t('{group} / {dataId} already exists in this namespace. ', { group: k.group, dataId: k.dataId }), h('a', { href: hashFor('edit', keyParams(k)) }, t('Open it to edit it')), '.'));
         return;
       }
     }
@@ -187,15 +188,15 @@ export async function editorPage(view, q, ctx) {
     if (!v.ok && v.mode === 'reject') { code.goTo(v.line || 1); return; }
     const pubErr = h('div');
     const warning = v.ok ? '' : h('div', { class: 'notice', role: 'alert', id: 'invalid-warning' },
-      `This content is not valid ${v.type}${v.line ? ' (line ' + v.line + ')' : ''}: ${v.message}. The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?`);
+      (v.line ? t('Not valid {type} (line {line}): {message}.', v) : t('Not valid {type}: {message}.', v)) + ' ' + t('The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?'));
     const body = h('div', {},
-      h('p', { class: 'muted' }, isNew ? `New config ${k.group} / ${k.dataId} (${typeSel.value}).`
-        : `Changes to ${k.group} / ${k.dataId} against the version opened at ${fmtTime(opened.modified)}.`),
+      h('p', { class: 'muted' }, isNew ? t('New config {group} / {dataId} ({value}).', { group: k.group, dataId: k.dataId, value: typeSel.value })
+        : t('Changes to {group} / {dataId} against the version opened at {v2}.', { group: k.group, dataId: k.dataId, v2: fmtTime(opened.modified) })),
       warning,
-      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? 'published' : 'nothing', to: 'yours' }), pubErr);
-    const choice = await modal('Review and publish', body, [
-      { label: 'Cancel', value: 'cancel' },
-      { label: v.ok ? 'Publish' : 'Publish anyway', value: 'publish', class: 'primary', action: async () => {
+      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? t('published') : t('nothing'), to: t('yours') }), pubErr);
+    const choice = await modal(t('Review and publish'), body, [
+      { label: t('Cancel'), value: 'cancel' },
+      { label: v.ok ? t('Publish') : t('Publish anyway'), value: 'publish', class: 'primary', action: async () => {
         try {
           const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
             appName: appName.value, desc: desc.value, tags: tags.value,
@@ -211,10 +212,10 @@ export async function editorPage(view, q, ctx) {
             const btn = pubErr.closest('dialog')?.querySelector('button[data-value=publish]');
             if (btn) btn.disabled = true;
             pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
-              `Someone else changed this config since you opened it (now md5 ${opened.md5}, ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}). Nothing was published. Your text is kept: review again to see the diff against their version.`));
+              t('Someone else changed this config since you opened it (now md5 {md5}, {when}{by}). Nothing was published. Your text is kept: review again to see the diff against their version.', { md5: opened.md5, when: fmtTime(opened.modified), by: opened.srcUser ? t(' by {user}', { user: opened.srcUser }) : '' })));
           } else if (e.conflict) {
             pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
-              `${k.group} / ${k.dataId} was created by someone else a moment ago. Nothing was published: open it from the configs list to edit it.`));
+              t('{group} / {dataId} was created by someone else a moment ago. Nothing was published: open it from the configs list to edit it.', { group: k.group, dataId: k.dataId })));
           } else {
             pubErr.replaceChildren(errorBox(e));
           }
@@ -224,7 +225,7 @@ export async function editorPage(view, q, ctx) {
     ]);
     if (choice === 'publish') {
       discard();
-      toast(`Published ${k.dataId}`);
+      toast(t('Published {dataId}', { dataId: k.dataId }));
       location.hash = hashFor('edit', keyParams(k));
       if (!isNew) ctx.rerender();
     }
@@ -232,31 +233,31 @@ export async function editorPage(view, q, ctx) {
 
   if (useDraft) {
     draftSlot.replaceChildren(h('div', { class: 'notice', role: 'status' },
-      `Your unpublished edits from ${fmtTime(draft.saved)} are restored (kept in this browser).`,
-      opened && draft.baseMd5 && draft.baseMd5 !== opened.md5 ? ' The config was published since you made them: review the diff before publishing.' : '',
-      ' ', h('button', { type: 'button', class: 'link danger', id: 'discard-draft', onclick: () => { discard(); ctx.rerender(); } }, 'Discard my edits')));
+      t('Your unpublished edits from {v0} are restored (kept in this browser).', { v0: fmtTime(draft.saved) }),
+      opened && draft.baseMd5 && draft.baseMd5 !== opened.md5 ? ' ' + t('The config was published since you made them: review the diff before publishing.') : '',
+      ' ', h('button', { type: 'button', class: 'link danger', id: 'discard-draft', onclick: () => { discard(); ctx.rerender(); } }, t('Discard my edits'))));
   }
 
-  const publishBtn = h('button', { type: 'button', class: 'primary', id: 'review', onclick: reviewAndPublish, title: 'Ctrl+S' }, 'Review & publish');
+  const publishBtn = h('button', { type: 'button', class: 'primary', id: 'review', onclick: reviewAndPublish, title: t('Ctrl+S') }, t('Review & publish'));
   view.onkeydown = (e) => {
     if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 's') { e.preventDefault(); reviewAndPublish(); }
   };
   const links = opened ? [
-    h('a', { class: 'btn', href: hashFor('history', { ...keyParams(key), type: opened.type }) }, 'History'),
-    h('a', { class: 'btn', href: hashFor('gray', keyParams(key)) }, 'Gray release'),
-    h('a', { class: 'btn', href: hashFor('listeners', keyParams(key)) }, 'Listeners'),
+    h('a', { class: 'btn', href: hashFor('history', { ...keyParams(key), type: opened.type }) }, t('History')),
+    h('a', { class: 'btn', href: hashFor('gray', keyParams(key)) }, t('Gray release')),
+    h('a', { class: 'btn', href: hashFor('listeners', keyParams(key)) }, t('Listeners')),
   ] : [];
   view.replaceChildren(
-    h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, 'Configs'), ' / ', isNew ? 'new' : `${key.group} / ${key.dataId}`),
-    h('h1', {}, isNew ? 'New config' : key.dataId, opened ? h('span', { class: 'sub' }, `md5 ${opened.md5} · modified ${fmtTime(opened.modified)}${opened.srcUser ? ' by ' + opened.srcUser : ''}`) : ''),
+    h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, t('Configs')), ' / ', isNew ? t('new') : `${key.group} / ${key.dataId}`),
+    h('h1', {}, isNew ? t('New config') : key.dataId, opened ? h('span', { class: 'sub' }, t('md5 {md5} · modified {when}{by}', { md5: opened.md5, when: fmtTime(opened.modified), by: opened.srcUser ? t(' by {user}', { user: opened.srcUser }) : '' })) : ''),
     draftSlot,
-    h('div', { class: 'meta' }, h('div', {}, field('Data ID', dataId), dataIdErr), h('div', {}, field('Group', group), groupErr),
-      field('Type', typeSel), field('App', appName), field('Tags', tags), field('Description', desc)),
+    h('div', { class: 'meta' }, h('div', {}, field(t('Data ID'), dataId), dataIdErr), h('div', {}, field(t('Group'), group), groupErr),
+      field(t('Type'), typeSel), field(t('App'), appName), field(t('Tags'), tags), field(t('Description'), desc)),
     code.el,
     status,
     errSlot,
-    h('div', { class: 'bar' }, publishBtn, h('button', { type: 'button', onclick: () => validate() }, 'Validate'), ...links,
-      h('span', { class: 'muted grow' }, h('kbd', {}, 'Ctrl'), '+', h('kbd', {}, 'S'), ' reviews the diff and publishes')),
+    h('div', { class: 'bar' }, publishBtn, h('button', { type: 'button', onclick: () => validate() }, t('Validate')), ...links,
+      h('span', { class: 'muted grow' }, h('kbd', {}, t('Ctrl')), '+', h('kbd', {}, 'S'), ' ', t('reviews the diff and publishes'))),
   );
   if (isNew) { dataId.dataset.autofocus = '1'; if (dataId.value) checkNames(); }
   else code.el.querySelector('.cm-content').dataset.autofocus = '1';

@@ -3,6 +3,7 @@
 // messages.
 
 import { mergeView } from './editor.bundle.js';
+import { t, locale } from './i18n.js';
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -25,26 +26,25 @@ export function escapeHtml(s) {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 }
 
+// A time in the user's language and locale.
 export function fmtTime(ms) {
   if (!ms) return '—';
-  const d = new Date(ms);
-  const pad = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return new Date(ms).toLocaleString(locale(), { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 }
 
 export function toast(msg) {
-  const t = h('div', { class: 'toast' }, msg);
+  const el = h('div', { class: 'toast' }, msg);
   const box = document.getElementById('toasts');
-  box.append(t);
+  box.append(el);
   while (box.children.length > 2) box.firstChild.remove();
-  setTimeout(() => t.remove(), 2500);
+  setTimeout(() => el.remove(), 2500);
 }
 
 // The message of an error, where the page shows it.
 export function errorBox(e) {
   if (!e) return h('div', { class: 'error', hidden: true });
   const denied = e.status === 403 || e.status === 401;
-  const text = denied ? `Not allowed: ${e.message}` : e.message;
+  const text = denied ? t('Not allowed: {reason}', { reason: e.message }) : e.message;
   return h('div', { class: 'error', role: 'alert', 'data-status': e.status ?? '' }, text);
 }
 
@@ -80,15 +80,15 @@ export function modal(title, body, buttons, opts = {}) {
   });
 }
 
-export async function confirmDanger(title, text, label = 'Delete') {
+export async function confirmDanger(title, text, label = t('Delete')) {
   const v = await modal(title, h('p', {}, text), [
-    { label: 'Cancel', value: 'cancel' },
+    { label: t('Cancel'), value: 'cancel' },
     { label, value: 'ok', class: 'danger solid' },
   ], { small: true });
   return v === 'ok';
 }
 
-export function table(columns, rows, empty = 'Nothing here yet.') {
+export function table(columns, rows, empty = t('Nothing here yet.')) {
   const head = h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : '', scope: 'col' }, c.label)));
   const body = rows.length
     ? rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: (c.num ? 'num ' : '') + (c.class || ''), 'data-label': typeof c.label === 'string' ? c.label : null }, c.cell(r)))))
@@ -103,14 +103,14 @@ export function field(label, input) {
 // A diff of two texts in CodeMirror's merge view: side by side, or in one column on a
 // narrow screen; "No differences." when they are equal.
 export function diffPane(a, b, type = 'text', opts = {}) {
-  const box = h('div', { class: 'merge' + (opts.short ? ' short' : ''), 'aria-label': 'Diff', 'data-changed': a !== b ? 'true' : 'false' });
+  const box = h('div', { class: 'merge' + (opts.short ? ' short' : ''), 'aria-label': t('Diff'), 'data-changed': a !== b ? 'true' : 'false' });
   if (a === b) {
-    box.append(h('p', { class: 'muted nodiff' }, 'No differences.'));
+    box.append(h('p', { class: 'muted nodiff' }, t('No differences.')));
     return box;
   }
   const unified = opts.unified ?? window.innerWidth < 700;
   const labels = h('div', { class: 'merge-labels' + (unified ? ' unified' : '') },
-    h('span', {}, opts.from || 'before'), unified ? ' → ' : '', h('span', {}, opts.to || 'after'));
+    h('span', {}, opts.from || t('before')), unified ? ' → ' : '', h('span', {}, opts.to || t('after')));
   box.append(labels);
   const mv = mergeView(box, { a, b, type, unified });
   box.mergeView = mv;
@@ -142,7 +142,7 @@ export function pageNoOf(q) {
 
 // A pager: "N items · page P of M", Previous/Next, the first, last and nearby page
 // numbers, and the page size (remembered).
-export function pager(res, q, page, { noun = 'item', id = 'pager', param = 'pageNo', sizes = true } = {}) {
+export function pager(res, q, page, { noun = ['{n} item', '{n} items'], id = 'pager', param = 'pageNo', sizes = true } = {}) {
   const pages = Math.max(1, res.pages || 0);
   const cur = Math.min(Math.max(1, res.pageNo || 1), pages);
   const go = (n) => hashFor(page, { ...q, [param]: n });
@@ -150,18 +150,18 @@ export function pager(res, q, page, { noun = 'item', id = 'pager', param = 'page
   const links = [];
   nums.forEach((n, i) => {
     if (i && n - nums[i - 1] > 1) links.push(h('span', { class: 'gap' }, '…'));
-    links.push(h('a', { class: 'btn num' + (n === cur ? ' current' : ''), href: go(n), 'data-page': n, 'aria-current': n === cur ? 'page' : null, 'aria-label': `Page ${n}` }, String(n)));
+    links.push(h('a', { class: 'btn num' + (n === cur ? ' current' : ''), href: go(n), 'data-page': n, 'aria-current': n === cur ? 'page' : null, 'aria-label': t('Page {n}', { n }) }, String(n)));
   });
-  const size = h('select', { id: id + '-size', 'aria-label': 'Per page', onchange: () => {
+  const size = h('select', { id: id + '-size', 'aria-label': t('Per page'), onchange: () => {
     localStorage.setItem('nacelle.pageSize', size.value);
     location.hash = hashFor(page, { ...q, pageSize: size.value, pageNo: 1 });
-  } }, PAGE_SIZES.map((n) => h('option', { value: n }, `${n} per page`)));
+  } }, PAGE_SIZES.map((n) => h('option', { value: n }, t('{n} per page', { n }))));
   size.value = String(pageSizeOf(q));
-  return h('nav', { class: 'pager', id, 'aria-label': 'Pages' },
-    h('span', { class: 'count' }, `${res.total} ${noun}${res.total === 1 ? '' : 's'} · page ${cur} of ${pages}`),
-    h('a', { class: 'btn', href: go(cur - 1), hidden: cur <= 1, 'data-page': 'prev' }, '← Previous'),
+  return h('nav', { class: 'pager', id, 'aria-label': t('Pages') },
+    h('span', { class: 'count' }, t(noun[res.total === 1 ? 0 : 1], { n: res.total }) + ' · ' + t('page {p} of {m}', { p: cur, m: pages })),
+    h('a', { class: 'btn', href: go(cur - 1), hidden: cur <= 1, 'data-page': 'prev' }, t('← Previous')),
     links,
-    h('a', { class: 'btn', href: go(cur + 1), hidden: cur >= pages, 'data-page': 'next' }, 'Next →'),
+    h('a', { class: 'btn', href: go(cur + 1), hidden: cur >= pages, 'data-page': 'next' }, t('Next →')),
     sizes ? size : '');
 }
 

@@ -15,7 +15,7 @@ export async function launch() {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: CHROMIUM_ARGS,
-    viewport: { width: 1366, height: 820 },
+    viewport: { width: 1280, height: 800 },
     colorScheme: 'light',
   });
   // CONSOLE_ASSETS=<dir>: the console's assets from that directory instead of the server's

@@ -75,6 +75,10 @@ const KEY = { namespace: 'e2e', group: 'DEFAULT_GROUP', dataId: 'shop.yaml' };
 // E2E_NO_LISTENER=1: against a bare server (no client listening), the listener checks are
 // skipped; crates/nacelle/tests/console_browser.rs always runs them.
 const LISTENER = !process.env.E2E_NO_LISTENER;
+const Q = 'namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml';
+// The main pages, for the screenshots in both languages at 1280 px and 390 px.
+const MAIN_PAGES = [['configs', 'configs', 'td a'], ['editor', `edit?${Q}`, '.status .tag'], ['history', `history?${Q}&type=yaml`, 'input[data-nid]'],
+  ['gray', `gray?${Q}`, '#gray-create'], ['namespaces', 'namespaces', 'td code']];
 const V1 = 'server:\n  port: 8080\nfeature:\n  checkout: false\n';
 const BAD = 'server:\n  port: 8080\nfeature:\n  checkout: [true\n';
 const V2 = 'server:\n  port: 8080\nfeature:\n  checkout: true\n';
@@ -632,10 +636,89 @@ try {
   await page.locator('dialog').waitFor();
   await page.click('dialog button[data-value=cancel]');
   await shot('configs-phone');
-  await page.goto(base + `/nacos/#/edit?${q}`);
+  for (const [name, hash, ready] of MAIN_PAGES) {
+    if (name === 'configs') continue;
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    await shot(`${name}-phone`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  ok();
+
+  step('Chinese: the switch in the header; every page from the catalogue, no English left; remembered');
+  await page.goto(base + '/nacos/#/configs');
+  await page.locator('td a').first().waitFor();
+  await page.click('#lang');
+  await page.locator('#nav a[data-section=configs]', { hasText: '配置列表' }).waitFor();
+  check(await page.evaluate(() => document.documentElement.lang) === 'zh-CN', 'the page language is not zh-CN');
+  // What a Chinese page may not show: any English text of the catalogue (the keys whose
+  // Chinese differs), cut at its placeholders, as whole words.
+  const leftovers = () => page.evaluate(() => {
+    // The page's own words: its text outside the editors (their content is data).
+    const parts = [];
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, { acceptNode: (n) =>
+      (n.parentElement.closest('.cm-editor, script, style, [hidden]') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT) });
+    // Data shown as stored is not the page's words: the server's description of the
+    // public namespace and the one this test gave e2e.
+    const DATA = ['Public Namespace', 'created by the browser test'];
+    while (walk.nextNode()) { const v = walk.currentNode.nodeValue; if (!DATA.includes(v.trim())) parts.push(v); }
+    const text = parts.join(' ') + ' ' + [...document.querySelectorAll('[placeholder],[aria-label],[title]')]
+      .map((e) => [e.getAttribute('placeholder'), e.getAttribute('title')].filter(Boolean).join(' ')).join(' ');
+    const found = [];
+    for (const k of window.__i18n.keys()) {
+      for (const frag of k.split(/\{\w+\}/).map((f) => f.trim().replace(/^[·(（:]+|[.:)）]+$/g, '').trim())) {
+        // `public` is also the name of the default namespace (data, shown as is).
+        if (frag.length < 4 || !/[a-z]{3}/i.test(frag) || frag === 'public') continue;
+        const re = new RegExp(`(^|[^\\w-])${frag.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w-])`);
+        if (re.test(text)) found.push(frag);
+      }
+    }
+    return found;
+  });
+  const pagesZh = [...MAIN_PAGES, ['listeners', `listeners?${Q}`, 'h2'], ['listeners-ip', 'listeners?ip=127.0.0.1', 'h2'], ['cluster', 'cluster', 'td .tag'],
+    ['new-config', 'edit?namespace=e2e', '#f-dataId'], ['account', 'account', 'h1'],
+    ...(adminUser ? [['users', 'users', 'td'], ['roles', 'users?tab=roles', 'form'], ['permissions', 'users?tab=permissions', 'form']] : [])];
+  for (const [name, hash, ready] of pagesZh) {
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    const left = await leftovers();
+    check(left.length === 0, `#/${hash} in Chinese still shows English: ${left.join(' | ')}`);
+    if (MAIN_PAGES.some(([n]) => n === name)) await shot(`zh-${name}`);
+  }
+  // Dialogs too: import, clone, the review before a publish.
+  await page.goto(base + '/nacos/#/configs');
+  await page.click('#import');
+  check((await leftovers()).length === 0, `the import dialog in Chinese: ${(await leftovers()).join(' | ')}`);
+  await page.click('dialog button[data-value=cancel]');
+  await page.click('button[data-clone="shop.yaml"]');
+  check((await leftovers()).length === 0, `the clone dialog in Chinese: ${(await leftovers()).join(' | ')}`);
+  await page.click('dialog button[data-value=cancel]');
+  await page.goto(base + `/nacos/#/edit?${Q}`);
   await page.locator('.status .tag').waitFor();
-  await shot('editor-phone');
-  await page.setViewportSize({ width: 1366, height: 820 });
+  await typeInEditor('zh: 1\n');
+  await page.click('#review');
+  await page.locator('dialog .merge').waitFor();
+  check((await leftovers()).length === 0, `the review in Chinese: ${(await leftovers()).join(' | ')}`);
+  await page.click('dialog button[data-value=cancel]');
+  await page.click('#nav a[data-section=configs]');
+  await page.locator('dialog[aria-label="有未保存的修改"]').waitFor();
+  check((await leftovers()).length === 0, `the leave dialog in Chinese: ${(await leftovers()).join(' | ')}`);
+  await page.click('dialog button[data-value=discard]');
+  await page.locator('td a').first().waitFor();
+  // Remembered: a reload stays in Chinese; 390 px screenshots.
+  await page.reload();
+  await page.locator('#nav a[data-section=configs]', { hasText: '配置列表' }).waitFor();
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, hash, ready] of MAIN_PAGES) {
+    await page.goto(base + '/nacos/#/' + hash);
+    await page.locator(ready).first().waitFor();
+    await shot(`zh-${name}-phone`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const missing = await page.evaluate(() => window.__i18n.missing());
+  check(missing.length === 0, `strings without Chinese: ${missing.join(' | ')}`);
+  await page.click('#lang');
+  await page.locator('#nav a[data-section=configs]', { hasText: 'Configs' }).waitFor();
   ok();
 
   step('no script errors');

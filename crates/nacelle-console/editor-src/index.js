@@ -106,8 +106,14 @@ function tab(view) {
 // (the server puts a fresh one in the index page and in its policy).
 const nonce = typeof document !== 'undefined' ? document.querySelector('meta[name="csp-nonce"]')?.content : undefined;
 
+// The words CodeMirror itself shows (search panel, folding, merge view) in the page's
+// language: `setPhrases({...})` before creating editors (EditorState.phrases).
+let phrases = {};
+export function setPhrases(p) { phrases = p || {}; }
+
 function common(type, readOnly) {
   return [
+    EditorState.phrases.of(phrases),
     nonce ? EditorView.cspNonce.of(nonce) : [],
     highlightSpecialChars(), history(), drawSelection(), dropCursor(), EditorState.allowMultipleSelections.of(true),
     indentOnInput(), bracketMatching(), rectangularSelection(), highlightSelectionMatches(), search({ top: true }),

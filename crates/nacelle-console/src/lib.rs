@@ -46,6 +46,8 @@ pub static ASSETS: &[Asset] = &[
     asset!("editor.js", JS_TYPE),
     asset!("editor.bundle.js", JS_TYPE),
     asset!("auth.js", JS_TYPE),
+    asset!("i18n.js", JS_TYPE),
+    asset!("zh.js", JS_TYPE),
     asset!("icon.svg", "image/svg+xml"),
 ];
 
