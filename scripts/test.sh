@@ -6,8 +6,9 @@
 #      package;
 #   2. starts throwaway MariaDB and PostgreSQL servers (scripts/test-databases.sh) and
 #      stops them at the end, whatever happens;
-#   3. checks the crate boundaries of ARCHITECTURE.md and that vendor/h2 is the published h2
-#      plus its documented patch;
+#   3. checks the crate boundaries of ARCHITECTURE.md, that vendor/h2 is the published h2
+#      plus its documented patch, and that the console's CodeMirror bundle is what its
+#      lockfile builds;
 #   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
 #      clients and the Spring Cloud Alibaba app (compat/java, Maven), the real Go client
 #      (compat/go) and the real Node.js client (compat/node) against the binary that build
@@ -38,6 +39,8 @@ command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 # work here).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# A CJK font, so the Chinese console pages (and their screenshots) render their text.
+fc-list :lang=zh 2>/dev/null | grep -q . || missing+=(fonts-wqy-microhei)
 # nghttp2's h2load and nghttp: an HTTP/2 stack independent of the server's
 # (crates/nacelle-grpc/tests/nghttp2.rs).
 command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
@@ -77,10 +80,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- 3. Crate boundaries (ARCHITECTURE.md) and the vendored h2 ---------------------------
+# --- 3. Crate boundaries (ARCHITECTURE.md), the vendored h2, the console bundle ----------
 # vendor/h2 is exactly the published h2 plus vendor/h2/nacelle-h2.patch (the crate fetched
 # from crates.io and checked against the index's checksum): fail on any drift.
 bash scripts/check-vendored-h2.sh
+# The console's committed CodeMirror bundle is exactly what its lockfile builds (npm ci +
+# esbuild in crates/nacelle-console/editor-src): fail on any drift.
+bash scripts/check-console-bundle.sh
 # The wire-types crate never depends on a server crate: fail if one shows up.
 proto_deps=$(cargo tree -p nacelle-proto --prefix none)
 if grep -E '^nacelle(-store|-service|-http|-grpc|-cluster)? v' <<<"$proto_deps"; then
