@@ -453,3 +453,24 @@ mod tests {
         Ok(())
     }
 }
+
+/// A JSON Schema bound to the keys of a namespace whose group and dataId match two
+/// patterns (`nacelle_config_schema`, docs/schema-validation.md). The store keeps the
+/// text as given; the service compiles and applies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaRecord {
+    /// The namespace whose keys it covers (exact).
+    pub namespace: NamespaceId,
+    /// The group pattern: exact, `*`, `x*`, `*x` or `*x*`.
+    pub group: String,
+    /// The dataId pattern, of the same shapes.
+    pub data_id: String,
+    /// The JSON Schema document, as text.
+    pub schema: String,
+    /// What it is for (free text, may be empty).
+    pub description: String,
+    /// Who set it.
+    pub src_user: String,
+    /// When it was last set, ms since the epoch.
+    pub modified_ms: i64,
+}

@@ -4,12 +4,13 @@
 //! The store is cut into role traits by what callers need: [`Configs`] (formal configs),
 //! [`Grays`] (gray variants), [`History`] (history pages, entries, retention),
 //! [`ChangeLog`] (what cluster members follow), [`Namespaces`], [`Identities`] (users,
-//! roles, permissions) and [`Health`]. [`ConfigStore`] is all of them at once, what the
-//! server wires. Every method of every role is written once, in [`store_roles!`]: the
-//! traits are generated from that list, and so is [`Layered`], the one forwarding of
-//! every method through a [`StoreLayer`] (the deadline of the networked backends, the
-//! lazy start of the server). A method added to the list is forwarded by every layer,
-//! and seen by every test that enumerates the list, without anyone remembering to.
+//! roles, permissions), [`Schemas`] (JSON Schemas of config keys) and [`Health`].
+//! [`ConfigStore`] is all of them at once, what the server wires. Every method of every
+//! role is written once, in [`store_roles!`]: the traits are generated from that list,
+//! and so is [`Layered`], the one forwarding of every method through a [`StoreLayer`]
+//! (the deadline of the networked backends, the lazy start of the server). A method
+//! added to the list is forwarded by every layer, and seen by every test that enumerates
+//! the list, without anyone remembering to.
 //!
 //! Contract for every implementation:
 //! - a write returns only after its transaction has committed (config row, history row,
@@ -415,6 +416,29 @@ macro_rules! store_roles {
                 ) -> bool;
             }
 
+            /// JSON Schemas of config keys (`nacelle_config_schema`): what a publish of
+            /// a matching key must satisfy (docs/schema-validation.md).
+            Schemas {
+                /// Every schema of every namespace, for the service's validators (read at
+                /// start, after each change and periodically to follow other nodes).
+                [$crate::store::Cost::One]
+                fn load_schemas() -> ::std::vec::Vec<$crate::model::SchemaRecord>;
+
+                /// Inserts the schema of (`namespace`, `group`, `data_id`), or replaces the
+                /// one stored under those patterns, in one transaction.
+                [$crate::store::Cost::One]
+                fn put_schema(record: &$crate::model::SchemaRecord) -> ();
+
+                /// Deletes the schema stored under (`namespace`, `group`, `data_id`);
+                /// returns whether it existed.
+                [$crate::store::Cost::One]
+                fn delete_schema(
+                    namespace: &$crate::key::NamespaceId,
+                    group: &str,
+                    data_id: &str
+                ) -> bool;
+            }
+
             /// Whether the database answers.
             Health {
                 /// Checks that the database answers (used by readiness and reconnection).
@@ -481,7 +505,7 @@ impl<L: StoreLayer> ConfigStore for Layered<L> {
 pub mod prelude {
     pub use super::{
         ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _, Health as _,
-        History as _, Identities as _, Namespaces as _,
+        History as _, Identities as _, Namespaces as _, Schemas as _,
     };
 }
 

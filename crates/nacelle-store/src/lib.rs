@@ -35,6 +35,7 @@
 
 pub mod backup;
 mod changes;
+mod config_schema;
 mod deadline;
 mod identity;
 pub mod mysql;

@@ -134,6 +134,11 @@ impl Server for MySql {
             include_str!("../migrations/mysql/0003_auth.sql"),
         ),
         (
+            4,
+            "schema validation: nacelle_config_schema",
+            include_str!("../migrations/mysql/0004_schemas.sql"),
+        ),
+        (
             6,
             "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
             include_str!("../migrations/mysql/0006_changes.sql"),

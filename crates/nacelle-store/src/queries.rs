@@ -128,6 +128,19 @@ pub(crate) struct Queries {
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
     pub changes: crate::changes::ChangeQueries,
+    /// JSON Schemas of config keys (`nacelle_config_schema`).
+    pub schemas: SchemaQueries,
+}
+
+/// The statements of `nacelle_config_schema`.
+#[derive(Debug, Clone)]
+pub(crate) struct SchemaQueries {
+    /// Every schema, by namespace and patterns.
+    pub load: String,
+    /// Deletes one by (tenant, group pattern, dataId pattern).
+    pub delete: String,
+    /// Inserts one: tenant, group pattern, dataId pattern, schema, description, user, ms.
+    pub insert: String,
 }
 
 /// The statements of users, roles and permissions.
@@ -487,6 +500,23 @@ impl Queries {
                 ),
                 delete_permission: q(
                     "DELETE FROM permissions WHERE role = ? AND resource = ? AND action = ?".into(),
+                ),
+            },
+            schemas: SchemaQueries {
+                load: q(format!(
+                    "SELECT tenant_id, group_pattern, data_id_pattern, schema_json, \
+                     description, src_user, {} AS gmt_modified FROM nacelle_config_schema \
+                     ORDER BY tenant_id, group_pattern, data_id_pattern",
+                    D::signed("gmt_modified")
+                )),
+                delete: q("DELETE FROM nacelle_config_schema WHERE tenant_id = ? \
+                     AND group_pattern = ? AND data_id_pattern = ?"
+                    .into()),
+                insert: q(
+                    "INSERT INTO nacelle_config_schema (tenant_id, group_pattern, \
+                     data_id_pattern, schema_json, description, src_user, gmt_modified) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?)"
+                        .into(),
                 ),
             },
         }

@@ -15,12 +15,12 @@ use nacelle_core::change::{
 };
 use nacelle_core::store::{
     ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
-    Namespaces, RemoveOutcome,
+    Namespaces, RemoveOutcome, Schemas,
 };
 use nacelle_core::{
     BatchOutcome, ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog,
     HistoryRetention, Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord,
-    PurgeStep, SamePolicy, StoreError, StoredConfig, StoredGray,
+    PurgeStep, SamePolicy, SchemaRecord, StoreError, StoredConfig, StoredGray,
 };
 use sqlx::Pool;
 
@@ -330,6 +330,27 @@ impl<B: Backend> ChangeRequests for Store<B> {
         group_pattern: &str,
     ) -> Result<bool, StoreError> {
         crate::changes::delete_policy(self.0.writer(), self.0.queries(), namespace, group_pattern)
+            .await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Schemas for Store<B> {
+    async fn load_schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
+        crate::config_schema::load(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn put_schema(&self, record: &SchemaRecord) -> Result<(), StoreError> {
+        crate::config_schema::put(self.0.writer(), self.0.queries(), record).await
+    }
+
+    async fn delete_schema(
+        &self,
+        namespace: &NamespaceId,
+        group: &str,
+        data_id: &str,
+    ) -> Result<bool, StoreError> {
+        crate::config_schema::delete(self.0.writer(), self.0.queries(), namespace, group, data_id)
             .await
     }
 }

@@ -49,6 +49,7 @@ per_backend!(
     history_paging_and_previous,
     namespaces,
     identities,
+    config_schemas,
     change_log,
     load_all_and_get,
     ping_and_backend_name,
@@ -822,6 +823,70 @@ async fn namespaces(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
     Ok(())
 }
 
+/// JSON Schemas of config keys: set, replace, list, delete, unique per namespace and
+/// patterns; the text (a large one, non-ASCII) round-trips as given.
+async fn config_schemas(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    use nacelle_core::{NamespaceId, SchemaRecord};
+    assert!(store.load_schemas().await?.is_empty());
+    let limits = SchemaRecord {
+        namespace: NamespaceId::from_trusted(""),
+        group: "PAYMENTS".into(),
+        data_id: "*.yaml".into(),
+        schema: r#"{"type":"object","properties":{"max":{"maximum":1000}}}"#.into(),
+        description: "payment limits".into(),
+        src_user: "nacos".into(),
+        modified_ms: T0,
+    };
+    let big = format!(
+        r#"{{"description":"{}","type":"object","title":"名前"}}"#,
+        "x".repeat(200_000)
+    );
+    let dev = SchemaRecord {
+        namespace: NamespaceId::from_trusted("dev"),
+        schema: big,
+        description: String::new(),
+        ..limits.clone()
+    };
+    store.put_schema(&limits).await?;
+    store.put_schema(&dev).await?;
+    assert_eq!(
+        store.load_schemas().await?,
+        vec![limits.clone(), dev.clone()]
+    );
+    // Same namespace and patterns: replaced, not added.
+    let replaced = SchemaRecord {
+        schema: r#"{"type":"object"}"#.into(),
+        description: "changed".into(),
+        src_user: "alice".into(),
+        modified_ms: T0 + 5,
+        ..limits.clone()
+    };
+    store.put_schema(&replaced).await?;
+    assert_eq!(
+        store.load_schemas().await?,
+        vec![replaced.clone(), dev.clone()]
+    );
+    // Other patterns of the same namespace are another schema.
+    let other = SchemaRecord {
+        data_id: "*.json".into(),
+        ..replaced.clone()
+    };
+    store.put_schema(&other).await?;
+    assert_eq!(store.load_schemas().await?.len(), 3);
+    assert!(
+        store
+            .delete_schema(&NamespaceId::from_trusted(""), "PAYMENTS", "*.yaml")
+            .await?
+    );
+    assert!(
+        !store
+            .delete_schema(&NamespaceId::from_trusted(""), "PAYMENTS", "*.yaml")
+            .await?
+    );
+    assert_eq!(store.load_schemas().await?, vec![other, dev]);
+    Ok(())
+}
+
 async fn change_log(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
     assert_eq!(store.max_history_nid().await?, 0);
     assert!(store.changes_since(0, 10).await?.is_empty());
@@ -1046,8 +1111,9 @@ async fn schema_created_once(backend: Backend) -> TestResult {
                 .await?
         }
     };
-    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth).
-    assert_eq!(versions, 3);
+    // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth,
+    // 4: schema validation, 6: change requests).
+    assert_eq!(versions, 5);
     drop(stores);
     drop(db);
     Ok(())

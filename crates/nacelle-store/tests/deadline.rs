@@ -20,7 +20,7 @@ use nacelle_core::change::{
 use nacelle_core::store::{Cost, METHODS};
 use nacelle_core::{
     ConfigKey, ConfigMeta, ConfigStore, ConfigType, HistoryLog, HistoryRetention, Namespace,
-    NamespaceId, OpSource, PageRequest, PublishRecord, SamePolicy, StoreError,
+    NamespaceId, OpSource, PageRequest, PublishRecord, SamePolicy, SchemaRecord, StoreError,
 };
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{run_on, Backend, Proxy, ProxyMode, TestDb};
@@ -41,6 +41,7 @@ struct Samples {
     change_writes: Vec<ChangeWrite>,
     change_event: NewChangeEvent,
     policy: ReviewPolicy,
+    schema: SchemaRecord,
 }
 
 impl Samples {
@@ -111,6 +112,15 @@ impl Samples {
                 resource: "*:*:*".into(),
                 action: "rw".into(),
             }),
+            schema: SchemaRecord {
+                namespace: NamespaceId::from_trusted("deadline"),
+                group: "G".into(),
+                data_id: "*.json".into(),
+                schema: "{}".into(),
+                description: String::new(),
+                src_user: "nacos".into(),
+                modified_ms: 1_700_000_000_000,
+            },
         }
     }
 }
@@ -145,6 +155,7 @@ samples! {
     &'a [ChangeWrite] => |s| &s.change_writes;
     &'a NewChangeEvent => |s| &s.change_event;
     &'a ReviewPolicy => |s| &s.policy;
+    &'a SchemaRecord => |s| &s.schema;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;
