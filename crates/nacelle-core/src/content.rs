@@ -180,7 +180,7 @@ pub fn check_syntax(config_type: ConfigType, content: &str) -> Result<(), Conten
 type Problem = (Option<(usize, usize)>, String);
 
 /// `message` without a position suffix the parser added (` at line L column C`).
-fn strip_position(message: String, line: usize, column: usize) -> String {
+pub(crate) fn strip_position(message: String, line: usize, column: usize) -> String {
     let suffix = format!(" at line {line} column {column}");
     match message.find(&suffix) {
         Some(at) => format!("{}{}", &message[..at], &message[at + suffix.len()..]),

@@ -7,6 +7,8 @@
 //! - [`rules`]: length and shape rules of metadata, content type and namespace names.
 //! - [`content`]: content validation by type (json, yaml, xml, toml, properties) and its
 //!   policy (`reject | warn | off`, globally and per namespace).
+//! - [`structured`]: structured content (json, yaml, toml, properties) as JSON values, what
+//!   a JSON Schema is checked against.
 //! - [`store`]: the store's role traits (generated from one list of methods, [`store_roles!`]),
 //!   `ConfigStore` (all of them) and the layer every method can be wrapped in once.
 //! - [`gray`]: the gray model — rules (beta by IP/CIDR, tag, tagv2 label expressions),
@@ -31,6 +33,7 @@ pub mod model;
 pub mod pattern;
 pub mod rules;
 pub mod store;
+pub mod structured;
 
 pub use auth::{Action, AuthFailure, Identity};
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
