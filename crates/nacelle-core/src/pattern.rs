@@ -24,21 +24,28 @@ pub enum Part {
 
 impl Part {
     fn parse(raw: &str, what: &str) -> Result<Part, CoreError> {
-        let bad = || CoreError::invalid(format!("invalid fuzzy watch {what} pattern : {raw}"));
+        Part::glob(raw).ok_or_else(|| {
+            CoreError::invalid(format!("invalid fuzzy watch {what} pattern : {raw}"))
+        })
+    }
+
+    /// `raw` as one of the five shapes (`*`, `x*`, `*x`, `*x*`, `x`); `None` for any other
+    /// (empty, `a*b`, `**`). The one pattern syntax of fuzzy watches and schemas.
+    pub fn glob(raw: &str) -> Option<Part> {
         if raw.is_empty() {
-            return Err(bad());
+            return None;
         }
         if raw == "*" {
-            return Ok(Part::Any);
+            return Some(Part::Any);
         }
         let starts = raw.starts_with('*');
         let ends = raw.len() > 1 && raw.ends_with('*');
         let inner = &raw[usize::from(starts)..raw.len() - usize::from(ends)];
         if inner.is_empty() || inner.contains('*') {
-            return Err(bad());
+            return None;
         }
         let inner = inner.to_string();
-        Ok(match (starts, ends) {
+        Some(match (starts, ends) {
             (false, false) => Part::Exact(inner),
             (false, true) => Part::Prefix(inner),
             (true, false) => Part::Suffix(inner),

@@ -123,6 +123,8 @@ pub enum StoreOp {
     Identities,
     /// Change requests and review policies (reads, writes, a request's publish).
     Changes,
+    /// Reads and writes of the JSON Schemas of config keys.
+    Schemas,
 }
 
 impl StoreOp {
@@ -142,6 +144,7 @@ impl StoreOp {
             StoreOp::PublishBatch => "publish_batch",
             StoreOp::Identities => "identities",
             StoreOp::Changes => "changes",
+            StoreOp::Schemas => "schemas",
         }
     }
 }

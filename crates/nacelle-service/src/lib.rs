@@ -28,6 +28,8 @@
 //! - [`transfer`]: export, import and clone — batches written in one transaction.
 //! - [`changes`]: change requests (reviewed multi-key changes, published in one
 //!   transaction) and the review policies that refuse direct writes.
+//! - [`schemas`]: JSON Schemas of config keys, compiled in memory; every publish of a
+//!   matching key is checked against them.
 
 pub mod auth;
 pub mod changes;
@@ -43,6 +45,7 @@ mod namespaces;
 mod patterns;
 mod read;
 pub mod request;
+pub mod schemas;
 pub mod service;
 pub mod transfer;
 mod view;
@@ -59,6 +62,7 @@ pub use limits::{HoldRefused, Limits, PollHold};
 pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery};
+pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{
     CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,

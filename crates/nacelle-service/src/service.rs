@@ -35,6 +35,7 @@ use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
 use crate::limits::{HeldPolls, Limits, RateLimiter};
 use crate::patterns::PatternHub;
+use crate::schemas::SchemaState;
 
 use crate::key_map::KeyMap;
 
@@ -69,6 +70,8 @@ pub(crate) struct Inner {
     pub(crate) auth: AuthState,
     /// The review policies (`crate::changes`), read at load and refreshed.
     pub(crate) policies: parking_lot::RwLock<Arc<Vec<nacelle_core::change::ReviewPolicy>>>,
+    /// The JSON Schemas of config keys, compiled (`crate::schemas`).
+    pub(crate) schemas: SchemaState,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -115,6 +118,7 @@ impl ConfigService {
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),
                 policies: Default::default(),
+                schemas: SchemaState::default(),
                 held_polls: Arc::default(),
                 limits,
                 ready: AtomicBool::new(false),
@@ -174,6 +178,7 @@ impl ConfigService {
         }
         self.refresh_identities().await?;
         self.refresh_policies().await?;
+        self.refresh_schemas().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,

@@ -298,7 +298,8 @@ impl ConfigService {
     /// Parses the content as its type under the validation mode of the key's namespace:
     /// `reject` refuses content that does not parse ([`CoreError::Invalid`] with the
     /// parser's problem and line), `warn` logs the key and the problem (never the content)
-    /// and lets it through, `off` does not parse.
+    /// and lets it through, `off` does not parse. Then the JSON Schemas that apply to the
+    /// key (`crate::schemas`), under every mode.
     pub(crate) async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
         let key = &record.key;
         let config_type = record.config_type;
@@ -307,9 +308,19 @@ impl ConfigService {
             .limits
             .content_validation
             .mode_for(key.namespace());
-        if mode == ValidationMode::Off || !is_checked(config_type) {
-            return Ok(());
+        if mode != ValidationMode::Off && is_checked(config_type) {
+            self.check_syntax_by_type(record, mode).await?;
         }
+        // Schemas always refuse, whatever the mode: they are an explicit opt-in.
+        self.check_schemas(key, config_type, &record.content).await
+    }
+
+    async fn check_syntax_by_type(
+        &self,
+        record: &PublishRecord,
+        mode: ValidationMode,
+    ) -> Result<(), CoreError> {
+        let (key, config_type) = (&record.key, record.config_type);
         let outcome = if record.content.len() <= INLINE_CHECK_BYTES {
             syntax_of(config_type, &record.content)
         } else {

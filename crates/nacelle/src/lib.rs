@@ -313,6 +313,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
                 .await
         });
     }
+    if follow.is_some() {
+        // JSON Schemas set on other nodes (docs/schema-validation.md).
+        let s = service.clone();
+        background.spawn(async move {
+            s.follow_schemas(nacelle_service::schemas::SCHEMA_REFRESH)
+                .await
+        });
+    }
     if follow.is_some() && service.auth_enabled() {
         // Users, roles and permissions changed on other nodes.
         let s = service.clone();
