@@ -8,13 +8,20 @@ use axum::Router;
 use crate::AppState;
 
 pub(crate) mod changes;
+pub(crate) mod schemas;
 
 /// Every route of Nacelle's own API.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().merge(changes::routes())
+    Router::new()
+        .merge(changes::routes())
+        .merge(schemas::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
 pub(crate) fn route(path: &str) -> Option<&'static str> {
-    changes::ROUTES.iter().copied().find(|r| *r == path)
+    changes::ROUTES
+        .iter()
+        .chain(schemas::ROUTES)
+        .copied()
+        .find(|r| *r == path)
 }
