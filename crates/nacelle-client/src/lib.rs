@@ -23,7 +23,8 @@
 //!   validator), [`BindError`]; [`Format`] (YAML, JSON, TOML, properties).
 //! - `admin.rs`: [`Admin`], the HTTP calls with no gRPC form (search, history,
 //!   namespaces, export/import); `gray.rs`: gray releases (list, publish by IPs or
-//!   labels, promote, stop); `users.rs`: users, roles, permissions.
+//!   labels, promote, stop); `users.rs`: users, roles, permissions; `schemas.rs`: the
+//!   JSON Schemas of config keys (list, get, set, remove, check).
 //! - `session.rs`: the background session (connect, fail over, backoff, re-send the
 //!   listen set on every connection, keepalive, `ConnectResetRequest`) and the refresh
 //!   worker; `grpc.rs`: one registered connection; `shared.rs`: the state they share.
@@ -52,6 +53,7 @@ mod http_transport;
 mod key;
 pub mod metrics;
 mod options;
+mod schemas;
 mod secret;
 mod session;
 mod shared;
@@ -77,5 +79,6 @@ pub use metrics::{MetricEvent, Metrics};
 pub use options::{
     ClientBuilder, GroupWatchMode, ServerAddr, TokenPlacement, Transport, GRPC_PORT_OFFSET,
 };
+pub use schemas::{Schema, SchemaCheck, SchemaProblem};
 pub use shared::{Change, Config, PublishOptions};
 pub use users::{Permission, RoleGrant, User};
