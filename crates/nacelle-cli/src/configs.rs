@@ -148,7 +148,7 @@ pub(crate) async fn get(a: GetArgs) -> Result<()> {
 }
 
 /// The content type a file name implies.
-fn type_of_name(name: &str) -> Option<String> {
+pub(crate) fn type_of_name(name: &str) -> Option<String> {
     let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
     let t = match ext.as_str() {
         "yaml" | "yml" => "yaml",

@@ -43,6 +43,9 @@ pub enum CliError {
     /// The user answered no.
     #[error("cancelled")]
     Cancelled,
+    /// A check the command ran failed (content against the schemas of its key).
+    #[error("{0}")]
+    Rejected(String),
     /// The profile file cannot be read or written.
     #[error("profile file {path}: {message}")]
     Profile {
@@ -71,6 +74,7 @@ impl CliError {
                 // 409: changed meanwhile (a promotion racing a gray publish), a duplicate.
                 | ClientError::Server { code: 409, .. },
             ) => exit::REJECTED,
+            CliError::Rejected(_) => exit::REJECTED,
             CliError::Usage(_) => exit::USAGE,
             _ => exit::FAILURE,
         }

@@ -1,6 +1,6 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `gray`, `change`, `policy`, `user`, `role`, `perm`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `change`, `policy`, `user`, `role`, `perm`, `schema`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
@@ -9,7 +9,8 @@
 //! - `configs.rs`: get, put, rm, ls, watch. `versions.rs`: history, diff, rollback.
 //!   `admin.rs`: ns, export, import. `gray.rs`: gray ls/create/promote/stop.
 //!   `changes.rs`: change requests and review policies.
-//!   `users.rs`: user, role, perm. `login.rs`: login, profile.
+//!   `users.rs`: user, role, perm. `schemas.rs`: schema set/get/ls/rm/check.
+//!   `login.rs`: login, profile.
 //! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
 
@@ -21,6 +22,7 @@ mod gray;
 mod login;
 pub mod output;
 pub mod profile;
+mod schemas;
 mod users;
 mod versions;
 
@@ -245,6 +247,11 @@ pub enum Command {
         after_help = "Examples:\n  nacelle perm ls\n  nacelle perm add developers 'dev:*:*' rw\n  nacelle perm rm developers 'dev:*:*' rw"
     )]
     Perm(users::PermArgs),
+    /// JSON Schemas of config keys: set (administrators), get, ls, rm, check.
+    #[command(
+        after_help = "Examples:\n  nacelle schema set -g PAYMENTS -d '*.yaml' -f limits.schema.json --desc 'payment limits'\n  nacelle schema ls\n  nacelle schema get -g PAYMENTS -d '*.yaml' -o json\n  nacelle schema check limits.yaml ./limits.yaml -g PAYMENTS\n  nacelle schema rm -g PAYMENTS -d '*.yaml'"
+    )]
+    Schema(schemas::SchemaArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
         after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
@@ -295,6 +302,7 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::User(a) => users::user(a).await,
         Command::Role(a) => users::role(a).await,
         Command::Perm(a) => users::perm(a).await,
+        Command::Schema(a) => schemas::schema(a).await,
         Command::Login(a) => login::login(a).await,
         Command::Profile(a) => login::profile(a),
         Command::Completion { shell } => {

@@ -425,6 +425,86 @@ fn namespaces_export_and_import() -> TestResult {
 }
 
 #[test]
+fn schemas_set_get_ls_check_and_rm() -> TestResult {
+    let env = start()?;
+    // The schema commands are HTTP calls, which do not wait for a starting server.
+    tokio::runtime::Runtime::new()?.block_on(env.server.api.wait_ready())?;
+    let schema = env.file(
+        "limits.schema.json",
+        r#"{"type":"object","properties":{"limits":{"properties":{"max":{"maximum":1000}}}}}"#,
+    )?;
+    let set = env.json(&[
+        "schema", "set", "-g", "PAYMENTS", "-d", "*.yaml", "-f", &schema, "--desc", "limits",
+    ])?;
+    assert_eq!(
+        (&set["dataId"], &set["description"]),
+        (&"*.yaml".into(), &"limits".into())
+    );
+    let said = env.ok(&["schema", "ls"], None)?;
+    assert!(
+        said.contains("PAYMENTS") && said.contains("*.yaml"),
+        "{said}"
+    );
+    let list = env.json(&["schema", "ls", "--all"])?;
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    let one = env.json(&["schema", "get", "-g", "PAYMENTS", "-d", "*.yaml"])?;
+    assert_eq!(
+        one["schema"]["properties"]["limits"]["properties"]["max"]["maximum"],
+        1000
+    );
+
+    // A publish that breaks it is refused (exit 6) with the path; `check` says the same.
+    let bad = env.file("limits.yaml", "limits:\n  max: 5000\n")?;
+    let out = env.run(&["put", "limits.yaml", &bad, "-g", "PAYMENTS"], None)?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("refused /limits/max: 5000 is greater than the maximum of 1000"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(
+        &["schema", "check", "limits.yaml", &bad, "-g", "PAYMENTS"],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(
+        printed(&out).contains("refused /limits/max"),
+        "{}",
+        printed(&out)
+    );
+    let good = env.file("good.yaml", "limits:\n  max: 10\n")?;
+    let said = env.ok(
+        &["schema", "check", "limits.yaml", &good, "-g", "PAYMENTS"],
+        None,
+    )?;
+    assert!(
+        said.contains("valid against public>>PAYMENTS>>*.yaml"),
+        "{said}"
+    );
+    env.ok(&["put", "limits.yaml", &good, "-g", "PAYMENTS"], None)?;
+
+    // A schema that does not compile is refused; removing twice is "not found" (exit 3).
+    let broken = env.file("broken.json", r#"{"type": 12}"#)?;
+    let out = env.run(
+        &["schema", "set", "-g", "G", "-d", "x", "-f", &broken],
+        None,
+    )?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("does not compile"),
+        "{}",
+        stderr(&out)
+    );
+    env.ok(&["schema", "rm", "-g", "PAYMENTS", "-d", "*.yaml"], None)?;
+    let out = env.run(&["schema", "rm", "-g", "PAYMENTS", "-d", "*.yaml"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    let out = env.run(&["schema", "get", "-g", "PAYMENTS", "-d", "*.yaml"], None)?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    env.ok(&["put", "limits.yaml", &bad, "-g", "PAYMENTS"], None)?;
+    Ok(())
+}
+
+#[test]
 fn profiles_completions_and_help() -> TestResult {
     let env = start()?;
     // A saved profile names the server: no -s needed.
