@@ -4,12 +4,17 @@
 //! failing path and rule on HTTP v1, v2, v3, gRPC (the real Rust SDK), the console API,
 //! an import, a beta (gray) publish and an encrypted config, storing nothing; a valid
 //! publish passing on each; YAML, properties, TOML and JSON content checked alike;
-//! `/schemas/check`; and the permissions (reading needs read, setting `ROLE_ADMIN`).
+//! `/schemas/check`; the permissions (reading needs read, setting `ROLE_ADMIN`); and two
+//! nodes on one MariaDB or PostgreSQL database, where a schema set on one applies on the
+//! other once it re-read them (every 2 s).
 
 mod common;
 
-use nacelle_testkit::server::{secure, TestServer};
-use nacelle_testkit::{per_backend, Backend, TestResult};
+use std::time::{Duration, Instant};
+
+use nacelle_testkit::per_backend::skipped;
+use nacelle_testkit::server::{secure, BinaryServer, TestServer};
+use nacelle_testkit::{per_backend, Backend, TestDb, TestResult};
 use nacos_sdk::api::config::ConfigServiceBuilder;
 use nacos_sdk::api::props::ClientProps;
 use serde_json::{json, Value};
@@ -558,4 +563,80 @@ async fn reading_needs_read_and_setting_needs_an_administrator() -> TestResult {
     let (status, v) = call(&ts, reqwest::Method::GET, SCHEMAS, Some(&other), json!({})).await?;
     assert_eq!((status, &v["data"]), (200, &json!([])), "{v}");
     Ok(())
+}
+
+const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
+
+/// Two nodes of one database: a schema set on the first refuses on the second once it
+/// re-read the schemas; removed on the first, the second lets the content through again.
+async fn a_schema_set_on_one_node_applies_on_another(backend: Backend) -> TestResult {
+    if skipped(backend) {
+        return Ok(());
+    }
+    let db = TestDb::create(backend).await?;
+    let (dir_a, dir_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let a = BinaryServer::spawn(NACELLE, dir_a.path(), &["--db", &db.url])?;
+    let b = BinaryServer::spawn(NACELLE, dir_b.path(), &["--db", &db.url])?;
+    a.api.wait_ready().await?;
+    b.api.wait_ready().await?;
+    let http = reqwest::Client::new();
+    let r = http
+        .put(a.url(SCHEMAS))
+        .json(&json!({"group": GROUP, "dataId": "*limits*", "schema": LIMITS}))
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200, "{}", r.text().await?);
+    let publish_on_b = || {
+        http.post(b.url("/nacos/v1/cs/configs"))
+            .form(&[
+                ("dataId", "limits.yaml"),
+                ("group", GROUP),
+                ("type", "yaml"),
+                ("content", TOO_MUCH),
+            ])
+            .send()
+    };
+    // The follow delay is 2 s; the bound only keeps a broken follower from hanging the test.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = publish_on_b().await?;
+        let status = r.status().as_u16();
+        let body = r.text().await?;
+        if status == 400 {
+            assert!(body.contains(REFUSAL), "{body}");
+            break;
+        }
+        // Published before node B knew the schema: fine, and written as any publish.
+        assert_eq!(status, 200, "{body}");
+        assert!(Instant::now() < deadline, "node B never applied the schema");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let listed: Value = http.get(b.url(SCHEMAS)).send().await?.json().await?;
+    assert_eq!(listed["data"][0]["dataId"], "*limits*", "{listed}");
+    let r = http
+        .delete(a.url(SCHEMAS))
+        .query(&[("group", GROUP), ("dataId", "*limits*")])
+        .send()
+        .await?;
+    assert_eq!(r.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = publish_on_b().await?;
+        if r.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node B kept the removed schema");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn mariadb_a_schema_set_on_one_node_applies_on_another() -> TestResult {
+    a_schema_set_on_one_node_applies_on_another(Backend::MariaDb).await
+}
+
+#[tokio::test]
+async fn postgres_a_schema_set_on_one_node_applies_on_another() -> TestResult {
+    a_schema_set_on_one_node_applies_on_another(Backend::Postgres).await
 }
