@@ -643,4 +643,27 @@ mod tests {
         }
         assert!(check_pattern("*.yaml", "dataId", 255).is_ok());
     }
+
+    #[test]
+    fn recursive_and_internal_references_work() {
+        // A schema referring to itself (a tree of any depth) and to its own `$defs`.
+        let tree = r##"{"type":"object","properties":{"max":{"$ref":"#/$defs/small"},
+            "children":{"type":"array","items":{"$ref":"#"}}},
+            "$defs":{"small":{"type":"integer","maximum":10}}}"##;
+        let s = [compiled("G", "*", tree)];
+        let deep = r#"{"children":[{"children":[{"max":11}]}]}"#;
+        let p = problems_of(&s, ConfigType::Json, deep, 5);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].path.as_deref(), Some("/children/0/children/0/max"));
+        assert!(problems_of(&s, ConfigType::Json, r#"{"max":3}"#, 5).is_empty());
+        // Only itself: compiles, and accepts anything (nothing else constrains it).
+        let only_self = ConfigService::compiled(SchemaRecord {
+            schema: r##"{"$ref":"#"}"##.into(),
+            ..s[0].record.clone()
+        });
+        let Ok(only_self) = only_self else {
+            panic!("a self reference does not compile")
+        };
+        assert!(problems_of(&[Arc::new(only_self)], ConfigType::Json, "[1]", 5).is_empty());
+    }
 }
