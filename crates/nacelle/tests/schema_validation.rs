@@ -2,7 +2,8 @@
 //! sockets: schemas set, read, listed and removed through `/nacos/nacelle/v1/schemas`
 //! (on SQLite, MariaDB and PostgreSQL); a publish that breaks a schema refused with the
 //! failing path and rule on HTTP v1, v2, v3, gRPC (the real Rust SDK), the console API,
-//! an import, a beta (gray) publish and an encrypted config, storing nothing; a valid
+//! an import, a change request being opened, a beta (gray) publish and an encrypted
+//! config, storing nothing; a valid
 //! publish passing on each; YAML, properties, TOML and JSON content checked alike;
 //! `/schemas/check`; the permissions (reading needs read, setting `ROLE_ADMIN`); and two
 //! nodes on one MariaDB or PostgreSQL database, where a schema set on one applies on the
@@ -356,6 +357,19 @@ async fn a_refusal_names_the_path_on_every_protocol_and_valid_content_passes() -
         ts.get("", GROUP, "limits-import.yaml").await?.as_deref(),
         Some(FINE)
     );
+
+    // A change request is checked when it is opened.
+    let (status, v) = call(
+        &ts,
+        reqwest::Method::POST,
+        "/nacos/nacelle/v1/changes",
+        None,
+        json!({"namespaceId": "public", "title": "raise the limit", "items": [
+            {"group": GROUP, "dataId": "limits-cr.yaml", "content": TOO_MUCH, "type": "yaml"}]}),
+    )
+    .await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains(REFUSAL), "{v}");
 
     // A beta (gray) publish of a key with a formal config is checked as well.
     let r = ts
