@@ -487,23 +487,37 @@ public final class NacelleServer implements AutoCloseable {
     if (t != null && System.nanoTime() < tokenRenewAt) {
       return t;
     }
-    Map<String, String> form = new LinkedHashMap<>();
-    form.put("username", ADMIN_USERNAME);
-    form.put("password", adminPassword);
-    HttpResult r = send("POST", "/nacos/v1/auth/login", Map.of(), form, Map.of(), false);
-    if (r.status() != 200) {
-      throw new IllegalStateException("login to " + name + " failed: " + r.status() + " " + r.body());
-    }
-    Matcher m = Pattern.compile("\"accessToken\"\\s*:\\s*\"([^\"]+)\"").matcher(r.body());
-    if (!m.find()) {
-      throw new IllegalStateException("no accessToken in login answer: " + r.body());
-    }
+    HttpResult r = loginAnswer(ADMIN_USERNAME, adminPassword);
     Matcher ttl = Pattern.compile("\"tokenTtl\"\\s*:\\s*(\\d+)").matcher(r.body());
     long ttlSeconds = ttl.find() ? Long.parseLong(ttl.group(1)) : 18_000;
     // renew at 80 % of the lifetime, as clients do well before expiry
     tokenRenewAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(ttlSeconds) * 8 / 10;
-    token = m.group(1);
+    token = accessTokenOf(r);
     return token;
+  }
+
+  /** Logs in as {@code username} (POST /nacos/v1/auth/login) and returns its access token. */
+  public String login(String username, String password) {
+    return accessTokenOf(loginAnswer(username, password));
+  }
+
+  private HttpResult loginAnswer(String username, String password) {
+    Map<String, String> form = new LinkedHashMap<>();
+    form.put("username", username);
+    form.put("password", password);
+    HttpResult r = send("POST", "/nacos/v1/auth/login", Map.of(), form, Map.of(), false);
+    if (r.status() != 200) {
+      throw new IllegalStateException("login of " + username + " to " + name + " failed: " + r.status() + " " + r.body());
+    }
+    return r;
+  }
+
+  private static String accessTokenOf(HttpResult r) {
+    Matcher m = Pattern.compile("\"accessToken\"\\s*:\\s*\"([^\"]+)\"").matcher(r.body());
+    if (!m.find()) {
+      throw new IllegalStateException("no accessToken in login answer: " + r.body());
+    }
+    return m.group(1);
   }
 
   /**
@@ -513,6 +527,23 @@ public final class NacelleServer implements AutoCloseable {
   public HttpResult http(
       String method, String path, Map<String, String> query, Map<String, String> form, Map<String, String> headers) {
     return send(method, path, query, form, headers, auth);
+  }
+
+  /**
+   * An HTTP call as another user: {@code token} (from {@link #login}) goes as the {@code
+   * accessToken} parameter, {@code form} (when not empty) as an x-www-form-urlencoded body.
+   */
+  public HttpResult httpAs(String token, String method, String path, Map<String, String> query, Map<String, String> form) {
+    Map<String, String> q = new LinkedHashMap<>(query);
+    q.put("accessToken", token);
+    return send(method, path, q, form, Map.of(), false);
+  }
+
+  /** An HTTP call as another user with a JSON body ({@code Content-Type: application/json}). */
+  public HttpResult jsonAs(String token, String method, String path, Map<String, String> query, String json) {
+    Map<String, String> q = new LinkedHashMap<>(query);
+    q.put("accessToken", token);
+    return exchange(method, path, q, "application/json", json, Map.of());
   }
 
   private HttpResult send(
@@ -526,12 +557,19 @@ public final class NacelleServer implements AutoCloseable {
     if (withToken) {
       q.put("accessToken", accessToken());
     }
+    return form.isEmpty()
+        ? exchange(method, path, q, null, null, headers)
+        : exchange(method, path, q, "application/x-www-form-urlencoded; charset=UTF-8", encode(form), headers);
+  }
+
+  private HttpResult exchange(
+      String method, String path, Map<String, String> q, String contentType, String body, Map<String, String> headers) {
     String url = baseUrl() + path + (q.isEmpty() ? "" : "?" + encode(q));
     HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30));
     headers.forEach(rb::header);
-    if (!form.isEmpty()) {
-      rb.header("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8");
-      rb.method(method, HttpRequest.BodyPublishers.ofString(encode(form), StandardCharsets.UTF_8));
+    if (body != null) {
+      rb.header("Content-Type", contentType);
+      rb.method(method, HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
     } else {
       rb.method(method, HttpRequest.BodyPublishers.noBody());
     }
