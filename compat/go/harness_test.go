@@ -421,24 +421,31 @@ func (s *Server) accessToken() string {
 	if tok != "" {
 		return tok
 	}
-	resp, err := s.http.PostForm(s.Base()+"/v1/auth/login", url.Values{"username": {"nacos"}, "password": {pw}})
+	tok = s.Login("nacos", pw)
+	s.mu.Lock()
+	s.token = tok
+	s.mu.Unlock()
+	return tok
+}
+
+// Login logs in as username (POST /v1/auth/login) and returns its access token.
+func (s *Server) Login(username, password string) string {
+	s.t.Helper()
+	resp, err := s.http.PostForm(s.Base()+"/v1/auth/login", url.Values{"username": {username}, "password": {password}})
 	if err != nil {
-		s.t.Fatalf("login: %v", err)
+		s.t.Fatalf("login of %s: %v", username, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		s.t.Fatalf("login: %d %s", resp.StatusCode, body)
+		s.t.Fatalf("login of %s: %d %s", username, resp.StatusCode, body)
 	}
 	var r struct {
 		AccessToken string `json:"accessToken"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil || r.AccessToken == "" {
-		s.t.Fatalf("login: bad body %s (%v)", body, err)
+		s.t.Fatalf("login of %s: bad body %s (%v)", username, body, err)
 	}
-	s.mu.Lock()
-	s.token = r.AccessToken
-	s.mu.Unlock()
 	return r.AccessToken
 }
 
@@ -446,23 +453,34 @@ func (s *Server) accessToken() string {
 // when auth is on; returns status, body and headers.
 func (s *Server) Do(method, path string, form url.Values, hdr map[string]string) (int, string, http.Header) {
 	s.t.Helper()
+	return s.DoAs(s.accessToken(), method, path, form, "", hdr)
+}
+
+// DoAs sends an HTTP request with the access token tok (none when empty): form as the query
+// of a GET or DELETE, else as the body, or jsonBody as a JSON body (form then in the query).
+func (s *Server) DoAs(tok, method, path string, form url.Values, jsonBody string, hdr map[string]string) (int, string, http.Header) {
+	s.t.Helper()
 	var body io.Reader
 	u := s.Base() + path
-	if method == http.MethodGet || method == http.MethodDelete {
+	contentType := ""
+	if method == http.MethodGet || method == http.MethodDelete || jsonBody != "" {
 		if len(form) > 0 {
 			u += "?" + form.Encode()
 		}
+		if jsonBody != "" {
+			body, contentType = strings.NewReader(jsonBody), "application/json"
+		}
 	} else {
-		body = strings.NewReader(form.Encode())
+		body, contentType = strings.NewReader(form.Encode()), "application/x-www-form-urlencoded"
 	}
 	req, err := http.NewRequest(method, u, body)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
-	if tok := s.accessToken(); tok != "" {
+	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	for k, v := range hdr {
