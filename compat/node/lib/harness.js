@@ -115,4 +115,26 @@ async function api(server, method, p, params = {}) {
   return { status: r.status, body: await r.text() };
 }
 
-module.exports = { startServer, until, api, ADMIN_PASSWORD };
+/** Logs in as `username` (POST /nacos/v1/auth/login); its access token. */
+async function login(server, username, password) {
+  const r = await fetch(server.url('/nacos/v1/auth/login'), {
+    method: 'POST',
+    body: new URLSearchParams({ username, password }),
+  });
+  if (r.status !== 200) throw new Error(`login of ${username}: ${r.status} ${await r.text()}`);
+  return (await r.json()).accessToken;
+}
+
+/** A test-side call as the user of `token`: `query` in the URL, `json` (if any) as the body. */
+async function callAs(server, token, method, p, query = {}, json) {
+  const url = `${server.url(p)}?${new URLSearchParams({ ...query, accessToken: token })}`;
+  const init = { method };
+  if (json !== undefined) {
+    init.body = JSON.stringify(json);
+    init.headers = { 'Content-Type': 'application/json' };
+  }
+  const r = await fetch(url, init);
+  return { status: r.status, body: await r.text() };
+}
+
+module.exports = { startServer, until, api, login, callAs, ADMIN_PASSWORD };
