@@ -27,6 +27,7 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
         client_log: None,
         credentials: None,
         extra_args: Vec::new(),
+        reviewers: None,
     }
 }
 
@@ -96,6 +97,24 @@ async fn python_client_1_0_0_with_a_wrong_password_fails_clearly() -> TestResult
     let mut ts = TestServer::start_with(nacelle_testkit::server::secure).await?;
     ts.admin_token().await?;
     python::assert_wrong_password_refused(&ts, client(&python, "", "py-wrong.yaml"), "v1").await?;
+    ts.stop().await?;
+    Ok(())
+}
+
+/// A review policy on the client's group (Nacelle's change requests): with authentication
+/// on, the client logged in as a writer cannot publish, remove or create a key of the group
+/// (1.0.0 raises `NacosException("Insufficient privilege.")` for the server's 403; the
+/// server's message does not reach it); a change request opened by that user, approved by
+/// another and published reaches its watcher and `get_config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_0_0_is_refused_by_a_review_policy_and_hears_the_reviewed_change(
+) -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv("1.0.0")).await??;
+    let mut ts = TestServer::start_with(nacelle_testkit::server::secure).await?;
+    ts.api = nacelle_testkit::Api::with_token(ts.addr, &ts.admin_token().await?)?;
+    let mut run = client(&python, "", "py-reviewed.yaml");
+    run.group = "PY_REVIEWED";
+    python::assert_review_policy_refuses_and_reviewed_change_arrives(&ts, run, "v1").await?;
     ts.stop().await?;
     Ok(())
 }

@@ -36,6 +36,7 @@ fn client<'a>(python: &'a std::path::Path, namespace: &'a str, data_id: &'a str)
         client_log: Some("logs/config.log"),
         credentials: None,
         extra_args: Vec::new(),
+        reviewers: None,
     }
 }
 
@@ -136,6 +137,24 @@ async fn python_client_2_0_9_with_a_wrong_password_fails_clearly() -> TestResult
     let mut ts = start_server_with(nacelle_testkit::server::secure).await?;
     ts.admin_token().await?;
     python::assert_wrong_password_refused(&ts, client(&python, "", "py2-wrong.yaml"), "v2").await?;
+    ts.stop().await?;
+    Ok(())
+}
+
+/// A review policy on the client's group (Nacelle's change requests): with authentication
+/// on, the 2.x client logged in as a writer cannot publish, remove or create a key of the
+/// group (it raises `NacosException` with the server's errorCode 403 and message, which
+/// names the policy); a change request opened by that user, approved by another and
+/// published reaches its listener (a server push) and `get_config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_2_0_9_is_refused_by_a_review_policy_and_hears_the_reviewed_change(
+) -> TestResult {
+    let python = tokio::task::spawn_blocking(|| python::venv(CLIENT_VERSION)).await??;
+    let mut ts = start_server_with(nacelle_testkit::server::secure).await?;
+    ts.api = nacelle_testkit::Api::with_token(ts.addr, &ts.admin_token().await?)?;
+    let mut run = client(&python, "", "py2-reviewed.yaml");
+    run.group = "PY2_REVIEWED";
+    python::assert_review_policy_refuses_and_reviewed_change_arrives(&ts, run, "v2").await?;
     ts.stop().await?;
     Ok(())
 }

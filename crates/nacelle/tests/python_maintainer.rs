@@ -46,6 +46,7 @@ fn run<'a>(
         client_log: Some("logs/ai.log"),
         credentials: Some(credentials),
         extra_args: vec!["--mode", mode],
+        reviewers: None,
     }
 }
 

@@ -107,6 +107,9 @@ pub struct ClientRun<'a> {
     pub credentials: Option<(&'a str, &'a str)>,
     /// Further arguments of the script.
     pub extra_args: Vec<&'a str>,
+    /// The access tokens of a change request's author and of its reviewer, for a script's
+    /// `{"change": CONTENT}` requests.
+    pub reviewers: Option<(&'a str, &'a str)>,
 }
 
 impl ClientRun<'_> {
@@ -232,9 +235,15 @@ impl ClientRun<'_> {
     }
 
     /// Serves one `REQUEST`: `{"publish": CONTENT}` publishes the key, `{"expect": CONTENT |
-    /// null}` checks over HTTP what it holds.
+    /// null}` checks over HTTP what it holds, `{"change": CONTENT}` writes CONTENT to the
+    /// key through a change request (opened, approved and published by [`Self::reviewers`]).
     async fn serve_request(&self, ts: &TestServer, request: &str) -> TestResult {
         let request: serde_json::Value = serde_json::from_str(request)?;
+        if let Some(content) = request.get("change") {
+            let content = content.as_str().ok_or("change needs a string")?;
+            let (author, reviewer) = self.reviewers.ok_or("no reviewers for a change")?;
+            return change_request(ts, author, reviewer, self, content).await;
+        }
         if let Some(content) = request.get("publish") {
             let content = content.as_str().ok_or("publish needs a string")?;
             ts.publish(self.namespace, self.group, self.data_id, content)
@@ -321,5 +330,173 @@ pub async fn assert_wrong_password_refused(
     let refused = out.iter().find(|l| l.starts_with("STEP refused"));
     println!("{refused:?}");
     assert!(refused.is_some(), "{out:?}");
+    Ok(())
+}
+
+/// Sets up a review policy for a client run with authentication on (the admin's token in
+/// `ts.api`): the users alice (`rw` on every namespace, group and key) and bob (`rwa`: he
+/// may review), `initial` in the run's key, then a policy of one approval on the run's group.
+/// Returns the access tokens of alice and bob.
+// Not every test binary that includes this module runs a review.
+#[allow(dead_code)]
+pub async fn review_policy(
+    ts: &TestServer,
+    run: &ClientRun<'_>,
+    initial: &str,
+) -> TestResult<(String, String)> {
+    let admin = ts.admin_token().await?;
+    let mut tokens = Vec::new();
+    for (user, password, action) in [
+        ("alice", "alice-pass-1", "rw"),
+        ("bob", "bob-pass-1", "rwa"),
+    ] {
+        let role = format!("r-{user}");
+        for (path, form) in [
+            (
+                "/nacos/v1/auth/users",
+                vec![("username", user), ("password", password)],
+            ),
+            (
+                "/nacos/v1/auth/roles",
+                vec![("role", role.as_str()), ("username", user)],
+            ),
+            (
+                "/nacos/v1/auth/permissions",
+                vec![
+                    ("role", role.as_str()),
+                    ("resource", "*:*:*"),
+                    ("action", action),
+                ],
+            ),
+        ] {
+            let r = ts
+                .http
+                .post(ts.url(path))
+                .bearer_auth(&admin)
+                .form(&form)
+                .send()
+                .await?;
+            let status = r.status();
+            let body = r.text().await?;
+            if status != 200 {
+                return Err(format!("{path} {form:?}: HTTP {status} {body}").into());
+            }
+        }
+        let r = ts
+            .http
+            .post(ts.url("/nacos/v1/auth/login"))
+            .form(&[("username", user), ("password", password)])
+            .send()
+            .await?;
+        let login: serde_json::Value = r.json().await?;
+        let token = login["accessToken"]
+            .as_str()
+            .ok_or_else(|| format!("login of {user}: {login}"))?;
+        tokens.push(token.to_string());
+    }
+    // The key exists before the policy.
+    ts.publish(run.namespace, run.group, run.data_id, initial)
+        .await?;
+    let r = ts
+        .http
+        .post(ts.url("/nacos/nacelle/v1/review-policies"))
+        .bearer_auth(&admin)
+        .form(&[
+            ("namespaceId", run.namespace),
+            ("groupPattern", run.group),
+            ("requiredApprovals", "1"),
+        ])
+        .send()
+        .await?;
+    let status = r.status();
+    let body = r.text().await?;
+    if status != 200 {
+        return Err(format!("setting the review policy: HTTP {status} {body}").into());
+    }
+    let bob = tokens.pop().ok_or("bob's token")?;
+    let alice = tokens.pop().ok_or("alice's token")?;
+    Ok((alice, bob))
+}
+
+/// Writes `content` to the key of `run` through a change request: opened by `author`,
+/// approved by `reviewer`, published by `author`; checks each step's answer.
+async fn change_request(
+    ts: &TestServer,
+    author: &str,
+    reviewer: &str,
+    run: &ClientRun<'_>,
+    content: &str,
+) -> TestResult {
+    let body = serde_json::json!({
+        "namespaceId": run.namespace,
+        "title": "reviewed change of a Python client test",
+        "items": [{"group": run.group, "dataId": run.data_id, "content": content}],
+    });
+    let r = ts
+        .http
+        .post(ts.url("/nacos/nacelle/v1/changes"))
+        .bearer_auth(author)
+        .json(&body)
+        .send()
+        .await?;
+    let created = envelope(r, "creating the change request").await?;
+    let id = created["id"].as_i64().ok_or("no id")?.to_string();
+    for (token, action, state) in [
+        (reviewer, "approve", "approved"),
+        (author, "publish", "published"),
+    ] {
+        let r = ts
+            .http
+            .post(ts.url(&format!("/nacos/nacelle/v1/change/{action}")))
+            .bearer_auth(token)
+            .query(&[("id", id.as_str())])
+            .send()
+            .await?;
+        let cr = envelope(r, action).await?;
+        if cr["state"] != state {
+            return Err(format!("{action}: state {}, expected {state}", cr["state"]).into());
+        }
+    }
+    Ok(())
+}
+
+/// The `data` of a successful Nacelle answer (`{"code":0,"message":"success","data":…}`).
+async fn envelope(r: reqwest::Response, what: &str) -> TestResult<serde_json::Value> {
+    let status = r.status();
+    let body = r.text().await?;
+    let v: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("{what}: HTTP {status} {body} ({e})"))?;
+    if status != 200 || v["code"] != 0 {
+        return Err(format!("{what}: HTTP {status} {body}").into());
+    }
+    Ok(v["data"].clone())
+}
+
+/// Runs `review_policy.py --api API` as `run` (credentials of alice, the key and group of
+/// `run`) on `ts` with authentication on: the client's direct writes must be refused, each
+/// with its `STEP refused` line, and the change request reach its listener.
+// Not every test binary that includes this module runs a review.
+#[allow(dead_code)]
+pub async fn assert_review_policy_refuses_and_reviewed_change_arrives(
+    ts: &TestServer,
+    mut run: ClientRun<'_>,
+    api: &'static str,
+) -> TestResult {
+    const INITIAL: &str = "limit: 1\n";
+    let (alice, bob) = review_policy(ts, &run, INITIAL).await?;
+    run.script = "review_policy.py";
+    run.credentials = Some(("alice", "alice-pass-1"));
+    run.extra_args = vec!["--api", api, "--initial", INITIAL];
+    run.reviewers = Some((&alice, &bob));
+    let (namespace, group, data_id) = (run.namespace, run.group, run.data_id);
+    let out = run.run(ts).await?;
+    let refused = out.iter().filter(|l| l.starts_with("STEP refused")).count();
+    assert_eq!(refused, 3, "publish, remove, publish of a new key: {out:?}");
+    assert_eq!(
+        ts.get(namespace, group, data_id).await?.as_deref(),
+        Some("limit: 2\n")
+    );
+    let new_key = format!("{data_id}.new");
+    assert_eq!(ts.get(namespace, group, &new_key).await?, None);
     Ok(())
 }
