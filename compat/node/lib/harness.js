@@ -12,8 +12,9 @@ const readline = require('node:readline');
 
 const ADMIN_PASSWORD = 'Node-Compat-Pw-0123';
 
-/** Starts nacelle; resolves once it listens and is ready. `auth`: turn authentication on. */
-async function startServer({ auth = false } = {}) {
+/** Starts nacelle; resolves once it listens and is ready. `auth`: turn authentication on;
+ * `args`: further arguments of `nacelle serve`. */
+async function startServer({ auth = false, args: extra = [] } = {}) {
   const bin = process.env.NACELLE_BIN;
   if (!bin) {
     throw new Error('NACELLE_BIN is not set: point it at the nacelle binary (target/debug/nacelle)');
@@ -26,6 +27,7 @@ async function startServer({ auth = false } = {}) {
   } else {
     args.push('--auth', 'off');
   }
+  args.push(...extra);
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const log = [];
   const addr = await new Promise((resolve, reject) => {

@@ -14,7 +14,11 @@ const { client, server } = require('../lib/support');
 const REVIEWED = 'REVIEWED';
 
 test('a review policy refuses direct writes; a reviewed change reaches the subscriber', async t => {
-  const s = await server(t, { auth: true });
+  // The client re-sends a refused write without pause until its request timeout (hundreds
+  // of requests a second); past the server's write rate limit per address (100/s after a
+  // burst of 1000) the refusals turn into 429s, and the last status is the one the client
+  // reports. Without the limit it is always the policy's 403.
+  const s = await server(t, { auth: true, args: ['--write-rate-per-ip', '0'] });
   for (const [name, password, role, action] of [
     ['alice', 'Alice-Pass-123', 'authors', 'rw'],
     ['bob', 'Bob-Pass-456', 'reviewers', 'rwa'],
@@ -35,8 +39,7 @@ test('a review policy refuses direct writes; a reviewed change reaches the subsc
   r = await api(s, 'POST', '/nacos/nacelle/v1/review-policies', { groupPattern: REVIEWED, requiredApprovals: '1' });
   assert.equal(r.status, 200, r.body);
 
-  // The client re-sends any answer but 200, 404 and 409 until its request timeout, so a
-  // refused write fails only then: a short one.
+  // A refused write fails only when the client's request timeout is over: a short one.
   const c = client(t, s, { username: 'alice', password: 'Alice-Pass-123', requestTimeout: 2000 });
   const seen = [];
   c.subscribe({ dataId: id, group: REVIEWED }, content => seen.push(content));
