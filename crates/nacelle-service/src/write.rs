@@ -79,10 +79,13 @@ impl ConfigService {
     ) -> Result<Arc<StoredConfig>, CoreError> {
         self.guard()?;
         self.authenticated(caller)?;
-        self.write_allowed(caller)?;
         let record = self.validate_publish(caller, req)?;
         self.authorize_key(caller, &record.key, Action::Write)?;
         self.review_gate(caller, &record.key)?;
+        // Only a write that would go ahead uses the address's budget: a client retrying a
+        // refused write (the Node client re-sends a 403 until its timeout) must keep
+        // hearing why it was refused, not "over the write rate limit".
+        self.write_allowed(caller)?;
         // The content is checked by its type on the plaintext; an encrypted dataId's is
         // then encrypted (crate::cipher).
         let record = self.checked_and_sealed(record).await?;
