@@ -133,7 +133,13 @@ nsSelect.addEventListener('change', async () => {
   ctx.setNamespace(to);
   if (location.hash === '#/configs') render(); else location.hash = '#/configs';
 });
+// Until the first page is shown (after a new tab asked the others for their sign-in), a
+// change of the hash waits for it: that render shows the hash as it is then. Rendering
+// earlier as well would build the page twice, the second over whatever was typed into
+// the first.
+let started = false;
 window.addEventListener('hashchange', async () => {
+  if (!started) return;
   if (leaveGuard && location.hash !== shownHash) {
     const target = location.hash;
     history.replaceState(null, '', shownHash || location.pathname);
@@ -186,4 +192,5 @@ document.getElementById('lang').addEventListener('click', () => {
 await adoptSession();
 paintChrome();
 paintSession();
+started = true;
 render();
