@@ -17,11 +17,13 @@
 //! - [`auth`]: identities, Nacos's permission resources and patterns, the records of
 //!   `users` / `roles` / `permissions`.
 //! - [`change`]: change requests (reviewed multi-key changes) and review policies.
+//! - [`audit`]: the audit trail's records (actions, events, chain entries, queries).
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
 //! This crate knows nothing of HTTP, gRPC or SQL.
 
+pub mod audit;
 pub mod auth;
 pub mod caller;
 pub mod change;

@@ -24,11 +24,16 @@ pub struct ConfigMeta {
     pub encrypted_data_key: String,
 }
 
-/// Who made a change and from where; recorded in history.
+/// Who made a change, from where and why; recorded in history (`src_user`, `src_ip` in
+/// Nacos's columns, the message and change request in Nacelle's `nacelle_history_note`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpSource {
     pub src_user: String,
     pub src_ip: String,
+    /// The publish message the writer gave (`""`: none).
+    pub message: String,
+    /// The change request the write belongs to, when there is one.
+    pub change_id: Option<i64>,
 }
 
 /// Which variant of a key a write addresses: the formal config every client gets, or a

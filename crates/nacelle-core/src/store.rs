@@ -4,7 +4,8 @@
 //! The store is cut into role traits by what callers need: [`Configs`] (formal configs),
 //! [`Grays`] (gray variants), [`History`] (history pages, entries, retention),
 //! [`ChangeLog`] (what cluster members follow), [`Namespaces`], [`Identities`] (users,
-//! roles, permissions), [`Schemas`] (JSON Schemas of config keys) and [`Health`].
+//! roles, permissions), [`Schemas`] (JSON Schemas of config keys), [`Audit`] (the audit
+//! trail) and [`Health`].
 //! [`ConfigStore`] is all of them at once, what the server wires. Every method of every
 //! role is written once, in [`store_roles!`]: the traits are generated from that list,
 //! and so is [`Layered`], the one forwarding of every method through a [`StoreLayer`]
@@ -439,6 +440,38 @@ macro_rules! store_roles {
                 ) -> bool;
             }
 
+            /// The audit trail (`nacelle_audit`, docs/audit.md): a hash chain of entries
+            /// whose head row (`nacelle_audit_head`) is locked by every append, so appenders
+            /// on every node sharing the database take turns and `seq` stays contiguous.
+            Audit {
+                /// Appends `events` in order, in **one** transaction: each gets the next
+                /// seq, the previous entry's hash as `prev_hash` and its own hash; the head
+                /// moves to the last. Returns the entries as stored.
+                [$crate::store::Cost::Batch(events.len())]
+                fn append_audit(
+                    events: &[$crate::audit::AuditEvent]
+                ) -> ::std::vec::Vec<$crate::audit::AuditEntry>;
+
+                /// Entries matching `filter`, newest first.
+                [$crate::store::Cost::One]
+                fn audit_page(
+                    filter: &$crate::audit::AuditFilter,
+                    page: $crate::model::PageRequest
+                ) -> $crate::model::Page<$crate::audit::AuditEntry>;
+
+                /// The head, and at most `limit` entries with `seq > after_seq` in seq
+                /// order, read in one transaction: what a verification walks.
+                [$crate::store::Cost::One]
+                fn audit_range(after_seq: i64, limit: u32) -> $crate::audit::AuditRange;
+
+                /// One batch of retention: deletes at most `batch` of the oldest entries
+                /// whose time is before `before_ms` (only a prefix of the chain: it stops
+                /// at the first newer entry) and moves the head's anchor to the last one
+                /// deleted, in one transaction, so the rest still verifies.
+                [$crate::store::Cost::One]
+                fn purge_audit(before_ms: i64, batch: u32) -> $crate::audit::AuditPurge;
+            }
+
             /// Whether the database answers.
             Health {
                 /// Checks that the database answers (used by readiness and reconnection).
@@ -504,8 +537,8 @@ impl<L: StoreLayer> ConfigStore for Layered<L> {
 /// lets code call any store method on a `dyn ConfigStore` without naming the roles.
 pub mod prelude {
     pub use super::{
-        ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _, Health as _,
-        History as _, Identities as _, Namespaces as _, Schemas as _,
+        Audit as _, ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _,
+        Health as _, History as _, Identities as _, Namespaces as _, Schemas as _,
     };
 }
 

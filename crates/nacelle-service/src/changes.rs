@@ -428,6 +428,7 @@ impl ConfigService {
                     source: nacelle_core::OpSource {
                         src_user: caller.operator(&cr.author).to_string(),
                         src_ip: caller.ip_string(),
+                        ..OpSource::default()
                     },
                 },
             });

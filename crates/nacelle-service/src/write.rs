@@ -173,6 +173,7 @@ impl ConfigService {
         let source = OpSource {
             src_user: caller.operator(src_user).to_string(),
             src_ip: caller.ip_string(),
+            ..OpSource::default()
         };
         let (outcome, changed) = {
             let _guard = self.write_lock(key).lock().await;
@@ -232,6 +233,7 @@ impl ConfigService {
                 source: OpSource {
                     src_user: src_user.to_string(),
                     src_ip: caller.ip_string(),
+                    ..OpSource::default()
                 },
                 cas_md5: None,
                 now_ms: now_millis(),
@@ -291,6 +293,7 @@ impl ConfigService {
             source: OpSource {
                 src_user,
                 src_ip: caller.ip_string(),
+                ..OpSource::default()
             },
             cas_md5: req.cas_md5,
             now_ms: now_millis(),
@@ -378,6 +381,7 @@ impl ConfigService {
         let source = OpSource {
             src_user: src_user.to_string(),
             src_ip: caller.ip_string(),
+            ..OpSource::default()
         };
         let outcome = {
             let started = Instant::now();

@@ -33,6 +33,7 @@
 //! written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
 //! options, schemas and time handling.
 
+mod audit;
 pub mod backup;
 mod changes;
 mod config_schema;

@@ -139,6 +139,11 @@ impl Server for MySql {
             include_str!("../migrations/mysql/0004_schemas.sql"),
         ),
         (
+            5,
+            "audit trail: nacelle_audit, nacelle_audit_head; nacelle_history_note",
+            include_str!("../migrations/mysql/0005_audit.sql"),
+        ),
+        (
             6,
             "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
             include_str!("../migrations/mysql/0006_changes.sql"),
@@ -150,6 +155,8 @@ impl Server for MySql {
         `description` varchar(200) NOT NULL, \
         `applied_ms` bigint NOT NULL\
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+    const APPLIED_VERSIONS_SQL: &'static str =
+        "SELECT CAST(version AS SIGNED) AS version FROM nacelle_schema_version";
     const SCHEMA_VERSION_SQL: &'static str =
         "SELECT CAST(COALESCE(MAX(version), 0) AS SIGNED) AS n FROM nacelle_schema_version";
     const RECORD_VERSION_SQL: &'static str =

@@ -37,6 +37,8 @@ pub trait Server: GeneratedIds + std::fmt::Debug + 'static {
     const SCHEMA_VERSION_DDL: &'static str;
     /// The newest applied version as column `n`.
     const SCHEMA_VERSION_SQL: &'static str;
+    /// The versions recorded, as column `version` (a signed 64-bit integer).
+    const APPLIED_VERSIONS_SQL: &'static str;
     /// Records an applied script: version, description, ms.
     const RECORD_VERSION_SQL: &'static str;
     /// The `(t, c)` table and column names of the current database.
@@ -142,8 +144,17 @@ impl<DB: Server> ServerBackend<DB> {
                 "database schema version {current} is newer than this build knows ({latest})"
             );
         }
+        // Every script not recorded yet runs, in version order — also one numbered below
+        // the newest recorded (features developed side by side took numbers in the order
+        // they began; a database one of them migrated first still gets the others).
+        let applied: Vec<i64> = DB::rows(&mut tx, DB::APPLIED_VERSIONS_SQL, &[])
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(|r| DB::int(r, "version"))
+            .collect::<Result<_, _>>()?;
         for (version, description, script) in DB::MIGRATIONS {
-            if *version <= current {
+            if applied.contains(version) {
                 continue;
             }
             for statement in schema::statements(script) {

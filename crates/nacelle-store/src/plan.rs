@@ -522,6 +522,7 @@ mod tests {
             source: OpSource {
                 src_user: "bob".into(),
                 src_ip: "10.0.0.2".into(),
+                ..OpSource::default()
             },
             cas_md5: None,
             now_ms: 9_999,
@@ -628,6 +629,7 @@ mod tests {
         let who = OpSource {
             src_user: "carol".into(),
             src_ip: "10.0.0.3".into(),
+            ..OpSource::default()
         };
         assert!(plan_remove(&key, &who, None, 1).is_none());
         let old = current("v1", "");

@@ -105,6 +105,11 @@ impl Server for Postgres {
             include_str!("../migrations/postgres/0004_schemas.sql"),
         ),
         (
+            5,
+            "audit trail: nacelle_audit, nacelle_audit_head; nacelle_history_note",
+            include_str!("../migrations/postgres/0005_audit.sql"),
+        ),
+        (
             6,
             "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
             include_str!("../migrations/postgres/0006_changes.sql"),
@@ -114,6 +119,8 @@ impl Server for Postgres {
         version integer PRIMARY KEY, \
         description varchar(200) NOT NULL, \
         applied_ms bigint NOT NULL)";
+    const APPLIED_VERSIONS_SQL: &'static str =
+        "SELECT version::bigint AS version FROM nacelle_schema_version";
     const SCHEMA_VERSION_SQL: &'static str =
         "SELECT COALESCE(MAX(version), 0)::bigint AS n FROM nacelle_schema_version";
     /// `$1::bigint` so the bound i64 fits; the insert casts it to the `integer` column.

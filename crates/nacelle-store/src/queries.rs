@@ -64,6 +64,8 @@ pub trait Dialect: sqlx::Database {
 pub enum Arg<'a> {
     Text(&'a str),
     Int(i64),
+    /// An integer column that may be NULL.
+    OptInt(Option<i64>),
 }
 
 /// The statements of one dialect, built once when a store opens.
@@ -130,6 +132,10 @@ pub(crate) struct Queries {
     pub changes: crate::changes::ChangeQueries,
     /// JSON Schemas of config keys (`nacelle_config_schema`).
     pub schemas: SchemaQueries,
+    /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
+    pub audit: crate::audit::AuditQueries,
+    /// The note (message, change request) of a history row (`nacelle_history_note`).
+    pub insert_note: String,
 }
 
 /// The statements of `nacelle_config_schema`.
@@ -268,6 +274,19 @@ impl Queries {
             D::signed("nid"),
             D::ms("gmt_create"),
             D::ms("gmt_modified"),
+        );
+        // The gray change log has no notes: its rows read an empty one.
+        let gray_history_columns = format!(
+            "{history_columns}, '' AS note_message, \
+             (SELECT hn.change_id FROM nacelle_history_note hn WHERE 1 = 0) AS note_change_id"
+        );
+        let history_columns = format!(
+            "{history_columns}, \
+             (SELECT hn.message FROM nacelle_history_note hn \
+              WHERE hn.nid = his_config_info.nid) AS note_message, \
+             (SELECT {} FROM nacelle_history_note hn \
+              WHERE hn.nid = his_config_info.nid) AS note_change_id",
+            D::signed("hn.change_id"),
         );
         let gray_columns = |rule_cols: &str, table: &str, name_match: &str| {
             format!(
@@ -445,7 +464,7 @@ impl Queries {
                 D::signed("COUNT(*)")
             )),
             gray_history_page: q(format!(
-                "SELECT {history_columns}, gray_name, gray_rule FROM nacelle_gray_log \
+                "SELECT {gray_history_columns}, gray_name, gray_rule FROM nacelle_gray_log \
                  WHERE {KEY_MATCH} ORDER BY nid DESC LIMIT ? OFFSET ?"
             )),
             gray_changes_since: q(change_log::<D>("nacelle_gray_log")),
@@ -519,6 +538,11 @@ impl Queries {
                         .into(),
                 ),
             },
+            audit: crate::audit::AuditQueries::new::<D>(),
+            insert_note: q(
+                "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
+                    .into(),
+            ),
         }
     }
 }
@@ -604,6 +628,8 @@ pub(crate) fn key_args(key: &ConfigKey) -> [Arg<'_>; 3] {
 pub(crate) enum Param<'a> {
     Value(Arg<'a>),
     RowId,
+    /// The history row's `nid`, learnt from the history insert (the note's key).
+    Revision,
 }
 
 /// What a statement gives back.
@@ -862,6 +888,19 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
         returns: Returns::Revision,
     });
     out.extend(mirror);
+    // The note of a formal history row (message, change request), when it has one: keyed
+    // by the row's `nid`, in the same transaction.
+    if gray.is_none() && (!h.source.message.is_empty() || h.source.change_id.is_some()) {
+        out.push(Statement {
+            sql: &q.insert_note,
+            params: vec![
+                Param::Revision,
+                text(&h.source.message),
+                Param::Value(Arg::OptInt(h.source.change_id)),
+            ],
+            returns: Returns::Nothing,
+        });
+    }
     out
 }
 
@@ -932,6 +971,9 @@ impl Written {
                 Param::Value(a) => Ok(a),
                 Param::RowId => self.row_id.map(Arg::Int).ok_or_else(|| {
                     StoreError::Unavailable("a statement needs a row id not yet known".into())
+                }),
+                Param::Revision => self.revision.map(Arg::Int).ok_or_else(|| {
+                    StoreError::Unavailable("a statement needs a revision not yet known".into())
                 }),
             })
             .collect()

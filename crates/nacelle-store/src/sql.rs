@@ -61,6 +61,7 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB>,
     for<'r> Option<String>: Decode<'r, DB>,
     for<'r> Option<i64>: Decode<'r, DB> + Type<DB>,
     for<'c> &'c str: ColumnIndex<DB::Row>,
@@ -73,6 +74,7 @@ where
             q = match *arg {
                 Arg::Text(s) => q.bind(s),
                 Arg::Int(i) => q.bind(i),
+                Arg::OptInt(i) => q.bind(i),
             };
         }
         q
@@ -629,6 +631,7 @@ fn source_from_row<DB: Exec>(row: &DB::Row) -> Result<OpSource, StoreError> {
     Ok(OpSource {
         src_user: DB::text(row, "src_user")?,
         src_ip: DB::text(row, "src_ip")?,
+        ..OpSource::default()
     })
 }
 
@@ -675,7 +678,12 @@ pub(crate) fn history_from_row<DB: Exec>(row: &DB::Row) -> Result<HistoryEntry, 
         app_name: DB::text(row, "app_name")?,
         content: DB::text(row, "content")?,
         md5: DB::text(row, "md5")?,
-        source: source_from_row::<DB>(row)?,
+        source: OpSource {
+            message: DB::text(row, "note_message")?,
+            // Change requests are numbered from 1: NULL (read as 0) is none.
+            change_id: Some(DB::int(row, "note_change_id")?).filter(|&c| c != 0),
+            ..source_from_row::<DB>(row)?
+        },
         op_type: OpType::parse(&DB::text(row, "op_type")?).unwrap_or(OpType::Update),
         created_ms: DB::int(row, "gmt_create")?,
         modified_ms: DB::int(row, "gmt_modified")?,

@@ -187,6 +187,7 @@ mod tests {
             source: OpSource {
                 src_user: "u".into(),
                 src_ip: "127.0.0.1".into(),
+                ..OpSource::default()
             },
             cas_md5: None,
             now_ms: nacelle_core::now_millis(),

@@ -392,6 +392,8 @@ impl rusqlite::ToSql for Arg<'_> {
         Ok(match *self {
             Arg::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Arg::Int(i) => ToSqlOutput::Owned(Value::Integer(i)),
+            Arg::OptInt(Some(i)) => ToSqlOutput::Owned(Value::Integer(i)),
+            Arg::OptInt(None) => ToSqlOutput::Owned(Value::Null),
         })
     }
 }

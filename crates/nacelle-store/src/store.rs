@@ -8,13 +8,14 @@
 use std::fmt::Debug;
 
 use async_trait::async_trait;
+use nacelle_core::audit::{AuditEntry, AuditEvent, AuditFilter, AuditPurge, AuditRange};
 use nacelle_core::auth::{IdentityRecords, IdentityWrite};
 use nacelle_core::change::{
     ChangeFilter, ChangeId, ChangePublishOutcome, ChangeRequest, ChangeUpdate, ChangeWrite,
     NewChange, NewChangeEvent, ReviewPolicy,
 };
 use nacelle_core::store::{
-    ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
+    Audit, ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
     Namespaces, RemoveOutcome, Schemas,
 };
 use nacelle_core::{
@@ -352,6 +353,32 @@ impl<B: Backend> Schemas for Store<B> {
     ) -> Result<bool, StoreError> {
         crate::config_schema::delete(self.0.writer(), self.0.queries(), namespace, group, data_id)
             .await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Audit for Store<B> {
+    /// On the writer pool (SQLite: its one connection, beside the writer thread, which
+    /// never touches the audit tables; MySQL/PostgreSQL: the pool, the head row's lock
+    /// serializing appenders across nodes).
+    async fn append_audit(&self, events: &[AuditEvent]) -> Result<Vec<AuditEntry>, StoreError> {
+        crate::audit::append(self.0.writer(), self.0.queries(), events).await
+    }
+
+    async fn audit_page(
+        &self,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, StoreError> {
+        crate::audit::page(self.0.reader(), self.0.queries(), filter, page).await
+    }
+
+    async fn audit_range(&self, after_seq: i64, limit: u32) -> Result<AuditRange, StoreError> {
+        crate::audit::range(self.0.reader(), self.0.queries(), after_seq, limit).await
+    }
+
+    async fn purge_audit(&self, before_ms: i64, batch: u32) -> Result<AuditPurge, StoreError> {
+        crate::audit::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
     }
 }
 

@@ -50,6 +50,7 @@ fn source() -> OpSource {
     OpSource {
         src_user: "alice".into(),
         src_ip: "10.0.0.1".into(),
+        ..OpSource::default()
     }
 }
 

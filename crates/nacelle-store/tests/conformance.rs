@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use bytes::Bytes;
+use nacelle_core::audit::{AuditEvent, AuditFilter};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
     md5_hex, ConfigKey, ConfigMeta, ConfigStore, ConfigType, GraySpec, HistoryEntry, HistoryLog,
@@ -15,6 +16,7 @@ use nacelle_core::{
     StoredGray,
 };
 use nacelle_core::{BatchItem, BatchOutcome, SamePolicy};
+use nacelle_proto::audit::{Break, EntryFields, Verifier, GENESIS_HASH};
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
 
@@ -79,6 +81,7 @@ fn record(key: &ConfigKey, content: &str, now_ms: i64) -> PublishRecord {
         source: OpSource {
             src_user: "alice".into(),
             src_ip: "10.0.0.1".into(),
+            ..OpSource::default()
         },
         cas_md5: None,
         now_ms,
@@ -154,6 +157,7 @@ async fn publish_update_remove_with_history(store: Arc<dyn ConfigStore>, b: Back
     let gone = OpSource {
         src_user: "carol".into(),
         src_ip: "10.0.0.3".into(),
+        ..OpSource::default()
     };
     let RemoveOutcome::Removed { revision: r3 } = store.remove(&k, &gone, T0 + 9_000).await? else {
         anyhow::bail!("remove of a present key reported absent");
@@ -401,6 +405,7 @@ async fn nul_characters(store: Arc<dyn ConfigStore>, b: Backend) -> TestResult {
                 &OpSource {
                     src_user: "\0".into(),
                     src_ip: String::new(),
+                    ..OpSource::default()
                 },
                 T0,
             )
@@ -959,6 +964,7 @@ async fn load_all_and_get(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResul
         r.source = OpSource {
             src_user: format!("user{i}"),
             src_ip: format!("10.0.0.{i}"),
+            ..OpSource::default()
         };
         stored.push(store.publish(&r).await?);
     }
@@ -1112,8 +1118,8 @@ async fn schema_created_once(backend: Backend) -> TestResult {
         }
     };
     // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth,
-    // 4: schema validation, 6: change requests).
-    assert_eq!(versions, 5);
+    // 4: schema validation, 5: audit trail, 6: change requests).
+    assert_eq!(versions, 6);
     drop(stores);
     drop(db);
     Ok(())
@@ -1772,4 +1778,287 @@ async fn a_failing_batch_writes_nothing(store: Arc<dyn ConfigStore>, b: Backend)
     ensure!(store.get(&x).await?.is_none(), "{b:?}: x was written");
     assert_eq!(store.max_history_nid().await?, nid);
     Ok(())
+}
+
+// ------------------------------------------------------------------ history notes, audit trail
+
+per_backend!(
+    with with_store:
+    history_rows_carry_their_note,
+    audit_append_page_range,
+    audit_purge_keeps_the_chain_verifiable;
+    flavor = "multi_thread", worker_threads = 4
+);
+
+/// A formal write's message and change request are stored with its history row, in its
+/// transaction, and read back by every history read; a write without one reads empty.
+async fn history_rows_carry_their_note(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    let k = key("", "G", "noted.yaml");
+    let mut r1 = record(&k, "a: 1", T0);
+    r1.source.message = "first version".into();
+    let p1 = store.publish(&r1).await?;
+    let mut r2 = record(&k, "a: 2", T0 + 1_000);
+    r2.source.change_id = Some(42);
+    let p2 = store.publish(&r2).await?;
+    let p3 = store.publish(&record(&k, "a: 3", T0 + 2_000)).await?;
+    let gone = OpSource {
+        src_user: "carol".into(),
+        message: "retired".into(),
+        ..OpSource::default()
+    };
+    let RemoveOutcome::Removed { revision: r4 } = store.remove(&k, &gone, T0 + 3_000).await? else {
+        anyhow::bail!("remove reported absent");
+    };
+    let h1 = entry(&store, p1.revision).await?;
+    assert_eq!(
+        (h1.source.message.as_str(), h1.source.change_id),
+        ("first version", None)
+    );
+    let h2 = entry(&store, p2.revision).await?;
+    assert_eq!(
+        (h2.source.message.as_str(), h2.source.change_id),
+        ("", Some(42))
+    );
+    let h3 = entry(&store, p3.revision).await?;
+    assert_eq!(
+        (h3.source.message.as_str(), h3.source.change_id),
+        ("", None)
+    );
+    let h4 = entry(&store, r4).await?;
+    assert_eq!(h4.source.message, "retired");
+    let listed = store.history_page(&k, page(1, 10)).await?;
+    let messages: Vec<&str> = listed
+        .items
+        .iter()
+        .map(|h| h.source.message.as_str())
+        .collect();
+    assert_eq!(messages, vec!["retired", "", "", "first version"]);
+    assert_eq!(
+        store
+            .history_previous(p1.id)
+            .await?
+            .map(|h| h.source.message),
+        Some("retired".to_string())
+    );
+    // A gray write has no note; its log reads an empty one.
+    let p5 = store.publish(&record(&k, "b: 1", T0 + 4_000)).await?;
+    let mut g = gray(&k, "b: 2", T0 + 5_000, GraySpec::beta("10.0.0.9")?);
+    g.source.message = "gray note".into();
+    store.publish(&g).await?;
+    let grays = store.gray_history(&k, page(1, 10)).await?;
+    assert_eq!(grays.items.len(), 1);
+    assert_eq!(grays.items[0].entry.source.message, "");
+    ensure!(p5.revision > r4);
+    Ok(())
+}
+
+fn audit_event(i: i64, user: &str, action: &str, target: &str) -> AuditEvent {
+    AuditEvent {
+        time_ms: T0 + i * 1_000,
+        user: user.into(),
+        address: "10.0.0.1".into(),
+        protocol: "http-v1".into(),
+        action: action.into(),
+        target: target.into(),
+        outcome: "ok".into(),
+        detail: format!("event {i} \u{0} ünïcödé"),
+        change_id: (i % 3 == 0).then_some(i),
+    }
+}
+
+/// Walks the whole chain from its anchor with the clients' verifier.
+async fn verify_chain(store: &Arc<dyn ConfigStore>) -> anyhow::Result<Result<u64, Break>> {
+    let first = store.audit_range(0, 0).await?;
+    let mut v = Verifier::new(first.head.anchor_seq, &first.head.anchor_hash);
+    loop {
+        let range = store.audit_range(v.position(), 3).await?;
+        if range.entries.is_empty() {
+            return Ok(v.finish(range.head.last_seq, &range.head.last_hash));
+        }
+        for e in &range.entries {
+            let fields = EntryFields {
+                seq: e.seq,
+                time_ms: e.event.time_ms,
+                user: &e.event.user,
+                address: &e.event.address,
+                protocol: &e.event.protocol,
+                action: &e.event.action,
+                target: &e.event.target,
+                outcome: &e.event.outcome,
+                detail: &e.event.detail,
+                change_id: e.event.change_id,
+                prev_hash: &e.prev_hash,
+            };
+            if let Err(b) = v.check(&fields, &e.hash) {
+                return Ok(Err(b));
+            }
+        }
+    }
+}
+
+/// Appends get contiguous seqs linked by their hashes; a page filters by time, user,
+/// target prefix and action; a range reads what a verification walks.
+async fn audit_append_page_range(store: Arc<dyn ConfigStore>, _b: Backend) -> TestResult {
+    assert_eq!(
+        verify_chain(&store).await?,
+        Ok(0),
+        "an empty chain verifies"
+    );
+    let first = store
+        .append_audit(&[
+            audit_event(1, "alice", "publish", "/G/a.yaml"),
+            audit_event(2, "bob", "login", "bob"),
+        ])
+        .await?;
+    assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(first[0].prev_hash, GENESIS_HASH);
+    assert_eq!(first[1].prev_hash, first[0].hash);
+    assert_eq!(
+        first[0].event.detail, "event 1 \u{FFFD} ünïcödé",
+        "NUL is stored as U+FFFD"
+    );
+    let more = store
+        .append_audit(&[
+            audit_event(3, "alice", "remove", "/G/a.yaml"),
+            audit_event(4, "alice", "publish", "dev/G/b.yaml"),
+        ])
+        .await?;
+    assert_eq!(more[0].seq, 3);
+    assert_eq!(more[0].prev_hash, first[1].hash);
+    assert_eq!(store.append_audit(&[]).await?, Vec::new());
+
+    let all = store
+        .audit_page(&AuditFilter::default(), page(1, 10))
+        .await?;
+    assert_eq!(all.total_count, 4);
+    let seqs: Vec<i64> = all.items.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![4, 3, 2, 1], "newest first");
+    assert_eq!(all.items[1], more[0], "what is read is what was appended");
+    assert_eq!(all.items[1].event.change_id, Some(3));
+    let by = |f: AuditFilter| {
+        let store = store.clone();
+        async move {
+            let p = store.audit_page(&f, page(1, 10)).await?;
+            anyhow::Ok(p.items.iter().map(|e| e.seq).collect::<Vec<_>>())
+        }
+    };
+    let alice = AuditFilter {
+        user: Some("alice".into()),
+        ..Default::default()
+    };
+    assert_eq!(by(alice).await?, vec![4, 3, 1]);
+    let publishes = AuditFilter {
+        action: Some("publish".into()),
+        ..Default::default()
+    };
+    assert_eq!(by(publishes).await?, vec![4, 1]);
+    let key_a = AuditFilter {
+        target: Some("/G/a".into()),
+        ..Default::default()
+    };
+    assert_eq!(by(key_a).await?, vec![3, 1]);
+    let window = AuditFilter {
+        since_ms: Some(T0 + 2_000),
+        until_ms: Some(T0 + 4_000),
+        ..Default::default()
+    };
+    assert_eq!(by(window).await?, vec![3, 2]);
+    let second = store
+        .audit_page(&AuditFilter::default(), page(2, 3))
+        .await?;
+    assert_eq!((second.total_count, second.items.len()), (4, 1));
+
+    let range = store.audit_range(1, 2).await?;
+    assert_eq!(range.head.last_seq, 4);
+    assert_eq!(range.head.last_hash, more[1].hash);
+    assert_eq!(
+        (range.head.anchor_seq, range.head.anchor_hash.as_str()),
+        (0, GENESIS_HASH)
+    );
+    assert_eq!(
+        range.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert_eq!(verify_chain(&store).await?, Ok(4));
+    Ok(())
+}
+
+/// Retention deletes only a prefix of old entries, moves the anchor, and the rest still
+/// verifies; an entry newer than the cut stops the purge even when older ones follow.
+async fn audit_purge_keeps_the_chain_verifiable(
+    store: Arc<dyn ConfigStore>,
+    _b: Backend,
+) -> TestResult {
+    let events: Vec<AuditEvent> = (1..=6)
+        .map(|i| audit_event(i, "alice", "publish", "/G/a"))
+        .collect();
+    let mut events = events;
+    // Entry 5 is older than the cut but follows a newer one: it stays (a prefix only).
+    events[4].time_ms = T0;
+    store.append_audit(&events).await?;
+    let cut = T0 + 3_500;
+    let first = store.purge_audit(cut, 2).await?;
+    assert_eq!((first.deleted, first.more), (2, true));
+    let second = store.purge_audit(cut, 2).await?;
+    assert_eq!(second.deleted, 1);
+    ensure!(!second.more, "the purge stops at the first newer entry");
+    assert_eq!(store.purge_audit(cut, 2).await?.deleted, 0);
+    let range = store.audit_range(0, 10).await?;
+    assert_eq!(range.head.anchor_seq, 3);
+    assert_eq!(
+        range.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![4, 5, 6]
+    );
+    assert_eq!(range.head.anchor_hash, range.entries[0].prev_hash);
+    assert_eq!(verify_chain(&store).await?, Ok(3));
+    // Appends go on from the head.
+    let next = store
+        .append_audit(&[audit_event(7, "bob", "login", "bob")])
+        .await?;
+    assert_eq!(next[0].seq, 7);
+    assert_eq!(verify_chain(&store).await?, Ok(4));
+    Ok(())
+}
+
+/// Two store handles (two nodes) appending to one database at once keep seq contiguous and
+/// the chain whole.
+async fn concurrent_audit_appends(backend: Backend) -> TestResult {
+    let db = TestDb::create(backend).await?;
+    let a = nacelle_store::open(&db.url).await?;
+    let b = nacelle_store::open(&db.url).await?;
+    let mut tasks = Vec::new();
+    for (n, store) in [a.clone(), b.clone()].into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            for i in 0..20 {
+                let e = audit_event(i, &format!("node{n}"), "publish", "/G/x");
+                store.append_audit(&[e.clone(), e]).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let range = a.audit_range(0, 1_000).await?;
+    let seqs: Vec<i64> = range.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=80).collect::<Vec<i64>>());
+    assert_eq!(verify_chain(&b).await?, Ok(80));
+    drop((a, b));
+    drop(db);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_concurrent_audit_appends_keep_seq_contiguous() -> nacelle_testkit::TestResult {
+    run_on(Backend::MariaDb, concurrent_audit_appends).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_concurrent_audit_appends_keep_seq_contiguous() -> nacelle_testkit::TestResult {
+    run_on(Backend::Postgres, concurrent_audit_appends).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_concurrent_audit_appends_keep_seq_contiguous() -> nacelle_testkit::TestResult {
+    run_on(Backend::Sqlite, concurrent_audit_appends).await
 }

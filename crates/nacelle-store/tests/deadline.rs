@@ -42,6 +42,8 @@ struct Samples {
     change_event: NewChangeEvent,
     policy: ReviewPolicy,
     schema: SchemaRecord,
+    audit: Vec<nacelle_core::audit::AuditEvent>,
+    audit_filter: nacelle_core::audit::AuditFilter,
 }
 
 impl Samples {
@@ -121,6 +123,18 @@ impl Samples {
                 src_user: "nacos".into(),
                 modified_ms: 1_700_000_000_000,
             },
+            audit: vec![nacelle_core::audit::AuditEvent {
+                time_ms: 1_700_000_000_000,
+                user: "u".into(),
+                address: String::new(),
+                protocol: "internal".into(),
+                action: "publish".into(),
+                target: "/G/deadline".into(),
+                outcome: "ok".into(),
+                detail: String::new(),
+                change_id: None,
+            }],
+            audit_filter: nacelle_core::audit::AuditFilter::default(),
         }
     }
 }
@@ -156,6 +170,8 @@ samples! {
     &'a NewChangeEvent => |s| &s.change_event;
     &'a ReviewPolicy => |s| &s.policy;
     &'a SchemaRecord => |s| &s.schema;
+    &'a [nacelle_core::audit::AuditEvent] => |s| &s.audit;
+    &'a nacelle_core::audit::AuditFilter => |s| &s.audit_filter;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;

@@ -375,6 +375,7 @@ async fn writes_rows_like_java_nacos() -> TestResult {
     let source = OpSource {
         src_user: "ops".into(),
         src_ip: "10.1.2.3".into(),
+        ..OpSource::default()
     };
     // 2024-05-03 01:33:20.500 UTC.
     let now = 1_714_700_000_500;
@@ -755,6 +756,7 @@ async fn gray_rows_are_read_and_written_as_nacos_does() -> TestResult {
     let source = OpSource {
         src_user: "ops".into(),
         src_ip: "10.1.1.1".into(),
+        ..OpSource::default()
     };
     let gray_record = |content: &str, spec: nacelle_core::GraySpec| PublishRecord {
         key: key("", "app.yaml"),
@@ -915,6 +917,7 @@ async fn gray_writes_are_in_his_config_info_on_a_nacos_3_database() -> TestResul
     let source = OpSource {
         src_user: "ops".into(),
         src_ip: "10.1.1.1".into(),
+        ..OpSource::default()
     };
     let beta = PublishRecord {
         key: k.clone(),
