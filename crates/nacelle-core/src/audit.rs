@@ -30,11 +30,18 @@ pub enum AuditAction {
     NamespaceCreate,
     NamespaceUpdate,
     NamespaceDelete,
+    ChangeCreate,
+    ChangeEvent,
+    ChangePublish,
+    PolicyChange,
+    EmergencyWrite,
+    SchemaSet,
+    SchemaRemove,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 21] = [
+    pub const ALL: [AuditAction; 28] = [
         AuditAction::Publish,
         AuditAction::Remove,
         AuditAction::GrayPublish,
@@ -56,6 +63,13 @@ impl AuditAction {
         AuditAction::NamespaceCreate,
         AuditAction::NamespaceUpdate,
         AuditAction::NamespaceDelete,
+        AuditAction::ChangeCreate,
+        AuditAction::ChangeEvent,
+        AuditAction::ChangePublish,
+        AuditAction::PolicyChange,
+        AuditAction::EmergencyWrite,
+        AuditAction::SchemaSet,
+        AuditAction::SchemaRemove,
     ];
 
     /// The stored name.
@@ -82,6 +96,13 @@ impl AuditAction {
             AuditAction::NamespaceCreate => "namespace-create",
             AuditAction::NamespaceUpdate => "namespace-update",
             AuditAction::NamespaceDelete => "namespace-delete",
+            AuditAction::ChangeCreate => "change-create",
+            AuditAction::ChangeEvent => "change-event",
+            AuditAction::ChangePublish => "change-publish",
+            AuditAction::PolicyChange => "policy-change",
+            AuditAction::EmergencyWrite => "emergency-write",
+            AuditAction::SchemaSet => "schema-set",
+            AuditAction::SchemaRemove => "schema-remove",
         }
     }
 

@@ -34,6 +34,8 @@ pub const MAX_NAMESPACE_NAME_LEN: usize = 128;
 pub const MAX_NAMESPACE_DESC_LEN: usize = 256;
 /// Characters Nacos refuses in a namespace display name.
 pub const NAMESPACE_NAME_FORBIDDEN: &str = "@#$%^&*";
+/// Longest publish message (characters), Nacelle's own field (`message`).
+pub const MAX_MESSAGE_LEN: usize = 1024;
 
 /// Fails when `value` has more than `max` characters.
 pub fn check_len(field: &str, value: &str, max: usize) -> Result<(), CoreError> {
@@ -43,6 +45,19 @@ pub fn check_len(field: &str, value: &str, max: usize) -> Result<(), CoreError> 
         )));
     }
     Ok(())
+}
+
+/// The publish message of a write, trimmed: at most [`MAX_MESSAGE_LEN`] characters and no
+/// NUL character (which PostgreSQL cannot store).
+pub fn check_message(message: &str) -> Result<String, CoreError> {
+    let message = message.trim();
+    check_len("message", message, MAX_MESSAGE_LEN)?;
+    if message.contains('\0') {
+        return Err(CoreError::invalid(
+            "invalid message : contains a NUL character",
+        ));
+    }
+    Ok(message.to_string())
 }
 
 /// Checks the content of a publish: not blank, at most `max_bytes` bytes.

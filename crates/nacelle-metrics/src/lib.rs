@@ -125,6 +125,8 @@ pub enum StoreOp {
     Changes,
     /// Reads and writes of the JSON Schemas of config keys.
     Schemas,
+    /// The audit trail: appends, pages, ranges, purges.
+    Audit,
 }
 
 impl StoreOp {
@@ -145,6 +147,7 @@ impl StoreOp {
             StoreOp::Identities => "identities",
             StoreOp::Changes => "changes",
             StoreOp::Schemas => "schemas",
+            StoreOp::Audit => "audit",
         }
     }
 }
@@ -218,6 +221,8 @@ struct Inner {
     push_latency: LatencyHistogram,
     long_poll_release: LatencyHistogram,
     slow_requests: Counter,
+    /// Audit events dropped (queue full, or the database down past the retry bound).
+    audit_dropped: Counter,
     follower: Arc<FollowerState>,
     slow_request_nanos: AtomicU64,
 }
@@ -306,6 +311,12 @@ impl Metrics {
             "Requests slower than the slow-request threshold (each is logged at warn)",
             slow_requests.clone(),
         );
+        let audit_dropped = Counter::default();
+        r.register(
+            "nacelle_audit_dropped",
+            "Audit events dropped: the audit queue was full, or the database stayed unreachable past the retry bound (each drop is logged at error)",
+            audit_dropped.clone(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
@@ -332,6 +343,7 @@ impl Metrics {
                 push_latency,
                 long_poll_release,
                 slow_requests,
+                audit_dropped,
                 follower,
                 slow_request_nanos: AtomicU64::new(duration_nanos(DEFAULT_SLOW_REQUEST)),
             }),
@@ -426,6 +438,11 @@ impl Metrics {
     /// hub.
     pub fn long_poll_released(&self, latency: Duration) {
         self.inner.long_poll_release.observe(latency);
+    }
+
+    /// `n` audit events dropped (the caller logs it).
+    pub fn audit_dropped(&self, n: u64) {
+        self.inner.audit_dropped.inc_by(n);
     }
 
     /// A request over the slow-request threshold (the caller logs it).

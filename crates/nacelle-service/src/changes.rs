@@ -277,9 +277,9 @@ impl ConfigService {
             )
             .await
         };
-        crate::auth::audit(
+        self.audit_outcome(
+            nacelle_core::audit::AuditAction::PolicyChange,
             "review.policy",
-            caller.user(),
             caller,
             &detail,
             result.is_ok(),
@@ -308,7 +308,13 @@ impl ConfigService {
         if let Some(reason) = caller.emergency.as_deref().filter(|r| !r.trim().is_empty()) {
             if self.auth_enabled() && self.is_admin(caller) {
                 let detail = format!("{key}: {reason}");
-                crate::auth::audit("config.emergency", caller.user(), caller, &detail, true);
+                self.audit_outcome(
+                    nacelle_core::audit::AuditAction::EmergencyWrite,
+                    "config.emergency",
+                    caller,
+                    &detail,
+                    true,
+                );
                 return Ok(());
             }
             return Err(CoreError::ReviewRequired(
@@ -414,6 +420,8 @@ impl ConfigService {
                         src_user: cr.author.clone(),
                         cas_md5: None,
                         variant: Variant::Formal,
+                        message: cr.title.clone(),
+                        change_id: Some(cr.id),
                     };
                     let record = self.validate_publish(caller, req)?;
                     self.check_content_type(&record).await?;
@@ -428,7 +436,8 @@ impl ConfigService {
                     source: nacelle_core::OpSource {
                         src_user: caller.operator(&cr.author).to_string(),
                         src_ip: caller.ip_string(),
-                        ..OpSource::default()
+                        message: cr.title.clone(),
+                        change_id: Some(cr.id),
                     },
                 },
             });
@@ -485,9 +494,9 @@ impl ConfigService {
         }
         match outcome {
             ChangePublishOutcome::Published(_) => {
-                crate::auth::audit(
+                self.audit_outcome(
+                    nacelle_core::audit::AuditAction::ChangePublish,
                     "change.publish",
-                    caller.user(),
                     caller,
                     &id.to_string(),
                     true,
@@ -593,6 +602,8 @@ impl Changes<'_> {
                         src_user: String::new(),
                         cas_md5: None,
                         variant: Variant::Formal,
+                        message: String::new(),
+                        change_id: None,
                     };
                     let record = s.validate_publish(self.caller, req).map_err(in_item)?;
                     s.check_content_type(&record).await.map_err(in_item)?;
@@ -657,9 +668,9 @@ impl Changes<'_> {
         let id = s
             .store_call(StoreOp::Changes, s.inner.store.create_change(&change))
             .await?;
-        crate::auth::audit(
+        self.service.audit_outcome(
+            nacelle_core::audit::AuditAction::ChangeCreate,
             "change.create",
-            self.caller.user(),
             self.caller,
             &id.to_string(),
             true,
@@ -756,9 +767,9 @@ impl Changes<'_> {
             .await
             .map_err(|e| store_err(e, cr.id))?;
         let detail = format!("{} {}", cr.id, kind.as_str());
-        crate::auth::audit(
+        self.service.audit_outcome(
+            nacelle_core::audit::AuditAction::ChangeEvent,
             "change.event",
-            self.caller.user(),
             self.caller,
             &detail,
             true,

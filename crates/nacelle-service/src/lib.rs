@@ -18,6 +18,8 @@
 //!   protocol on read, data keys wrapped by the master key.
 //! - `view`: [`ConfigView`], a config as one caller is shown it — what every read
 //!   returns; a stored record never leaves the service.
+//! - [`audit`]: the audit trail: events queued without waiting, appended in batches by
+//!   one task; the administrators' [`audit::AuditTrail`] (list, range, verify).
 //! - [`auth`]: authentication (credentials → identity, Nacos tokens, the login throttle),
 //!   the one authorizer every operation calls, and the administration of users, roles and
 //!   permissions.
@@ -31,6 +33,7 @@
 //! - [`schemas`]: JSON Schemas of config keys, compiled in memory; every publish of a
 //!   matching key is checked against them.
 
+pub mod audit;
 pub mod auth;
 pub mod changes;
 mod cipher;
@@ -61,7 +64,7 @@ pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};
 pub use limits::{HoldRefused, Limits, PollHold};
 pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
-pub use request::{PublishRequest, SearchMode, SearchQuery};
+pub use request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
 pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{

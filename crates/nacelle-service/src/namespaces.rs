@@ -10,6 +10,9 @@ use nacelle_core::{now_millis, Caller, CoreError, Namespace, NamespaceId, StoreE
 
 use nacelle_metrics::StoreOp;
 
+use nacelle_core::audit::AuditAction;
+
+use crate::audit::Audited;
 use crate::service::ConfigService;
 
 /// Description of the built-in default namespace, as Nacos shows it.
@@ -132,6 +135,25 @@ impl Namespaces<'_> {
         name: &str,
         desc: &str,
     ) -> Result<NamespaceId, NamespaceError> {
+        let result = self.create_checked(id, name, desc).await;
+        let target = match &result {
+            Ok(id) => id.as_str().to_string(),
+            Err(_) => id.unwrap_or_default().to_string(),
+        };
+        let event = Audited::new(AuditAction::NamespaceCreate, "namespace.create", target);
+        self.service.audit(
+            self.caller,
+            event.detail(format!("name={name}")).outcome(&result),
+        );
+        result
+    }
+
+    async fn create_checked(
+        &self,
+        id: Option<&str>,
+        name: &str,
+        desc: &str,
+    ) -> Result<NamespaceId, NamespaceError> {
         self.service.require_admin(self.caller)?;
         let id = match id.map(str::trim).filter(|s| !s.is_empty()) {
             Some(id) => custom_id(id)?,
@@ -162,6 +184,16 @@ impl Namespaces<'_> {
 
     /// Renames a namespace / changes its description (an administrator only).
     pub async fn update(&self, id: &str, name: &str, desc: &str) -> Result<(), NamespaceError> {
+        let result = self.update_checked(id, name, desc).await;
+        let event = Audited::new(AuditAction::NamespaceUpdate, "namespace.update", id.into());
+        self.service.audit(
+            self.caller,
+            event.detail(format!("name={name}")).outcome(&result),
+        );
+        result
+    }
+
+    async fn update_checked(&self, id: &str, name: &str, desc: &str) -> Result<(), NamespaceError> {
         self.service.require_admin(self.caller)?;
         let id = custom_id(id)?;
         let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
@@ -190,6 +222,17 @@ impl Namespaces<'_> {
     /// Deletes a namespace (an administrator only); returns whether it existed. The
     /// default one cannot be deleted.
     pub async fn delete(&self, id: &str) -> Result<bool, NamespaceError> {
+        let result = self.delete_checked(id).await;
+        let event = Audited::new(AuditAction::NamespaceDelete, "namespace.delete", id.into());
+        let event = match &result {
+            Ok(false) => event.detail("absent"),
+            _ => event.outcome(&result),
+        };
+        self.service.audit(self.caller, event);
+        result
+    }
+
+    async fn delete_checked(&self, id: &str) -> Result<bool, NamespaceError> {
         self.service.require_admin(self.caller)?;
         if NamespaceId::parse(Some(id)).is_ok_and(|n| n.is_default()) {
             return Err(NamespaceError::Reserved(

@@ -17,6 +17,42 @@ pub struct PublishRequest {
     /// Compare-and-set on the current md5 (`casMd5`), when given.
     pub cas_md5: Option<String>,
     pub variant: Variant,
+    /// The publish message (`message`), recorded with the history row; `""`: none.
+    pub message: String,
+    /// The change request this write belongs to (set by change requests, not by clients).
+    pub change_id: Option<i64>,
+}
+
+/// Who asks for a write that carries no content (a remove, a gray stop or promotion) and
+/// why: recorded in its history row as a publish's are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteNote {
+    /// `src_user` as the client sent it (used only without a verified user, as for a
+    /// publish).
+    pub src_user: String,
+    /// The message (`message`); `""`: none.
+    pub message: String,
+    /// The change request the write belongs to.
+    pub change_id: Option<i64>,
+}
+
+impl WriteNote {
+    /// A note with only a claimed user.
+    pub fn by(src_user: &str) -> Self {
+        WriteNote {
+            src_user: src_user.to_string(),
+            ..WriteNote::default()
+        }
+    }
+
+    /// A note with a claimed user and a message.
+    pub fn with_message(src_user: &str, message: &str) -> Self {
+        WriteNote {
+            src_user: src_user.to_string(),
+            message: message.to_string(),
+            change_id: None,
+        }
+    }
 }
 
 /// How search matches dataId, group and appName.

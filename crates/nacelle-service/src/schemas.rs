@@ -474,7 +474,13 @@ impl ConfigService {
         self.require_admin(caller)?;
         let name = schema_name(&spec.namespace, &spec.group, &spec.data_id);
         let result = self.set_schema_checked(caller, spec, src_user).await;
-        crate::auth::audit("schema.set", caller.user(), caller, &name, result.is_ok());
+        self.audit_outcome(
+            nacelle_core::audit::AuditAction::SchemaSet,
+            "schema.set",
+            caller,
+            &name,
+            result.is_ok(),
+        );
         result
     }
 
@@ -552,9 +558,9 @@ impl ConfigService {
             )
             .await;
         let name = schema_name(namespace, group, data_id);
-        crate::auth::audit(
+        self.audit_outcome(
+            nacelle_core::audit::AuditAction::SchemaRemove,
             "schema.remove",
-            caller.user(),
             caller,
             &name,
             removed.is_ok(),

@@ -84,6 +84,8 @@ pub(crate) struct Inner {
     membership: OnceLock<Arc<dyn MembershipView>>,
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
     metrics: Metrics,
+    /// Audit events on their way to the database (`crate::audit`).
+    pub(crate) audit: crate::audit::AuditQueue,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -128,6 +130,7 @@ impl ConfigService {
                 commit_observer: OnceLock::new(),
                 membership: OnceLock::new(),
                 metrics: Metrics::new(),
+                audit: crate::audit::AuditQueue::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.

@@ -23,6 +23,9 @@ use nacelle_metrics::StoreOp;
 
 use crate::read::wildcard_match;
 use crate::request::PublishRequest;
+use nacelle_core::audit::AuditAction;
+
+use crate::audit::{key_target, Audited};
 use crate::service::ConfigService;
 use crate::view::ConfigView;
 
@@ -169,7 +172,8 @@ impl ConfigService {
                 "the archive holds no config".into(),
             ));
         }
-        self.write_batch(caller, &namespace, items, policy, src_user)
+        let how = (AuditAction::Import, src_user);
+        self.write_batch(caller, &namespace, items, policy, how)
             .await
     }
 
@@ -229,7 +233,8 @@ impl ConfigService {
                 }
             })
             .collect();
-        self.write_batch(caller, &namespace, batch, policy, src_user)
+        let how = (AuditAction::Clone, src_user);
+        self.write_batch(caller, &namespace, batch, policy, how)
             .await
     }
 
@@ -256,7 +261,7 @@ impl ConfigService {
         namespace: &NamespaceId,
         items: Vec<ImportItem>,
         policy: SamePolicy,
-        src_user: &str,
+        (action, src_user): (AuditAction, &str),
     ) -> Result<ImportReport, TransferError> {
         if items.len() > MAX_BATCH_CONFIGS {
             return Err(CoreError::Invalid(format!(
@@ -300,6 +305,8 @@ impl ConfigService {
                 src_user: src_user.to_string(),
                 cas_md5: None,
                 variant: Variant::Formal,
+                message: String::new(),
+                change_id: None,
             };
             let record = self.validate_publish(caller, req).map_err(in_entry)?;
             // Checked by type on the plaintext, and sealed when encrypted (crate::cipher),
@@ -357,14 +364,14 @@ impl ConfigService {
                         BatchItem::Written(stored) => {
                             report.succ_count += 1;
                             self.committed(&stored.key, stored.revision);
-                            let detail = stored.key.to_string();
-                            crate::auth::audit(
-                                "config.import",
-                                caller.user(),
-                                caller,
-                                &detail,
-                                true,
-                            );
+                            let log_event = match action {
+                                AuditAction::Clone => "config.clone",
+                                _ => "config.import",
+                            };
+                            let target = key_target(&stored.key);
+                            let event = Audited::new(action, log_event, target)
+                                .detail(format!("md5={}", stored.md5));
+                            self.audit(caller, event);
                         }
                         BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
                     }

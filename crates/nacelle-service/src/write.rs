@@ -21,7 +21,11 @@ use nacelle_core::{
 
 use nacelle_metrics::StoreOp;
 
-use crate::request::PublishRequest;
+use nacelle_core::audit::AuditAction;
+use nacelle_core::rules::check_message;
+
+use crate::audit::{key_target, Audited};
+use crate::request::{PublishRequest, WriteNote};
 use crate::service::ConfigService;
 use crate::view::Published;
 
@@ -58,16 +62,27 @@ impl ConfigService {
         caller: &Caller,
         req: PublishRequest,
     ) -> Result<Published, CoreError> {
-        let key = req.key.to_string();
+        let target = key_target(&req.key);
+        let (action, log_event) = match &req.variant {
+            Variant::Formal => (AuditAction::Publish, "config.publish"),
+            Variant::Gray(_) => (AuditAction::GrayPublish, "gray.publish"),
+        };
+        let gray = match &req.variant {
+            Variant::Gray(spec) => format!("gray={} ", spec.name),
+            Variant::Formal => String::new(),
+        };
+        let (message, change_id) = (req.message.clone(), req.change_id);
         let result = self.publish_checked(caller, req).await;
-        if !matches!(result, Err(CoreError::Auth(_) | CoreError::NotReady(_))) {
-            crate::auth::audit(
-                "config.publish",
-                caller.user(),
-                caller,
-                &key,
-                result.is_ok(),
-            );
+        if !matches!(result, Err(CoreError::NotReady(_))) {
+            let md5 = match &result {
+                Ok(stored) => format!("md5={}", stored.md5),
+                Err(_) => String::new(),
+            };
+            let mut event = Audited::new(action, log_event, target)
+                .detail(note_detail(&format!("{gray}{md5}"), &message))
+                .outcome(&result);
+            event.change_id = change_id;
+            self.audit(caller, event);
         }
         result.map(|stored| Published::of(&stored))
     }
@@ -165,16 +180,12 @@ impl ConfigService {
         caller: &Caller,
         key: &ConfigKey,
         name: &str,
-        src_user: &str,
+        note: &WriteNote,
     ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
-        let source = OpSource {
-            src_user: caller.operator(src_user).to_string(),
-            src_ip: caller.ip_string(),
-            ..OpSource::default()
-        };
+        let source = self.source_of(caller, note)?;
         let (outcome, changed) = {
             let _guard = self.write_lock(key).lock().await;
             let removal = self
@@ -187,8 +198,10 @@ impl ConfigService {
         let RemoveOutcome::Removed { revision } = outcome else {
             return Ok(false);
         };
-        let detail = format!("{key} {name}");
-        crate::auth::audit("gray.stop", caller.user(), caller, &detail, true);
+        let detail = note_detail(&format!("gray={name}"), &source.message);
+        let mut event = Audited::new(AuditAction::GrayStop, "gray.stop", key_target(key));
+        event.change_id = source.change_id;
+        self.audit(caller, event.detail(detail));
         if changed {
             self.notify(key, revision);
         }
@@ -206,12 +219,12 @@ impl ConfigService {
         caller: &Caller,
         key: &ConfigKey,
         name: &str,
-        src_user: &str,
+        note: &WriteNote,
     ) -> Result<Published, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
-        let src_user = caller.operator(src_user);
+        let source = self.source_of(caller, note)?;
         let stored = {
             let _guard = self.write_lock(key).lock().await;
             let gray = self
@@ -230,11 +243,7 @@ impl ConfigService {
                 md5: gray.md5.clone(),
                 config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
                 meta,
-                source: OpSource {
-                    src_user: src_user.to_string(),
-                    src_ip: caller.ip_string(),
-                    ..OpSource::default()
-                },
+                source: source.clone(),
                 cas_md5: None,
                 now_ms: now_millis(),
                 gray: None,
@@ -265,9 +274,22 @@ impl ConfigService {
         };
         self.notify(key, stored.revision);
         self.committed(key, stored.revision);
-        let detail = format!("{key} {name}");
-        crate::auth::audit("gray.promote", caller.user(), caller, &detail, true);
+        let detail = note_detail(&format!("gray={name} md5={}", stored.md5), &source.message);
+        let mut event = Audited::new(AuditAction::Promote, "gray.promote", key_target(key));
+        event.change_id = source.change_id;
+        self.audit(caller, event.detail(detail));
         Ok(Published::of(&stored))
+    }
+
+    /// The history source of a write without content: the operator
+    /// ([`Caller::operator`]), the caller's IP, the checked message.
+    fn source_of(&self, caller: &Caller, note: &WriteNote) -> Result<OpSource, CoreError> {
+        Ok(OpSource {
+            src_user: caller.operator(&note.src_user).to_string(),
+            src_ip: caller.ip_string(),
+            message: check_message(&note.message)?,
+            change_id: note.change_id,
+        })
     }
 
     pub(crate) fn validate_publish(
@@ -284,6 +306,7 @@ impl ConfigService {
         let meta = check_meta(req.meta, &src_user)?;
         let config_type = parse_config_type(req.config_type.as_deref())?;
         let md5 = md5_hex(req.content.as_bytes());
+        let message = check_message(&req.message)?;
         Ok(PublishRecord {
             key: req.key,
             content: Bytes::from(req.content),
@@ -293,7 +316,8 @@ impl ConfigService {
             source: OpSource {
                 src_user,
                 src_ip: caller.ip_string(),
-                ..OpSource::default()
+                message,
+                change_id: req.change_id,
             },
             cas_md5: req.cas_md5,
             now_ms: now_millis(),
@@ -366,23 +390,18 @@ impl ConfigService {
         caller: &Caller,
         key: &ConfigKey,
         tag: Option<&str>,
-        src_user: &str,
+        note: &WriteNote,
     ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
-        let src_user = caller.operator(src_user);
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
-            self.stop_gray(caller, key, &name, src_user).await?;
+            self.stop_gray(caller, key, &name, note).await?;
             return Ok(true);
         }
-        let source = OpSource {
-            src_user: src_user.to_string(),
-            src_ip: caller.ip_string(),
-            ..OpSource::default()
-        };
+        let source = self.source_of(caller, note)?;
         let outcome = {
             let started = Instant::now();
             let _guard = self.write_lock(key).lock().await;
@@ -399,13 +418,10 @@ impl ConfigService {
         if let RemoveOutcome::Removed { revision } = outcome {
             self.notify(key, revision);
             self.committed(key, revision);
-            crate::auth::audit(
-                "config.remove",
-                caller.user(),
-                caller,
-                &key.to_string(),
-                true,
-            );
+            let mut event = Audited::new(AuditAction::Remove, "config.remove", key_target(key))
+                .detail(note_detail("", &source.message));
+            event.change_id = source.change_id;
+            self.audit(caller, event);
         }
         Ok(true)
     }
@@ -445,13 +461,8 @@ impl ConfigService {
                     self.inner.store.update_metadata(key, desc, config_tags),
                 )
                 .await;
-            crate::auth::audit(
-                "config.metadata",
-                caller.user(),
-                caller,
-                &key.to_string(),
-                result.is_ok(),
-            );
+            let event = Audited::new(AuditAction::Metadata, "config.metadata", key_target(key));
+            self.audit(caller, event.outcome(&result));
             result.map_err(|e| match e {
                 StoreError::NotFound(_) => {
                     CoreError::NotFound(format!("config {key} does not exist"))
@@ -477,7 +488,8 @@ impl ConfigService {
     /// Stops the beta (gray by IP) release of `key`; success also when it had none, as
     /// Nacos answers.
     pub async fn stop_beta(&self, caller: &Caller, key: &ConfigKey) -> Result<(), CoreError> {
-        self.stop_gray(caller, key, BETA_NAME, "").await?;
+        self.stop_gray(caller, key, BETA_NAME, &WriteNote::default())
+            .await?;
         Ok(())
     }
 
@@ -487,7 +499,7 @@ impl ConfigService {
         &self,
         caller: &Caller,
         ids: &[i64],
-        src_user: &str,
+        note: &WriteNote,
     ) -> Result<usize, CoreError> {
         self.guard()?;
         // Bad or missing credentials are refused even when no id matches.
@@ -506,7 +518,7 @@ impl ConfigService {
             self.review_gate(caller, key)?;
         }
         for key in &keys {
-            self.remove(caller, key, None, src_user).await?;
+            self.remove(caller, key, None, note).await?;
         }
         Ok(keys.len())
     }
@@ -582,5 +594,14 @@ fn write_result<T>(outcome: &Result<T, StoreError>) -> &'static str {
         Ok(_) => "ok",
         Err(StoreError::CasMismatch) => "cas_mismatch",
         Err(_) => "error",
+    }
+}
+
+/// An audit entry's detail: `facts` (md5, gray name), then the message when there is one.
+fn note_detail(facts: &str, message: &str) -> String {
+    match (facts.trim(), message) {
+        (f, "") => f.to_string(),
+        ("", m) => format!("message={m}"),
+        (f, m) => format!("{f} message={m}"),
     }
 }

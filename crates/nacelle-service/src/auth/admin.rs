@@ -8,7 +8,9 @@
 use nacelle_core::auth::{IdentityWrite, PermissionRecord, RoleRecord, ADMIN_ROLE, DEFAULT_ADMIN};
 use nacelle_core::{Caller, CoreError, Page, PageRequest, StoreError};
 
-use super::{audit, generate_password, now_s, password};
+use nacelle_core::audit::AuditAction;
+
+use super::{generate_password, now_s, password};
 use crate::service::ConfigService;
 
 /// Longest user and role name (Nacos's `varchar(50)`).
@@ -143,9 +145,9 @@ impl ConfigService {
             })
             .await;
         self.auth().passwords.forget(username);
-        audit(
+        self.audit_outcome(
+            AuditAction::PasswordChange,
             "user.password",
-            caller.user(),
             caller,
             username,
             result.is_ok(),
@@ -195,7 +197,13 @@ impl ConfigService {
             Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
             Err(e) => return Err(e),
         }
-        audit("user.admin", None, caller, DEFAULT_ADMIN, true);
+        self.audit_outcome(
+            AuditAction::UserCreate,
+            "user.admin",
+            caller,
+            DEFAULT_ADMIN,
+            true,
+        );
         Ok(password)
     }
 
@@ -223,7 +231,13 @@ impl ConfigService {
             Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
             Err(e) => return Err(e),
         }
-        audit("user.admin", None, &Caller::internal(), DEFAULT_ADMIN, true);
+        self.audit_outcome(
+            AuditAction::UserCreate,
+            "user.admin",
+            &Caller::internal(),
+            DEFAULT_ADMIN,
+            true,
+        );
         Ok(Some(password))
     }
 }
@@ -288,9 +302,9 @@ impl AuthAdmin<'_> {
             })
             .await
             .map_err(|e| conflict(e, format!("user '{username}' already exist!")));
-        audit(
+        self.service.audit_outcome(
+            AuditAction::UserCreate,
             "user.create",
-            self.caller.user(),
             self.caller,
             username,
             result.is_ok(),
@@ -316,9 +330,9 @@ impl AuthAdmin<'_> {
             })
             .await;
         self.service.auth().passwords.forget(username);
-        audit(
+        self.service.audit_outcome(
+            AuditAction::UserDelete,
             "user.delete",
-            self.caller.user(),
             self.caller,
             username,
             result.is_ok(),
@@ -384,9 +398,9 @@ impl AuthAdmin<'_> {
                     format!("user '{username}' already bound to the role '{role}'!"),
                 )
             });
-        audit(
+        self.service.audit_outcome(
+            AuditAction::RoleAdd,
             "role.add",
-            self.caller.user(),
             self.caller,
             &format!("{role} {username}"),
             result.is_ok(),
@@ -418,9 +432,9 @@ impl AuthAdmin<'_> {
             })
             .await;
         let detail = format!("{role} {}", username.unwrap_or("*"));
-        audit(
+        self.service.audit_outcome(
+            AuditAction::RoleDelete,
             "role.delete",
-            self.caller.user(),
             self.caller,
             &detail,
             result.is_ok(),
@@ -478,9 +492,9 @@ impl AuthAdmin<'_> {
             .identity_write(IdentityWrite::AddPermission(permission))
             .await
             .map_err(|e| conflict(e, "permission already exist!".into()));
-        audit(
+        self.service.audit_outcome(
+            AuditAction::PermissionAdd,
             "permission.add",
-            self.caller.user(),
             self.caller,
             &detail,
             result.is_ok(),
@@ -498,9 +512,9 @@ impl AuthAdmin<'_> {
             .service
             .identity_write(IdentityWrite::DeletePermission(permission))
             .await;
-        audit(
+        self.service.audit_outcome(
+            AuditAction::PermissionDelete,
             "permission.delete",
-            self.caller.user(),
             self.caller,
             &detail,
             result.is_ok(),

@@ -32,6 +32,9 @@ use nacelle_core::auth::{config_resource, Directory};
 use nacelle_core::{Action, AuthFailure, Caller, ConfigKey, CoreError, Identity, Protocol};
 use nacelle_metrics::StoreOp;
 
+use nacelle_core::audit::AuditAction;
+
+use crate::audit::Audited;
 use crate::service::ConfigService;
 use state::AuthState;
 pub use state::{decode_secret, AuthConfig, DEFAULT_TOKEN_TTL_S, MIN_SECRET_BYTES};
@@ -94,19 +97,6 @@ pub struct Login {
 
 fn now_s() -> i64 {
     nacelle_core::now_millis() / 1000
-}
-
-/// One audit line (target `nacelle::audit`): who did what from where, and how it went.
-pub(crate) fn audit(event: &str, user: Option<&str>, caller: &Caller, detail: &str, ok: bool) {
-    tracing::info!(
-        target: "nacelle::audit",
-        event,
-        user = user.unwrap_or("-"),
-        ip = %caller.ip_string(),
-        protocol = caller.protocol.as_str(),
-        detail,
-        ok,
-    );
 }
 
 impl ConfigService {
@@ -239,7 +229,7 @@ impl ConfigService {
     ) -> Result<bool, CoreError> {
         let auth = self.auth();
         if let Some(wait) = auth.throttle.wait(user, caller.ip) {
-            audit(event, Some(user), caller, "throttled", false);
+            self.audit_login(event, user, caller, Some("throttled"));
             return Err(CoreError::Throttled {
                 retry_after_s: wait.as_secs().max(1),
             });
@@ -267,9 +257,26 @@ impl ConfigService {
             );
         }
         if !ok || event == "login" {
-            audit(event, Some(user), caller, "", ok);
+            self.audit_login(event, user, caller, (!ok).then_some("bad credentials"));
         }
         Ok(ok)
+    }
+
+    /// The audit entry of a password check: a login, or a request's user name and
+    /// password (`event` `credentials`, recorded only when refused).
+    fn audit_login(&self, event: &str, user: &str, caller: &Caller, refused: Option<&str>) {
+        let action = match refused {
+            None => AuditAction::Login,
+            Some(_) => AuditAction::LoginFailed,
+        };
+        let mut entry = Audited::new(action, event, user.to_string()).user(Some(user));
+        if let Some(reason) = refused {
+            entry = entry.refused(reason);
+        }
+        if event != "login" {
+            entry = entry.detail(event);
+        }
+        self.audit(caller, entry);
     }
 
     /// Verifies a token: signature, expiry, and that its user still exists, is enabled

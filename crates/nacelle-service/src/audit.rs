@@ -1,0 +1,348 @@
+//! The audit trail as the service keeps it (docs/audit.md): every audited operation queues
+//! an [`AuditEvent`] without waiting ([`ConfigService::audit`]); one appender task
+//! ([`ConfigService::run_audit_appender`]) writes them in batches through the store's
+//! `Audit` role, which chains their hashes. An audit failure never fails or delays the
+//! operation it records: a full queue drops the event, and a database that stays down
+//! past [`RETRY_BOUND`] makes the appender drop the batch — each drop logged at error and
+//! counted (`nacelle_audit_dropped_total`).
+//!
+//! Crash window: an event is queued after its operation committed and appended up to a
+//! batch later (milliseconds when the database answers), so a process killed in between
+//! loses the events still queued — at most [`QUEUE_CAPACITY`], normally the last few
+//! milliseconds' worth. A graceful shutdown flushes the queue
+//! ([`ConfigService::finish_audit`]). The `tracing` audit line (target `nacelle::audit`)
+//! is written at once, so the log holds what the table may have lost.
+//!
+//! Reading the trail (list, the range a client verifies, the server's own verification) is
+//! the [`AuditTrail`] handle, for administrators only.
+
+use std::time::Duration;
+
+use nacelle_core::audit::{AuditAction, AuditEntry, AuditEvent, AuditFilter, AuditRange};
+use nacelle_core::{now_millis, Caller, ConfigKey, CoreError, Page, PageRequest};
+use nacelle_metrics::StoreOp;
+use nacelle_proto::audit::{Break, EntryFields, Verifier};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::service::ConfigService;
+
+/// Events queued at most; beyond, new events are dropped (and counted).
+pub const QUEUE_CAPACITY: usize = 10_000;
+/// Events appended in one transaction at most.
+pub const APPEND_BATCH: usize = 200;
+/// How long the appender keeps retrying a batch the database refuses (backoff from
+/// 100 ms doubling to 5 s) before it drops it.
+pub const RETRY_BOUND: Duration = Duration::from_secs(60);
+/// Entries read per step of a verification.
+pub const VERIFY_PAGE: u32 = 500;
+
+/// The queue between the operations and the appender.
+pub(crate) struct AuditQueue {
+    tx: mpsc::Sender<AuditEvent>,
+    /// Taken by the appender when it starts (one per service).
+    rx: Mutex<Option<mpsc::Receiver<AuditEvent>>>,
+    /// Cancelled once the server stopped serving: the appender flushes and ends.
+    finish: CancellationToken,
+}
+
+impl AuditQueue {
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        AuditQueue {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            finish: CancellationToken::new(),
+        }
+    }
+}
+
+/// The target of an operation on `key`: `namespace/group/dataId` (the default namespace
+/// as `public`).
+pub fn key_target(key: &ConfigKey) -> String {
+    let ns = match key.tenant() {
+        "" => "public",
+        t => t,
+    };
+    format!("{ns}/{}/{}", key.group(), key.data_id())
+}
+
+/// One audited event as an operation reports it.
+#[derive(Debug, Clone)]
+pub(crate) struct Audited<'a> {
+    pub action: AuditAction,
+    /// The name of its `tracing` audit line (`config.publish`, `login` …).
+    pub log_event: &'a str,
+    /// Who: the caller's user unless the event names another (a login's user name).
+    pub user: Option<&'a str>,
+    pub target: String,
+    pub detail: String,
+    /// `None`: it succeeded; `Some(reason)`: it was refused or failed.
+    pub refused: Option<String>,
+    pub change_id: Option<i64>,
+}
+
+impl<'a> Audited<'a> {
+    pub(crate) fn new(action: AuditAction, log_event: &'a str, target: String) -> Self {
+        Audited {
+            action,
+            log_event,
+            user: None,
+            target,
+            detail: String::new(),
+            refused: None,
+            change_id: None,
+        }
+    }
+
+    pub(crate) fn user(mut self, user: Option<&'a str>) -> Self {
+        self.user = user;
+        self
+    }
+
+    pub(crate) fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = detail.into();
+        self
+    }
+
+    /// The outcome of `result`.
+    pub(crate) fn outcome<T, E: std::fmt::Display>(mut self, result: &Result<T, E>) -> Self {
+        self.refused = result.as_ref().err().map(|e| e.to_string());
+        self
+    }
+
+    pub(crate) fn refused(mut self, reason: impl Into<String>) -> Self {
+        self.refused = Some(reason.into());
+        self
+    }
+}
+
+impl ConfigService {
+    /// Records `event` for `caller`: the `tracing` audit line at once, and the entry queued
+    /// for the database without waiting (dropped and counted when the queue is full).
+    pub(crate) fn audit(&self, caller: &Caller, event: Audited<'_>) {
+        let user = event.user.or(caller.user());
+        let ok = event.refused.is_none();
+        let detail = match &event.refused {
+            Some(reason) if event.detail.is_empty() => reason.clone(),
+            Some(reason) => format!("{} ({reason})", event.detail),
+            None => event.detail.clone(),
+        };
+        tracing::info!(
+            target: "nacelle::audit",
+            event = event.log_event,
+            user = user.unwrap_or("-"),
+            ip = %caller.ip_string(),
+            protocol = caller.protocol.as_str(),
+            target = event.target.as_str(),
+            detail = detail.as_str(),
+            ok,
+        );
+        let entry = AuditEvent {
+            time_ms: now_millis(),
+            user: user.unwrap_or_default().to_string(),
+            address: caller.ip_string(),
+            protocol: caller.protocol.as_str().to_string(),
+            action: event.action.as_str().to_string(),
+            target: event.target,
+            outcome: match event.refused {
+                None => "ok".to_string(),
+                Some(reason) => format!("refused: {reason}"),
+            },
+            detail: event.detail,
+            change_id: event.change_id,
+        };
+        if self.inner.audit.tx.try_send(entry).is_err() {
+            self.metrics().audit_dropped(1);
+            tracing::error!(
+                target: "nacelle::audit",
+                event = event.log_event,
+                "audit queue full (or closed): event dropped from the database trail"
+            );
+        }
+    }
+
+    /// The audit entry of an operation on `target` that succeeded (`ok`) or was not
+    /// applied.
+    pub(crate) fn audit_outcome(
+        &self,
+        action: AuditAction,
+        event: &str,
+        caller: &Caller,
+        target: &str,
+        ok: bool,
+    ) {
+        let mut entry = Audited::new(action, event, target.to_string());
+        if !ok {
+            entry = entry.refused("not applied");
+        }
+        self.audit(caller, entry);
+    }
+
+    /// The appender: takes queued events in batches of up to [`APPEND_BATCH`] and appends
+    /// each batch in one transaction, retrying with backoff for up to [`RETRY_BOUND`];
+    /// ends after [`ConfigService::finish_audit`], once the queue is empty. Run it once per
+    /// service (a second call returns at once).
+    pub async fn run_audit_appender(&self) {
+        let Some(mut rx) = self.inner.audit.rx.lock().take() else {
+            return;
+        };
+        let finish = self.inner.audit.finish.clone();
+        let mut batch = Vec::with_capacity(APPEND_BATCH);
+        loop {
+            tokio::select! {
+                n = rx.recv_many(&mut batch, APPEND_BATCH) => {
+                    if n == 0 {
+                        return;
+                    }
+                    self.append_with_retry(&mut batch, &finish).await;
+                }
+                _ = finish.cancelled() => {
+                    // Flush what is queued, then stop.
+                    while let Ok(e) = rx.try_recv() {
+                        batch.push(e);
+                        if batch.len() >= APPEND_BATCH {
+                            self.append_with_retry(&mut batch, &finish).await;
+                        }
+                    }
+                    self.append_with_retry(&mut batch, &finish).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Appends `batch` (emptied), retrying while the database refuses for up to
+    /// [`RETRY_BOUND`] (once only after shutdown began); then drops it, logged and counted.
+    async fn append_with_retry(&self, batch: &mut Vec<AuditEvent>, finish: &CancellationToken) {
+        if batch.is_empty() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let mut wait = Duration::from_millis(100);
+        loop {
+            let call = self.inner.store.append_audit(batch);
+            match self.store_call(StoreOp::Audit, call).await {
+                Ok(_) => break,
+                Err(e) if started.elapsed() >= RETRY_BOUND || finish.is_cancelled() => {
+                    self.metrics().audit_dropped(batch.len() as u64);
+                    tracing::error!(
+                        target: "nacelle::audit",
+                        dropped = batch.len(),
+                        error = %e,
+                        "audit entries could not be stored; dropped from the database trail \
+                         (they are in this log)"
+                    );
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "appending audit entries failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        batch.clear();
+    }
+
+    /// Tells the appender to flush the queue and end (after the server stopped serving,
+    /// so the last writes' events are in it).
+    pub fn finish_audit(&self) {
+        self.inner.audit.finish.cancel();
+    }
+
+    /// The audit trail, for an administrator: a ready service and `ROLE_ADMIN` (with
+    /// authentication on).
+    pub fn audit_trail<'a>(&'a self, caller: &'a Caller) -> Result<AuditTrail<'a>, CoreError> {
+        self.guard()?;
+        self.require_admin(caller)?;
+        Ok(AuditTrail { service: self })
+    }
+}
+
+/// Reading the audit trail: what [`ConfigService::audit_trail`] hands an administrator.
+#[derive(Debug)]
+pub struct AuditTrail<'a> {
+    service: &'a ConfigService,
+}
+
+/// The result of a verification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// Entries whose hash and link were checked.
+    pub checked: u64,
+    /// Where the walk started: the anchor retention left (0: the beginning).
+    pub anchor_seq: i64,
+    /// The head's last seq when the walk ended.
+    pub last_seq: i64,
+    /// The first bad entry; `None`: the chain is whole.
+    pub broken: Option<Break>,
+}
+
+/// The fields an entry's hash covers.
+pub fn entry_fields(e: &AuditEntry) -> EntryFields<'_> {
+    EntryFields {
+        seq: e.seq,
+        time_ms: e.event.time_ms,
+        user: &e.event.user,
+        address: &e.event.address,
+        protocol: &e.event.protocol,
+        action: &e.event.action,
+        target: &e.event.target,
+        outcome: &e.event.outcome,
+        detail: &e.event.detail,
+        change_id: e.event.change_id,
+        prev_hash: &e.prev_hash,
+    }
+}
+
+impl AuditTrail<'_> {
+    /// Entries matching `filter`, newest first.
+    pub async fn list(
+        &self,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, CoreError> {
+        let s = self.service;
+        Ok(
+            s.store_call(StoreOp::Audit, s.inner.store.audit_page(filter, page))
+                .await?,
+        )
+    }
+
+    /// The head and up to `limit` entries after `after_seq`: what a client verifies.
+    pub async fn range(&self, after_seq: i64, limit: u32) -> Result<AuditRange, CoreError> {
+        let s = self.service;
+        Ok(
+            s.store_call(StoreOp::Audit, s.inner.store.audit_range(after_seq, limit))
+                .await?,
+        )
+    }
+
+    /// Walks the whole chain from its anchor: every hash recomputed, seq contiguity and
+    /// links checked, the end compared with the head. Names the first bad entry.
+    pub async fn verify(&self) -> Result<Verification, CoreError> {
+        let first = self.range(0, 0).await?;
+        let mut v = Verifier::new(first.head.anchor_seq, &first.head.anchor_hash);
+        loop {
+            let range = self.range(v.position(), VERIFY_PAGE).await?;
+            let broken = if range.entries.is_empty() {
+                v.finish(range.head.last_seq, &range.head.last_hash).err()
+            } else {
+                range
+                    .entries
+                    .iter()
+                    .find_map(|e| v.check(&entry_fields(e), &e.hash).err())
+            };
+            if range.entries.is_empty() || broken.is_some() {
+                return Ok(Verification {
+                    checked: v.checked(),
+                    anchor_seq: first.head.anchor_seq,
+                    last_seq: range.head.last_seq,
+                    broken,
+                });
+            }
+        }
+    }
+}
