@@ -13,6 +13,8 @@
 //! - `v2::config`: `/nacos/v2/cs/config`.
 //! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope, errors, param check in
 //!   `v3/mod.rs`; one file per controller).
+//! - `nacelle`: Nacelle's own API under `/nacos/nacelle/v1` (the v3 envelope and errors;
+//!   one file per resource: `changes`, `schemas`, `audit`).
 //! - `console`: the web console's JSON API (`/nacos/console/api/…`) and its pages
 //!   (`/nacos/`, assets from `nacelle-console`).
 //! - `observe`: per-request metrics, span and slow-request log; the scrape endpoints

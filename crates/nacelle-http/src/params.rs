@@ -12,7 +12,7 @@ use axum::http::HeaderMap;
 
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, TrustedProxies, Variant};
 use nacelle_service::auth::Credentials;
-use nacelle_service::PublishRequest;
+use nacelle_service::{PublishRequest, WriteNote};
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -375,6 +375,10 @@ impl PublishNames {
     };
 }
 
+/// The parameter of a write's message (Nacelle's own; every HTTP API and the console
+/// read it, and gRPC publishes carry it in `additionMap`).
+pub const MESSAGE: &str = "message";
+
 impl Params {
     /// The publish request these parameters describe, for `key`: content (required),
     /// optional fields, the `casMd5` header, and the variant from the `betaIps` header and
@@ -408,6 +412,8 @@ impl Params {
             src_user: self.src_user(names),
             cas_md5: self.header("casMd5").map(str::to_string),
             variant,
+            message: self.or_empty(MESSAGE),
+            change_id: None,
         })
     }
 
@@ -421,6 +427,12 @@ impl Params {
     /// The `src_user`/`srcUser` parameter: who the client says makes the change.
     pub fn src_user(&self, names: PublishNames) -> String {
         self.or_empty(names.src_user)
+    }
+
+    /// Who asks for a write without content and why: the claimed `src_user` under
+    /// `names`, and the `message` parameter.
+    pub fn write_note(&self, names: PublishNames) -> WriteNote {
+        WriteNote::with_message(&self.src_user(names), &self.or_empty(MESSAGE))
     }
 }
 

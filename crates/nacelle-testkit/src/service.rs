@@ -38,6 +38,8 @@ pub fn publish_request(key: &ConfigKey, content: &str) -> PublishRequest {
         src_user: String::new(),
         cas_md5: None,
         variant: Variant::Formal,
+        message: String::new(),
+        change_id: None,
     }
 }
 

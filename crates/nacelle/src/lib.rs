@@ -104,6 +104,8 @@ impl RunningServer {
                 first_error.get_or_insert(e);
             }
         }
+        // Nothing serves any more: the audit appender flushes what is queued and ends.
+        self.service.finish_audit();
         self.background.close();
         self.background.wait().await;
         first_error.map_or(Ok(()), Err)
@@ -162,6 +164,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     service
         .metrics()
         .set_slow_request_threshold(settings.slow_request);
+
     service.configure_auth(auth_setup::auth_config(settings)?);
 
     let http_listener = bind_listener(SocketAddr::new(settings.bind, settings.port))
@@ -329,6 +332,11 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
                 .await
         });
     }
+
+    // The audit appender ends when `RunningServer::shutdown` has stopped serving (after
+    // flushing the queue), so it starts last: nothing after it can fail.
+    let appender = service.clone();
+    background.spawn(async move { appender.run_audit_appender().await });
 
     Ok(RunningServer {
         http_addr,

@@ -82,6 +82,31 @@ pub async fn purge_once(
     Ok(report)
 }
 
+/// Purges the audit entries older than `cutoff_ms` in batches of `batch` (each moving the
+/// chain's anchor, so the rest still verifies), pausing `pause` between them; ends early
+/// once `stop` is cancelled. Answers the entries deleted. Every node may run it at once:
+/// each batch locks the chain's head.
+pub async fn purge_audit_once(
+    store: &dyn ConfigStore,
+    cutoff_ms: i64,
+    batch: u32,
+    pause: Duration,
+    stop: &CancellationToken,
+) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    loop {
+        let step = store.purge_audit(cutoff_ms, batch).await?;
+        deleted += step.deleted;
+        if !step.more {
+            return Ok(deleted);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.cancelled() => return Ok(deleted),
+        }
+    }
+}
+
 /// The background purge: runs shortly after start and then every `retention.interval`
 /// until `stop`. A failed run (database unreachable) is logged and tried again at the next
 /// interval.
@@ -90,9 +115,14 @@ pub(crate) async fn run(
     retention: Retention,
     stop: CancellationToken,
 ) {
+    if retention.audit_max_age.is_none() {
+        tracing::info!("audit retention off: the audit trail is kept forever");
+    }
     if !retention.enabled() {
         tracing::info!("history retention off: history is kept forever");
-        return;
+        if retention.audit_max_age.is_none() {
+            return;
+        }
     }
     let mut wait = retention.interval.min(FIRST_PURGE_AFTER);
     loop {
@@ -101,6 +131,18 @@ pub(crate) async fn run(
             _ = stop.cancelled() => return,
         }
         wait = retention.interval;
+        if let Some(cutoff) = retention.audit_cutoff(nacelle_core::now_millis()) {
+            match purge_audit_once(store.as_ref(), cutoff, PURGE_BATCH, PAUSE, &stop).await {
+                Ok(0) => tracing::debug!("audit purge: nothing to remove"),
+                Ok(deleted) => tracing::info!(deleted, "purged audit entries"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "audit purge failed; retrying at the next interval")
+                }
+            }
+        }
+        if !retention.enabled() {
+            continue;
+        }
         let rule = retention.rule(nacelle_core::now_millis());
         match purge_once(store.as_ref(), &rule, PURGE_BATCH, PAUSE, &stop).await {
             Ok(r) if r.deleted > 0 || r.gray_deleted > 0 || r.stopped => tracing::info!(

@@ -311,6 +311,10 @@ layer! {
         /// Seconds between history purges. Default 3600 (at least 1).
         #[arg(long, env = "NACELLE_HISTORY_PURGE_INTERVAL_S")]
         pub history_purge_interval_s: Option<u64>,
+        /// Days of audit trail kept; older entries are purged with the history (the chain
+        /// stays verifiable from its new anchor). Default 0: kept forever.
+        #[arg(long, env = "NACELLE_AUDIT_RETENTION_DAYS")]
+        pub audit_retention_days: Option<u32>,
         /// File holding the master key that wraps the data keys of encrypted configs
         /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
         /// then, one per line, previous keys that only unwrap (rotation). Default: none —
@@ -501,12 +505,22 @@ pub struct Retention {
     pub keep_per_key: Option<u32>,
     /// Time between purges.
     pub interval: Duration,
+    /// Audit entries older than this are purged; `None`: kept forever
+    /// (`audit_retention_days` 0, the default).
+    pub audit_max_age: Option<Duration>,
 }
 
 impl Retention {
-    /// Whether anything is ever purged.
+    /// Whether any history is ever purged.
     pub fn enabled(&self) -> bool {
         self.max_age.is_some() || self.keep_per_key.is_some()
+    }
+
+    /// The time before which audit entries are purged, for a purge starting at `now_ms`;
+    /// `None`: the audit trail is kept forever.
+    pub fn audit_cutoff(&self, now_ms: i64) -> Option<i64> {
+        self.audit_max_age
+            .map(|age| now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)))
     }
 
     /// The store's rule for a purge starting at `now_ms`.
@@ -683,6 +697,10 @@ impl Settings {
                     .history_purge_interval_s
                     .map_or(DEFAULT_HISTORY_PURGE_INTERVAL, Duration::from_secs)
                     .max(MIN_HISTORY_PURGE_INTERVAL),
+                audit_max_age: layer
+                    .audit_retention_days
+                    .filter(|days| *days > 0)
+                    .map(|days| Duration::from_secs(u64::from(days) * 86_400)),
             },
             // Read from its file in `merge` (it can fail); none by default.
             cipher_master_key: None,

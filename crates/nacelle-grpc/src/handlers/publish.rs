@@ -67,6 +67,9 @@ fn to_service_request(req: ConfigPublishRequest) -> Result<PublishRequest, CoreE
         src_user: owned("src_user"),
         cas_md5: non_blank(req.cas_md5.as_deref()).map(str::to_string),
         variant,
+        // Nacelle's publish message, in `additionMap` as Nacos carries its extra fields.
+        message: owned("message"),
+        change_id: None,
     })
 }
 

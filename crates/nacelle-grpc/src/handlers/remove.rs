@@ -3,6 +3,7 @@
 use nacelle_proto::config::ConfigRemoveRequest as RemoveRequest;
 use nacelle_proto::response::ConfigRemoveResponse;
 use nacelle_proto::{Payload, ResponseHead};
+use nacelle_service::WriteNote;
 
 use crate::ctx::Ctx;
 use crate::errors::{fail_head, unparsable};
@@ -26,7 +27,7 @@ pub(super) async fn handle(
     ) {
         Ok(key) => {
             ctx.service
-                .remove(caller, &key, req.tag.as_deref(), "")
+                .remove(caller, &key, req.tag.as_deref(), &WriteNote::default())
                 .await
         }
         Err(e) => Err(e),

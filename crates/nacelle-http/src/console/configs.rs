@@ -132,6 +132,8 @@ pub(crate) fn publish_request(
         // Present, even empty, is a compare-and-set (`""`: the config must not exist).
         cas_md5: p.get("casMd5").map(|m| m.trim().to_string()),
         variant: Variant::Formal,
+        message: p.or_empty(crate::params::MESSAGE),
+        change_id: None,
     }
 }
 
@@ -166,7 +168,7 @@ pub(crate) async fn delete_many(State(st): State<AppState>, p: Result<Params, Ap
     }
     let removed = st
         .service
-        .remove_by_ids(&p.caller, &ids, &src_user(&p))
+        .remove_by_ids(&p.caller, &ids, &super::note(&p))
         .await?;
     ok(json!({ "removed": removed }))
 }

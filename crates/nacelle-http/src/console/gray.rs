@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::configs::{formal, publish_request};
 use super::listeners::listener_json;
-use super::{key_of, ok, src_user, Answer, ConsoleError};
+use super::{key_of, ok, Answer, ConsoleError};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -100,7 +100,7 @@ pub(crate) async fn promote(State(st): State<AppState>, p: Result<Params, ApiErr
     let key = key_of(&p)?;
     let stored = st
         .service
-        .promote_gray(&p.caller, &key, p.required("name")?, &src_user(&p))
+        .promote_gray(&p.caller, &key, p.required("name")?, &super::note(&p))
         .await?;
     ok(json!({"md5": stored.md5}))
 }
@@ -112,7 +112,7 @@ pub(crate) async fn abandon(State(st): State<AppState>, p: Result<Params, ApiErr
     let name = p.required("name")?;
     if !st
         .service
-        .stop_gray(&p.caller, &key, name, &src_user(&p))
+        .stop_gray(&p.caller, &key, name, &super::note(&p))
         .await?
     {
         return Err(ConsoleError::new(

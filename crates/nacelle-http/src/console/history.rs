@@ -28,6 +28,8 @@ fn entry_json(h: &HistoryEntry, content: Option<String>) -> serde_json::Value {
         "modified": h.modified_ms,
         "md5": h.md5,
         "appName": h.app_name,
+        "message": h.source.message,
+        "changeId": h.source.change_id,
     });
     if let Some(c) = content {
         v["content"] = c.into();
@@ -129,7 +131,8 @@ pub(crate) async fn entry(State(st): State<AppState>, p: Result<Params, ApiError
 pub(crate) async fn rollback(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     let key = key_of(&p)?;
-    let (_, content) = entry_content(&st, &p, &key, nid_of(p.required("nid")?)?).await?;
+    let nid = nid_of(p.required("nid")?)?;
+    let (_, content) = entry_content(&st, &p, &key, nid).await?;
     let current = formal(&st.service, &p, &key)?;
     let ty = match &current {
         Some(c) => c.config_type().as_str().to_string(),
@@ -138,6 +141,9 @@ pub(crate) async fn rollback(State(st): State<AppState>, p: Result<Params, ApiEr
     let mut req = publish_request(&p, key, content, Some(ty));
     if let Some(c) = &current {
         req.meta = c.meta_for_republish();
+    }
+    if req.message.trim().is_empty() {
+        req.message = format!("rollback to revision {nid}");
     }
     let stored = st.service.publish(&p.caller, req).await?;
     ok(json!({"md5": stored.md5, "modified": stored.modified_ms}))

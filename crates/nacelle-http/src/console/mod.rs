@@ -172,3 +172,8 @@ pub(crate) fn page_of(p: &Params, size: u64) -> Result<PageRequest, ConsoleError
 pub(crate) fn src_user(p: &Params) -> String {
     p.caller.user().map(str::to_string).unwrap_or_default()
 }
+
+/// The console's note of a write without content: the signed-in user and the `message`.
+pub(crate) fn note(p: &Params) -> nacelle_service::WriteNote {
+    nacelle_service::WriteNote::with_message(&src_user(p), &p.or_empty(crate::params::MESSAGE))
+}

@@ -7,6 +7,7 @@ use axum::Router;
 
 use crate::AppState;
 
+pub(crate) mod audit;
 pub(crate) mod changes;
 pub(crate) mod schemas;
 
@@ -15,6 +16,7 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .merge(changes::routes())
         .merge(schemas::routes())
+        .merge(audit::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
@@ -22,6 +24,7 @@ pub(crate) fn route(path: &str) -> Option<&'static str> {
     changes::ROUTES
         .iter()
         .chain(schemas::ROUTES)
+        .chain(audit::ROUTES)
         .copied()
         .find(|r| *r == path)
 }

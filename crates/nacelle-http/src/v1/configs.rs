@@ -289,17 +289,15 @@ pub(crate) async fn delete_configs(
     State(st): State<AppState>,
     p: Params,
 ) -> Result<Response, ApiError> {
-    let src_user = p.src_user(PublishNames::V1);
+    let note = p.write_note(PublishNames::V1);
     if p.get("delType") == Some("ids") {
         let ids = parse_ids(p.required("ids")?)?;
-        st.service.remove_by_ids(&p.caller, &ids, &src_user).await?;
+        st.service.remove_by_ids(&p.caller, &ids, &note).await?;
         return Ok(json(&serde_json::json!({"code": 200, "data": true})));
     }
     let key = key_from_params(&p, "tenant")?;
     if let Some(name) = p.non_blank("grayName") {
-        st.service
-            .stop_gray(&p.caller, &key, name, &src_user)
-            .await?;
+        st.service.stop_gray(&p.caller, &key, name, &note).await?;
         return Ok(ok_true());
     }
     if is_true(p.get("beta")) {
@@ -311,7 +309,7 @@ pub(crate) async fn delete_configs(
         }));
     }
     st.service
-        .remove(&p.caller, &key, p.get("tag"), &src_user)
+        .remove(&p.caller, &key, p.get("tag"), &note)
         .await?;
     Ok(ok_true())
 }

@@ -30,6 +30,11 @@ struct HistoryJson<'a> {
     created_time: String,
     last_modified_time: String,
     encrypted_data_key: &'a str,
+    /// Nacelle's: the write's message (`""`: none).
+    message: &'a str,
+    /// Nacelle's: the change request of the write, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_id: Option<i64>,
 }
 
 impl<'a> HistoryJson<'a> {
@@ -52,6 +57,8 @@ impl<'a> HistoryJson<'a> {
             created_time: iso_time(h.created_ms),
             last_modified_time: iso_time(h.modified_ms),
             encrypted_data_key: &h.encrypted_data_key,
+            message: &h.source.message,
+            change_id: h.source.change_id,
         }
     }
 }

@@ -66,15 +66,13 @@ pub(crate) async fn delete_config(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    let src_user = p.src_user(PublishNames::V2);
+    let note = p.write_note(PublishNames::V2);
     if let Some(name) = p.non_blank("grayName") {
-        st.service
-            .stop_gray(&p.caller, &key, name, &src_user)
-            .await?;
+        st.service.stop_gray(&p.caller, &key, name, &note).await?;
         return Ok(success(true));
     }
     st.service
-        .remove(&p.caller, &key, p.get("tag"), &src_user)
+        .remove(&p.caller, &key, p.get("tag"), &note)
         .await?;
     Ok(success(true))
 }
@@ -200,9 +198,9 @@ pub(crate) async fn promote_gray(
     let p = p?;
     let key = key_of(&p)?;
     let name = p.required("grayName")?;
-    let src_user = p.src_user(PublishNames::V2);
+    let note = p.write_note(PublishNames::V2);
     st.service
-        .promote_gray(&p.caller, &key, name, &src_user)
+        .promote_gray(&p.caller, &key, name, &note)
         .await?;
     Ok(success(true))
 }

@@ -145,9 +145,9 @@ pub(crate) async fn delete_config(
         Secured::Config(Action::Write),
     )?;
     let key = config_key(&p)?;
-    let src_user = p.src_user(PublishNames::V2);
+    let note = p.write_note(PublishNames::V2);
     st.service
-        .remove(&p.caller, &key, p.get("tag"), &src_user)
+        .remove(&p.caller, &key, p.get("tag"), &note)
         .await?;
     Ok(success(true))
 }
@@ -184,8 +184,8 @@ pub(crate) async fn delete_batch(
         Secured::Config(Action::Write),
     )?;
     let ids = ids_of(&p)?;
-    let src_user = p.src_user(PublishNames::V2);
-    st.service.remove_by_ids(&p.caller, &ids, &src_user).await?;
+    let note = p.write_note(PublishNames::V2);
+    st.service.remove_by_ids(&p.caller, &ids, &note).await?;
     Ok(success(true))
 }
 

@@ -55,6 +55,11 @@ struct HistoryInfo<'a> {
     src_user: &'a str,
     op_type: &'a str,
     publish_type: &'a str,
+    /// Nacelle's: the write's message (`""`: none).
+    message: &'a str,
+    /// Nacelle's: the change request of the write, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change_id: Option<i64>,
     #[serde(flatten)]
     detail: Option<HistoryDetail>,
 }
@@ -87,6 +92,8 @@ impl<'a> HistoryInfo<'a> {
             src_user: &h.source.src_user,
             op_type: h.op_type.as_str(),
             publish_type: PUBLISH_TYPE_FORMAL,
+            message: &h.source.message,
+            change_id: h.source.change_id,
             detail,
         }
     }
