@@ -47,6 +47,9 @@ pub struct PutArgs {
     /// Description.
     #[arg(long)]
     desc: Option<String>,
+    /// A message recorded with the history row (why the change was made).
+    #[arg(long, short = 'm')]
+    message: Option<String>,
     #[command(flatten)]
     pub(crate) conn: Conn,
 }
@@ -59,6 +62,10 @@ pub struct RmArgs {
     /// Remove only the variant of this tag.
     #[arg(long)]
     tag: Option<String>,
+    /// A message recorded with the history row (sent over HTTP: gRPC removals carry
+    /// none).
+    #[arg(long, short = 'm')]
+    message: Option<String>,
     #[command(flatten)]
     pub(crate) conn: Conn,
 }
@@ -190,6 +197,7 @@ pub(crate) async fn put(a: PutArgs) -> Result<()> {
         tag: a.tag.clone(),
         beta_ips: a.beta_ips.clone(),
         desc: a.desc.clone(),
+        message: a.message.clone(),
         ..Default::default()
     };
     client.publish_with(key.clone(), &content, &opts).await?;
@@ -214,7 +222,15 @@ pub(crate) async fn put(a: PutArgs) -> Result<()> {
 pub(crate) async fn rm(a: RmArgs) -> Result<()> {
     let client = connect(&a.conn).await?;
     let key = a.key.key(&client);
-    client.remove_tagged(key.clone(), a.tag.as_deref()).await?;
+    match a.message.as_deref().filter(|m| !m.trim().is_empty()) {
+        Some(message) => {
+            client
+                .admin()
+                .remove_with_message(key.clone(), a.tag.as_deref(), message)
+                .await?
+        }
+        None => client.remove_tagged(key.clone(), a.tag.as_deref()).await?,
+    }
     match a.conn.output {
         Output::Json => output::json(&json!({"removed": true, "dataId": key.data_id,
             "group": key.group, "namespace": key.namespace})),

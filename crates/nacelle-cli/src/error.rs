@@ -46,6 +46,9 @@ pub enum CliError {
     /// A check the command ran failed (content against the schemas of its key).
     #[error("{0}")]
     Rejected(String),
+    /// `nacelle audit verify` found a bad entry (named in the message).
+    #[error("audit chain broken: {0}")]
+    AuditBroken(String),
     /// The profile file cannot be read or written.
     #[error("profile file {path}: {message}")]
     Profile {

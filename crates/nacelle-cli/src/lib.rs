@@ -15,6 +15,7 @@
 //!   [`CliError`] and the exit codes ([`exit`]).
 
 mod admin;
+mod audit;
 mod changes;
 mod configs;
 mod error;
@@ -252,6 +253,11 @@ pub enum Command {
         after_help = "Examples:\n  nacelle schema set -g PAYMENTS -d '*.yaml' -f limits.schema.json --desc 'payment limits'\n  nacelle schema ls\n  nacelle schema get -g PAYMENTS -d '*.yaml' -o json\n  nacelle schema check limits.yaml ./limits.yaml -g PAYMENTS\n  nacelle schema rm -g PAYMENTS -d '*.yaml'"
     )]
     Schema(schemas::SchemaArgs),
+    /// The audit trail (administrators): list entries, verify the hash chain.
+    #[command(
+        after_help = "Examples:\n  nacelle audit ls --since 1h --user alice\n  nacelle audit ls --key public/DEFAULT_GROUP/app.yaml --action publish -o json\n  nacelle audit verify"
+    )]
+    Audit(audit::AuditArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
         after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
@@ -303,6 +309,7 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Role(a) => users::role(a).await,
         Command::Perm(a) => users::perm(a).await,
         Command::Schema(a) => schemas::schema(a).await,
+        Command::Audit(a) => audit::audit(a).await,
         Command::Login(a) => login::login(a).await,
         Command::Profile(a) => login::profile(a),
         Command::Completion { shell } => {

@@ -55,6 +55,9 @@ pub struct RollbackArgs {
     /// The history version to publish again.
     #[arg(long)]
     to: String,
+    /// A message recorded with the history row (default `rollback to revision <to>`).
+    #[arg(long, short = 'm')]
+    message: Option<String>,
     /// Do not ask.
     #[arg(long, short = 'y', num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub(crate) yes: bool,
@@ -73,7 +76,7 @@ pub(crate) async fn history(a: HistoryArgs) -> Result<()> {
                 .iter()
                 .map(|h| {
                     json!({"id": h.id, "opType": h.op_type, "lastModifiedTime": h.last_modified_time,
-                           "srcUser": h.src_user, "srcIp": h.src_ip})
+                           "srcUser": h.src_user, "srcIp": h.src_ip, "message": h.message})
                 })
                 .collect();
             output::json(&json!({"dataId": key.data_id, "group": key.group,
@@ -99,10 +102,11 @@ pub(crate) async fn history(a: HistoryArgs) -> Result<()> {
                         h.last_modified_time.clone(),
                         h.src_user.clone(),
                         h.src_ip.clone(),
+                        h.message.clone(),
                     ]
                 })
                 .collect();
-            output::table(&["VERSION", "OP", "TIME", "USER", "IP"], &rows);
+            output::table(&["VERSION", "OP", "TIME", "USER", "IP", "MESSAGE"], &rows);
         }
     }
     Ok(())
@@ -225,6 +229,12 @@ pub(crate) async fn rollback(a: RollbackArgs) -> Result<()> {
     let opts = PublishOptions {
         content_type: cfg.as_ref().map(|c| c.content_type.clone()),
         cas_md5: cfg.as_ref().map(|c| c.md5.clone()),
+        message: Some(
+            a.message
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| format!("rollback to revision {}", a.to)),
+        ),
         ..Default::default()
     };
     client.publish_with(key.clone(), &target, &opts).await?;

@@ -104,6 +104,9 @@ pub struct HistoryEntry {
     /// `I`, `U` or `D`.
     #[serde(default, deserialize_with = "lenient_string")]
     pub op_type: String,
+    /// The write's message (Nacelle; `""`: none).
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub message: String,
     /// When the entry was written.
     #[serde(default, deserialize_with = "lenient_string")]
     pub last_modified_time: String,

@@ -173,6 +173,7 @@ impl Client {
                 (addition::TAG, opts.tag.clone()),
                 (addition::APP_NAME, opts.app_name.clone()),
                 (addition::DESC, opts.desc.clone()),
+                (addition::MESSAGE, opts.message.clone()),
                 (
                     addition::BETA_IPS,
                     (!opts.beta_ips.is_empty()).then(|| opts.beta_ips.join(",")),

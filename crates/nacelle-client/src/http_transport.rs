@@ -118,6 +118,7 @@ pub(crate) async fn publish(
             ("tag", opts.tag.as_deref()),
             ("appName", opts.app_name.as_deref()),
             ("desc", opts.desc.as_deref()),
+            ("message", opts.message.as_deref()),
             (
                 "config_tags",
                 (!config_tags.is_empty()).then_some(config_tags.as_str()),

@@ -38,6 +38,7 @@
 //! `nacelle-cipher` (client-side decryption of `cipher-aes-` configs). `.ci/run` checks it.
 
 mod admin;
+mod audit;
 pub mod auth;
 mod bind;
 mod changes;
@@ -64,6 +65,7 @@ pub use admin::{
     Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
     Progress, UnrecognizedItem,
 };
+pub use audit::{AuditChain, AuditCheck, AuditEntry, AuditHead, AuditQuery};
 pub use bind::{BindError, Binder, Binding, Validator};
 pub use changes::{
     ChangeAction, ChangeDiff, ChangeEdit, ChangeEvent, ChangeItem, ChangeRequest, NewChange,

@@ -59,6 +59,8 @@ pub struct PublishOptions {
     pub desc: Option<String>,
     /// The config's tags.
     pub config_tags: Vec<String>,
+    /// A message recorded with the history row (Nacelle's `message`).
+    pub message: Option<String>,
 }
 
 impl PublishOptions {

@@ -128,6 +128,8 @@ pub mod addition {
     pub const EFFECT: &str = "effect";
     /// Schema.
     pub const SCHEMA: &str = "schema";
+    /// Nacelle's publish message, recorded with the history row.
+    pub const MESSAGE: &str = "message";
 }
 
 /// `ConfigPublishRequest`: publish one config. A compare-and-set failure is answered
