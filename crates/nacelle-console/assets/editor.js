@@ -187,20 +187,21 @@ export async function editorPage(view, q, ctx) {
     try { v = await validate(); } catch { return; }
     if (!v.ok && v.mode === 'reject') { code.goTo(v.line || 1); return; }
     const pubErr = h('div');
+    const message = h('input', { type: 'text', id: 'publish-message', maxlength: '1024', placeholder: t('Why this change (kept in the history)') });
     const warning = v.ok ? '' : h('div', { class: 'notice', role: 'alert', id: 'invalid-warning' },
       (v.line ? t('Not valid {type} (line {line}): {message}.', v) : t('Not valid {type}: {message}.', v)) + ' ' + t('The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?'));
     const body = h('div', {},
       h('p', { class: 'muted' }, isNew ? t('New config {group} / {dataId} ({value}).', { group: k.group, dataId: k.dataId, value: typeSel.value })
         : t('Changes to {group} / {dataId} against the version opened at {v2}.', { group: k.group, dataId: k.dataId, v2: fmtTime(opened.modified) })),
       warning,
-      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? t('published') : t('nothing'), to: t('yours') }), pubErr);
+      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? t('published') : t('nothing'), to: t('yours') }), field(t('Message'), message), pubErr);
     const choice = await modal(t('Review and publish'), body, [
       { label: t('Cancel'), value: 'cancel' },
       { label: v.ok ? t('Publish') : t('Publish anyway'), value: 'publish', class: 'primary', action: async () => {
         try {
           const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
             appName: appName.value, desc: desc.value, tags: tags.value,
-            casMd5: opened ? opened.md5 : '' });
+            casMd5: opened ? opened.md5 : '', message: message.value.trim() });
           k.md5 = r.md5;
           return true;
         } catch (e) {

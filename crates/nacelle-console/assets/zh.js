@@ -6,6 +6,8 @@ export const ZH = {
   "Account: change your password": "账户：修改密码",
   " (admin)": "（管理员）",
   "Sign out": "退出",
+  "Message": "说明",
+  "Why this change (kept in the history)": "为什么修改（记录在历史中）",
   "Sign in": "登录",
   "Not found": "未找到",
   "Go to configs": "前往配置列表",
