@@ -111,7 +111,12 @@ async fn remove(server: &TestServer, ns: &str, g: &str, d: &str) -> anyhow::Resu
     let key = ConfigKey::parse(Some(ns), g, d)?;
     server
         .service
-        .remove(&Caller::internal(), &key, None, "test")
+        .remove(
+            &Caller::internal(),
+            &key,
+            None,
+            &nacelle_service::WriteNote::by("test"),
+        )
         .await?;
     Ok(())
 }

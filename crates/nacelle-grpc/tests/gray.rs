@@ -152,7 +152,7 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
             &Caller::internal(),
             &ConfigKey::from_trusted("", G, key),
             "beta",
-            "",
+            &nacelle_service::WriteNote::default(),
         )
         .await?;
     pushed(&mut b, key).await?;

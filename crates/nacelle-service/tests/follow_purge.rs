@@ -72,7 +72,8 @@ async fn a_change_after_a_purge_reaches_the_follower(backend: Backend) -> Result
     // left, so B still reloads every changed key (an update, and a delete).
     publish(&a, &k1, "v5").await?;
     publish(&a, &k1, "v6").await?;
-    a.remove(&Caller::internal(), &k2, None, "").await?;
+    a.remove(&Caller::internal(), &k2, None, &Default::default())
+        .await?;
     assert!(purge(&store_a).await? >= 2);
     follower.poll(&b).await?;
     assert_eq!(content(&b, &k1)?.as_deref(), Some("v6"));

@@ -656,6 +656,7 @@ mod tests {
                 max_age: Some(Duration::from_secs(86_400)),
                 keep_per_key: Some(1),
                 interval: Duration::from_millis(200),
+                audit_max_age: Some(Duration::from_secs(86_400)),
             },
             ..settings_for(dir.path())
         };
@@ -679,6 +680,24 @@ mod tests {
             };
             newest = store.publish(&rec).await?.revision;
         }
+        // Audit entries: two older than the audit retention, then a recent one.
+        let event = |time_ms: i64| nacelle_core::audit::AuditEvent {
+            time_ms,
+            user: "u".into(),
+            address: String::new(),
+            protocol: "internal".into(),
+            action: "publish".into(),
+            target: "public/G/purged".into(),
+            outcome: "ok".into(),
+            detail: String::new(),
+            change_id: None,
+        };
+        let old = nacelle_core::now_millis() - 3 * 86_400_000;
+        let now = nacelle_core::now_millis();
+        let appended = store
+            .append_audit(&[event(old), event(old + 1), event(now)])
+            .await?;
+        let recent = appended[2].seq;
         let page = PageRequest {
             page_no: 1,
             page_size: 10,
@@ -691,6 +710,21 @@ mod tests {
                 break;
             }
             assert!(std::time::Instant::now() < deadline, "not purged: {nids:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        loop {
+            let range = store.audit_range(0, 100).await?;
+            if range.head.anchor_seq == recent - 1 {
+                // Only the old prefix went; the rest links to the new anchor.
+                assert_eq!(range.entries.first().map(|e| e.seq), Some(recent));
+                assert_eq!(range.entries[0].prev_hash, range.head.anchor_hash);
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "audit not purged: {:?}",
+                range.head
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         // The purge task at least (the load may have finished).
