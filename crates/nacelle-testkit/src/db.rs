@@ -134,6 +134,23 @@ impl TestDb {
 async fn execute(backend: Backend, server: &str, statement: &str) -> anyhow::Result<()> {
     if backend == Backend::MariaDb {
         let mut conn = sqlx::MySqlConnection::connect(server).await?;
+        if let Some(name) = statement.strip_prefix("DROP DATABASE IF EXISTS `") {
+            // As PostgreSQL's `WITH (FORCE)`: end the sessions still on the database. A
+            // server dropped without shutdown (its tasks stopped with the test's runtime,
+            // which this drop blocks) may leave one inside a transaction, whose metadata
+            // locks would keep the `DROP` waiting forever.
+            let name = name.trim_end_matches('`');
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT CAST(id AS SIGNED) FROM information_schema.PROCESSLIST WHERE db = ?",
+            )
+            .bind(name)
+            .fetch_all(&mut conn)
+            .await?;
+            for id in ids {
+                // Gone meanwhile is fine.
+                let _ended = conn.execute(format!("KILL {id}").as_str()).await;
+            }
+        }
         conn.execute(statement).await?;
         conn.close().await?;
     } else {

@@ -30,7 +30,9 @@ struct HistoryJson<'a> {
     created_time: String,
     last_modified_time: String,
     encrypted_data_key: &'a str,
-    /// Nacelle's: the write's message (`""`: none).
+    /// Nacelle's: the write's message; left out when there is none, so an answer without
+    /// one has exactly Nacos's fields.
+    #[serde(skip_serializing_if = "str::is_empty")]
     message: &'a str,
     /// Nacelle's: the change request of the write, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -55,7 +55,9 @@ struct HistoryInfo<'a> {
     src_user: &'a str,
     op_type: &'a str,
     publish_type: &'a str,
-    /// Nacelle's: the write's message (`""`: none).
+    /// Nacelle's: the write's message; left out when there is none, so an answer without
+    /// one has exactly Nacos's fields.
+    #[serde(skip_serializing_if = "str::is_empty")]
     message: &'a str,
     /// Nacelle's: the change request of the write, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
