@@ -139,6 +139,61 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Creates user `name` (password `<name>-pass-1`) with role `r-<name>` granted
+    /// `action` on `resource`, as the administrator whose token is `admin`; the user's
+    /// token.
+    pub async fn user_granted(
+        &self,
+        admin: &str,
+        name: &str,
+        resource: &str,
+        action: &str,
+    ) -> anyhow::Result<String> {
+        let (role, password) = (format!("r-{name}"), format!("{name}-pass-1"));
+        for (path, params) in [
+            (
+                "/nacos/v1/auth/users",
+                vec![("username", name), ("password", password.as_str())],
+            ),
+            (
+                "/nacos/v1/auth/roles",
+                vec![("role", role.as_str()), ("username", name)],
+            ),
+            (
+                "/nacos/v1/auth/permissions",
+                vec![
+                    ("role", role.as_str()),
+                    ("resource", resource),
+                    ("action", action),
+                ],
+            ),
+        ] {
+            let r = self
+                .http
+                .post(self.url(path))
+                .bearer_auth(admin)
+                .form(&params)
+                .send()
+                .await?;
+            let r = crate::api::Reply::read(r).await?;
+            anyhow::ensure!(r.status == 200, "{path}: {} {}", r.status, r.body);
+        }
+        let r = self
+            .http
+            .post(self.url("/nacos/v1/auth/login"))
+            .form(&[("username", name), ("password", password.as_str())])
+            .send()
+            .await?;
+        let r = crate::api::Reply::read(r).await?;
+        anyhow::ensure!(r.status == 200, "login of {name}: {} {}", r.status, r.body);
+        Ok(r.json()?["accessToken"]
+            .as_str()
+            .context("no accessToken")?
+            .to_string())
+    }
+}
+
 /// Settings for a test server on `dir` (127.0.0.1, port 0), adjusted by `tweak`.
 pub fn settings_for(dir: &Path, tweak: impl FnOnce(&mut Settings)) -> Settings {
     let mut settings = Settings {

@@ -92,51 +92,6 @@ fn refused(r: &Reply, status: u16) -> String {
         .unwrap_or_else(|| r.body.clone())
 }
 
-/// Creates `user` with role `r-<user>` granted `action` on `resource`; its token.
-async fn user(
-    s: &TestServer,
-    admin: &str,
-    name: &str,
-    resource: &str,
-    action: &str,
-) -> TestResult<String> {
-    let (role, password) = (format!("r-{name}"), format!("{name}-pass-1"));
-    for (path, params) in [
-        (
-            "/nacos/v1/auth/users",
-            vec![("username", name), ("password", password.as_str())],
-        ),
-        (
-            "/nacos/v1/auth/roles",
-            vec![("role", role.as_str()), ("username", name)],
-        ),
-        (
-            "/nacos/v1/auth/permissions",
-            vec![
-                ("role", role.as_str()),
-                ("resource", resource),
-                ("action", action),
-            ],
-        ),
-    ] {
-        let r = call(s, admin, Method::POST, path, &params, &[]).await?;
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-    }
-    let r = Reply::read(
-        s.http
-            .post(s.url("/nacos/v1/auth/login"))
-            .form(&[("username", name), ("password", password.as_str())])
-            .send()
-            .await?,
-    )
-    .await?;
-    assert_eq!(r.status, 200, "{}", r.body);
-    Ok(r.json()?["accessToken"]
-        .as_str()
-        .ok_or("accessToken")?
-        .to_string())
-}
-
 /// A v1 publish by `token`, with `headers`.
 async fn v1_publish(
     s: &TestServer,
@@ -189,9 +144,9 @@ async fn prod(s: &TestServer) -> TestResult<(String, String, String, String)> {
         let r = v1_publish(s, &admin, id, content, &[]).await?;
         assert_eq!((r.status, r.body.as_str()), (200, "true"));
     }
-    let alice = user(s, &admin, "alice", "prod:*:*", "rw").await?;
-    let bob = user(s, &admin, "bob", "prod:*:*", "rwa").await?;
-    let carol = user(s, &admin, "carol", "prod:*:*", "r").await?;
+    let alice = s.user_granted(&admin, "alice", "prod:*:*", "rw").await?;
+    let bob = s.user_granted(&admin, "bob", "prod:*:*", "rwa").await?;
+    let carol = s.user_granted(&admin, "carol", "prod:*:*", "r").await?;
     // Only an administrator sets a policy.
     let policy = [
         ("namespaceId", "prod"),

@@ -751,7 +751,7 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
     }
 
     // A user who may read the default namespace only.
-    let reader = user_granted(&s, &admin, "reader", ":*:*", "r").await?;
+    let reader = s.user_granted(&admin, "reader", ":*:*", "r").await?;
     let admin_api = nacelle_testkit::Api::with_token(s.addr, &admin)?;
     admin_api.publish("", "G", "h.yaml", "a: 1\n").await?;
     admin_api.publish("secret", "G", "h.yaml", "s: 1\n").await?;
@@ -821,7 +821,7 @@ async fn with_auth_on_the_admin_api_needs_a_token_and_rights() -> TestResult {
     // A permission on the resource `*` (what Nacos's regular expression needs to match the
     // namespace API's fixed resource) lets a non-administrator read every namespace, and
     // with `rw` listen-check a config; namespace writes stay an administrator's.
-    let star = user_granted(&s, &admin, "star", "*", "rw").await?;
+    let star = s.user_granted(&admin, "star", "*", "rw").await?;
     let r = s
         .http
         .post(s.url(NAMESPACE))
@@ -907,59 +907,6 @@ async fn history_of_an_encrypted_config_is_shown_decrypted_as_over_v1() -> TestR
     assert_eq!(entry["encryptedDataKey"], v1["encryptedDataKey"]);
     assert_eq!(entry["md5"], v1["md5"]);
     Ok(())
-}
-
-/// Creates `user` (password `<user>-pass-1`) with role `r-<user>` granted `action` on
-/// `resource`, as the administrator `admin`; answers the user's token.
-async fn user_granted(
-    s: &TestServer,
-    admin: &str,
-    user: &str,
-    resource: &str,
-    action: &str,
-) -> TestResult<String> {
-    let (role, password) = (format!("r-{user}"), format!("{user}-pass-1"));
-    for (path, params) in [
-        (
-            "/nacos/v1/auth/users",
-            vec![("username", user), ("password", password.as_str())],
-        ),
-        (
-            "/nacos/v1/auth/roles",
-            vec![("role", role.as_str()), ("username", user)],
-        ),
-        (
-            "/nacos/v1/auth/permissions",
-            vec![
-                ("role", role.as_str()),
-                ("resource", resource),
-                ("action", action),
-            ],
-        ),
-    ] {
-        let r = s
-            .http
-            .post(s.url(path))
-            .bearer_auth(admin)
-            .form(&params)
-            .send()
-            .await?;
-        let r = Reply::read(r).await?;
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-    }
-    let r = Reply::read(
-        s.http
-            .post(s.url("/nacos/v1/auth/login"))
-            .form(&[("username", user), ("password", password.as_str())])
-            .send()
-            .await?,
-    )
-    .await?;
-    assert_eq!(r.status, 200, "{}", r.body);
-    Ok(r.json()?["accessToken"]
-        .as_str()
-        .ok_or("accessToken")?
-        .to_string())
 }
 
 /// A request with `token`: query parameters for GET and DELETE, a form otherwise.
