@@ -22,14 +22,11 @@ use nacelle_core::audit::{AuditAction, AuditEntry, AuditEvent, AuditFilter, Audi
 use nacelle_core::{now_millis, Caller, ConfigKey, CoreError, Page, PageRequest};
 use nacelle_metrics::StoreOp;
 use nacelle_proto::audit::{Break, EntryFields, Verifier};
-use parking_lot::Mutex;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::service::ConfigService;
 
-/// Events queued at most; beyond, new events are dropped (and counted).
-pub const QUEUE_CAPACITY: usize = 10_000;
+pub use crate::audit_state::QUEUE_CAPACITY;
 /// Events appended in one transaction at most.
 pub const APPEND_BATCH: usize = 200;
 /// How long the appender keeps retrying a batch the database refuses (backoff from
@@ -37,26 +34,6 @@ pub const APPEND_BATCH: usize = 200;
 pub const RETRY_BOUND: Duration = Duration::from_secs(60);
 /// Entries read per step of a verification.
 pub const VERIFY_PAGE: u32 = 500;
-
-/// The queue between the operations and the appender.
-pub(crate) struct AuditQueue {
-    tx: mpsc::Sender<AuditEvent>,
-    /// Taken by the appender when it starts (one per service).
-    rx: Mutex<Option<mpsc::Receiver<AuditEvent>>>,
-    /// Cancelled once the server stopped serving: the appender flushes and ends.
-    finish: CancellationToken,
-}
-
-impl AuditQueue {
-    pub(crate) fn new() -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        AuditQueue {
-            tx,
-            rx: Mutex::new(Some(rx)),
-            finish: CancellationToken::new(),
-        }
-    }
-}
 
 /// The target of an operation on `key`: `namespace/group/dataId` (the default namespace
 /// as `public`).

@@ -34,6 +34,7 @@
 //!   matching key is checked against them.
 
 pub mod audit;
+mod audit_state;
 pub mod auth;
 pub mod changes;
 mod cipher;
@@ -48,6 +49,7 @@ mod namespaces;
 mod patterns;
 mod read;
 pub mod request;
+mod schema_state;
 pub mod schemas;
 pub mod service;
 pub mod transfer;

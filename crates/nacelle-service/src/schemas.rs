@@ -27,9 +27,9 @@ use nacelle_core::{
     now_millis, Action, Caller, ConfigKey, ConfigType, CoreError, NamespaceId, SchemaRecord,
 };
 use nacelle_metrics::StoreOp;
-use parking_lot::RwLock;
 use serde_json::Value;
 
+use crate::schema_state::Compiled;
 use crate::service::ConfigService;
 
 /// The largest schema document accepted, in bytes.
@@ -107,29 +107,6 @@ pub struct SchemaCheck {
     pub schemas: Vec<String>,
     /// What fails (at most [`MAX_REPORTED_PROBLEMS`]); empty: the content passes.
     pub problems: Vec<SchemaProblem>,
-}
-
-/// One schema, compiled.
-struct Compiled {
-    record: SchemaRecord,
-    name: String,
-    group: Part,
-    data_id: Part,
-    validator: jsonschema::Validator,
-}
-
-impl Compiled {
-    fn covers(&self, key: &ConfigKey) -> bool {
-        self.group.matches(key.group()) && self.data_id.matches(key.data_id())
-    }
-}
-
-/// The schemas a node holds: by namespace, in (group, dataId) pattern order.
-#[derive(Default)]
-pub(crate) struct SchemaState {
-    current: RwLock<Arc<HashMap<NamespaceId, Vec<Arc<Compiled>>>>>,
-    /// One re-read at a time, so an older read never replaces a newer one.
-    refresh: tokio::sync::Mutex<()>,
 }
 
 /// The display name of a schema: `namespace>>group>>dataId` (`public` for the default

@@ -35,7 +35,7 @@ use crate::cluster::{MemberInfo, MembershipView};
 use crate::hub::WatchHub;
 use crate::limits::{HeldPolls, Limits, RateLimiter};
 use crate::patterns::PatternHub;
-use crate::schemas::SchemaState;
+use crate::schema_state::SchemaState;
 
 use crate::key_map::KeyMap;
 
@@ -85,7 +85,7 @@ pub(crate) struct Inner {
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
     metrics: Metrics,
     /// Audit events on their way to the database (`crate::audit`).
-    pub(crate) audit: crate::audit::AuditQueue,
+    pub(crate) audit: crate::audit_state::AuditQueue,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -130,7 +130,7 @@ impl ConfigService {
                 commit_observer: OnceLock::new(),
                 membership: OnceLock::new(),
                 metrics: Metrics::new(),
-                audit: crate::audit::AuditQueue::new(),
+                audit: crate::audit_state::AuditQueue::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.

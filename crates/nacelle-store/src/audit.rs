@@ -13,64 +13,8 @@ use nacelle_proto::audit::{entry_hash, EntryFields};
 use sqlx::Pool;
 
 use crate::map_err;
-use crate::queries::{spell, Arg, Dialect, Queries};
+use crate::queries::{Arg, Queries, AUDIT_COLUMNS};
 use crate::sql::Exec;
-
-/// The columns of an entry, in the order of [`AuditQueries::insert`].
-const COLUMNS: &str = "seq, time_ms, user_name, address, protocol, action, target, outcome, \
-                       detail, change_id, prev_hash, hash";
-
-/// The statements of the audit trail.
-#[derive(Debug, Clone)]
-pub(crate) struct AuditQueries {
-    /// Takes the head row's write lock (a no-op update: every dialect locks the row, and
-    /// SQLite starts its write transaction here rather than upgrading a read later).
-    lock_head: String,
-    /// The head row (locked again where the dialect has `FOR UPDATE`).
-    read_head: String,
-    read_head_plain: String,
-    insert: String,
-    update_head: String,
-    move_anchor: String,
-    range: String,
-    /// The oldest entries after the anchor, for a purge.
-    oldest: String,
-    delete_through: String,
-    /// The dialect's numbered placeholders, for the filtered page built per query.
-    numbered: bool,
-}
-
-impl AuditQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |sql: String| spell::<D>(&sql);
-        let head = "SELECT last_seq, last_hash, anchor_seq, anchor_hash FROM nacelle_audit_head \
-                    WHERE id = 1";
-        AuditQueries {
-            lock_head: q("UPDATE nacelle_audit_head SET last_seq = last_seq WHERE id = 1".into()),
-            read_head: q(format!("{head}{}", D::FOR_UPDATE)),
-            read_head_plain: q(head.into()),
-            insert: q(format!(
-                "INSERT INTO nacelle_audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            )),
-            update_head: q(
-                "UPDATE nacelle_audit_head SET last_seq = ?, last_hash = ? WHERE id = 1".into(),
-            ),
-            move_anchor: q(
-                "UPDATE nacelle_audit_head SET anchor_seq = ?, anchor_hash = ? WHERE id = 1".into(),
-            ),
-            range: q(format!(
-                "SELECT {COLUMNS} FROM nacelle_audit WHERE seq > ? AND seq <= ? ORDER BY seq \
-                 LIMIT ?"
-            )),
-            oldest: q(
-                "SELECT seq, time_ms, hash FROM nacelle_audit WHERE seq > ? ORDER BY seq LIMIT ?"
-                    .into(),
-            ),
-            delete_through: q("DELETE FROM nacelle_audit WHERE seq > ? AND seq <= ?".into()),
-            numbered: D::NUMBERED_PLACEHOLDERS,
-        }
-    }
-}
 
 /// The longest text kept of a short field (user, address, protocol, action).
 const SHORT_FIELD: usize = 255;
@@ -268,7 +212,7 @@ pub(crate) async fn page<DB: Exec>(
         None => 0,
     };
     let page_sql = numbered(&format!(
-        "SELECT {COLUMNS} FROM nacelle_audit{filter_sql} ORDER BY seq DESC LIMIT ? OFFSET ?"
+        "SELECT {AUDIT_COLUMNS} FROM nacelle_audit{filter_sql} ORDER BY seq DESC LIMIT ? OFFSET ?"
     ));
     let limit = i64::try_from(page.page_size).unwrap_or(i64::MAX);
     let offset = i64::try_from(page.offset()).unwrap_or(i64::MAX);

@@ -129,11 +129,11 @@ pub(crate) struct Queries {
     pub insert_legacy_tag: String,
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
-    pub changes: crate::changes::ChangeQueries,
+    pub changes: ChangeQueries,
     /// JSON Schemas of config keys (`nacelle_config_schema`).
     pub schemas: SchemaQueries,
     /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
-    pub audit: crate::audit::AuditQueries,
+    pub audit: AuditQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
     pub insert_note: String,
 }
@@ -483,7 +483,7 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            changes: crate::changes::ChangeQueries::new::<D>(),
+            changes: ChangeQueries::new::<D>(),
             identity: IdentityQueries {
                 // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
                 users: q("SELECT username, password, \
@@ -538,7 +538,7 @@ impl Queries {
                         .into(),
                 ),
             },
-            audit: crate::audit::AuditQueries::new::<D>(),
+            audit: AuditQueries::new::<D>(),
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
                     .into(),
@@ -1011,6 +1011,175 @@ impl Written {
             _ => Err(StoreError::Unavailable(
                 "the database returned no generated id".into(),
             )),
+        }
+    }
+}
+
+/// The columns of a change request row.
+pub(crate) const CHANGE_COLUMNS: &str = "id, tenant_id, title, description, author, state, stale, \
+    version, created_ms, updated_ms, publish_at_ms";
+
+/// The statements of change requests and policies, spelled by one dialect.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeQueries {
+    pub(crate) insert_change: String,
+    pub(crate) last_insert_id: &'static str,
+    pub(crate) insert_item: String,
+    pub(crate) insert_event: String,
+    pub(crate) get_change: String,
+    pub(crate) items_of: String,
+    pub(crate) events_of: String,
+    pub(crate) count: String,
+    pub(crate) list: String,
+    pub(crate) bump: String,
+    pub(crate) set_fields: String,
+    pub(crate) delete_items: String,
+    pub(crate) lock_change: String,
+    pub(crate) mark_published: String,
+    pub(crate) due: String,
+    pub(crate) policies: String,
+    pub(crate) delete_policy: String,
+    pub(crate) insert_policy: String,
+}
+
+impl ChangeQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        let filter =
+            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?)";
+        ChangeQueries {
+            insert_change: q(format!(
+                "INSERT INTO nacelle_change (tenant_id, title, description, author, state, \
+                 stale, version, created_ms, updated_ms, publish_at_ms) \
+                 VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, 0){}",
+                D::RETURNING_ID
+            )),
+            last_insert_id: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id",
+            insert_item: q(
+                "INSERT INTO nacelle_change_item (change_id, ord, group_id, data_id, \
+                 op, content, config_type, base_md5) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            insert_event: q(
+                "INSERT INTO nacelle_change_event (change_id, kind, username, \
+                 time_ms, text) VALUES (?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            get_change: q(format!(
+                "SELECT {CHANGE_COLUMNS} FROM nacelle_change WHERE id = ?"
+            )),
+            items_of: q(
+                "SELECT group_id, data_id, op, content, config_type, base_md5 \
+                 FROM nacelle_change_item WHERE change_id = ? ORDER BY ord"
+                    .into(),
+            ),
+            events_of: q(
+                "SELECT kind, username, time_ms, text FROM nacelle_change_event \
+                 WHERE change_id = ? ORDER BY id"
+                    .into(),
+            ),
+            count: q(format!(
+                "SELECT COUNT(*) AS n FROM nacelle_change WHERE {filter}"
+            )),
+            list: q(format!(
+                "SELECT {CHANGE_COLUMNS}, (SELECT COUNT(*) FROM nacelle_change_item i \
+                 WHERE i.change_id = c.id) AS item_count FROM nacelle_change c \
+                 WHERE {filter} ORDER BY id DESC LIMIT ? OFFSET ?"
+            )),
+            bump: q(
+                "UPDATE nacelle_change SET version = version + 1, updated_ms = ? \
+                 WHERE id = ? AND version = ?"
+                    .into(),
+            ),
+            set_fields: q(
+                "UPDATE nacelle_change SET title = ?, description = ?, state = ?, \
+                 stale = ?, publish_at_ms = ? WHERE id = ?"
+                    .into(),
+            ),
+            delete_items: q("DELETE FROM nacelle_change_item WHERE change_id = ?".into()),
+            lock_change: q(format!(
+                "SELECT version, state FROM nacelle_change WHERE id = ?{}",
+                D::FOR_UPDATE
+            )),
+            mark_published: q(format!(
+                "UPDATE nacelle_change SET state = '{}', stale = 0, publish_at_ms = 0, \
+                 version = version + 1, updated_ms = ? WHERE id = ?",
+                nacelle_core::change::ChangeState::Published.as_str()
+            )),
+            due: q(format!(
+                "SELECT id, version FROM nacelle_change WHERE state = '{}' \
+                 AND publish_at_ms > 0 AND publish_at_ms <= ? ORDER BY publish_at_ms, id",
+                nacelle_core::change::ChangeState::Approved.as_str()
+            )),
+            policies: "SELECT tenant_id, group_pattern, required_approvals, updated_by, \
+                 updated_ms FROM nacelle_review_policy ORDER BY tenant_id, group_pattern"
+                .into(),
+            delete_policy: q(
+                "DELETE FROM nacelle_review_policy WHERE tenant_id = ? AND group_pattern = ?"
+                    .into(),
+            ),
+            insert_policy: q(
+                "INSERT INTO nacelle_review_policy (tenant_id, group_pattern, \
+                 required_approvals, updated_by, updated_ms) VALUES (?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The statements of the audit trail.
+/// The columns of an audit entry, in the order of [`AuditQueries::insert`].
+pub(crate) const AUDIT_COLUMNS: &str =
+    "seq, time_ms, user_name, address, protocol, action, target, outcome, detail, change_id, \
+     prev_hash, hash";
+
+#[derive(Debug, Clone)]
+pub(crate) struct AuditQueries {
+    /// Takes the head row's write lock (a no-op update: every dialect locks the row, and
+    /// SQLite starts its write transaction here rather than upgrading a read later).
+    pub(crate) lock_head: String,
+    /// The head row (locked again where the dialect has `FOR UPDATE`).
+    pub(crate) read_head: String,
+    pub(crate) read_head_plain: String,
+    pub(crate) insert: String,
+    pub(crate) update_head: String,
+    pub(crate) move_anchor: String,
+    pub(crate) range: String,
+    /// The oldest entries after the anchor, for a purge.
+    pub(crate) oldest: String,
+    pub(crate) delete_through: String,
+    /// The dialect's numbered placeholders, for the filtered page built per query.
+    pub(crate) numbered: bool,
+}
+
+impl AuditQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |sql: String| spell::<D>(&sql);
+        let head = "SELECT last_seq, last_hash, anchor_seq, anchor_hash FROM nacelle_audit_head \
+                    WHERE id = 1";
+        AuditQueries {
+            lock_head: q("UPDATE nacelle_audit_head SET last_seq = last_seq WHERE id = 1".into()),
+            read_head: q(format!("{head}{}", D::FOR_UPDATE)),
+            read_head_plain: q(head.into()),
+            insert: q(format!(
+                "INSERT INTO nacelle_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            )),
+            update_head: q(
+                "UPDATE nacelle_audit_head SET last_seq = ?, last_hash = ? WHERE id = 1".into(),
+            ),
+            move_anchor: q(
+                "UPDATE nacelle_audit_head SET anchor_seq = ?, anchor_hash = ? WHERE id = 1".into(),
+            ),
+            range: q(format!(
+                "SELECT {AUDIT_COLUMNS} FROM nacelle_audit WHERE seq > ? AND seq <= ? ORDER BY seq \
+                 LIMIT ?"
+            )),
+            oldest: q(
+                "SELECT seq, time_ms, hash FROM nacelle_audit WHERE seq > ? ORDER BY seq LIMIT ?"
+                    .into(),
+            ),
+            delete_through: q("DELETE FROM nacelle_audit WHERE seq > ? AND seq <= ?".into()),
+            numbered: D::NUMBERED_PLACEHOLDERS,
         }
     }
 }
