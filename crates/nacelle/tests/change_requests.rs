@@ -420,6 +420,15 @@ async fn a_reviewed_change_publishes_every_key_at_once(s: TestServer) -> TestRes
     .await?;
     let history = history.json()?;
     assert_eq!(history["pageItems"][0]["srcUser"], "alice", "{history}");
+    // The history row names the change request and carries its title as the message.
+    let entry = &history["pageItems"][0];
+    assert_eq!(entry["changeId"].to_string(), id, "{history}");
+    assert!(
+        entry["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("raise the limits")),
+        "{history}"
+    );
     // Once only.
     let r = call(
         &s,
