@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(v.finish(3, &h3), Ok(3));
 
         let mut v = Verifier::new(0, GENESIS_HASH);
-        let _ = v.check(&e1, &h1);
+        assert_eq!(v.check(&e1, &h1), Ok(()));
         let err = v.check(&e3, &h3).err();
         assert_eq!(
             err.map(|b| (b.seq, b.problem)),
@@ -304,8 +304,8 @@ mod tests {
         );
 
         let mut v = Verifier::new(0, GENESIS_HASH);
-        let _ = v.check(&e1, &h1);
-        let _ = v.check(&e2, &h2);
+        assert_eq!(v.check(&e1, &h1), Ok(()));
+        assert_eq!(v.check(&e2, &h2), Ok(()));
         assert_eq!(
             v.finish(3, &h3).err().map(|b| (b.seq, b.problem)),
             Some((3, Problem::Truncated { head_seq: 3 }))

@@ -80,53 +80,6 @@ async fn post_form(
     Ok((r.status().as_u16(), r.text().await?))
 }
 
-/// Creates user `name` with a role of its own granted `action` on `resource`; its token.
-async fn user_with_permission(
-    ts: &TestServer,
-    admin: &str,
-    name: &str,
-    resource: &str,
-    action: &str,
-) -> TestResult<String> {
-    let role = format!("{name}-role");
-    let password = format!("{name}-password-1");
-    for (path, params) in [
-        (
-            "/nacos/v1/auth/users",
-            vec![("username", name), ("password", password.as_str())],
-        ),
-        (
-            "/nacos/v1/auth/roles",
-            vec![("role", role.as_str()), ("username", name)],
-        ),
-        (
-            "/nacos/v1/auth/permissions",
-            vec![
-                ("role", role.as_str()),
-                ("resource", resource),
-                ("action", action),
-            ],
-        ),
-    ] {
-        let r = ts
-            .http
-            .post(ts.url(path))
-            .header("accessToken", admin)
-            .form(&params)
-            .send()
-            .await?;
-        assert_eq!(r.status(), 200, "{path}: {}", r.text().await?);
-    }
-    let r = ts
-        .http
-        .post(ts.url("/nacos/v1/auth/login"))
-        .form(&[("username", name), ("password", password.as_str())])
-        .send()
-        .await?;
-    let v: Value = r.json().await?;
-    Ok(v["accessToken"].as_str().unwrap_or_default().to_string())
-}
-
 // The schema API on every backend.
 per_backend!(schemas_are_set_read_listed_and_removed);
 
@@ -550,7 +503,7 @@ async fn reading_needs_read_and_setting_needs_an_administrator() -> TestResult {
     .await?;
     assert_eq!(status, 200, "{v}");
     // A user with read on the namespace may read, not set or remove.
-    let user = user_with_permission(&ts, &admin, "reader", ":*:*", "r").await?;
+    let user = ts.user_granted(&admin, "reader", ":*:*", "r").await?;
     let (status, v) = call(&ts, reqwest::Method::GET, SCHEMAS, Some(&user), json!({})).await?;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["data"].as_array().map(Vec::len), Some(1), "{v}");
@@ -573,7 +526,7 @@ async fn reading_needs_read_and_setting_needs_an_administrator() -> TestResult {
     .await?;
     assert_eq!(status, 403);
     // A user with read elsewhere sees none.
-    let other = user_with_permission(&ts, &admin, "other", "dev:*:*", "r").await?;
+    let other = ts.user_granted(&admin, "other", "dev:*:*", "r").await?;
     let (status, v) = call(&ts, reqwest::Method::GET, SCHEMAS, Some(&other), json!({})).await?;
     assert_eq!((status, &v["data"]), (200, &json!([])), "{v}");
     Ok(())
