@@ -377,7 +377,13 @@ async fn publishing_to_many_keys_adds_no_series() -> TestResult {
     ts.publish("", "G", "warm", "w").await?;
     assert!(ts.get("", "G", "warm").await?.is_some());
     assert!(ts.get("", "G", "absent").await?.is_none());
-    scrape(&ts, "/metrics").await?;
+    // The audit trail is written behind the publish, in batches: its store
+    // operation's series exists once the warm-up's entry is on disk.
+    let store_op = "nacelle_store_operation_duration_seconds";
+    scrape_until(&ts, "/metrics", |s| {
+        s.observations(store_op, &[("op", "audit")]) >= 1.0
+    })
+    .await?;
     let baseline = scrape(&ts, "/metrics").await?.series();
 
     for i in 0..100 {
