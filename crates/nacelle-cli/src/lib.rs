@@ -1,6 +1,6 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `gray`, `change`, `policy`, `user`, `role`, `perm`, `schema`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `change`, `policy`, `clients`, `user`, `role`, `perm`, `schema`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
@@ -17,6 +17,7 @@
 mod admin;
 mod audit;
 mod changes;
+mod clients;
 mod configs;
 mod error;
 mod gray;
@@ -258,6 +259,12 @@ pub enum Command {
         after_help = "Examples:\n  nacelle audit ls --since 1h --user alice\n  nacelle audit ls --key public/DEFAULT_GROUP/app.yaml --action publish -o json\n  nacelle audit verify"
     )]
     Audit(audit::AuditArgs),
+    /// Who runs what: the clients listening to a config on every node, what each holds
+    /// (formal, a gray, unknown) and since when.
+    #[command(
+        after_help = "Examples:\n  nacelle clients app.yaml\n  nacelle clients app.yaml -g SHOP -n prod --summary\n  nacelle clients app.yaml -o json"
+    )]
+    Clients(clients::ClientsArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
         after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
@@ -310,6 +317,7 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Perm(a) => users::perm(a).await,
         Command::Schema(a) => schemas::schema(a).await,
         Command::Audit(a) => audit::audit(a).await,
+        Command::Clients(a) => clients::clients(a).await,
         Command::Login(a) => login::login(a).await,
         Command::Profile(a) => login::profile(a),
         Command::Completion { shell } => {

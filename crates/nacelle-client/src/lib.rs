@@ -43,6 +43,7 @@ pub mod auth;
 mod bind;
 mod changes;
 mod client;
+mod clients;
 mod error;
 mod fetch;
 mod format;
@@ -72,6 +73,7 @@ pub use changes::{
     ReviewPolicy,
 };
 pub use client::{Client, Listener, Watch};
+pub use clients::{ClientInfo, GrayMd5, HoldCounts, KeyClients, NodeClients};
 pub use error::{ClientError, Result};
 pub use format::Format;
 pub use gray::{GrayRule, GrayVariant, BETA_GRAY_NAME};

@@ -21,6 +21,7 @@
 mod address;
 pub mod members;
 pub mod notify;
+mod peers;
 pub mod sync_client;
 
 use std::net::SocketAddr;
@@ -104,6 +105,7 @@ impl Cluster {
             .build()
             .map_err(|e| ClusterError::Client(e.to_string()))?;
         let membership = Membership::new(&opts, client.clone())?;
+        let client_for_peers = client.clone();
         let notifier = Notifier::new(
             client,
             opts.secret.clone(),
@@ -117,6 +119,13 @@ impl Cluster {
         if !service.set_membership(Arc::new(MembersWithCounts {
             membership: membership.clone(),
             notifier: notifier.clone(),
+        })) {
+            return Err(ClusterError::AlreadyStarted);
+        }
+        if !service.set_peer_queries(Arc::new(peers::Peers {
+            membership: membership.clone(),
+            client: client_for_peers,
+            secret: opts.secret.clone(),
         })) {
             return Err(ClusterError::AlreadyStarted);
         }

@@ -66,6 +66,7 @@
 //! fails if it ever depends on a server crate.
 
 pub mod audit;
+pub mod clients;
 pub mod cluster;
 pub mod config;
 pub mod connection;

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
-use nacelle_core::{Caller, ConfigKey};
+use nacelle_core::{now_millis, Caller, ConfigKey};
 use rustc_hash::FxBuildHasher;
 
 use crate::key_map::KeyMap;
@@ -69,6 +69,16 @@ struct Entry {
     /// Who listens: decides which variant of the key it sees; its IP answers listener
     /// queries.
     caller: Arc<Caller>,
+    /// Since when it holds `md5` (ms since the epoch): when it subscribed with it, or was
+    /// last told of a change. Answers "since when" in the live view.
+    since_ms: i64,
+}
+
+/// One subscriber of a key as the live view reads it.
+pub(crate) struct Held {
+    pub caller: Arc<Caller>,
+    pub md5: Arc<str>,
+    pub since_ms: i64,
 }
 
 /// What each subscriber of a changed key now sees: one md5 for everyone (the key has no
@@ -125,10 +135,16 @@ impl WatchHub {
         subscriber: Arc<dyn Subscriber>,
     ) -> bool {
         let mut slot = self.index.entry(key.clone()).or_default();
+        // A watcher that subscribes again with the md5 it held keeps its `since`.
+        let since_ms = match slot.get(&id) {
+            Some(old) if *old.md5 == *md5 => old.since_ms,
+            _ => now_millis(),
+        };
         let entry = Entry {
             subscriber,
             md5: md5.into(),
             caller,
+            since_ms,
         };
         let new = slot.insert(id, entry).is_none();
         if new {
@@ -171,6 +187,7 @@ impl WatchHub {
             encoded: OnceLock::new(),
         });
         // Collect under the shard lock (recording what each is told), notify outside it.
+        let told_at = now_millis();
         let targets: Vec<Arc<dyn Subscriber>> = match self.index.get_mut(key) {
             Some(mut subs) => subs
                 .values_mut()
@@ -183,6 +200,7 @@ impl WatchHub {
                         return None;
                     }
                     e.md5 = now;
+                    e.since_ms = told_at;
                     Some(e.subscriber.clone())
                 })
                 .collect(),
@@ -251,11 +269,23 @@ impl WatchHub {
     /// Every subscriber of `key`: who it is and the md5 it holds (read-only, for the
     /// console's listener views).
     pub fn subscribers_of(&self, key: &ConfigKey) -> Vec<(Arc<Caller>, Arc<str>)> {
+        self.held_of(key)
+            .into_iter()
+            .map(|h| (h.caller, h.md5))
+            .collect()
+    }
+
+    /// Every subscriber of `key` with the md5 it holds and since when (the live view).
+    pub fn held_of(&self, key: &ConfigKey) -> Vec<Held> {
         self.index
             .get(key)
             .map(|subs| {
                 subs.values()
-                    .map(|e| (e.caller.clone(), e.md5.clone()))
+                    .map(|e| Held {
+                        caller: e.caller.clone(),
+                        md5: e.md5.clone(),
+                        since_ms: e.since_ms,
+                    })
                     .collect()
             })
             .unwrap_or_default()

@@ -82,6 +82,8 @@ pub(crate) struct Inner {
     commit_observer: OnceLock<Arc<dyn CommitObserver>>,
     /// The cluster membership, when this node runs in a cluster.
     membership: OnceLock<Arc<dyn MembershipView>>,
+    /// Asks the other members for their part of a live view (installed by the cluster).
+    pub(crate) peer_queries: OnceLock<Arc<dyn crate::live::PeerQueries>>,
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
     metrics: Metrics,
     /// Audit events on their way to the database (`crate::audit`).
@@ -129,6 +131,7 @@ impl ConfigService {
                 shutdown: CancellationToken::new(),
                 commit_observer: OnceLock::new(),
                 membership: OnceLock::new(),
+                peer_queries: OnceLock::new(),
                 metrics: Metrics::new(),
                 audit: crate::audit_state::AuditQueue::new(),
             }),

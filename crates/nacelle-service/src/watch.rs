@@ -172,7 +172,12 @@ impl ConfigService {
             .collect())
     }
 
-    fn listener_view(&self, key: ConfigKey, listener: Arc<Caller>, held: &str) -> ListenerView {
+    pub(crate) fn listener_view(
+        &self,
+        key: ConfigKey,
+        listener: Arc<Caller>,
+        held: &str,
+    ) -> ListenerView {
         let served = self.select(&listener, &key, None);
         let in_sync = self.holds_current(&listener, &key, held);
         ListenerView {
@@ -386,8 +391,8 @@ impl Drop for Watch {
 /// may read.
 #[derive(Debug, Clone, Copy)]
 pub struct Listeners<'a> {
-    service: &'a ConfigService,
-    caller: &'a Caller,
+    pub(crate) service: &'a ConfigService,
+    pub(crate) caller: &'a Caller,
 }
 
 impl ConfigService {

@@ -9,6 +9,7 @@ use crate::AppState;
 
 pub(crate) mod audit;
 pub(crate) mod changes;
+pub(crate) mod clients;
 pub(crate) mod schemas;
 
 /// Every route of Nacelle's own API.
@@ -17,6 +18,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(changes::routes())
         .merge(schemas::routes())
         .merge(audit::routes())
+        .merge(clients::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
@@ -25,6 +27,7 @@ pub(crate) fn route(path: &str) -> Option<&'static str> {
         .iter()
         .chain(schemas::ROUTES)
         .chain(audit::ROUTES)
+        .chain(clients::ROUTES)
         .copied()
         .find(|r| *r == path)
 }

@@ -17,7 +17,7 @@ use crate::AppState;
 use nacelle_service::cluster::{secret_matches, SECRET_HEADER};
 
 /// Rejects callers that are not cluster members.
-fn require_member(st: &AppState, p: &Params) -> Result<(), ApiError> {
+pub(crate) fn require_member(st: &AppState, p: &Params) -> Result<(), ApiError> {
     let Some(expected) = st.options.cluster_secret.as_deref() else {
         return Err(ApiError::Forbidden(
             "cluster calls are disabled on this node (no cluster secret configured)".into(),
