@@ -1345,3 +1345,176 @@ async fn a_scheduled_change_request_is_published_once_by_the_cluster() -> TestRe
     );
     Ok(())
 }
+
+/// The live view of `data_id` as `node` answers it (`GET /nacos/nacelle/v1/clients`).
+async fn live_view(http: &reqwest::Client, node: &Node, data_id: &str) -> TestResult<Value> {
+    let resp = http
+        .get(node.url("/nacos/nacelle/v1/clients"))
+        .query(&[("groupName", "CLUSTER"), ("dataId", data_id)])
+        .send()
+        .await?;
+    let body: Value = resp.json().await?;
+    assert_eq!(body["code"], 0, "{body}");
+    Ok(body["data"].clone())
+}
+
+/// (formal, gray `beta`, unknown, total) of a view's counts (`total` or one node's).
+fn hold_counts(c: &Value) -> (u64, u64, u64, u64) {
+    let n = |x: &Value| x.as_u64().unwrap_or(0);
+    (
+        n(&c["formal"]),
+        n(&c["grays"]["beta"]),
+        n(&c["unknown"]),
+        n(&c["total"]),
+    )
+}
+
+/// Polls every node's live view until `done` holds for each (within `SOON`).
+async fn live_view_everywhere(
+    http: &reqwest::Client,
+    nodes: &[&Node],
+    data_id: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> TestResult<Vec<Value>> {
+    let deadline = Instant::now() + SOON;
+    let mut views = Vec::new();
+    for node in nodes {
+        loop {
+            let v = live_view(http, node, data_id).await?;
+            if done(&v) {
+                views.push(v);
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("node :{} never showed {what}: {v}", node.port).into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(views)
+}
+
+/// Who runs what, cluster-wide: a gRPC client (the real Rust SDK) on node 1 and a long
+/// poll from 127.0.0.2 on node 2; every node's view counts both, per node and in total,
+/// after a publish and a gray for the long-polling client; a node that is down is shown
+/// with its error and the view is marked incomplete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_view_is_the_same_on_every_node() -> TestResult {
+    if skipped(Backend::MariaDb) {
+        return Ok(());
+    }
+    let db = TestDb::create(Backend::MariaDb).await?;
+    let http = reqwest::Client::new();
+    let (mut nodes, _) = start_cluster(&db.url, 3, |_| vec![]).await?;
+    assert_eq!(publish(&http, &nodes[0], "live.yaml", "v: 1").await?, 200);
+    for node in &nodes {
+        until_served(&http, node, "live.yaml", Some("v: 1"), SOON).await?;
+    }
+    let sdk = Sdk::connect(
+        nodes[0].ports.http,
+        nodes[0].ports.grpc,
+        "",
+        "live-cluster-app",
+    )
+    .await?;
+    let (rec, mut told) = recorder();
+    sdk.client
+        .add_listener("live.yaml".into(), "CLUSTER".into(), rec)
+        .await
+        .map_err(|e| format!("nacos-sdk add_listener: {e}"))?;
+    let canary = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>()?)
+        .build()?;
+    let poll = |held: String| {
+        let req = canary
+            .post(nodes[1].url("/nacos/v1/cs/configs/listener"))
+            .header("Long-Pulling-Timeout", "30000")
+            .form(&[(
+                "Listening-Configs",
+                listening_configs(&[("live.yaml", "CLUSTER", &held, None)]),
+            )]);
+        tokio::spawn(async move { req.send().await?.text().await })
+    };
+    let held = poll(md5("v: 1"));
+    let all: Vec<&Node> = nodes.iter().collect();
+    let views = live_view_everywhere(&http, &all, "live.yaml", "both on v1", |v| {
+        hold_counts(&v["total"]) == (2, 0, 0, 2) && v["complete"] == true
+    })
+    .await?;
+    for (i, v) in views.iter().enumerate() {
+        let parts = v["nodes"].as_array().ok_or("no nodes")?;
+        assert_eq!(parts.len(), 3, "{v}");
+        assert_eq!(parts[0]["self"], true, "node {} answers first: {v}", i + 1);
+        let part = |port: u16| {
+            parts
+                .iter()
+                .find(|p| p["node"] == format!("127.0.0.1:{port}").as_str())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (one, two, three) = (
+            part(nodes[0].port),
+            part(nodes[1].port),
+            part(nodes[2].port),
+        );
+        assert_eq!(hold_counts(&one["counts"]), (1, 0, 0, 1), "{v}");
+        assert_eq!(one["clients"][0]["protocol"], "grpc", "{v}");
+        assert_eq!(one["clients"][0]["app"], "live-cluster-app", "{v}");
+        assert_eq!(hold_counts(&two["counts"]), (1, 0, 0, 1), "{v}");
+        assert_eq!(two["clients"][0]["ip"], "127.0.0.2", "{v}");
+        assert_eq!(hold_counts(&three["counts"]), (0, 0, 0, 0), "{v}");
+    }
+
+    // A publish on node 3 and a gray for 127.0.0.2 on node 1: both clients are told on
+    // their own nodes, and every node counts one on the formal v2, one on the gray.
+    assert_eq!(publish(&http, &nodes[2], "live.yaml", "v: 2").await?, 200);
+    told.wait_for("v: 2", SOON).await?;
+    let answered = held.await??;
+    assert!(answered.contains("live.yaml"), "{answered}");
+    let held = poll(md5("v: 2"));
+    live_view_everywhere(&http, &all, "live.yaml", "both on v2", |v| {
+        v["formalMd5"] == md5("v: 2").as_str() && hold_counts(&v["total"]) == (2, 0, 0, 2)
+    })
+    .await?;
+    let beta = http
+        .post(nodes[0].url("/nacos/v1/cs/configs"))
+        .header("betaIps", "127.0.0.2")
+        .form(&[
+            ("dataId", "live.yaml"),
+            ("group", "CLUSTER"),
+            ("content", "v: beta"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(beta.text().await?, "true");
+    let answered = held.await??;
+    assert!(answered.contains("live.yaml"), "{answered}");
+    let _held = poll(md5("v: beta"));
+    live_view_everywhere(&http, &all, "live.yaml", "one formal, one gray", |v| {
+        hold_counts(&v["total"]) == (1, 1, 0, 2)
+    })
+    .await?;
+
+    // Node 3 dies: the others still answer, naming it as not asked.
+    nodes[2].server.kill9()?;
+    let down_port = nodes[2].port;
+    let alive: Vec<&Node> = nodes.iter().take(2).collect();
+    let views = live_view_everywhere(&http, &alive, "live.yaml", "node 3 missing", |v| {
+        v["complete"] == false
+    })
+    .await?;
+    for v in &views {
+        let dead = v["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["node"] == format!("127.0.0.1:{down_port}").as_str())
+            .cloned()
+            .unwrap_or_default();
+        assert!(dead["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+        assert_eq!(hold_counts(&v["total"]), (1, 1, 0, 2), "{v}");
+    }
+    drop(nodes.pop());
+    Ok(())
+}
