@@ -1314,3 +1314,58 @@ fn change_requests_and_review_policies() -> TestResult {
     env.ok(&["put", "app.yaml"], Some("a: 3\n"))?;
     Ok(())
 }
+
+/// Polls `nacelle clients KEY -o json` until `done` holds (within `SOON`).
+fn clients_until(env: &Env, key: &str, done: impl Fn(&Value) -> bool) -> TestResult<Value> {
+    let deadline = std::time::Instant::now() + nacelle_testkit::SOON;
+    loop {
+        let v = env.json(&["clients", key])?;
+        if done(&v) {
+            return Ok(v);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("nacelle clients never showed it: {v}").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn clients_shows_who_runs_what() -> TestResult {
+    let env = start()?;
+    env.ok(&["put", "live.txt"], Some("one"))?;
+    let none = env.json(&["clients", "live.txt"])?;
+    assert_eq!(none["total"]["total"], 0, "{none}");
+    assert_eq!(none["formalMd5"], nacelle_testkit::md5("one").as_str());
+
+    // `nacelle watch` is a gRPC listener of the key.
+    let mut watcher = env
+        .command(&["watch", "live.txt"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let one = clients_until(&env, "live.txt", |v| v["total"]["formal"] == 1);
+    let table = env.ok(&["clients", "live.txt"], None);
+    let summary = env.ok(&["clients", "live.txt", "--summary"], None);
+    watcher.kill()?;
+    watcher.wait()?;
+    let one = one?;
+    let client = &one["nodes"][0]["clients"][0];
+    assert_eq!(client["protocol"], "grpc", "{one}");
+    assert_eq!(client["holds"], "formal", "{one}");
+    let table = table?;
+    assert!(table.contains("1 clients: 1 formal, 0 unknown"), "{table}");
+    assert!(table.contains("HOLDS") && table.contains("grpc"), "{table}");
+    let summary = summary?;
+    assert!(
+        summary.contains("1 clients: 1 formal") && !summary.contains("HOLDS"),
+        "{summary}"
+    );
+    clients_until(&env, "live.txt", |v| v["total"]["total"] == 0)?;
+
+    // A bad key is the server's 400, as the CLI's usage error.
+    let out = env.run(&["clients", ""], None)?;
+    assert_ne!(code(&out), Some(0), "{}", stderr(&out));
+    Ok(())
+}
