@@ -360,14 +360,22 @@ impl ConfigService {
             .ok_or_else(|| not_found(id))
     }
 
-    fn view_of(&self, request: ChangeRequest) -> ChangeView {
+    /// A request as it is shown: its approvals required, and an encrypted dataId's sealed
+    /// content opened (the caller's read permission on the namespace is checked by the
+    /// caller of this).
+    fn view_of(&self, mut request: ChangeRequest) -> Result<ChangeView, CoreError> {
         let keys: Vec<ConfigKey> = request
             .items
             .iter()
             .map(|i| i.key(&request.namespace))
             .collect();
+        for (item, key) in request.items.iter_mut().zip(&keys) {
+            if let ChangeOp::Publish { content, .. } = &mut item.op {
+                *content = self.open_from_change(key, std::mem::take(content))?;
+            }
+        }
         let required = self.required_for(keys.iter());
-        ChangeView::of(request, required)
+        Ok(ChangeView::of(request, required))
     }
 
     /// Publishes request `id` (see [`Changes::publish`]); `version`, when given, must be
@@ -383,7 +391,7 @@ impl ConfigService {
         if version.is_some_and(|v| v != cr.version) {
             return Err(store_err(StoreError::CasMismatch, id));
         }
-        let view = self.view_of(cr);
+        let view = self.view_of(cr)?;
         let cr = &view.request;
         let ready = match cr.state {
             ChangeState::Approved => true,
@@ -423,8 +431,10 @@ impl ConfigService {
                         message: cr.title.clone(),
                         change_id: Some(cr.id),
                     };
+                    // Checked by type and, for an encrypted dataId, encrypted with a
+                    // fresh data key — as a direct publish is.
                     let record = self.validate_publish(caller, req)?;
-                    self.check_content_type(&record).await?;
+                    let record = self.checked_and_sealed(record).await?;
                     ChangeWrite::Publish {
                         record: Box::new(record),
                         base_md5: item.base_md5.clone(),
@@ -501,7 +511,7 @@ impl ConfigService {
                     &id.to_string(),
                     true,
                 );
-                Ok(self.view_of(self.load_change(id).await?))
+                self.view_of(self.load_change(id).await?)
             }
             ChangePublishOutcome::Moved => Err(store_err(StoreError::CasMismatch, id)),
             ChangePublishOutcome::Stale(keys) => {
@@ -581,12 +591,6 @@ impl Changes<'_> {
                 return Err(CoreError::Invalid(format!("config {name} appears twice")));
             }
             s.authorize_key(self.caller, &key, Action::Write)?;
-            if key.data_id().starts_with("cipher-") {
-                return Err(CoreError::Invalid(format!(
-                    "config {name}: encrypted configs (cipher-*) cannot be changed through a \
-                     change request, which would hold their plaintext"
-                )));
-            }
             let op = match item.content {
                 Some(content) => {
                     let config_type = match item.config_type.as_deref().map(str::trim) {
@@ -607,8 +611,10 @@ impl Changes<'_> {
                     };
                     let record = s.validate_publish(self.caller, req).map_err(in_item)?;
                     s.check_content_type(&record).await.map_err(in_item)?;
+                    // An encrypted dataId's content is held sealed, never in clear.
+                    let content = String::from_utf8_lossy(&record.content).into_owned();
                     ChangeOp::Publish {
-                        content: String::from_utf8_lossy(&record.content).into_owned(),
+                        content: s.seal_for_change(&key, content)?,
                         config_type: record.config_type,
                     }
                 }
@@ -690,7 +696,7 @@ impl Changes<'_> {
                 nacelle_core::auth::namespace_resource(cr.namespace.as_str())
             })?;
         }
-        Ok(s.view_of(cr))
+        s.view_of(cr)
     }
 
     /// Requests matching `filter`, newest first: only those of namespaces the caller sees.

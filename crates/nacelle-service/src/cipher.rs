@@ -47,6 +47,9 @@ pub struct CipherCensus {
     pub foreign: usize,
 }
 
+/// The prefix of a change request's sealed content (an encrypted dataId's).
+const SEALED_PREFIX: &str = "nacelle-sealed-v1:";
+
 /// What the cipher rule makes of a publish.
 enum Seal {
     /// Stored as given.
@@ -123,6 +126,49 @@ impl ConfigService {
                 Ok(record)
             }
         }
+    }
+
+    /// The content of a change request's publish of `key` as the request stores it: for
+    /// an encrypted dataId (`cipher-<algorithm>-…` with an algorithm Nacelle implements),
+    /// `nacelle-sealed-v1:<data key as stored>:<ciphertext>` — a fresh data key, wrapped by
+    /// the master key when one is configured, as a config's own — so a request never holds
+    /// a secret's plaintext at rest; any other content as given.
+    pub(crate) fn seal_for_change(
+        &self,
+        key: &ConfigKey,
+        content: String,
+    ) -> Result<String, CoreError> {
+        if !matches!(cipher_rule(key.data_id()), CipherRule::Known(_)) {
+            return Ok(content);
+        }
+        let data_key = DataKey::generate().map_err(|e| cipher_error(key, &e))?;
+        let ciphertext = data_key
+            .encrypt(&content)
+            .map_err(|e| cipher_error(key, &e))?;
+        let stored = self.stored_form(key, data_key.as_str())?;
+        Ok(format!("{SEALED_PREFIX}{stored}:{ciphertext}"))
+    }
+
+    /// The plaintext of a change request's content stored by [`Self::seal_for_change`]
+    /// (content without the prefix is returned as it is). A data key that does not unwrap
+    /// or a ciphertext that does not decrypt is [`CoreError::Cipher`], never empty content.
+    pub(crate) fn open_from_change(
+        &self,
+        key: &ConfigKey,
+        stored: String,
+    ) -> Result<String, CoreError> {
+        let Some(sealed) = stored.strip_prefix(SEALED_PREFIX) else {
+            return Ok(stored);
+        };
+        // The ciphertext is base64 (no `:`); the stored data key may hold `:`.
+        let (data_key, ciphertext) = sealed
+            .rsplit_once(':')
+            .ok_or_else(|| cipher_error(key, &CipherError::BadCiphertext))?;
+        let master = self.inner.cipher.master.as_deref();
+        let plaintext = open_data_key(data_key, master)
+            .and_then(|k| DataKey::parse(&k)?.decrypt(ciphertext))
+            .map_err(|e| cipher_error(key, &e))?;
+        Ok(plaintext)
     }
 
     /// A data key as it is stored: wrapped by the master key when one is configured, else

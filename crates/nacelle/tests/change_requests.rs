@@ -612,10 +612,6 @@ async fn a_stale_change_writes_nothing_until_rebased(s: TestServer) -> TestResul
             "bad id",
         ),
         (
-            json!({"namespaceId": "prod", "title": "t", "items": [{"dataId": "cipher-aes-k", "content": "x"}]}),
-            "encrypted",
-        ),
-        (
             json!({"namespaceId": "prod", "title": "t", "nope": 1, "items": []}),
             "unknown field",
         ),
@@ -701,4 +697,57 @@ async fn a_stale_change_writes_nothing_until_rebased(s: TestServer) -> TestResul
     .await?;
     assert_eq!(r.status, 409, "{}", r.body);
     Ok(())
+}
+
+/// An encrypted config (`cipher-aes-…`) changes through a request like any other: the
+/// request holds its content sealed (never the plaintext at rest), reviewers see the
+/// plaintext, and the publish stores it encrypted with a fresh data key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_config_changes_through_a_request_sealed_at_rest() -> TestResult {
+    run(Backend::Sqlite, |s| async move {
+        let (_admin, alice, bob, _carol) = prod(&s).await?;
+        let secret = "password=s3cret-plain-4711\n";
+        let body = json!({"namespaceId": "prod", "title": "rotate the db password",
+            "items": [{"group": "G", "dataId": "cipher-aes-db.properties", "content": secret}]});
+        let cr = data(&call_json(&s, &alice, Method::POST, CHANGES, &[], &body).await?)?;
+        let id = cr["id"].as_i64().ok_or("no id")?.to_string();
+        assert_eq!(cr["items"][0]["content"], secret, "{cr}");
+
+        // At rest: sealed, never the plaintext.
+        let db = rusqlite::Connection::open(s.dir.path().join("nacelle.db"))?;
+        let stored: Vec<String> = db
+            .prepare("SELECT content FROM nacelle_change_item")?
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<_, _>>()?;
+        assert_eq!(stored.len(), 1);
+        assert!(stored[0].starts_with("nacelle-sealed-v1:"), "{}", stored[0]);
+        assert!(!stored[0].contains("s3cret-plain"), "{}", stored[0]);
+
+        // A reviewer reads the plaintext, in the request and in its diff.
+        let seen = data(&call(&s, &bob, Method::GET, CHANGE, &[("id", &id)], &[]).await?)?;
+        assert_eq!(seen["items"][0]["content"], secret, "{seen}");
+        let diff = data(
+            &call(&s, &bob, Method::GET, &format!("{CHANGE}/diff"), &[("id", &id)], &[]).await?,
+        )?;
+        assert!(diff.to_string().contains("s3cret-plain-4711"), "{diff}");
+
+        for (who, action) in [(&bob, "approve"), (&alice, "publish")] {
+            let path = format!("{CHANGE}/{action}");
+            data(&call(&s, who, Method::POST, &path, &[("id", &id)], &[]).await?)?;
+        }
+        // Served in plaintext over HTTP, stored encrypted with a data key.
+        let api = nacelle_testkit::Api::with_token(s.addr, &alice)?;
+        assert_eq!(
+            api.get("prod", "G", "cipher-aes-db.properties").await?.as_deref(),
+            Some(secret)
+        );
+        let (content, data_key): (String, String) = db.query_row(
+            "SELECT content, encrypted_data_key FROM config_info WHERE data_id = 'cipher-aes-db.properties'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        assert!(!content.contains("s3cret-plain") && !data_key.is_empty(), "{content}");
+        Ok(())
+    })
+    .await
 }
