@@ -74,14 +74,19 @@ function clean(params) {
   return out;
 }
 
-// One request. GET/DELETE send parameters in the query, POST/PUT as a form body.
-export async function request(method, path, params) {
+// One request. GET/DELETE send parameters in the query, POST/PUT as a form body (or
+// `opts.json` as a JSON body, the parameters then in the query); `opts.headers` are added.
+export async function request(method, path, params, opts = {}) {
   const p = clean(params);
   let url = path;
-  const init = { method, headers: headers(), credentials: 'same-origin' };
-  if (method === 'GET' || method === 'DELETE') {
+  const init = { method, headers: { ...headers(), ...(opts.headers || {}) }, credentials: 'same-origin' };
+  if (method === 'GET' || method === 'DELETE' || opts.json !== undefined) {
     const q = p.toString();
     if (q) url += '?' + q;
+    if (opts.json !== undefined) {
+      init.body = JSON.stringify(opts.json);
+      init.headers['Content-Type'] = 'application/json';
+    }
   } else {
     init.body = p;
     init.headers['Content-Type'] = 'application/x-www-form-urlencoded;charset=UTF-8';
@@ -98,7 +103,10 @@ export async function request(method, path, params) {
   if (!resp.ok) {
     // The console API answers {error, status}; Nacos's auth failures {status, error:
     // "Forbidden", message: <reason>}: the reason is the message when there is one.
-    let msg = (body && (body.message || body.error)) || text || resp.statusText;
+    // Nacelle's own API answers the v3 envelope {code, message: <the code's words>, data:
+    // <the reason>}: the reason is the data.
+    const v3 = body && typeof body === 'object' && typeof body.code === 'number' && typeof body.data === 'string';
+    let msg = v3 ? body.data : (body && (body.message || body.error)) || text || resp.statusText;
     if (typeof msg !== 'string') msg = JSON.stringify(msg);
     msg = msg.replace(/^caused: /, '').replace(/;\s*$/, '');
     throw new ApiError(resp.status, msg, body);
@@ -109,9 +117,20 @@ export async function request(method, path, params) {
 const C = '/nacos/console/api';
 export const api = {
   get: (p, params) => request('GET', C + p, params),
-  post: (p, params) => request('POST', C + p, params),
+  post: (p, params, opts) => request('POST', C + p, params, opts),
   put: (p, params) => request('PUT', C + p, params),
   del: (p, params) => request('DELETE', C + p, params),
+};
+
+// Nacelle's own API (/nacos/nacelle/v1): change requests, review policies, the audit
+// trail. Answers are the v3 envelope {code: 0, message, data}: these resolve with `data`.
+const N = '/nacos/nacelle/v1';
+const unwrap = (b) => (b && typeof b === 'object' && 'data' in b ? b.data : b);
+export const nacelle = {
+  get: async (p, params) => unwrap(await request('GET', N + p, params)),
+  post: async (p, params, opts) => unwrap(await request('POST', N + p, params, opts)),
+  put: async (p, params, opts) => unwrap(await request('PUT', N + p, params, opts)),
+  del: async (p, params) => unwrap(await request('DELETE', N + p, params)),
 };
 
 const A = '/nacos/v1/auth';

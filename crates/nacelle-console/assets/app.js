@@ -8,14 +8,18 @@ import { t, lang, setLang } from './i18n.js';
 import { editorPage } from './editor.js';
 import { namespacesPage, configsPage, historyPage, grayPage, listenersPage, clusterPage } from './pages.js';
 import { loginPage, usersPage, accountPage, signOut } from './auth.js';
+import { changesPage, changePage, policiesPage } from './changes.js';
+import { auditPage } from './audit.js';
 
 const PAGES = {
   login: loginPage, namespaces: namespacesPage, configs: configsPage, edit: editorPage,
   history: historyPage, gray: grayPage, listeners: listenersPage, cluster: clusterPage, users: usersPage, account: accountPage,
+  changes: changesPage, change: changePage, policies: policiesPage, audit: auditPage,
 };
-const SECTION = { edit: 'configs', history: 'configs', gray: 'configs' };
+const SECTION = { edit: 'configs', history: 'configs', gray: 'configs', change: 'changes', policies: 'changes' };
 const TITLES = { login: 'Sign in', namespaces: 'Namespaces', configs: 'Configs', edit: 'Editor', history: 'History', gray: 'Gray release',
-  listeners: 'Listeners', cluster: 'Cluster', users: 'Users', account: 'Account' };
+  listeners: 'Listeners', cluster: 'Cluster', users: 'Users', account: 'Account',
+  changes: 'Changes', change: 'Change request', policies: 'Review policies', audit: 'Audit' };
 const NS_KEY = 'nacelle.namespace';
 
 const view = document.getElementById('view');
@@ -54,6 +58,7 @@ function paintSession() {
   const s = session();
   const who = document.getElementById('who');
   document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
+  document.getElementById('nav-audit').hidden = !!(s && !s.globalAdmin);
   if (s) {
     who.replaceChildren(h('a', { href: '#/account', id: 'account-link', title: t('Account: change your password') }, s.username + (s.globalAdmin ? t(' (admin)') : '')),
       h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, t('Sign out')));

@@ -187,7 +187,7 @@ async function permissionsTab(errSlot, ctx) {
   const page = await auth.permissions({});
   const role = h('input', { id: 'p-role', autocomplete: 'off' });
   const resource = h('input', { id: 'p-resource', placeholder: 'namespace:*:*', autocomplete: 'off' });
-  const action = h('select', { id: 'p-action' }, ['r', 'w', 'rw'].map((a) => h('option', { value: a }, a)));
+  const action = h('select', { id: 'p-action' }, ['r', 'w', 'rw', 'a', 'ra', 'wa', 'rwa'].map((a) => h('option', { value: a }, a)));
   const add = async (e) => {
     e.preventDefault();
     try { await auth.addPermission(role.value.trim(), resource.value.trim(), action.value); toast(t('Permission added')); ctx.rerender(); } catch (err) { showError(errSlot, err); }

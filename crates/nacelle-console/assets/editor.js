@@ -6,10 +6,11 @@
 // of overwriting. Unpublished edits are kept as a draft in localStorage per key until
 // published or discarded, and leaving the page with them asks first (app.js's guard).
 
-import { api } from './api.js';
+import { api, session } from './api.js';
 import { h, field, modal, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams } from './ui.js';
 import { t } from './i18n.js';
 import { codeEditor, TYPES } from './editor.bundle.js';
+import { reviewPolicies, policyFor, proposeChange, emergencyHeader } from './changes.js';
 
 export function typeFromName(dataId) {
   const ext = (dataId.split('.').pop() || '').toLowerCase();
@@ -71,6 +72,9 @@ export async function editorPage(view, q, ctx) {
       return;
     }
   }
+  // Under a review policy, publishing proposes a change request instead (an administrator
+  // may still publish directly, giving an emergency reason).
+  const policies = await reviewPolicies();
   const draft = readDraft(key);
   const base = opened ? opened.content : '';
   const useDraft = draft && typeof draft.content === 'string' && (draft.content !== base || isNew);
@@ -91,6 +95,16 @@ export async function editorPage(view, q, ctx) {
   let dirty = !!useDraft;
 
   const currentKey = () => (isNew ? { namespace: key.namespace, group: group.value.trim(), dataId: dataId.value.trim() } : key);
+  const policyNow = () => policyFor(policies, key.namespace, currentKey().group);
+  const policySlot = h('div', { id: 'review-policy' });
+  let publishBtn = null;
+  const showPolicy = () => {
+    const p = policyNow();
+    if (publishBtn) publishBtn.textContent = p ? t('Review & propose') : t('Review & publish');
+    policySlot.replaceChildren(p ? h('div', { class: 'notice', role: 'status' },
+      t('Changes to this config are reviewed: policy {pattern} of this namespace asks {n} approval(s). Publishing proposes a change request.', { pattern: p.groupPattern, n: p.requiredApprovals }),
+      ' ', h('a', { href: hashFor('changes', { ns: key.namespace }) }, t('Change requests'))) : '');
+  };
   const snapshot = () => ({ content: code.value, type: typeSel.value, dataId: dataId.value, group: group.value,
     appName: appName.value, desc: desc.value, tags: tags.value, baseMd5: opened ? opened.md5 : '', saved: Date.now() });
   // The draft is saved a moment after the last change (a 1 MB text is not copied on every
@@ -154,7 +168,7 @@ export async function editorPage(view, q, ctx) {
     return !a && !b;
   };
   dataId.addEventListener('input', () => { typeSel.value = typeFromName(dataId.value); code.setType(typeSel.value); checkNames(); changed(); });
-  group.addEventListener('input', () => { checkNames(); changed(); });
+  group.addEventListener('input', () => { checkNames(); changed(); showPolicy(); });
   for (const f of [appName, desc, tags]) f.addEventListener('input', changed);
   typeSel.addEventListener('change', () => { code.setType(typeSel.value); changed(); validate(); });
 
@@ -187,6 +201,8 @@ export async function editorPage(view, q, ctx) {
     try { v = await validate(); } catch { return; }
     if (!v.ok && v.mode === 'reject') { code.goTo(v.line || 1); return; }
     const pubErr = h('div');
+    const policy = policyNow();
+    if (policy) { await proposeDialog(k, v, policy); return; }
     const message = h('input', { type: 'text', id: 'publish-message', maxlength: '1024', placeholder: t('Why this change (kept in the history)') });
     const warning = v.ok ? '' : h('div', { class: 'notice', role: 'alert', id: 'invalid-warning' },
       (v.line ? t('Not valid {type} (line {line}): {message}.', v) : t('Not valid {type}: {message}.', v)) + ' ' + t('The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?'));
@@ -197,38 +213,94 @@ export async function editorPage(view, q, ctx) {
       diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? t('published') : t('nothing'), to: t('yours') }), field(t('Message'), message), pubErr);
     const choice = await modal(t('Review and publish'), body, [
       { label: t('Cancel'), value: 'cancel' },
-      { label: v.ok ? t('Publish') : t('Publish anyway'), value: 'publish', class: 'primary', action: async () => {
-        try {
-          const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
-            appName: appName.value, desc: desc.value, tags: tags.value,
-            casMd5: opened ? opened.md5 : '', message: message.value.trim() });
-          k.md5 = r.md5;
-          return true;
-        } catch (e) {
-          if (e.conflict && !isNew) {
-            // Keep the text being edited; compare and compare-and-set against their
-            // version from now on.
-            try { opened = await api.get('/config', keyParams(k)); } catch { /* shown below */ }
-            // The diff shown is against the old version: publishing from here is off.
-            const btn = pubErr.closest('dialog')?.querySelector('button[data-value=publish]');
-            if (btn) btn.disabled = true;
-            pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
-              t('Someone else changed this config since you opened it (now md5 {md5}, {when}{by}). Nothing was published. Your text is kept: review again to see the diff against their version.', { md5: opened.md5, when: fmtTime(opened.modified), by: opened.srcUser ? t(' by {user}', { user: opened.srcUser }) : '' })));
-          } else if (e.conflict) {
-            pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
-              t('{group} / {dataId} was created by someone else a moment ago. Nothing was published: open it from the configs list to edit it.', { group: k.group, dataId: k.dataId })));
-          } else {
-            pubErr.replaceChildren(errorBox(e));
-          }
+      { label: v.ok ? t('Publish') : t('Publish anyway'), value: 'publish', class: 'primary', action: () => publishNow(k, message.value.trim(), pubErr) },
+    ]);
+    if (choice === 'publish') published(k);
+  }
+
+  // The publish itself (compare-and-set on the version opened); `headers`: an emergency
+  // reason. True when published; a refusal or a conflict is shown in `pubErr`.
+  async function publishNow(k, msg, pubErr, headers) {
+    try {
+      const r = await api.post('/config', { ...keyParams(k), content: code.value, type: typeSel.value,
+        appName: appName.value, desc: desc.value, tags: tags.value,
+        casMd5: opened ? opened.md5 : '', message: msg }, headers ? { headers } : undefined);
+      k.md5 = r.md5;
+      return true;
+    } catch (e) {
+      if (e.conflict && !isNew) {
+        // Keep the text being edited; compare and compare-and-set against their
+        // version from now on.
+        try { opened = await api.get('/config', keyParams(k)); } catch { /* shown below */ }
+        // The diff shown is against the old version: publishing from here is off.
+        const btn = pubErr.closest('dialog')?.querySelector('button[data-value=publish]');
+        if (btn) btn.disabled = true;
+        pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
+          t('Someone else changed this config since you opened it (now md5 {md5}, {when}{by}). Nothing was published. Your text is kept: review again to see the diff against their version.', { md5: opened.md5, when: fmtTime(opened.modified), by: opened.srcUser ? t(' by {user}', { user: opened.srcUser }) : '' })));
+      } else if (e.conflict) {
+        pubErr.replaceChildren(h('div', { class: 'notice', role: 'alert', id: 'conflict' },
+          t('{group} / {dataId} was created by someone else a moment ago. Nothing was published: open it from the configs list to edit it.', { group: k.group, dataId: k.dataId })));
+      } else {
+        pubErr.replaceChildren(errorBox(e));
+      }
+      return false;
+    }
+  }
+
+  function published(k) {
+    discard();
+    toast(t('Published {dataId}', { dataId: k.dataId }));
+    location.hash = hashFor('edit', keyParams(k));
+    if (!isNew) ctx.rerender();
+  }
+
+  // Under a review policy: the change against the server's version becomes a change
+  // request (open for review, or a draft); an administrator may publish it directly
+  // instead, with an emergency reason (audited by the server).
+  async function proposeDialog(k, v, policy) {
+    const err = h('div', { id: 'propose-error' });
+    const title = h('input', { type: 'text', id: 'cr-title', maxlength: '256', value: t('Update {dataId}', { dataId: k.dataId }) });
+    const description = h('textarea', { id: 'cr-description', rows: 2, maxlength: 4096, placeholder: t('Why this change') });
+    const asDraft = h('input', { type: 'checkbox', id: 'cr-draft' });
+    const admin = !!(session() && session().globalAdmin);
+    const reason = h('input', { type: 'text', id: 'emergency-reason', maxlength: '1024', placeholder: t('e.g. incident 42: rolling back the pool size') });
+    const warning = v.ok ? '' : h('div', { class: 'notice', role: 'alert', id: 'invalid-warning' },
+      (v.line ? t('Not valid {type} (line {line}): {message}.', v) : t('Not valid {type}: {message}.', v)) + ' ' + t('The server accepts it in this namespace, but clients that parse it may fail. Publish anyway?'));
+    const body = h('div', {},
+      h('p', { class: 'muted' }, t('Namespace policy {pattern} asks {n} approval(s) for this config: your change becomes a change request, published once it is approved.', { pattern: policy.groupPattern, n: policy.requiredApprovals })),
+      warning,
+      diffPane(opened ? opened.content : '', code.value, typeSel.value, { from: opened ? t('published') : t('nothing'), to: t('yours') }),
+      h('div', { class: 'form' }, h('div', { class: 'wide' }, field(t('Title'), title)), h('div', { class: 'wide' }, field(t('Description'), description))),
+      h('label', { class: 'radio' }, asDraft, ' ', t('Keep it as a draft (open it for review later)')),
+      admin ? h('details', { id: 'emergency' }, h('summary', {}, t('Emergency: publish directly (administrators)')),
+        h('p', { class: 'muted' }, t('Writes past the review policy now. The reason is kept in the audit trail.')), field(t('Reason'), reason)) : '',
+      err);
+    let created = null;
+    const choice = await modal(t('Review and propose'), body, [
+      { label: t('Cancel'), value: 'cancel' },
+      admin ? { label: t('Publish now (emergency)'), value: 'emergency', class: 'danger', action: async () => {
+        const details = body.querySelector('#emergency');
+        if (!reason.value.trim()) {
+          if (details) details.open = true;
+          showError(err, { message: t('An emergency publish needs a reason.') });
+          reason.focus();
           return false;
         }
+        return publishNow(k, '', err, emergencyHeader(reason.value));
+      } } : null,
+      { label: t('Propose change'), value: 'propose', class: 'primary', action: async () => {
+        if (!title.value.trim()) { showError(err, { message: t('A change request needs a title.') }); title.focus(); return false; }
+        try {
+          created = await proposeChange(k, { content: code.value, type: typeSel.value, title: title.value.trim(), description: description.value, draft: asDraft.checked });
+          return true;
+        } catch (e) { showError(err, e); return false; }
       } },
-    ]);
-    if (choice === 'publish') {
+    ].filter(Boolean));
+    if (choice === 'emergency') published(k);
+    if (choice === 'propose' && created) {
       discard();
-      toast(t('Published {dataId}', { dataId: k.dataId }));
-      location.hash = hashFor('edit', keyParams(k));
-      if (!isNew) ctx.rerender();
+      toast(t('Change request #{id} proposed', { id: created.id }));
+      location.hash = hashFor('change', { id: created.id });
     }
   }
 
@@ -239,7 +311,8 @@ export async function editorPage(view, q, ctx) {
       ' ', h('button', { type: 'button', class: 'link danger', id: 'discard-draft', onclick: () => { discard(); ctx.rerender(); } }, t('Discard my edits'))));
   }
 
-  const publishBtn = h('button', { type: 'button', class: 'primary', id: 'review', onclick: reviewAndPublish, title: t('Ctrl+S') }, t('Review & publish'));
+  publishBtn = h('button', { type: 'button', class: 'primary', id: 'review', onclick: reviewAndPublish, title: t('Ctrl+S') }, t('Review & publish'));
+  showPolicy();
   view.onkeydown = (e) => {
     if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 's') { e.preventDefault(); reviewAndPublish(); }
   };
@@ -251,6 +324,7 @@ export async function editorPage(view, q, ctx) {
   view.replaceChildren(
     h('div', { class: 'crumbs' }, h('a', { href: hashFor('configs', {}) }, t('Configs')), ' / ', isNew ? t('new') : `${key.group} / ${key.dataId}`),
     h('h1', {}, isNew ? t('New config') : key.dataId, opened ? h('span', { class: 'sub' }, t('md5 {md5} · modified {when}{by}', { md5: opened.md5, when: fmtTime(opened.modified), by: opened.srcUser ? t(' by {user}', { user: opened.srcUser }) : '' })) : ''),
+    policySlot,
     draftSlot,
     h('div', { class: 'meta' }, h('div', {}, field(t('Data ID'), dataId), dataIdErr), h('div', {}, field(t('Group'), group), groupErr),
       field(t('Type'), typeSel), field(t('App'), appName), field(t('Tags'), tags), field(t('Description'), desc)),

@@ -4,6 +4,7 @@
 
 import { mergeView } from './editor.bundle.js';
 import { t, locale } from './i18n.js';
+import { serverText } from './messages.js';
 
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -44,7 +45,8 @@ export function toast(msg) {
 export function errorBox(e) {
   if (!e) return h('div', { class: 'error', hidden: true });
   const denied = e.status === 403 || e.status === 401;
-  const text = denied ? t('Not allowed: {reason}', { reason: e.message }) : e.message;
+  const reason = serverText(e.message);
+  const text = denied ? t('Not allowed: {reason}', { reason }) : reason;
   return h('div', { class: 'error', role: 'alert', 'data-status': e.status ?? '' }, text);
 }
 

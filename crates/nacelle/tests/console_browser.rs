@@ -170,3 +170,24 @@ async fn console_auth_in_chromium() -> anyhow::Result<()> {
     assert!(out.contains("all steps passed"), "{out}");
     Ok(())
 }
+
+/// Change requests, review policies and the audit trail in the browser
+/// (`e2e/console-review.mjs`): the administrator sets a review policy on a namespace; the
+/// editor then proposes a change request instead of publishing (the administrator's
+/// emergency publish needs a reason); a writer proposes one, its diff is shown side by
+/// side, her own approval is refused with the server's reason (English and Chinese); a
+/// user holding the approve permission approves and publishes it, and the config holds
+/// the new content; the audit page lists the events, filters them and verifies the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_review_in_chromium() -> anyhow::Result<()> {
+    let ts = TestServer::start_with(secure).await?;
+    ts.admin_token().await?;
+    let server = ts.server.as_ref().context("server running")?;
+    let base = format!("http://{}", server.http_addr);
+    let shots = repo_root().join("docs/console");
+    let shots = shots.to_string_lossy();
+    browser_ready()?;
+    let out = node(&["console-review.mjs", &base, &shots, "nacos", ADMIN_PASSWORD]).await?;
+    assert!(out.contains("all steps passed"), "{out}");
+    Ok(())
+}
