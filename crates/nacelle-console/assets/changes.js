@@ -247,6 +247,7 @@ export async function changePage(view, q, ctx) {
     buttons.length ? h('div', { class: 'bar', id: 'change-actions' }, buttons) : '',
     errSlot,
     h('h2', {}, t('Changes against the server'), h('span', { class: 'sub' }, t('{n} key(s)', { n: cr.itemCount }))),
+    cr.state === 'published' ? h('p', { class: 'muted', id: 'change-published-note' }, t('The request is published: each key is compared with what the server holds now.')) : '',
     diffSection,
     h('h2', {}, t('Timeline')),
     h('ol', { class: 'timeline', id: 'change-timeline' }, (cr.events || []).map((e) => h('li', { 'data-event': e.kind },

@@ -276,7 +276,9 @@ export async function historyPage(view, q, ctx) {
       { label: t('When'), cell: (r) => fmtTime(r.modified) },
       { label: t('Who'), cell: (r) => r.srcUser || h('span', { class: 'muted' }, '—') },
       { label: t('From'), cell: (r) => h('code', {}, r.srcIp || '—') },
-      { label: t('Message'), cell: (r) => r.message || h('span', { class: 'muted' }, '—') },
+      // A write by a change request names it: a link to its page.
+      { label: t('Message'), cell: (r) => [r.message || (r.changeId == null ? h('span', { class: 'muted' }, '—') : ''),
+        r.changeId != null ? [r.message ? ' ' : '', h('a', { href: hashFor('change', { id: r.changeId }), 'data-history-change': r.changeId }, t('change #{id}', { id: r.changeId }))] : ''] },
       { label: 'md5', cell: (r) => h('code', {}, (r.md5 || '').slice(0, 10)) },
       { label: '', class: 'actions', cell: (r) => [
         h('button', { type: 'button', class: 'link', 'data-diff-current': r.nid, onclick: () => showDiff(String(r.nid), 'current') }, t('Diff with current')),
