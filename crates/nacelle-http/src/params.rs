@@ -281,14 +281,25 @@ fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(Into::into);
-    // An administrator's reason for writing past a review policy (audited by the service).
+    // An administrator's reason for writing past a review policy (audited by the service):
+    // raw UTF-8 or percent-encoded UTF-8 (a browser can only send ASCII in a header).
     caller.emergency = headers
         .get("x-nacelle-emergency")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
+        .map(|v| emergency_reason(v.as_bytes()))
         .filter(|v| !v.is_empty())
         .map(Into::into);
     caller
+}
+
+/// The reason an `X-Nacelle-Emergency` header gives: its bytes as UTF-8 (invalid bytes
+/// replaced), percent-decoded where that yields UTF-8, trimmed.
+fn emergency_reason(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let decoded = percent_encoding::percent_decode_str(&text)
+        .decode_utf8()
+        .map(|d| d.into_owned())
+        .unwrap_or_else(|_| text.to_string());
+    decoded.trim().to_string()
 }
 
 impl FromRequest<AppState> for Params {
@@ -495,6 +506,19 @@ mod tests {
 
     /// The decoder agrees with `percent-encoding` (after `+` → space) on every string of
     /// escapes, partial escapes, pluses and non-UTF-8 bytes up to length 5.
+    #[test]
+    fn emergency_reasons_are_read_raw_or_percent_decoded() {
+        assert_eq!(emergency_reason(b" db down "), "db down");
+        assert_eq!(emergency_reason("数据库宕机".as_bytes()), "数据库宕机");
+        assert_eq!(
+            emergency_reason(b"%E6%95%B0%E6%8D%AE%E5%BA%93%20down"),
+            "数据库 down"
+        );
+        // Not an escape, or not UTF-8 once decoded: kept as sent.
+        assert_eq!(emergency_reason(b"100% broken"), "100% broken");
+        assert_eq!(emergency_reason(b"%FF%FE"), "%FF%FE");
+    }
+
     #[test]
     fn component_decoding_matches_percent_encoding() {
         const ALPHABET: &[u8] = b"a%+2Fe\xffG";
