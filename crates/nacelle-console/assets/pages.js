@@ -2,7 +2,7 @@
 // cluster. Each renders into `view` from the console API; errors are shown where the
 // action was taken.
 
-import { api, exportConfigs, importZip, cloneConfigs } from './api.js';
+import { api, nacelle, exportConfigs, importZip, cloneConfigs } from './api.js';
 import { h, table, field, modal, confirmDanger, diffPane, errorBox, showError, toast, fmtTime, hashFor, keyParams, pager, pageSizeOf, pageNoOf, fetchPage } from './ui.js';
 import { t } from './i18n.js';
 import { codeArea } from './editor.js';
@@ -406,6 +406,49 @@ export async function grayPage(view, q, ctx) {
 }
 
 // ---------- listeners ----------
+/** What a client holds, as a tag: the formal config, a gray, or an unknown md5. */
+function holdsTag(holds) {
+  if (holds === 'formal') return h('span', { class: 'tag' }, t('formal'));
+  if (holds.startsWith('gray:')) return h('span', { class: 'tag warn' }, t('gray {name}', { name: holds.slice(5) }));
+  return h('span', { class: 'tag bad' }, t('unknown'));
+}
+
+/** "formal 3 · gray beta 1 · unknown 0" of one count object. */
+function countsText(c) {
+  const parts = [t('formal {n}', { n: c.formal })];
+  for (const [name, n] of Object.entries(c.grays || {})) parts.push(t('gray {name} {n}', { name, n }));
+  parts.push(t('unknown {n}', { n: c.unknown }));
+  return parts.join(' · ');
+}
+
+/** The live view of a key (/nacos/nacelle/v1/clients): counts per node and in total,
+ * then every client with what it holds and since when. */
+function liveView(v) {
+  const nodes = v.nodes || [];
+  const clients = nodes.flatMap((n) => (n.clients || []).map((c) => ({ ...c, node: n.node })));
+  return h('div', { id: 'live-view' },
+    h('div', { class: 'panel' },
+      h('div', { class: 'muted' }, t('Across the cluster')),
+      h('div', { class: 'mono', id: 'live-total' }, `${v.total.total} · ${countsText(v.total)}`),
+      v.complete ? null : h('p', { class: 'tag bad', id: 'live-incomplete' }, t('Not every node answered: the counts cover those that did.'))),
+    table([
+      { label: t('Node'), cell: (n) => h('code', {}, n.node) },
+      { label: t('Clients'), cell: (n) => n.error ? '—' : String(n.counts.total) },
+      { label: t('Holds'), cell: (n) => n.error ? h('span', { class: 'tag bad' }, t('not asked: {error}', { error: n.error })) : countsText(n.counts) },
+    ], nodes, t('No node answered.')),
+    table([
+      { label: t('Node'), cell: (l) => h('code', {}, l.node) },
+      { label: 'IP', cell: (l) => h('code', {}, l.ip) },
+      { label: t('App'), cell: (l) => l.app || h('span', { class: 'muted' }, '—') },
+      { label: t('Transport'), cell: (l) => l.protocol },
+      { label: t('Holds'), cell: (l) => holdsTag(l.holds) },
+      { label: t('Holds md5'), cell: (l) => h('code', {}, (l.heldMd5 || '—').slice(0, 12)) },
+      { label: t('Served'), cell: (l) => l.servedGray ? h('span', { class: 'tag warn' }, t('gray {name}', { name: l.servedGray })) : h('span', { class: 'tag' }, t('formal')) },
+      { label: t('State'), cell: (l) => l.inSync ? h('span', { class: 'tag ok' }, t('in sync')) : h('span', { class: 'tag bad' }, t('behind')) },
+      { label: t('Since'), cell: (l) => fmtTime(l.since) },
+    ], clients, t('No client listens to this config.')));
+}
+
 export async function listenersPage(view, q, ctx) {
   const ip = h('input', { id: 'l-ip', value: q.ip || '', placeholder: '10.0.0.5', autocomplete: 'off' });
   const dataId = h('input', { id: 'l-dataId', value: q.dataId || '', autocomplete: 'off' });
@@ -413,8 +456,8 @@ export async function listenersPage(view, q, ctx) {
   let body = h('p', { class: 'muted' }, t('Look up the clients listening to a config, or what one client IP listens to.'));
   if (q.dataId) {
     const key = { namespace: q.namespace ?? ctx.namespace, group: q.group || 'DEFAULT_GROUP', dataId: q.dataId };
-    const rows = await api.get('/listeners', keyParams(key));
-    body = h('div', {}, h('h2', {}, t('Clients listening to {group} / {dataId} ({length})', { group: key.group, dataId: key.dataId, length: rows.length })), listenerTable(rows, t('No client listens to this config.')));
+    const live = await nacelle.get('/clients', { namespaceId: key.namespace, groupName: key.group, dataId: key.dataId });
+    body = h('div', {}, h('h2', {}, t('Clients listening to {group} / {dataId} ({length})', { group: key.group, dataId: key.dataId, length: live.total.total })), liveView(live));
   } else if (q.ip) {
     const rows = await api.get('/listeners/ip', { ip: q.ip });
     body = h('div', {}, h('h2', {}, t('What {ip} listens to ({length})', { ip: q.ip, length: rows.length })), table([

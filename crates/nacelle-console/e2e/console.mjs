@@ -491,6 +491,10 @@ try {
   await page.goto(base + `/nacos/#/listeners?namespace=e2e&group=DEFAULT_GROUP&dataId=shop.yaml`);
   await page.locator('td', { hasText: 'e2e-listener' }).waitFor();
   check(await page.locator('.tag.warn', { hasText: 'gray beta' }).count() >= 1, 'the listener is not shown on the beta');
+  // The live view: the cluster's counts (this node alone) name the clients on the beta.
+  const liveTotal = await page.locator('#live-total').innerText();
+  check(/gray beta [1-9]/.test(liveTotal), `the live view's counts: ${liveTotal}`);
+  check(await page.locator('#live-incomplete').count() === 0, 'a lone node shown as an incomplete view');
   await shot('listeners');
   await page.goto(base + `/nacos/#/listeners?ip=127.0.0.1`);
   await page.locator('td a', { hasText: 'shop.yaml' }).waitFor();
