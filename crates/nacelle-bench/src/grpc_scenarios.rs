@@ -78,11 +78,11 @@ pub enum Stage {
 }
 
 /// The outcome of opening many connections.
-struct Opened<C = GrpcConn> {
-    conns: Vec<C>,
+pub(crate) struct Opened<C = GrpcConn> {
+    pub(crate) conns: Vec<C>,
     failed: usize,
-    first_error: Option<String>,
-    took: Duration,
+    pub(crate) first_error: Option<String>,
+    pub(crate) took: Duration,
 }
 
 impl<C> Opened<C> {
@@ -116,7 +116,7 @@ impl ListenerClient {
 
 /// A listening connection of either client; dropping it closes the connection.
 #[derive(Debug)]
-enum Listener {
+pub(crate) enum Listener {
     Tonic(#[allow(dead_code)] GrpcConn),
     Lean(#[allow(dead_code)] h2_listener::LeanListener),
 }
@@ -152,7 +152,7 @@ async fn open_listeners(
 }
 
 /// Opens `n` lean listeners of one key ([`h2_listener`]); stops at the first failure.
-async fn open_lean_listeners(
+pub(crate) async fn open_lean_listeners(
     (target, sources): (SocketAddr, Sources),
     n: usize,
     (data_id, md5): (&str, &str),

@@ -5,6 +5,7 @@
 mod ceiling;
 mod client;
 mod client_latency;
+mod cluster_fanout;
 mod creds;
 mod fanout_ceiling;
 mod grpc_client;
@@ -181,6 +182,36 @@ enum Scenario {
         /// "round N: answered" on stderr bracket one round's pushes for a profiler.
         #[arg(long)]
         pause_ms: Option<u64>,
+    },
+    /// Several nodes on one database (issue 38): gRPC listeners and long polls on every
+    /// node, one publish on the first per round; time to each client per node and over
+    /// all, RSS per node idle and loaded, then each node's CPU while the first takes
+    /// `--follow-rate` publishes a second of a key nobody listens to (the follower's cost).
+    ClusterFanout {
+        /// The nodes' HTTP addresses (loopback), the first takes the publishes.
+        #[arg(long, value_delimiter = ',', required = true)]
+        http: Vec<SocketAddr>,
+        /// The nodes' client gRPC addresses, in the same order.
+        #[arg(long, value_delimiter = ',', required = true)]
+        grpc: Vec<SocketAddr>,
+        /// The nodes' PIDs, in the same order (RSS and CPU per node).
+        #[arg(long, value_delimiter = ',')]
+        pids: Vec<u32>,
+        /// gRPC listeners per node.
+        #[arg(long, default_value_t = 1000)]
+        grpc_per_node: usize,
+        /// Held long polls per node.
+        #[arg(long, default_value_t = 1000)]
+        polls_per_node: usize,
+        /// Rounds.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Publishes a second in the follower phase.
+        #[arg(long, default_value_t = 10)]
+        follow_rate: u32,
+        /// Seconds of the follower phase.
+        #[arg(long, default_value_t = 20)]
+        follow_secs: u64,
     },
     /// The fan-out floor of this machine: a minimal raw-TCP push server (its own process)
     /// writes one message to N connections and reads N acks; time from the trigger to each
@@ -364,6 +395,41 @@ async fn run(cli: Cli) -> Result<()> {
                 server_pid,
             )
             .await
+        }
+        Scenario::ClusterFanout {
+            http,
+            grpc,
+            pids,
+            grpc_per_node,
+            polls_per_node,
+            rounds,
+            follow_rate,
+            follow_secs,
+        } => {
+            if http.len() != grpc.len() || (!pids.is_empty() && pids.len() != http.len()) {
+                bail!("--http, --grpc and --pids must name the same nodes, in the same order");
+            }
+            for a in http.iter().chain(&grpc) {
+                check_loopback(a)?;
+            }
+            let nodes: Vec<cluster_fanout::Node> = http
+                .iter()
+                .zip(&grpc)
+                .enumerate()
+                .map(|(i, (h, g))| cluster_fanout::Node {
+                    http: *h,
+                    grpc: *g,
+                    pid: pids.get(i).copied(),
+                })
+                .collect();
+            let plan = cluster_fanout::Plan {
+                grpc_per_node: grpc_per_node.clamp(0, 50_000),
+                polls_per_node: polls_per_node.clamp(0, 20_000),
+                rounds: rounds.clamp(1, 100),
+                follow_rate,
+                follow_secs,
+            };
+            cluster_fanout::run(&nodes, plan).await
         }
         Scenario::Connections {
             addr,

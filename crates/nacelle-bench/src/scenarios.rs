@@ -27,7 +27,7 @@ pub(crate) fn content_of(size: usize, seed: usize) -> String {
     s
 }
 
-async fn publish_one(conn: &mut Conn, data_id: &str, content: &str) -> Result<()> {
+pub(crate) async fn publish_one(conn: &mut Conn, data_id: &str, content: &str) -> Result<()> {
     publish_with(conn, data_id, content, &[]).await
 }
 
