@@ -293,6 +293,8 @@ impl ChangeUpdate {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangeFilter {
     pub namespace: Option<NamespaceId>,
+    /// Only requests of these namespaces (the ones a caller may see); `None`: any.
+    pub namespaces: Option<Vec<NamespaceId>>,
     pub state: Option<ChangeState>,
     pub author: Option<String>,
 }

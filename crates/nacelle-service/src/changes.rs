@@ -706,13 +706,34 @@ impl Changes<'_> {
         page: PageRequest,
     ) -> Result<Page<ChangeRequest>, CoreError> {
         let s = self.service;
-        if let Some(ns) = &filter.namespace {
-            s.authorize(self.caller, Action::Read, || {
+        let mut filter = filter.clone();
+        match &filter.namespace {
+            Some(ns) => s.authorize(self.caller, Action::Read, || {
                 nacelle_core::auth::namespace_resource(ns.as_str())
-            })?;
+            })?,
+            // Across namespaces: the store counts and pages only those the caller sees.
+            None if !s.is_admin(self.caller) => {
+                let visible: Vec<NamespaceId> = s
+                    .namespaces(self.caller)?
+                    .list()
+                    .await?
+                    .into_iter()
+                    .map(|n| n.namespace.id)
+                    .collect();
+                if visible.is_empty() {
+                    return Ok(Page::new(
+                        0,
+                        page.page_no,
+                        page.page_size.max(1),
+                        Vec::new(),
+                    ));
+                }
+                filter.namespaces = Some(visible);
+            }
+            None => {}
         }
         let mut page = s
-            .store_call(StoreOp::Changes, s.inner.store.list_changes(filter, page))
+            .store_call(StoreOp::Changes, s.inner.store.list_changes(&filter, page))
             .await?;
         page.items
             .retain(|c| s.sees_namespace(self.caller, c.namespace.as_str()));

@@ -186,6 +186,16 @@ pub(crate) async fn list<DB: Exec>(
     let ns = filter.namespace.as_ref().map_or("", |n| n.as_str());
     let state = filter.state.map_or("", ChangeState::as_str);
     let author = filter.author.as_deref().unwrap_or("");
+    // `,ns1,ns2,` (the default namespace is the empty id: `,,`); `""` is no restriction,
+    // so an empty set never reaches here (the service answers it without a query).
+    let set = filter.namespaces.as_ref().map_or(String::new(), |all| {
+        let mut s = String::from(",");
+        for n in all {
+            s.push_str(n.as_str());
+            s.push(',');
+        }
+        s
+    });
     let args = [
         Arg::Int(i64::from(filter.namespace.is_some())),
         Arg::Text(ns),
@@ -193,6 +203,8 @@ pub(crate) async fn list<DB: Exec>(
         Arg::Text(state),
         Arg::Text(author),
         Arg::Text(author),
+        Arg::Text(&set),
+        Arg::Text(&set),
     ];
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let total = match DB::row(&mut conn, &q.count, &args).await.map_err(map_err)? {

@@ -42,6 +42,9 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<PgStore, OpenErro
 }
 
 impl Dialect for Postgres {
+    fn contains(haystack: &str, needle: &str) -> String {
+        format!("strpos({haystack}, {needle}) > 0")
+    }
     const NUMBERED_PLACEHOLDERS: bool = true;
     const TIME_PARAM: &'static str =
         "(TIMESTAMP '1970-01-01 00:00:00' + ?::bigint * INTERVAL '1 millisecond')";

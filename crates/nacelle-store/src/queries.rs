@@ -57,6 +57,10 @@ pub trait Dialect: sqlx::Database {
     fn concat(a: &str, b: &str) -> String {
         format!("({a} || {b})")
     }
+    /// Whether text `haystack` contains `needle` (`instr`, PostgreSQL's `strpos`).
+    fn contains(haystack: &str, needle: &str) -> String {
+        format!("instr({haystack}, {needle}) > 0")
+    }
 }
 
 /// One bound value.
@@ -1045,8 +1049,12 @@ pub(crate) struct ChangeQueries {
 impl ChangeQueries {
     pub(crate) fn new<D: Dialect>() -> Self {
         let q = |s: String| spell::<D>(&s);
-        let filter =
-            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?)";
+        // The namespace set is one text `,ns1,ns2,` (namespace ids hold no comma).
+        let in_set = D::contains("?", &D::concat(&D::concat("','", "tenant_id"), "','"));
+        let filter = format!(
+            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?) \
+             AND (? = '' OR {in_set})"
+        );
         ChangeQueries {
             insert_change: q(format!(
                 "INSERT INTO nacelle_change (tenant_id, title, description, author, state, \

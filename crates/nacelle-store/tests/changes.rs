@@ -239,6 +239,7 @@ async fn a_change_request_lives_through_its_states(store: Arc<dyn ConfigStore>) 
         namespace: Some(NamespaceId::default_namespace()),
         state: Some(ChangeState::Open),
         author: Some("alice".into()),
+        namespaces: None,
     };
     let page = store
         .list_changes(
@@ -250,6 +251,29 @@ async fn a_change_request_lives_through_its_states(store: Arc<dyn ConfigStore>) 
         )
         .await?;
     assert_eq!(page.items.iter().map(|c| c.id).collect::<Vec<_>>(), [other]);
+    // A set of namespaces (what a user sees): counted and paged by the store.
+    let first_page = PageRequest {
+        page_no: 1,
+        page_size: 10,
+    };
+    for (set, want) in [
+        (vec!["dev"], vec![id]),
+        (vec!["", "dev"], vec![id, other]),
+        (vec![""], vec![other]),
+        (vec!["elsewhere"], vec![]),
+    ] {
+        let filter = ChangeFilter {
+            namespaces: Some(set.iter().map(|n| NamespaceId::from_trusted(n)).collect()),
+            ..ChangeFilter::default()
+        };
+        let page = store.list_changes(&filter, first_page).await?;
+        let mut got: Vec<_> = page.items.iter().map(|c| c.id).collect();
+        let mut want = want;
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{set:?}");
+        assert_eq!(page.total_count, want.len() as u64, "{set:?}");
+    }
     let closed = ChangeFilter {
         state: Some(ChangeState::Closed),
         ..ChangeFilter::default()

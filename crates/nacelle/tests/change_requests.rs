@@ -705,18 +705,27 @@ async fn a_stale_change_writes_nothing_until_rebased(s: TestServer) -> TestResul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_encrypted_config_changes_through_a_request_sealed_at_rest() -> TestResult {
     run(Backend::Sqlite, |s| async move {
-        let (_admin, alice, bob, _carol) = prod(&s).await?;
+        let (admin, alice, bob, _carol) = prod(&s).await?;
+        // A request in the default namespace, which alice (prod only) does not see.
+        let public = json!({"title": "elsewhere", "items": [{"dataId": "p.yaml", "content": "p: 1"}]});
+        data(&call_json(&s, &admin, Method::POST, CHANGES, &[], &public).await?)?;
         let secret = "password=s3cret-plain-4711\n";
         let body = json!({"namespaceId": "prod", "title": "rotate the db password",
             "items": [{"group": "G", "dataId": "cipher-aes-db.properties", "content": secret}]});
         let cr = data(&call_json(&s, &alice, Method::POST, CHANGES, &[], &body).await?)?;
         let id = cr["id"].as_i64().ok_or("no id")?.to_string();
         assert_eq!(cr["items"][0]["content"], secret, "{cr}");
+        // Listed across namespaces, alice's page counts only what she sees.
+        let mine = data(&call(&s, &alice, Method::GET, CHANGES, &[], &[]).await?)?;
+        assert_eq!(mine["totalCount"], 1, "{mine}");
+        assert_eq!(mine["pageItems"][0]["id"], cr["id"], "{mine}");
+        let every = data(&call(&s, &admin, Method::GET, CHANGES, &[], &[]).await?)?;
+        assert_eq!(every["totalCount"], 2, "{every}");
 
         // At rest: sealed, never the plaintext.
         let db = rusqlite::Connection::open(s.dir.path().join("nacelle.db"))?;
         let stored: Vec<String> = db
-            .prepare("SELECT content FROM nacelle_change_item")?
+            .prepare("SELECT content FROM nacelle_change_item WHERE data_id LIKE 'cipher-%'")?
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<_, _>>()?;
         assert_eq!(stored.len(), 1);

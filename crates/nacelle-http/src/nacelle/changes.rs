@@ -281,6 +281,7 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
         },
         state,
         author: p.non_blank("author").map(str::to_string),
+        namespaces: None,
     };
     let found = changes.list(&filter, page(&p, Some(500))?).await?;
     Ok(success(Page {
