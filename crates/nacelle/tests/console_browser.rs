@@ -159,6 +159,12 @@ async fn console_in_chromium_without_auth() -> anyhow::Result<()> {
 /// namespace and publishing into it refused with the server's reason shown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_auth_in_chromium() -> anyhow::Result<()> {
+    run_signed_in_script("console-auth.mjs").await
+}
+
+/// Runs `e2e/<script>` against a server with authentication on, given the
+/// administrator's name and password; it must print "all steps passed".
+async fn run_signed_in_script(script: &str) -> anyhow::Result<()> {
     let ts = TestServer::start_with(secure).await?;
     ts.admin_token().await?;
     let server = ts.server.as_ref().context("server running")?;
@@ -166,7 +172,7 @@ async fn console_auth_in_chromium() -> anyhow::Result<()> {
     let shots = repo_root().join("docs/console");
     let shots = shots.to_string_lossy();
     browser_ready()?;
-    let out = node(&["console-auth.mjs", &base, &shots, "nacos", ADMIN_PASSWORD]).await?;
+    let out = node(&[script, &base, &shots, "nacos", ADMIN_PASSWORD]).await?;
     assert!(out.contains("all steps passed"), "{out}");
     Ok(())
 }
@@ -180,14 +186,5 @@ async fn console_auth_in_chromium() -> anyhow::Result<()> {
 /// the new content; the audit page lists the events, filters them and verifies the chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_review_in_chromium() -> anyhow::Result<()> {
-    let ts = TestServer::start_with(secure).await?;
-    ts.admin_token().await?;
-    let server = ts.server.as_ref().context("server running")?;
-    let base = format!("http://{}", server.http_addr);
-    let shots = repo_root().join("docs/console");
-    let shots = shots.to_string_lossy();
-    browser_ready()?;
-    let out = node(&["console-review.mjs", &base, &shots, "nacos", ADMIN_PASSWORD]).await?;
-    assert!(out.contains("all steps passed"), "{out}");
-    Ok(())
+    run_signed_in_script("console-review.mjs").await
 }
