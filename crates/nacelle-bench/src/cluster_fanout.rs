@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, Barrier};
 use crate::client::{form, md5_hex, Conn};
 use crate::grpc_client::{raise_nofile, PushArrival, StreamCounters};
 use crate::grpc_scenarios::{open_lean_listeners, Listener, Sources};
-use crate::scenarios::{cpu_seconds, publish_one, rss_kib, GROUP};
+use crate::scenarios::{cpu_seconds, publish_one, rss_kib, spawn_poll, GROUP};
 use crate::stats::{report, Latencies};
 
 /// One node under test.
@@ -138,20 +138,8 @@ pub async fn run(nodes: &[Node], plan: Plan) -> Result<()> {
         let mut tasks = Vec::with_capacity(nodes.len());
         for conns in &mut polls {
             let mut node_tasks = Vec::with_capacity(conns.len());
-            for mut conn in conns.drain(..) {
-                let body = body.clone();
-                let barrier = barrier.clone();
-                node_tasks.push(tokio::spawn(async move {
-                    barrier.wait().await;
-                    let r = conn
-                        .post_form(
-                            "/nacos/v1/cs/configs/listener",
-                            body,
-                            &[("Long-Pulling-Timeout", "30000")],
-                        )
-                        .await;
-                    (conn, r.map(|(s, b)| (s, b, Instant::now())))
-                }));
+            for conn in conns.drain(..) {
+                node_tasks.push(spawn_poll(conn, body.clone(), barrier.clone()));
             }
             tasks.push(node_tasks);
         }

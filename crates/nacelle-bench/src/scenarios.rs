@@ -220,6 +220,30 @@ pub async fn publish(load: &Load, hot: bool, size: usize) -> Result<()> {
     Ok(())
 }
 
+/// A held long poll's answer: the connection back, and the status, body and arrival.
+pub(crate) type PollAnswer = (Conn, Result<(hyper::StatusCode, bytes::Bytes, Instant)>);
+
+/// Sends one long poll (`body`, 30 s) on `conn` once `barrier` opens; its task answers
+/// with the connection and when the answer arrived.
+pub(crate) fn spawn_poll(
+    mut conn: Conn,
+    body: String,
+    barrier: Arc<Barrier>,
+) -> tokio::task::JoinHandle<PollAnswer> {
+    tokio::spawn(async move {
+        barrier.wait().await;
+        let r = conn
+            .post_form(
+                "/nacos/v1/cs/configs/listener",
+                body,
+                &[("Long-Pulling-Timeout", "30000")],
+            )
+            .await;
+        let woke = Instant::now();
+        (conn, r.map(|(s, b)| (s, b, woke)))
+    })
+}
+
 /// `longpoll-fanout`: `n` held polls on one key, one publish per round; latency from the
 /// moment the publish request is sent to each poll's answer (an upper bound of the latency
 /// from the acknowledgement, since Nacelle wakes listeners before it answers the publish).
@@ -250,21 +274,8 @@ pub async fn longpoll_fanout(
         let body = form(&[("Listening-Configs", &lc)]);
         let barrier = Arc::new(Barrier::new(n + 1));
         let mut tasks = Vec::with_capacity(n);
-        for mut conn in conns.drain(..) {
-            let body = body.clone();
-            let barrier = barrier.clone();
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                let r = conn
-                    .post_form(
-                        "/nacos/v1/cs/configs/listener",
-                        body,
-                        &[("Long-Pulling-Timeout", "30000")],
-                    )
-                    .await;
-                let woke = Instant::now();
-                (conn, r.map(|(s, b)| (s, b, woke)))
-            }));
+        for conn in conns.drain(..) {
+            tasks.push(spawn_poll(conn, body.clone(), barrier.clone()));
         }
         barrier.wait().await;
         // Let every poll reach the server and be held.
