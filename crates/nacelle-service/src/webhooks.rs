@@ -75,6 +75,8 @@ pub const MAX_ATTEMPTS: u32 = 300;
 /// How often a sender looks for due deliveries when nothing woke it (deliveries
 /// enqueued by another node, retries coming due), and re-reads the hooks.
 pub const POLL: Duration = Duration::from_secs(1);
+/// How long shutdown waits for the attempts under way before aborting them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// How often the hooks are re-read from the database (changes made on other nodes).
 pub const HOOK_REFRESH: Duration = Duration::from_secs(2);
 
@@ -443,10 +445,16 @@ impl ConfigService {
                         let (s, t, owner) = (self.clone(), transport.clone(), claim.owner.clone());
                         sends.spawn(async move { s.attempt(t.as_ref(), d, &owner).await });
                     }
+                    let drained = async { while sends.join_next().await.is_some() {} };
+                    tokio::pin!(drained);
                     tokio::select! {
-                        _ = async { while sends.join_next().await.is_some() {} } => {}
-                        // Dropping the set aborts the attempts; their leases run out.
-                        _ = finish.cancelled() => return,
+                        _ = &mut drained => {}
+                        _ = finish.cancelled() => {
+                            // Attempts ending soon are recorded; the others are aborted
+                            // (dropping the set) and sent again once their lease ran out.
+                            let _late = tokio::time::timeout(SHUTDOWN_GRACE, drained).await;
+                            return;
+                        }
                     }
                 }
                 Ok(_) => {
