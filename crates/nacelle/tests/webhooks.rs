@@ -98,7 +98,9 @@ impl Receiver {
             tx,
             status: status.clone(),
         };
-        let app = Router::new().route("/hook", post(receive)).with_state(state);
+        let app = Router::new()
+            .route("/hook", post(receive))
+            .with_state(state);
         let task = tokio::spawn(async move {
             let _ended = axum::serve(listener, app).await;
         });
@@ -192,7 +194,15 @@ async fn publish(api: &Api, token: &str, data_id: &str, content: &str) -> TestRe
         ("dataId", data_id),
         ("content", content),
     ];
-    let r = call(api, token, Method::POST, "/nacos/v1/cs/configs", &params, &[]).await?;
+    let r = call(
+        api,
+        token,
+        Method::POST,
+        "/nacos/v1/cs/configs",
+        &params,
+        &[],
+    )
+    .await?;
     assert_eq!((r.status, r.body.as_str()), (200, "true"), "{}", r.body);
     Ok(())
 }
@@ -286,12 +296,7 @@ async fn signed_events_reach_a_real_receiver(s: TestServer) -> TestResult {
     )
     .await?;
     // Another hook whose patterns match nothing below.
-    let other = add_hook(
-        &s.api,
-        &admin,
-        &[("group", "OTHER"), ("url", url.as_str())],
-    )
-    .await?;
+    let other = add_hook(&s.api, &admin, &[("group", "OTHER"), ("url", url.as_str())]).await?;
     // The secret is never answered: its fingerprint is.
     let r = call(&s.api, &admin, Method::GET, WEBHOOKS, &[], &[]).await?;
     assert!(!r.body.contains(SECRET), "{}", r.body);
@@ -313,7 +318,10 @@ async fn signed_events_reach_a_real_receiver(s: TestServer) -> TestResult {
         "{e}"
     );
     assert_eq!(e["md5"], nacelle_testkit::md5("v: 1\n"), "{e}");
-    assert_eq!((&e["user"], &e["protocol"]), (&json!("nacos"), &json!("http-v1")));
+    assert_eq!(
+        (&e["user"], &e["protocol"]),
+        (&json!("nacos"), &json!("http-v1"))
+    );
     assert!(e["id"].as_str().is_some_and(|id| !id.is_empty()), "{e}");
 
     let params = [
@@ -361,7 +369,12 @@ async fn signed_events_reach_a_real_receiver(s: TestServer) -> TestResult {
         &carol,
         Method::POST,
         "/nacos/v1/cs/configs",
-        &[("tenant", "prod"), ("group", "G"), ("dataId", "x.yaml"), ("content", "x")],
+        &[
+            ("tenant", "prod"),
+            ("group", "G"),
+            ("dataId", "x.yaml"),
+            ("content", "x"),
+        ],
         &[],
     )
     .await?;
@@ -421,15 +434,38 @@ async fn signed_events_reach_a_real_receiver(s: TestServer) -> TestResult {
         l.len() == 7 && l.iter().all(|d| d["status"] == "delivered")
     })
     .await?;
-    assert!(log.iter().all(|d| d["attempts"] == 1 && d["lastCode"] == 200), "{log:?}");
-    assert!(log.iter().all(|d| d["body"]["dataId"] != "x.yaml"), "{log:?}");
+    assert!(
+        log.iter()
+            .all(|d| d["attempts"] == 1 && d["lastCode"] == 200),
+        "{log:?}"
+    );
+    assert!(
+        log.iter().all(|d| d["body"]["dataId"] != "x.yaml"),
+        "{log:?}"
+    );
     assert!(deliveries(&s.api, &admin, other).await?.is_empty());
 
     // Removing the hook removes its log; nothing more is sent.
     let id = hook.to_string();
-    let r = call(&s.api, &admin, Method::DELETE, WEBHOOKS, &[("id", id.as_str())], &[]).await?;
+    let r = call(
+        &s.api,
+        &admin,
+        Method::DELETE,
+        WEBHOOKS,
+        &[("id", id.as_str())],
+        &[],
+    )
+    .await?;
     data(&r)?;
-    let r = call(&s.api, &admin, Method::GET, DELIVERIES, &[("id", id.as_str())], &[]).await?;
+    let r = call(
+        &s.api,
+        &admin,
+        Method::GET,
+        DELIVERIES,
+        &[("id", id.as_str())],
+        &[],
+    )
+    .await?;
     assert_eq!(r.status, 404, "{}", r.body);
     Ok(())
 }
@@ -463,9 +499,8 @@ async fn a_receiver_that_was_down_gets_the_events_after_a_restart() -> TestResul
     // Every delivery was tried and refused: pending, with the error kept.
     let log = until_deliveries(&s.api, &admin, hook, "tried", |l| {
         l.len() == 3
-            && l.iter().all(|d| {
-                d["status"] == "pending" && d["attempts"].as_u64().unwrap_or(0) >= 1
-            })
+            && l.iter()
+                .all(|d| d["status"] == "pending" && d["attempts"].as_u64().unwrap_or(0) >= 1)
     })
     .await?;
     assert!(
@@ -560,8 +595,13 @@ async fn publishes_with_a_hanging_receiver_measurement() -> TestResult {
         async move {
             let started = Instant::now();
             for i in 0..200 {
-                api.publish("prod", "G", &format!("{round}-{i}.yaml"), &format!("v: {i}"))
-                    .await?;
+                api.publish(
+                    "prod",
+                    "G",
+                    &format!("{round}-{i}.yaml"),
+                    &format!("v: {i}"),
+                )
+                .await?;
             }
             anyhow::Ok(started.elapsed())
         }
