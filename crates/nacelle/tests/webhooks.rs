@@ -4,7 +4,7 @@
 //! request's creation, approval and publish; a hook whose patterns do not match gets
 //! nothing; a receiver that is down (its port bound only later), or answering 503, gets the
 //! events once it comes back, across a restart of the server, and the delivery log shows
-//! the attempts.
+//! the attempts; two nodes on one database (MariaDB, PostgreSQL) deliver each event once.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -624,4 +624,96 @@ async fn publishes_with_a_hanging_receiver_measurement() -> TestResult {
         "200 publishes: warm-up {warm:?}, no webhook {without:?}, webhook to a hanging receiver {with:?}"
     );
     Ok(())
+}
+
+/// Two nodes on one database (no authentication), one webhook: every event, whichever node
+/// it happened on, is delivered exactly once — one attempt each, one POST each.
+async fn two_nodes_deliver_each_event_once(backend: Backend) -> TestResult {
+    let a = TestServer::start_on(backend).await?;
+    let url = a.db.as_ref().map(|d| d.url.clone()).ok_or("no database")?;
+    let b = TestServer::start_with_on(backend, |s| s.db = Some(url)).await?;
+    let mut rx = Receiver::bind("127.0.0.1:0".parse()?).await?;
+    let hook_url = rx.url();
+    let r = a
+        .http
+        .post(a.url(WEBHOOKS))
+        .form(&[("url", hook_url.as_str()), ("secret", SECRET)])
+        .send()
+        .await?;
+    let hook = data(&Reply::read(r).await?)?["id"]
+        .as_i64()
+        .ok_or("no id")?;
+
+    // Node b reads the webhooks every 2 s: publish probes on it until one arrives.
+    let mut posts = Vec::new();
+    let deadline = Instant::now() + SOON;
+    'probe: loop {
+        b.publish("", "G", "probe", &format!("p {posts:?}")).await?;
+        let until = Instant::now() + Duration::from_millis(500);
+        while let Ok(Some(got)) = tokio::time::timeout_at(until.into(), rx.got.recv()).await {
+            let from_b = got.json()?["dataId"] == "probe";
+            posts.push(got);
+            if from_b {
+                break 'probe;
+            }
+        }
+        if Instant::now() > deadline {
+            return Err("node b never fed the webhook".into());
+        }
+    }
+    for i in 0..10 {
+        a.publish("", "G", &format!("a-{i}"), "v").await?;
+        b.publish("", "G", &format!("b-{i}"), "v").await?;
+    }
+    let log = until_deliveries(&a.api, "", hook, "all delivered", |l| {
+        l.iter().filter(|d| d["body"]["dataId"] != "probe").count() == 20
+            && l.iter().all(|d| d["status"] == "delivered")
+    })
+    .await?;
+    // Everything recorded was received: the POSTs so far and those still in the channel.
+    while let Ok(got) = rx.got.try_recv() {
+        posts.push(got);
+    }
+    while posts.len() < log.len() {
+        posts.push(rx.next().await?);
+    }
+    assert!(log.iter().all(|d| d["attempts"] == 1), "{log:?}");
+    let ids: std::collections::HashSet<&str> = posts
+        .iter()
+        .map(|p| p.header("x-nacelle-delivery"))
+        .collect();
+    assert_eq!(ids.len(), posts.len(), "a delivery was POSTed twice");
+    assert_eq!(
+        posts.len(),
+        log.len(),
+        "POSTs {} for {} deliveries",
+        posts.len(),
+        log.len()
+    );
+    let mut keys: Vec<String> = posts
+        .iter()
+        .map(|p| Ok(p.json()?["dataId"].as_str().unwrap_or_default().to_string()))
+        .collect::<TestResult<Vec<_>>>()?
+        .into_iter()
+        .filter(|k| k != "probe")
+        .collect();
+    keys.sort();
+    let mut want: Vec<String> = (0..10)
+        .flat_map(|i| [format!("a-{i}"), format!("b-{i}")])
+        .collect();
+    want.sort();
+    assert_eq!(keys, want);
+    drop(b);
+    drop(a);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_two_nodes_deliver_each_event_once() -> TestResult {
+    nacelle_testkit::run_on(Backend::MariaDb, two_nodes_deliver_each_event_once).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_nodes_deliver_each_event_once() -> TestResult {
+    nacelle_testkit::run_on(Backend::Postgres, two_nodes_deliver_each_event_once).await
 }
