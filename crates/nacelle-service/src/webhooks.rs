@@ -82,6 +82,9 @@ pub const HOOK_REFRESH: Duration = Duration::from_secs(2);
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// The error of a delivery whose webhook was deleted (given up at once).
+const GONE: &str = "the webhook no longer exists";
+
 /// What an event is about, beside its audit entry.
 #[derive(Debug, Clone)]
 pub(crate) enum Subject {
@@ -477,18 +480,11 @@ impl ConfigService {
 
     /// One attempt of delivery `d` (claimed by `owner`), its outcome recorded.
     async fn attempt(&self, transport: &dyn WebhookTransport, d: Delivery, owner: &str) {
-        let hook = self
-            .inner
-            .webhooks
-            .hooks
-            .read()
-            .iter()
-            .find(|h| h.hook.id == d.hook_id)
-            .map(|h| h.hook.clone());
-        let outcome = match hook {
-            None => Err("the webhook no longer exists".to_string()),
-            Some(h) if !h.enabled => Err("the webhook is disabled".to_string()),
-            Some(h) => {
+        let outcome = match self.hook_of(d.hook_id).await {
+            Err(e) => Err(e),
+            Ok(None) => Err(GONE.to_string()),
+            Ok(Some(h)) if !h.enabled => Err("the webhook is disabled".to_string()),
+            Ok(Some(h)) => {
                 let post = WebhookPost {
                     headers: vec![
                         ("Content-Type", "application/json".into()),
@@ -533,7 +529,7 @@ impl ConfigService {
                 let next = now + backoff(attempts).as_millis() as i64;
                 let give_up = attempts >= MAX_ATTEMPTS
                     || next > d.created_ms + MAX_AGE.as_millis() as i64
-                    || error == "the webhook no longer exists";
+                    || error == GONE;
                 DeliveryResult {
                     status: if give_up {
                         DeliveryStatus::Failed
@@ -578,6 +574,29 @@ impl ConfigService {
                 "recording a webhook delivery's outcome failed; it is sent again after its lease"
             ),
         }
+    }
+
+    /// Webhook `id` as this node knows it. One missing or disabled here is looked up
+    /// again in the database first: it may have been created or enabled on another node
+    /// since this node last read them.
+    async fn hook_of(&self, id: i64) -> Result<Option<Webhook>, String> {
+        let cached = || {
+            self.inner
+                .webhooks
+                .hooks
+                .read()
+                .iter()
+                .find(|h| h.hook.id == id)
+                .map(|h| h.hook.clone())
+        };
+        if let Some(h) = cached().filter(|h| h.enabled) {
+            return Ok(Some(h));
+        }
+        // Unknown here and unreadable: tried again later, not given up.
+        self.refresh_webhooks()
+            .await
+            .map_err(|e| format!("cannot read the webhook: {e}"))?;
+        Ok(cached())
     }
 
     /// Managing webhooks and reading their deliveries, for an administrator: a ready
