@@ -1486,6 +1486,13 @@ fn webhooks_add_ls_deliveries_and_rm() -> TestResult {
         table.contains("publish") && table.contains("delivered"),
         "{table}"
     );
+    // Sent again on request.
+    let log = env.json(&["webhook", "deliveries", &id])?;
+    let delivery = log["items"][0]["id"].to_string();
+    let said = env.ok(&["webhook", "redeliver", &delivery], None)?;
+    assert!(said.contains("sent again"), "{said}");
+    let again: Value = serde_json::from_str(&got.recv_timeout(Duration::from_secs(30))?)?;
+    assert_eq!(again["id"], event["id"], "the same event");
 
     // Removed: gone from the list; removing again is not found (exit 3).
     let said = env.ok(&["webhook", "rm", &id], None)?;

@@ -578,6 +578,37 @@ async fn a_receiver_answering_503_is_retried_until_it_recovers() -> TestResult {
     })
     .await?;
     assert!(log[0]["attempts"].as_u64().unwrap_or(0) >= 2, "{log:?}");
+
+    // Sent again on request: the same delivery (its id in the header), attempts reset.
+    let delivery = log[0]["id"].as_i64().ok_or("no delivery id")?;
+    let id = delivery.to_string();
+    let r = call(
+        &s.api,
+        &admin,
+        Method::POST,
+        "/nacos/nacelle/v1/webhook/redeliver",
+        &[("deliveryId", id.as_str())],
+        &[],
+    )
+    .await?;
+    data(&r)?;
+    let again = rx.next().await?;
+    assert_eq!(again.header("x-nacelle-delivery"), id);
+    assert_eq!(again.json()?["dataId"], "a.yaml");
+    until_deliveries(&s.api, &admin, hook, "redelivered", |l| {
+        l[0]["status"] == "delivered" && l[0]["attempts"] == 1
+    })
+    .await?;
+    // A change of the hook: a bad value is a 400 naming it; a good one is kept.
+    let hook_id = hook.to_string();
+    let bad = [("id", hook_id.as_str()), ("dataId", "a*b")];
+    let r = call(&s.api, &admin, Method::PUT, WEBHOOKS, &bad, &[]).await?;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("dataId"), "{}", r.body);
+    let off = [("id", hook_id.as_str()), ("enabled", "false")];
+    let changed = data(&call(&s.api, &admin, Method::PUT, WEBHOOKS, &off, &[]).await?)?;
+    assert_eq!(changed["enabled"], false, "{changed}");
+    assert_eq!(changed["events"], json!(["remove", "publish"]), "{changed}");
     Ok(())
 }
 
