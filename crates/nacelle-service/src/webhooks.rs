@@ -431,6 +431,15 @@ impl ConfigService {
                     tracing::warn!(error = %e, "re-reading the webhooks failed");
                 }
             }
+            if self.inner.webhooks.hooks.read().is_empty() {
+                // No webhook anywhere (as of the last read): no delivery to look for.
+                tokio::select! {
+                    _ = self.inner.webhooks.wake.notified() => {}
+                    _ = tokio::time::sleep(POLL) => {}
+                    _ = finish.cancelled() => return,
+                }
+                continue;
+            }
             let now = now_millis();
             let claim = DeliveryClaim {
                 owner: uuid::Uuid::new_v4().to_string(),
