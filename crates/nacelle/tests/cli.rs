@@ -1367,6 +1367,9 @@ fn clients_shows_who_runs_what() -> TestResult {
     // A bad key is the server's 400, as the CLI's usage error.
     let out = env.run(&["clients", ""], None)?;
     assert_ne!(code(&out), Some(0), "{}", stderr(&out));
+    Ok(())
+}
+
 /// A webhook receiver for the CLI's test: a plain HTTP/1.1 server on a thread that answers
 /// every request 200 and closes, sending each body it got.
 fn tiny_receiver() -> TestResult<(String, std::sync::mpsc::Receiver<String>)> {
