@@ -669,7 +669,7 @@ mod tests {
                 keep_per_key: Some(1),
                 interval: Duration::from_millis(200),
                 audit_max_age: Some(Duration::from_secs(86_400)),
-                webhook_max_age: None,
+                webhook_max_age: Some(Duration::from_secs(86_400)),
             },
             ..settings_for(dir.path())
         };
@@ -711,6 +711,35 @@ mod tests {
             .append_audit(&[event(old), event(old + 1), event(now)])
             .await?;
         let recent = appended[2].seq;
+        // Webhook deliveries, finished: one older than their retention, one recent (of a
+        // hook id no webhook has, so the server's sender leaves them alone).
+        use nacelle_core::webhook::{DeliveryClaim, DeliveryResult, DeliveryStatus, NewDelivery};
+        let delivery = |event_id: &str, created_ms: i64| NewDelivery {
+            hook_id: 999,
+            event_id: event_id.into(),
+            kind: "publish".into(),
+            body: "{}".into(),
+            created_ms,
+        };
+        store
+            .enqueue_deliveries(&[delivery("old", old), delivery("new", now)])
+            .await?;
+        let claim = DeliveryClaim {
+            owner: "test".into(),
+            now_ms: now,
+            lease_until_ms: now + 60_000,
+            limit: 10,
+        };
+        for d in store.claim_deliveries(&claim).await? {
+            let done = DeliveryResult {
+                status: DeliveryStatus::Delivered,
+                code: 200,
+                error: String::new(),
+                next_attempt_ms: now,
+                now_ms: now,
+            };
+            assert!(store.finish_delivery(d.id, "test", &done).await?);
+        }
         let page = PageRequest {
             page_no: 1,
             page_size: 10,
@@ -737,6 +766,18 @@ mod tests {
                 std::time::Instant::now() < deadline,
                 "audit not purged: {:?}",
                 range.head
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        loop {
+            let left = store.deliveries(999, page).await?;
+            let ids: Vec<&str> = left.items.iter().map(|d| d.event_id.as_str()).collect();
+            if ids == vec!["new"] {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "deliveries not purged: {ids:?}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
