@@ -1,6 +1,6 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `gray`, `change`, `policy`, `clients`, `user`, `role`, `perm`, `schema`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `change`, `policy`, `clients`, `user`, `role`, `perm`, `schema`, `audit`, `webhook`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
@@ -10,6 +10,7 @@
 //!   `admin.rs`: ns, export, import. `gray.rs`: gray ls/create/promote/stop.
 //!   `changes.rs`: change requests and review policies.
 //!   `users.rs`: user, role, perm. `schemas.rs`: schema set/get/ls/rm/check.
+//!   `audit.rs`: audit ls/verify. `webhooks.rs`: webhook add/ls/rm/deliveries/redeliver.
 //!   `login.rs`: login, profile.
 //! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
@@ -27,6 +28,7 @@ pub mod profile;
 mod schemas;
 mod users;
 mod versions;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -265,6 +267,11 @@ pub enum Command {
         after_help = "Examples:\n  nacelle clients app.yaml\n  nacelle clients app.yaml -g SHOP -n prod --summary\n  nacelle clients app.yaml -o json"
     )]
     Clients(clients::ClientsArgs),
+    /// Webhooks (administrators): add, ls, rm, deliveries, redeliver.
+    #[command(
+        after_help = "Examples:\n  nacelle webhook add https://ci.example.com/hook -n prod -g PAYMENTS -d '*.yaml' --secret-stdin\n  nacelle webhook add http://10.0.0.5:9000/h --events publish,remove --secret \"$SECRET\"\n  nacelle webhook ls\n  nacelle webhook deliveries 3\n  nacelle webhook redeliver 41\n  nacelle webhook rm 3"
+    )]
+    Webhook(webhooks::WebhookArgs),
     /// Log in and save the server, user and token as a profile.
     #[command(
         after_help = "Examples:\n  nacelle login -s 10.0.0.1:8848 --username nacos   # asks for the password (no echo)\n  nacelle login -s prod:8848 --username ops --password \"$PW\" --profile prod"
@@ -318,6 +325,7 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Schema(a) => schemas::schema(a).await,
         Command::Audit(a) => audit::audit(a).await,
         Command::Clients(a) => clients::clients(a).await,
+        Command::Webhook(a) => webhooks::webhook(a).await,
         Command::Login(a) => login::login(a).await,
         Command::Profile(a) => login::profile(a),
         Command::Completion { shell } => {

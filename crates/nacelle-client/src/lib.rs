@@ -24,7 +24,8 @@
 //! - `admin.rs`: [`Admin`], the HTTP calls with no gRPC form (search, history,
 //!   namespaces, export/import); `gray.rs`: gray releases (list, publish by IPs or
 //!   labels, promote, stop); `users.rs`: users, roles, permissions; `schemas.rs`: the
-//!   JSON Schemas of config keys (list, get, set, remove, check).
+//!   JSON Schemas of config keys (list, get, set, remove, check); `webhooks.rs`:
+//!   webhooks ([`Webhook`]: list, create, update, remove) and their deliveries.
 //! - `session.rs`: the background session (connect, fail over, backoff, re-send the
 //!   listen set on every connection, keepalive, `ConnectResetRequest`) and the refresh
 //!   worker; `grpc.rs`: one registered connection; `shared.rs`: the state they share.
@@ -61,6 +62,7 @@ mod session;
 mod shared;
 mod snapshot;
 mod users;
+mod webhooks;
 
 pub use admin::{
     Admin, ConfigInfo, ConfigRef, HistoryEntry, ImportPolicy, ImportReport, Namespace, Page,
@@ -86,3 +88,4 @@ pub use options::{
 pub use schemas::{Schema, SchemaCheck, SchemaProblem};
 pub use shared::{Change, Config, PublishOptions};
 pub use users::{Permission, RoleGrant, User};
+pub use webhooks::{Webhook, WebhookDelivery, WebhookSpec};

@@ -37,11 +37,12 @@ pub enum AuditAction {
     EmergencyWrite,
     SchemaSet,
     SchemaRemove,
+    WebhookChange,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 28] = [
+    pub const ALL: [AuditAction; 29] = [
         AuditAction::Publish,
         AuditAction::Remove,
         AuditAction::GrayPublish,
@@ -70,6 +71,7 @@ impl AuditAction {
         AuditAction::EmergencyWrite,
         AuditAction::SchemaSet,
         AuditAction::SchemaRemove,
+        AuditAction::WebhookChange,
     ];
 
     /// The stored name.
@@ -103,6 +105,7 @@ impl AuditAction {
             AuditAction::EmergencyWrite => "emergency-write",
             AuditAction::SchemaSet => "schema-set",
             AuditAction::SchemaRemove => "schema-remove",
+            AuditAction::WebhookChange => "webhook-change",
         }
     }
 

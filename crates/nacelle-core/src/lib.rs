@@ -18,6 +18,7 @@
 //!   `users` / `roles` / `permissions`.
 //! - [`change`]: change requests (reviewed multi-key changes) and review policies.
 //! - [`audit`]: the audit trail's records (actions, events, chain entries, queries).
+//! - [`webhook`]: webhooks and their durable deliveries (claimed with a lease).
 //! - [`caller`]: who is asking ([`Caller`]) and the client-IP policy ([`TrustedProxies`]).
 //! - [`error`]: typed errors shared by the store and the service.
 //!
@@ -36,6 +37,7 @@ pub mod pattern;
 pub mod rules;
 pub mod store;
 pub mod structured;
+pub mod webhook;
 
 pub use auth::{Action, AuthFailure, Identity};
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};

@@ -5,7 +5,7 @@
 //! [`Grays`] (gray variants), [`History`] (history pages, entries, retention),
 //! [`ChangeLog`] (what cluster members follow), [`Namespaces`], [`Identities`] (users,
 //! roles, permissions), [`Schemas`] (JSON Schemas of config keys), [`Audit`] (the audit
-//! trail) and [`Health`].
+//! trail), [`Webhooks`] (webhooks and their deliveries) and [`Health`].
 //! [`ConfigStore`] is all of them at once, what the server wires. Every method of every
 //! role is written once, in [`store_roles!`]: the traits are generated from that list,
 //! and so is [`Layered`], the one forwarding of every method through a [`StoreLayer`]
@@ -472,6 +472,70 @@ macro_rules! store_roles {
                 fn purge_audit(before_ms: i64, batch: u32) -> $crate::audit::AuditPurge;
             }
 
+            /// Webhooks and their deliveries (`nacelle_webhook`,
+            /// `nacelle_webhook_delivery`, docs/webhooks.md). A delivery is sent by one
+            /// node at a time: a sender claims due rows with a lease (a compare-and-set
+            /// `UPDATE` per row), and only the claim's owner records the outcome.
+            Webhooks {
+                /// Every webhook (the service keeps them in memory and re-reads them).
+                [$crate::store::Cost::One]
+                fn load_webhooks() -> ::std::vec::Vec<$crate::webhook::Webhook>;
+
+                /// Stores a new webhook (its `id` ignored); answers the id assigned.
+                [$crate::store::Cost::One]
+                fn create_webhook(hook: &$crate::webhook::Webhook) -> i64;
+
+                /// Replaces every field of webhook `hook.id` but its creation; whether it
+                /// existed.
+                [$crate::store::Cost::One]
+                fn update_webhook(hook: &$crate::webhook::Webhook) -> bool;
+
+                /// Deletes a webhook and its deliveries in one transaction; whether it
+                /// existed.
+                [$crate::store::Cost::One]
+                fn delete_webhook(id: i64) -> bool;
+
+                /// Inserts pending deliveries, due at their `created_ms`, in one
+                /// transaction.
+                [$crate::store::Cost::Batch(deliveries.len())]
+                fn enqueue_deliveries(deliveries: &[$crate::webhook::NewDelivery]) -> ();
+
+                /// Claims at most `claim.limit` due, unleased pending deliveries (oldest
+                /// due first) for `claim.owner` until `claim.lease_until_ms`; answers those
+                /// this claim won. Two claimers never win the same row.
+                [$crate::store::Cost::One]
+                fn claim_deliveries(
+                    claim: &$crate::webhook::DeliveryClaim
+                ) -> ::std::vec::Vec<$crate::webhook::Delivery>;
+
+                /// Records an attempt of delivery `id` claimed by `owner` (attempts + 1,
+                /// status, code, error, next attempt) and releases its lease; `false` (and
+                /// nothing written) when the row is no longer that owner's.
+                [$crate::store::Cost::One]
+                fn finish_delivery(
+                    id: i64,
+                    owner: &str,
+                    result: &$crate::webhook::DeliveryResult
+                ) -> bool;
+
+                /// The deliveries of webhook `hook_id`, newest first.
+                [$crate::store::Cost::One]
+                fn deliveries(
+                    hook_id: i64,
+                    page: $crate::model::PageRequest
+                ) -> $crate::model::Page<$crate::webhook::Delivery>;
+
+                /// Makes a delivered or failed delivery pending again, due at `now_ms`,
+                /// with its attempts reset; whether it was (a pending one is left alone).
+                [$crate::store::Cost::One]
+                fn redeliver(id: i64, now_ms: i64) -> bool;
+
+                /// Deletes at most `batch` delivered or failed deliveries created before
+                /// `before_ms`; answers how many.
+                [$crate::store::Cost::One]
+                fn purge_deliveries(before_ms: i64, batch: u32) -> u64;
+            }
+
             /// Whether the database answers.
             Health {
                 /// Checks that the database answers (used by readiness and reconnection).
@@ -538,7 +602,7 @@ impl<L: StoreLayer> ConfigStore for Layered<L> {
 pub mod prelude {
     pub use super::{
         Audit as _, ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _,
-        Health as _, History as _, Identities as _, Namespaces as _, Schemas as _,
+        Health as _, History as _, Identities as _, Namespaces as _, Schemas as _, Webhooks as _,
     };
 }
 

@@ -96,6 +96,13 @@ pub struct WriteLabels {
     pub result: &'static str,
 }
 
+/// Labels of `nacelle_webhook_deliveries_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    /// `delivered`, `retry` or `failed`.
+    result: &'static str,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -127,6 +134,8 @@ pub enum StoreOp {
     Schemas,
     /// The audit trail: appends, pages, ranges, purges.
     Audit,
+    /// Webhooks and their deliveries (enqueue, claim, outcome, listing, purge).
+    Webhooks,
 }
 
 impl StoreOp {
@@ -148,6 +157,7 @@ impl StoreOp {
             StoreOp::Changes => "changes",
             StoreOp::Schemas => "schemas",
             StoreOp::Audit => "audit",
+            StoreOp::Webhooks => "webhooks",
         }
     }
 }
@@ -223,6 +233,10 @@ struct Inner {
     slow_requests: Counter,
     /// Audit events dropped (queue full, or the database down past the retry bound).
     audit_dropped: Counter,
+    /// Webhook delivery attempts by result.
+    webhook_deliveries: Family<ResultLabels, Counter>,
+    /// Webhook deliveries never stored (queue full, database down past the retry bound).
+    webhook_dropped: Counter,
     follower: Arc<FollowerState>,
     slow_request_nanos: AtomicU64,
 }
@@ -317,6 +331,18 @@ impl Metrics {
             "Audit events dropped: the audit queue was full, or the database stayed unreachable past the retry bound (each drop is logged at error)",
             audit_dropped.clone(),
         );
+        let webhook_deliveries = Family::<ResultLabels, Counter>::default();
+        r.register(
+            "nacelle_webhook_deliveries",
+            "Webhook delivery attempts, by result: delivered (2xx), retry (failed, tried again later), failed (given up)",
+            webhook_deliveries.clone(),
+        );
+        let webhook_dropped = Counter::default();
+        r.register(
+            "nacelle_webhook_dropped",
+            "Webhook deliveries dropped before they were stored: the queue was full, or the database stayed unreachable past the retry bound (each drop is logged at error)",
+            webhook_dropped.clone(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
@@ -344,6 +370,8 @@ impl Metrics {
                 long_poll_release,
                 slow_requests,
                 audit_dropped,
+                webhook_deliveries,
+                webhook_dropped,
                 follower,
                 slow_request_nanos: AtomicU64::new(duration_nanos(DEFAULT_SLOW_REQUEST)),
             }),
@@ -443,6 +471,19 @@ impl Metrics {
     /// `n` audit events dropped (the caller logs it).
     pub fn audit_dropped(&self, n: u64) {
         self.inner.audit_dropped.inc_by(n);
+    }
+
+    /// One webhook delivery attempt ended: `delivered`, `retry` or `failed`.
+    pub fn webhook_delivery(&self, result: &'static str) {
+        self.inner
+            .webhook_deliveries
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    /// `n` webhook deliveries dropped before they were stored (the caller logs it).
+    pub fn webhook_dropped(&self, n: u64) {
+        self.inner.webhook_dropped.inc_by(n);
     }
 
     /// A request over the slow-request threshold (the caller logs it).

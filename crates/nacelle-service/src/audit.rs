@@ -25,6 +25,7 @@ use nacelle_proto::audit::{Break, EntryFields, Verifier};
 use tokio_util::sync::CancellationToken;
 
 use crate::service::ConfigService;
+use crate::webhooks::{ChangeSubject, Subject};
 
 pub use crate::audit_state::QUEUE_CAPACITY;
 /// Events appended in one transaction at most.
@@ -58,6 +59,9 @@ pub(crate) struct Audited<'a> {
     /// `None`: it succeeded; `Some(reason)`: it was refused or failed.
     pub refused: Option<String>,
     pub change_id: Option<i64>,
+    /// What the event is about, for the webhooks (`crate::webhooks`): a key or a change
+    /// request. `None`: no webhook event.
+    pub subject: Option<Subject>,
 }
 
 impl<'a> Audited<'a> {
@@ -70,7 +74,33 @@ impl<'a> Audited<'a> {
             detail: String::new(),
             refused: None,
             change_id: None,
+            subject: None,
         }
+    }
+
+    /// An event on `key`: its target, and the key as the webhooks' subject.
+    pub(crate) fn of_key(action: AuditAction, log_event: &'a str, key: &ConfigKey) -> Self {
+        let mut event = Audited::new(action, log_event, key_target(key));
+        event.subject = Some(Subject::Key {
+            key: key.clone(),
+            md5: None,
+        });
+        event
+    }
+
+    /// The md5 the key holds after the event (webhooks' `md5`).
+    pub(crate) fn md5(mut self, md5: &str) -> Self {
+        if let Some(Subject::Key { md5: m, .. }) = &mut self.subject {
+            *m = Some(md5.to_string());
+        }
+        self
+    }
+
+    /// An event of a change request.
+    pub(crate) fn change(mut self, change: ChangeSubject) -> Self {
+        self.change_id = Some(change.id);
+        self.subject = Some(Subject::Change(change));
+        self
     }
 
     pub(crate) fn user(mut self, user: Option<&'a str>) -> Self {
@@ -98,7 +128,8 @@ impl<'a> Audited<'a> {
 impl ConfigService {
     /// Records `event` for `caller`: the `tracing` audit line at once, and the entry queued
     /// for the database without waiting (dropped and counted when the queue is full).
-    pub(crate) fn audit(&self, caller: &Caller, event: Audited<'_>) {
+    pub(crate) fn audit(&self, caller: &Caller, mut event: Audited<'_>) {
+        let subject = event.subject.take();
         let user = event.user.or(caller.user());
         let ok = event.refused.is_none();
         let detail = match &event.refused {
@@ -130,6 +161,10 @@ impl ConfigService {
             detail: event.detail,
             change_id: event.change_id,
         };
+        // Webhooks are fed from here, with the trail: only what happened (outcome ok).
+        if let (true, Some(subject)) = (ok, subject) {
+            self.feed_webhooks(&entry, subject);
+        }
         if self.inner.audit.tx.try_send(entry).is_err() {
             self.metrics().audit_dropped(1);
             tracing::error!(

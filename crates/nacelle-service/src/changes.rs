@@ -28,9 +28,11 @@ use nacelle_core::{
 };
 use nacelle_metrics::StoreOp;
 
+use crate::audit::Audited;
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
 use crate::transfer::type_from_extension;
+use crate::webhooks::ChangeSubject;
 
 /// Most keys in one change request.
 pub const MAX_CHANGE_ITEMS: usize = 100;
@@ -504,13 +506,14 @@ impl ConfigService {
         }
         match outcome {
             ChangePublishOutcome::Published(_) => {
-                self.audit_outcome(
+                let subject =
+                    ChangeSubject::new(id, &cr.namespace, &cr.title, "published", &cr.items);
+                let event = Audited::new(
                     nacelle_core::audit::AuditAction::ChangePublish,
                     "change.publish",
-                    caller,
-                    &id.to_string(),
-                    true,
+                    id.to_string(),
                 );
+                self.audit(caller, event.change(subject));
                 self.view_of(self.load_change(id).await?)
             }
             ChangePublishOutcome::Moved => Err(store_err(StoreError::CasMismatch, id)),
@@ -674,13 +677,19 @@ impl Changes<'_> {
         let id = s
             .store_call(StoreOp::Changes, s.inner.store.create_change(&change))
             .await?;
-        self.service.audit_outcome(
+        let subject = ChangeSubject::new(
+            id,
+            &change.namespace,
+            &change.title,
+            "created",
+            &change.items,
+        );
+        let event = Audited::new(
             nacelle_core::audit::AuditAction::ChangeCreate,
             "change.create",
-            self.caller,
-            &id.to_string(),
-            true,
+            id.to_string(),
         );
+        self.service.audit(self.caller, event.change(subject));
         self.get(id).await
     }
 
@@ -793,15 +802,18 @@ impl Changes<'_> {
         s.store_call(StoreOp::Changes, s.inner.store.update_change(cr.id, &up))
             .await
             .map_err(|e| store_err(e, cr.id))?;
-        let detail = format!("{} {}", cr.id, kind.as_str());
-        self.service.audit_outcome(
+        let view = self.get(cr.id).await;
+        // The request as it is now (an edit changed its keys), else as it was.
+        let now = view.as_ref().map(|v| &v.request).unwrap_or(cr);
+        let subject =
+            ChangeSubject::new(cr.id, &now.namespace, &now.title, kind.as_str(), &now.items);
+        let event = Audited::new(
             nacelle_core::audit::AuditAction::ChangeEvent,
             "change.event",
-            self.caller,
-            &detail,
-            true,
+            format!("{} {}", cr.id, kind.as_str()),
         );
-        self.get(cr.id).await
+        self.service.audit(self.caller, event.change(subject));
+        view
     }
 
     /// Request `id` if it is not published or closed.

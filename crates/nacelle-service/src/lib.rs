@@ -32,6 +32,9 @@
 //!   transaction) and the review policies that refuse direct writes.
 //! - [`schemas`]: JSON Schemas of config keys, compiled in memory; every publish of a
 //!   matching key is checked against them.
+//! - [`webhooks`]: webhooks fed from the audit trail; durable deliveries claimed with a
+//!   lease and sent with retries through the [`webhooks::WebhookTransport`] the server
+//!   wires.
 
 pub mod audit;
 mod audit_state;
@@ -56,6 +59,8 @@ pub mod service;
 pub mod transfer;
 mod view;
 pub mod watch;
+mod webhook_state;
+pub mod webhooks;
 mod write;
 
 pub use changes::{ChangeInput, ChangeView, Changes, ItemDiff, ItemInput};
@@ -79,3 +84,4 @@ pub use watch::{
     Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, Listeners, PatternError,
     PatternWatched, Subscriber, Watch, WatchItem,
 };
+pub use webhooks::{WebhookAdmin, WebhookPost, WebhookSpec, WebhookTransport, WebhookView};

@@ -152,7 +152,7 @@ fn compile(text: &str) -> Result<jsonschema::Validator, String> {
 }
 
 /// Checks `(pattern, what, max)`: one of the five shapes, no `>>`, within its length.
-fn check_pattern(raw: &str, what: &str, max: usize) -> Result<Part, CoreError> {
+pub(crate) fn check_pattern(raw: &str, what: &str, max: usize) -> Result<Part, CoreError> {
     let raw_trimmed = raw.trim();
     if raw_trimmed != raw || raw.is_empty() {
         return Err(CoreError::invalid(format!(

@@ -88,6 +88,9 @@ pub(crate) struct Inner {
     metrics: Metrics,
     /// Audit events on their way to the database (`crate::audit`).
     pub(crate) audit: crate::audit_state::AuditQueue,
+    /// The webhooks in memory and their deliveries on their way to the database
+    /// (`crate::webhooks`).
+    pub(crate) webhooks: crate::webhook_state::WebhookState,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -134,6 +137,7 @@ impl ConfigService {
                 peer_queries: OnceLock::new(),
                 metrics: Metrics::new(),
                 audit: crate::audit_state::AuditQueue::new(),
+                webhooks: crate::webhook_state::WebhookState::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.
@@ -185,6 +189,7 @@ impl ConfigService {
         self.refresh_identities().await?;
         self.refresh_policies().await?;
         self.refresh_schemas().await?;
+        self.refresh_webhooks().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,

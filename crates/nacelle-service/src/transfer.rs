@@ -25,7 +25,7 @@ use crate::read::wildcard_match;
 use crate::request::PublishRequest;
 use nacelle_core::audit::AuditAction;
 
-use crate::audit::{key_target, Audited};
+use crate::audit::Audited;
 use crate::service::ConfigService;
 use crate::view::ConfigView;
 
@@ -368,8 +368,8 @@ impl ConfigService {
                                 AuditAction::Clone => "config.clone",
                                 _ => "config.import",
                             };
-                            let target = key_target(&stored.key);
-                            let event = Audited::new(action, log_event, target)
+                            let event = Audited::of_key(action, log_event, &stored.key)
+                                .md5(&stored.md5)
                                 .detail(format!("md5={}", stored.md5));
                             self.audit(caller, event);
                         }

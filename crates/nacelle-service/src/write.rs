@@ -62,7 +62,7 @@ impl ConfigService {
         caller: &Caller,
         req: PublishRequest,
     ) -> Result<Published, CoreError> {
-        let target = key_target(&req.key);
+        let key = req.key.clone();
         let (action, log_event) = match &req.variant {
             Variant::Formal => (AuditAction::Publish, "config.publish"),
             Variant::Gray(_) => (AuditAction::GrayPublish, "gray.publish"),
@@ -75,11 +75,16 @@ impl ConfigService {
         let result = self.publish_checked(caller, req).await;
         if !matches!(result, Err(CoreError::NotReady(_))) {
             let md5 = match &result {
-                Ok(stored) => format!("md5={}", stored.md5),
-                Err(_) => String::new(),
+                Ok(stored) => stored.md5.as_str(),
+                Err(_) => "",
             };
-            let mut event = Audited::new(action, log_event, target)
-                .detail(note_detail(&format!("{gray}{md5}"), &message))
+            let facts = match md5 {
+                "" => gray,
+                md5 => format!("{gray}md5={md5}"),
+            };
+            let mut event = Audited::of_key(action, log_event, &key)
+                .md5(md5)
+                .detail(note_detail(&facts, &message))
                 .outcome(&result);
             event.change_id = change_id;
             self.audit(caller, event);
@@ -199,7 +204,7 @@ impl ConfigService {
             return Ok(false);
         };
         let detail = note_detail(&format!("gray={name}"), &source.message);
-        let mut event = Audited::new(AuditAction::GrayStop, "gray.stop", key_target(key));
+        let mut event = Audited::of_key(AuditAction::GrayStop, "gray.stop", key);
         event.change_id = source.change_id;
         self.audit(caller, event.detail(detail));
         if changed {
@@ -275,7 +280,7 @@ impl ConfigService {
         self.notify(key, stored.revision);
         self.committed(key, stored.revision);
         let detail = note_detail(&format!("gray={name} md5={}", stored.md5), &source.message);
-        let mut event = Audited::new(AuditAction::Promote, "gray.promote", key_target(key));
+        let mut event = Audited::of_key(AuditAction::Promote, "gray.promote", key).md5(&stored.md5);
         event.change_id = source.change_id;
         self.audit(caller, event.detail(detail));
         Ok(Published::of(&stored))
@@ -418,7 +423,7 @@ impl ConfigService {
         if let RemoveOutcome::Removed { revision } = outcome {
             self.notify(key, revision);
             self.committed(key, revision);
-            let mut event = Audited::new(AuditAction::Remove, "config.remove", key_target(key))
+            let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
                 .detail(note_detail("", &source.message));
             event.change_id = source.change_id;
             self.audit(caller, event);

@@ -51,6 +51,7 @@ mod sql;
 pub mod sqlite;
 mod sqlite_writer;
 mod store;
+mod webhooks;
 mod write;
 
 use std::sync::Arc;

@@ -148,6 +148,11 @@ impl Server for MySql {
             "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
             include_str!("../migrations/mysql/0006_changes.sql"),
         ),
+        (
+            7,
+            "webhooks: nacelle_webhook, nacelle_webhook_delivery",
+            include_str!("../migrations/mysql/0007_webhooks.sql"),
+        ),
     ];
     const SCHEMA_VERSION_DDL: &'static str =
         "CREATE TABLE IF NOT EXISTS `nacelle_schema_version` (\

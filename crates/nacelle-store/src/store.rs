@@ -16,8 +16,9 @@ use nacelle_core::change::{
 };
 use nacelle_core::store::{
     Audit, ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
-    Namespaces, RemoveOutcome, Schemas,
+    Namespaces, RemoveOutcome, Schemas, Webhooks,
 };
+use nacelle_core::webhook::{Delivery, DeliveryClaim, DeliveryResult, NewDelivery, Webhook};
 use nacelle_core::{
     BatchOutcome, ChangeRecord, ConfigKey, GrayHistoryEntry, HistoryEntry, HistoryLog,
     HistoryRetention, Namespace, NamespaceId, OpSource, Page, PageRequest, PublishRecord,
@@ -379,6 +380,59 @@ impl<B: Backend> Audit for Store<B> {
 
     async fn purge_audit(&self, before_ms: i64, batch: u32) -> Result<AuditPurge, StoreError> {
         crate::audit::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
+    }
+}
+
+/// Webhooks: reads on the reader pool, writes (claims included) on the writer pool.
+#[async_trait]
+impl<B: Backend> Webhooks for Store<B> {
+    async fn load_webhooks(&self) -> Result<Vec<Webhook>, StoreError> {
+        crate::webhooks::load(self.0.reader(), self.0.queries()).await
+    }
+
+    async fn create_webhook(&self, hook: &Webhook) -> Result<i64, StoreError> {
+        crate::webhooks::create(self.0.writer(), self.0.queries(), hook).await
+    }
+
+    async fn update_webhook(&self, hook: &Webhook) -> Result<bool, StoreError> {
+        crate::webhooks::update(self.0.writer(), self.0.queries(), hook).await
+    }
+
+    async fn delete_webhook(&self, id: i64) -> Result<bool, StoreError> {
+        crate::webhooks::delete(self.0.writer(), self.0.queries(), id).await
+    }
+
+    async fn enqueue_deliveries(&self, deliveries: &[NewDelivery]) -> Result<(), StoreError> {
+        crate::webhooks::enqueue(self.0.writer(), self.0.queries(), deliveries).await
+    }
+
+    async fn claim_deliveries(&self, claim: &DeliveryClaim) -> Result<Vec<Delivery>, StoreError> {
+        crate::webhooks::claim(self.0.writer(), self.0.queries(), claim).await
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: i64,
+        owner: &str,
+        result: &DeliveryResult,
+    ) -> Result<bool, StoreError> {
+        crate::webhooks::finish(self.0.writer(), self.0.queries(), id, owner, result).await
+    }
+
+    async fn deliveries(
+        &self,
+        hook_id: i64,
+        page: PageRequest,
+    ) -> Result<Page<Delivery>, StoreError> {
+        crate::webhooks::page(self.0.reader(), self.0.queries(), hook_id, page).await
+    }
+
+    async fn redeliver(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
+        crate::webhooks::redeliver(self.0.writer(), self.0.queries(), id, now_ms).await
+    }
+
+    async fn purge_deliveries(&self, before_ms: i64, batch: u32) -> Result<u64, StoreError> {
+        crate::webhooks::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
     }
 }
 

@@ -1118,8 +1118,8 @@ async fn schema_created_once(backend: Backend) -> TestResult {
         }
     };
     // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth,
-    // 4: schema validation, 5: audit trail, 6: change requests).
-    assert_eq!(versions, 6);
+    // 4: schema validation, 5: audit trail, 6: change requests, 7: webhooks).
+    assert_eq!(versions, 7);
     drop(stores);
     drop(db);
     Ok(())

@@ -44,6 +44,10 @@ struct Samples {
     schema: SchemaRecord,
     audit: Vec<nacelle_core::audit::AuditEvent>,
     audit_filter: nacelle_core::audit::AuditFilter,
+    webhook: nacelle_core::webhook::Webhook,
+    deliveries: Vec<nacelle_core::webhook::NewDelivery>,
+    claim: nacelle_core::webhook::DeliveryClaim,
+    delivery_result: nacelle_core::webhook::DeliveryResult,
 }
 
 impl Samples {
@@ -135,6 +139,40 @@ impl Samples {
                 change_id: None,
             }],
             audit_filter: nacelle_core::audit::AuditFilter::default(),
+            webhook: nacelle_core::webhook::Webhook {
+                id: 1,
+                namespace: NamespaceId::from_trusted(""),
+                group_pattern: "*".into(),
+                data_id_pattern: "*".into(),
+                url: "http://127.0.0.1:9/hook".into(),
+                secret: "deadline-secret".into(),
+                events: Vec::new(),
+                enabled: true,
+                description: String::new(),
+                created_by: "u".into(),
+                created_ms: 1,
+                updated_ms: 1,
+            },
+            deliveries: vec![nacelle_core::webhook::NewDelivery {
+                hook_id: 1,
+                event_id: "e".into(),
+                kind: "publish".into(),
+                body: "{}".into(),
+                created_ms: 1,
+            }],
+            claim: nacelle_core::webhook::DeliveryClaim {
+                owner: "o".into(),
+                now_ms: 2,
+                lease_until_ms: 3,
+                limit: 10,
+            },
+            delivery_result: nacelle_core::webhook::DeliveryResult {
+                status: nacelle_core::webhook::DeliveryStatus::Delivered,
+                code: 200,
+                error: String::new(),
+                next_attempt_ms: 2,
+                now_ms: 2,
+            },
         }
     }
 }
@@ -172,6 +210,10 @@ samples! {
     &'a SchemaRecord => |s| &s.schema;
     &'a [nacelle_core::audit::AuditEvent] => |s| &s.audit;
     &'a nacelle_core::audit::AuditFilter => |s| &s.audit_filter;
+    &'a nacelle_core::webhook::Webhook => |s| &s.webhook;
+    &'a [nacelle_core::webhook::NewDelivery] => |s| &s.deliveries;
+    &'a nacelle_core::webhook::DeliveryClaim => |s| &s.claim;
+    &'a nacelle_core::webhook::DeliveryResult => |s| &s.delivery_result;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;

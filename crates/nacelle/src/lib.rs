@@ -10,6 +10,7 @@
 //! - `lazy_store`: the store the service sees until the database could be opened.
 //! - [`private_files`]: the data directory (0700) and the SQLite files (0600) are private;
 //!   looser existing ones are reported at start.
+//! - [`webhook_client`]: the HTTP client the webhook sender POSTs through.
 //!
 //! Every task a server spawns is either a listener's (awaited by
 //! [`RunningServer::shutdown`] after it has drained its requests) or a background task on
@@ -22,6 +23,7 @@ mod lazy_store;
 pub mod private_files;
 pub mod retention;
 pub mod settings;
+pub mod webhook_client;
 
 use lazy_store::{Lazy, LazyStore};
 
@@ -104,8 +106,10 @@ impl RunningServer {
                 first_error.get_or_insert(e);
             }
         }
-        // Nothing serves any more: the audit appender flushes what is queued and ends.
+        // Nothing serves any more: the audit appender and the webhook enqueuer store what
+        // is queued and end; the webhook sender stops.
         self.service.finish_audit();
+        self.service.finish_webhooks();
         self.background.close();
         self.background.wait().await;
         first_error.map_or(Ok(()), Err)
@@ -332,6 +336,14 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
                 .await
         });
     }
+
+    // Webhooks (docs/webhooks.md): deliveries stored in batches, sent by a sender that
+    // claims them with a lease; both end when `RunningServer::shutdown` has stopped serving.
+    let transport = webhook_client::HttpTransport::new().context("the webhooks' HTTP client")?;
+    let enqueuer = service.clone();
+    background.spawn(async move { enqueuer.run_webhook_enqueuer().await });
+    let sender = service.clone();
+    background.spawn(async move { sender.run_webhook_sender(Arc::new(transport)).await });
 
     // The audit appender ends when `RunningServer::shutdown` has stopped serving (after
     // flushing the queue), so it starts last: nothing after it can fail.
@@ -657,6 +669,7 @@ mod tests {
                 keep_per_key: Some(1),
                 interval: Duration::from_millis(200),
                 audit_max_age: Some(Duration::from_secs(86_400)),
+                webhook_max_age: Some(Duration::from_secs(86_400)),
             },
             ..settings_for(dir.path())
         };
@@ -698,6 +711,35 @@ mod tests {
             .append_audit(&[event(old), event(old + 1), event(now)])
             .await?;
         let recent = appended[2].seq;
+        // Webhook deliveries, finished: one older than their retention, one recent (of a
+        // hook id no webhook has, so the server's sender leaves them alone).
+        use nacelle_core::webhook::{DeliveryClaim, DeliveryResult, DeliveryStatus, NewDelivery};
+        let delivery = |event_id: &str, created_ms: i64| NewDelivery {
+            hook_id: 999,
+            event_id: event_id.into(),
+            kind: "publish".into(),
+            body: "{}".into(),
+            created_ms,
+        };
+        store
+            .enqueue_deliveries(&[delivery("old", old), delivery("new", now)])
+            .await?;
+        let claim = DeliveryClaim {
+            owner: "test".into(),
+            now_ms: now,
+            lease_until_ms: now + 60_000,
+            limit: 10,
+        };
+        for d in store.claim_deliveries(&claim).await? {
+            let done = DeliveryResult {
+                status: DeliveryStatus::Delivered,
+                code: 200,
+                error: String::new(),
+                next_attempt_ms: now,
+                now_ms: now,
+            };
+            assert!(store.finish_delivery(d.id, "test", &done).await?);
+        }
         let page = PageRequest {
             page_no: 1,
             page_size: 10,
@@ -724,6 +766,18 @@ mod tests {
                 std::time::Instant::now() < deadline,
                 "audit not purged: {:?}",
                 range.head
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        loop {
+            let left = store.deliveries(999, page).await?;
+            let ids: Vec<&str> = left.items.iter().map(|d| d.event_id.as_str()).collect();
+            if ids == vec!["new"] {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "deliveries not purged: {ids:?}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -8,6 +8,9 @@
 //! key only rows that have a newer row of their key, so two nodes purging at once delete
 //! the same rows at most twice (the second delete finds nothing) and never a row either
 //! node needs. Nothing is elected, so a node that is down never stops the purge.
+//!
+//! The same run purges audit entries (`audit_retention_days`) and finished webhook
+//! deliveries (`webhook_retention_days`, docs/webhooks.md) by age.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,6 +110,30 @@ pub async fn purge_audit_once(
     }
 }
 
+/// Purges the finished webhook deliveries created before `cutoff_ms`, in batches of
+/// `batch` with `pause` between them; ends early once `stop` is cancelled. Answers the
+/// deliveries deleted. Pending deliveries are never purged.
+pub async fn purge_deliveries_once(
+    store: &dyn ConfigStore,
+    cutoff_ms: i64,
+    batch: u32,
+    pause: Duration,
+    stop: &CancellationToken,
+) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    loop {
+        let n = store.purge_deliveries(cutoff_ms, batch).await?;
+        deleted += n;
+        if n < u64::from(batch) {
+            return Ok(deleted);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.cancelled() => return Ok(deleted),
+        }
+    }
+}
+
 /// The background purge: runs shortly after start and then every `retention.interval`
 /// until `stop`. A failed run (database unreachable) is logged and tried again at the next
 /// interval.
@@ -120,7 +147,7 @@ pub(crate) async fn run(
     }
     if !retention.enabled() {
         tracing::info!("history retention off: history is kept forever");
-        if retention.audit_max_age.is_none() {
+        if retention.audit_max_age.is_none() && retention.webhook_max_age.is_none() {
             return;
         }
     }
@@ -138,6 +165,16 @@ pub(crate) async fn run(
                 Err(e) => {
                     tracing::warn!(error = %e, "audit purge failed; retrying at the next interval")
                 }
+            }
+        }
+        if let Some(cutoff) = retention.webhook_cutoff(nacelle_core::now_millis()) {
+            match purge_deliveries_once(store.as_ref(), cutoff, PURGE_BATCH, PAUSE, &stop).await {
+                Ok(0) => tracing::debug!("webhook delivery purge: nothing to remove"),
+                Ok(deleted) => tracing::info!(deleted, "purged webhook deliveries"),
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "webhook delivery purge failed; retrying at the next interval"
+                ),
             }
         }
         if !retention.enabled() {

@@ -43,6 +43,8 @@ const DEFAULT_MEMBER_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 const MIN_MEMBER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// Default history retention (Nacos keeps 30 days).
 const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
+/// Default days a finished webhook delivery stays in the delivery log.
+const DEFAULT_WEBHOOK_RETENTION_DAYS: u32 = 7;
 /// Default interval between history purges.
 const DEFAULT_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(3600);
 /// Shortest purge interval accepted (a smaller one is raised to it).
@@ -315,6 +317,10 @@ layer! {
         /// stays verifiable from its new anchor). Default 0: kept forever.
         #[arg(long, env = "NACELLE_AUDIT_RETENTION_DAYS")]
         pub audit_retention_days: Option<u32>,
+        /// Days a finished (delivered or failed) webhook delivery is kept in the delivery
+        /// log; older ones are purged with the history. Default 7; 0 keeps them forever.
+        #[arg(long, env = "NACELLE_WEBHOOK_RETENTION_DAYS")]
+        pub webhook_retention_days: Option<u32>,
         /// File holding the master key that wraps the data keys of encrypted configs
         /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
         /// then, one per line, previous keys that only unwrap (rotation). Default: none —
@@ -508,6 +514,9 @@ pub struct Retention {
     /// Audit entries older than this are purged; `None`: kept forever
     /// (`audit_retention_days` 0, the default).
     pub audit_max_age: Option<Duration>,
+    /// Finished webhook deliveries older than this are purged; `None`: kept forever
+    /// (`webhook_retention_days` 0; default 7 days).
+    pub webhook_max_age: Option<Duration>,
 }
 
 impl Retention {
@@ -520,6 +529,13 @@ impl Retention {
     /// `None`: the audit trail is kept forever.
     pub fn audit_cutoff(&self, now_ms: i64) -> Option<i64> {
         self.audit_max_age
+            .map(|age| now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)))
+    }
+
+    /// The time before which finished webhook deliveries are purged, for a purge starting
+    /// at `now_ms`; `None`: kept forever.
+    pub fn webhook_cutoff(&self, now_ms: i64) -> Option<i64> {
+        self.webhook_max_age
             .map(|age| now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)))
     }
 
@@ -701,6 +717,13 @@ impl Settings {
                     .audit_retention_days
                     .filter(|days| *days > 0)
                     .map(|days| Duration::from_secs(u64::from(days) * 86_400)),
+                webhook_max_age: Some(
+                    layer
+                        .webhook_retention_days
+                        .unwrap_or(DEFAULT_WEBHOOK_RETENTION_DAYS),
+                )
+                .filter(|days| *days > 0)
+                .map(|days| Duration::from_secs(u64::from(days) * 86_400)),
             },
             // Read from its file in `merge` (it can fail); none by default.
             cipher_master_key: None,

@@ -1369,3 +1369,139 @@ fn clients_shows_who_runs_what() -> TestResult {
     assert_ne!(code(&out), Some(0), "{}", stderr(&out));
     Ok(())
 }
+
+/// A webhook receiver for the CLI's test: a plain HTTP/1.1 server on a thread that answers
+/// every request 200 and closes, sending each body it got.
+fn tiny_receiver() -> TestResult<(String, std::sync::mpsc::Receiver<String>)> {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/hook", listener.local_addr()?);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // The head, then as many body bytes as Content-Length says.
+            let (head_end, length) = loop {
+                let Ok(n) = conn.read(&mut chunk) else {
+                    break (0, 0);
+                };
+                if n == 0 {
+                    break (0, 0);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (end + 4, length);
+                }
+            };
+            while head_end > 0 && buf.len() < head_end + length {
+                match conn.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let _answered = conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let body = String::from_utf8_lossy(&buf[head_end.min(buf.len())..]).to_string();
+            if tx.send(body).is_err() {
+                return;
+            }
+        }
+    });
+    Ok((url, rx))
+}
+
+#[test]
+fn webhooks_add_ls_deliveries_and_rm() -> TestResult {
+    let env = start_logged_in()?;
+    let (url, got) = tiny_receiver()?;
+    let secret = "cli-webhook-secret";
+    // The secret from stdin; only publishes of `*.yaml` keys.
+    let added = {
+        let out = env.run(
+            &[
+                "webhook",
+                "add",
+                &url,
+                "-d",
+                "*.yaml",
+                "--events",
+                "publish",
+                "--secret-stdin",
+                "-o",
+                "json",
+            ],
+            Some(&format!("{secret}\n")),
+        )?;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        v
+    };
+    let id = added["id"].as_i64().ok_or("no id")?.to_string();
+    assert_eq!(added["events"], serde_json::json!(["publish"]), "{added}");
+    assert_eq!(added["dataId"], "*.yaml", "{added}");
+
+    // Bad input: a clear refusal, and no secret means usage.
+    let out = env.run(&["webhook", "add", "ftp://x/y", "--secret", secret], None)?;
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("http://"), "{}", stderr(&out));
+    let out = env.run(&["webhook", "add", &url], None)?;
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+
+    // Listed with its fingerprint, never the secret.
+    let table = env.ok(&["webhook", "ls"], None)?;
+    assert!(table.contains(&url) && table.contains("sha256:"), "{table}");
+    assert!(!table.contains(secret), "{table}");
+    let list = env.json(&["webhook", "ls"])?;
+    assert_eq!(items(&list)?.len(), 1, "{list}");
+    assert!(!list.to_string().contains(secret), "{list}");
+
+    // A publish reaches the receiver; the log says so.
+    let file = env.file("app.yaml", "a: 1\n")?;
+    env.ok(&["put", "app.yaml", &file], None)?;
+    let body = got.recv_timeout(Duration::from_secs(30))?;
+    let event: Value = serde_json::from_str(&body)?;
+    assert_eq!(
+        (&event["kind"], &event["dataId"]),
+        (&"publish".into(), &"app.yaml".into())
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = env.json(&["webhook", "deliveries", &id])?;
+        let items = items(&log["items"])?;
+        if items.first().is_some_and(|d| d["status"] == "delivered") {
+            assert_eq!(items[0]["attempts"], 1, "{log}");
+            assert_eq!(items[0]["lastCode"], 200, "{log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never delivered: {log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let table = env.ok(&["webhook", "deliveries", &id], None)?;
+    assert!(
+        table.contains("publish") && table.contains("delivered"),
+        "{table}"
+    );
+    // Sent again on request.
+    let log = env.json(&["webhook", "deliveries", &id])?;
+    let delivery = log["items"][0]["id"].to_string();
+    let said = env.ok(&["webhook", "redeliver", &delivery], None)?;
+    assert!(said.contains("sent again"), "{said}");
+    let again: Value = serde_json::from_str(&got.recv_timeout(Duration::from_secs(30))?)?;
+    assert_eq!(again["id"], event["id"], "the same event");
+
+    // Removed: gone from the list; removing again is not found (exit 3).
+    let said = env.ok(&["webhook", "rm", &id], None)?;
+    assert!(said.contains("removed"), "{said}");
+    assert!(items(&env.json(&["webhook", "ls"])?)?.is_empty());
+    let out = env.run(&["webhook", "rm", &id], None)?;
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    Ok(())
+}

@@ -11,6 +11,7 @@ pub(crate) mod audit;
 pub(crate) mod changes;
 pub(crate) mod clients;
 pub(crate) mod schemas;
+pub(crate) mod webhooks;
 
 /// Every route of Nacelle's own API.
 pub(crate) fn routes() -> Router<AppState> {
@@ -19,6 +20,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(schemas::routes())
         .merge(audit::routes())
         .merge(clients::routes())
+        .merge(webhooks::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
@@ -28,6 +30,7 @@ pub(crate) fn route(path: &str) -> Option<&'static str> {
         .chain(schemas::ROUTES)
         .chain(audit::ROUTES)
         .chain(clients::ROUTES)
+        .chain(webhooks::ROUTES)
         .copied()
         .find(|r| *r == path)
 }

@@ -1,0 +1,42 @@
+//! The webhooks' shared state (`crate::webhooks`): the hooks in memory, the queue of
+//! deliveries between the feed and the enqueuer, and the sender's wake-up — apart from the
+//! operations on them, so that `service.rs` can hold it without depending on them.
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{mpsc, Notify};
+use tokio_util::sync::CancellationToken;
+
+use nacelle_core::webhook::NewDelivery;
+
+use crate::webhooks::LiveHook;
+
+/// Deliveries queued at most; beyond, new ones are dropped (and counted).
+pub const QUEUE_CAPACITY: usize = 10_000;
+
+pub(crate) struct WebhookState {
+    /// Every webhook, its patterns parsed: read at load, after a local change and by the
+    /// sender every 2 s.
+    pub(crate) hooks: RwLock<Arc<Vec<Arc<LiveHook>>>>,
+    pub(crate) tx: mpsc::Sender<NewDelivery>,
+    /// Taken by the enqueuer when it starts (one per service).
+    pub(crate) rx: Mutex<Option<mpsc::Receiver<NewDelivery>>>,
+    /// Told when deliveries were stored or made pending again: the sender looks at once.
+    pub(crate) wake: Notify,
+    /// Cancelled once the server stopped serving: the enqueuer flushes, the sender stops.
+    pub(crate) finish: CancellationToken,
+}
+
+impl WebhookState {
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        WebhookState {
+            hooks: RwLock::new(Arc::new(Vec::new())),
+            tx,
+            rx: Mutex::new(Some(rx)),
+            wake: Notify::new(),
+            finish: CancellationToken::new(),
+        }
+    }
+}
