@@ -241,10 +241,15 @@ impl Galera {
                 format!("no recovered position in {recover_log:?}:\n{}", daemon::tail(&log, 10))
             })?;
         let start_at = format!("--wsrep-start-position={position}");
+        // What the server logs from here on tells how it caught up.
+        let error_log = self.nodes[i].error_log();
+        let logged_before = std::fs::metadata(&error_log).map_or(0, |m| m.len());
         self.spawn(i, &mariadbd, &[start_at.as_str()])?;
         self.wait_synced(i).await?;
-        let log = daemon::tail_file(&self.nodes[i].error_log(), 400);
-        let transfer = if log.contains("IST received") && !log.contains("SST succeeded") {
+        let log = std::fs::read(&error_log).unwrap_or_default();
+        let from = usize::try_from(logged_before).unwrap_or(0).min(log.len());
+        let log = String::from_utf8_lossy(&log[from..]);
+        let transfer = if log.contains("IST received") {
             "IST"
         } else {
             "SST"

@@ -9,7 +9,7 @@
 //!   of its own and must not wait for one.)
 //! - The connection point that moves on failover is HAProxy in TCP mode: both servers are
 //!   in its backend and an external check (`pg_is_in_recovery()` over `psql`, every
-//!   250 ms) keeps up only the writable one. While neither is writable (the primary dead,
+//!   second; down after 3 failures, up after 1 success) keeps up only the writable one. While neither is writable (the primary dead,
 //!   the standby not yet promoted) HAProxy closes new connections at once, so clients fail
 //!   fast; connections to a server marked down are shut. sqlx 0.8's PostgreSQL driver
 //!   has no multi-host URLs or `target_session_attrs` (launchbadge/sqlx#2290), so a
@@ -31,8 +31,10 @@ use crate::free_port;
 /// The user PostgreSQL runs as when we are root (it refuses root).
 const PG_USER: &str = "postgres";
 
-/// How often HAProxy checks which server is writable.
-pub const CHECK_INTERVAL: Duration = Duration::from_millis(250);
+/// How often HAProxy checks which server is writable. The check (a `psql` run) must
+/// answer within this interval too: at 250 ms, checks on a loaded 2-core machine timed out
+/// now and then, and the flapping server's sessions were shut with it.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One PostgreSQL server.
 #[derive(Debug)]
@@ -136,11 +138,11 @@ impl PgStandby {
             format!(
                 "global\n    external-check\n    insecure-fork-wanted\n    maxconn 4000\n\
                  defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 1h\n\
-                 \x20   timeout server 1h\n    timeout check 2s\n\
+                 \x20   timeout server 1h\n    timeout check 3s\n\
                  listen postgres\n    bind 127.0.0.1:{proxy_port}\n    balance first\n\
                  \x20   option external-check\n    external-check path \"/usr/bin:/bin\"\n\
                  \x20   external-check command {check}\n\
-                 \x20   default-server inter {inter}ms fall 1 rise 1 on-marked-down shutdown-sessions\n\
+                 \x20   default-server inter {inter}ms fall 3 rise 1 on-marked-down shutdown-sessions\n\
                  \x20   server primary 127.0.0.1:{} check\n\
                  \x20   server standby 127.0.0.1:{} check\n",
                 primary.port,
@@ -304,6 +306,9 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 impl Drop for PgStandby {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("HAProxy's log (the test failed):\n{}", self.proxy_log());
+        }
         let Ok(pg_ctl) = daemon::pg_program("pg_ctl") else {
             return;
         };

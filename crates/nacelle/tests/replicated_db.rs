@@ -56,6 +56,22 @@ impl Node {
     }
 }
 
+impl Drop for Node {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let lines = self.server.log_tail(5000);
+            let notable: Vec<&String> = lines
+                .iter()
+                .filter(|l| !l.contains("\"level\":\"INFO\"") && !l.contains("\"level\":\"DEBUG\""))
+                .collect();
+            eprintln!("node :{} (the test failed), its warnings and errors:", self.http);
+            for l in notable.iter().skip(notable.len().saturating_sub(60)) {
+                eprintln!("  {l}");
+            }
+        }
+    }
+}
+
 /// Starts one node per database URL, all members of one cluster; the first alone until
 /// ready (it creates the schema), then the others.
 async fn start_nodes(urls: &[String]) -> TestResult<Vec<Node>> {
@@ -128,17 +144,19 @@ enum Phase {
     Stop,
 }
 
-/// The last value each listener was told of, per key.
+/// The last value each listener was told of, per key, and when it arrived.
 #[derive(Debug, Default)]
-struct LastSeen(Mutex<HashMap<String, String>>);
+struct LastSeen(Mutex<HashMap<String, (String, Instant)>>);
 
 impl LastSeen {
     fn set(&self, key: &str, content: &str) {
         let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.insert(key.to_string(), content.to_string());
+        if map.get(key).is_none_or(|(c, _)| c != content) {
+            map.insert(key.to_string(), (content.to_string(), Instant::now()));
+        }
     }
 
-    fn get(&self, key: &str) -> Option<String> {
+    fn get(&self, key: &str) -> Option<(String, Instant)> {
         let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         map.get(key).cloned()
     }
@@ -507,7 +525,7 @@ async fn converge_all(
 }
 
 /// The storm's keys as the database holds them: current contents, and every content
-/// its history recorded per key.
+/// its history recorded per key (as Nacos: the content each change replaced).
 #[derive(Debug, PartialEq)]
 struct DbView {
     current: HashMap<String, String>,
@@ -529,9 +547,20 @@ fn view(current: Vec<(String, String)>, history: Vec<(String, String)>) -> DbVie
 }
 
 async fn mysql_view(url: &str) -> TestResult<DbView> {
+    // Nacos's columns are `utf8_bin`: sqlx sees them as binary.
+    let text = |rows: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<(String, String)> {
+        rows.into_iter()
+            .map(|(k, c)| {
+                (
+                    String::from_utf8_lossy(&k).into_owned(),
+                    String::from_utf8_lossy(&c).into_owned(),
+                )
+            })
+            .collect()
+    };
     let mut conn = sqlx::MySqlConnection::connect(url).await?;
-    let current = sqlx::query_as(CURRENT_SQL).fetch_all(&mut conn).await?;
-    let history = sqlx::query_as(HISTORY_SQL).fetch_all(&mut conn).await?;
+    let current = text(sqlx::query_as(CURRENT_SQL).fetch_all(&mut conn).await?);
+    let history = text(sqlx::query_as(HISTORY_SQL).fetch_all(&mut conn).await?);
     conn.close().await?;
     Ok(view(current, history))
 }
@@ -563,11 +592,10 @@ struct Fault {
 async fn verdict(
     label: &str,
     nodes: &[Node],
-    http: &reqwest::Client,
     recorded: &Recorded,
     fault: &Fault,
     db: &DbView,
-    catch_up: &[(Duration, usize)],
+    (catch_up, ended): (&[(Duration, usize)], &[(Duration, usize)]),
 ) -> TestResult {
     let attempts = &recorded.attempts;
     println!("[{label}] {}", fault.name);
@@ -587,6 +615,15 @@ async fn verdict(
         .filter(|a| a.started >= fault.began && a.started < fault.writable)
         .collect();
     let slowest = failed.iter().map(|a| a.took).max().unwrap_or_default();
+    let slowest_ok = attempts
+        .iter()
+        .filter(|a| a.acked)
+        .max_by_key(|a| a.took)
+        .map(|a| {
+            let after = a.started.saturating_duration_since(fault.began);
+            format!("{:?} (sent {after:?} after the fault began)", a.took)
+        })
+        .unwrap_or_default();
     let mut messages: Vec<String> = failed
         .iter()
         .map(|a| {
@@ -599,7 +636,7 @@ async fn verdict(
     messages.sort();
     println!(
         "[{label}] writes: {} attempted, {} acknowledged, {} failed ({} during the fault); \
-         slowest failure answered in {slowest:?}",
+         slowest failure answered in {slowest:?}, slowest acknowledged write {slowest_ok}",
         attempts.len(),
         attempts.len() - failed.len(),
         failed.len(),
@@ -639,10 +676,23 @@ async fn verdict(
     let mut checked = 0usize;
     let mut lost: Vec<String> = Vec::new();
     for a in &acked {
-        if db.history.get(&a.key).is_some_and(|h| h.contains(&a.content)) {
+        // Nacos's history keeps the content a change replaced (and an insert's own): a
+        // key's latest content is in `config_info` only.
+        let in_history = db.history.get(&a.key).is_some_and(|h| h.contains(&a.content));
+        if in_history || db.current.get(&a.key) == Some(&a.content) {
             checked += 1;
         } else {
-            lost.push(format!("{} missing from history", a.content));
+            lost.push(format!(
+                "{} missing from history (writer {} via {:?} on node {}, sent {} ms after the \
+                 fault began, answered in {:?})",
+                a.content,
+                a.writer,
+                a.via,
+                a.node + 1,
+                a.started.duration_since(fault.began.min(a.started)).as_millis() as i64
+                    - fault.began.duration_since(fault.began.min(a.started)).as_millis() as i64,
+                a.took
+            ));
         }
     }
     for key in &recorded.keys {
@@ -684,33 +734,30 @@ async fn verdict(
         );
     }
 
-    // Every node serves the database's content, and every listener ends with it.
-    let storm_end = attempts
-        .iter()
-        .map(|a| a.started + a.took)
-        .max()
-        .unwrap_or_else(Instant::now);
-    let ended = converge_all(nodes, http, &db.current, storm_end).await?;
-    for (i, (took, _)) in ended.iter().enumerate() {
-        println!("[{label}] node {}: serves the final content {took:?} after the last write", i + 1);
+    // Every node served the database's content soon after the storm's last write…
+    for (i, (took, stale)) in ended.iter().enumerate() {
+        println!(
+            "[{label}] node {}: served the final content {took:?} after the storm's last \
+             write ({stale} keys not yet at the first look)",
+            i + 1
+        );
     }
+    // …and every listener ends with the last value of every key.
+    let acked_at: HashMap<&str, Instant> = attempts
+        .iter()
+        .filter(|a| a.acked)
+        .map(|a| (a.content.as_str(), a.started + a.took))
+        .collect();
     for l in &recorded.listeners {
         let deadline = Instant::now() + HANG;
         loop {
             let behind: Vec<&String> = db
                 .current
                 .iter()
-                .filter(|(k, c)| l.seen.get(k).as_deref() != Some(c.as_str()))
+                .filter(|(k, c)| l.seen.get(k).is_none_or(|(s, _)| &s != *c))
                 .map(|(k, _)| k)
                 .collect();
             if behind.is_empty() {
-                println!(
-                    "[{label}] node {} {}: has the last value of all {} keys ({:?} after the last write)",
-                    l.node + 1,
-                    l.kind,
-                    db.current.len(),
-                    storm_end.elapsed()
-                );
                 break;
             }
             assert!(
@@ -721,8 +768,35 @@ async fn verdict(
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // How long after its write was acknowledged each final value reached the listener.
+        let lags: Vec<Duration> = db
+            .current
+            .iter()
+            .filter_map(|(k, c)| {
+                let (_, arrived) = l.seen.get(k)?;
+                Some(arrived.saturating_duration_since(*acked_at.get(c.as_str())?))
+            })
+            .collect();
+        let worst = lags.iter().max().copied().unwrap_or_default();
+        println!(
+            "[{label}] node {} {}: ends with the last value of all {} keys; each arrived at most \
+             {worst:?} after its write was acknowledged",
+            l.node + 1,
+            l.kind,
+            db.current.len(),
+        );
     }
     Ok(())
+}
+
+/// When the storm's last write was answered.
+fn storm_end(recorded: &Recorded) -> Instant {
+    recorded
+        .attempts
+        .iter()
+        .map(|a| a.started + a.took)
+        .max()
+        .unwrap_or_else(Instant::now)
 }
 
 fn http_client() -> TestResult<reqwest::Client> {
@@ -766,11 +840,12 @@ async fn galera_node_killed_under_a_publish_storm_rejoins_and_nothing_acknowledg
     storm.resume();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let (recorded, polls, _sdks) = storm.stop().await?;
-
-    // Every database node holds the same content.
     let db = mysql_view(&galera.url(0, "nacelle")).await?;
+    let ended = converge_all(&nodes, &http, &db.current, storm_end(&recorded)).await?;
+    // Every database node holds the same content.
     for i in 1..3 {
-        assert_eq!(mysql_view(&galera.url(i, "nacelle")).await?, db, "galera node {} differs", i + 1);
+        let other = mysql_view(&galera.url(i, "nacelle")).await?;
+        assert_eq!(other, db, "galera node {} differs", i + 1);
     }
     let fault = Fault {
         name: "galera node 2 SIGKILLed mid-storm, restarted 6 s later",
@@ -778,9 +853,17 @@ async fn galera_node_killed_under_a_publish_storm_rejoins_and_nothing_acknowledg
         writable,
         cut: vec![1],
     };
-    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, &catch_up).await;
+    let result = verdict(label, &nodes, &recorded, &fault, &db, (&catch_up, &ended)).await;
     for p in polls {
         p.abort();
+    }
+    if std::env::var_os("DEBUG_LOGS").is_some() {
+        for n in &nodes {
+            println!("LOG of :{}", n.http);
+            for l in n.server.log_tail(5000) {
+                if l.contains("WARN") || l.contains("again") { println!("  {l}"); }
+            }
+        }
     }
     result
 }
@@ -791,8 +874,16 @@ async fn postgres_primary_killed_under_a_publish_storm_standby_promoted_and_noth
     if skipped(Backend::Postgres) {
         return Ok(());
     }
-    let label = "postgres";
     let mut pg = PgStandby::start().await?;
+    let result = postgres_failover(&mut pg).await;
+    if result.is_err() || std::env::var_os("DEBUG_LOGS").is_some() {
+        println!("[postgres] HAProxy's log:\n{}", pg.proxy_log());
+    }
+    result
+}
+
+async fn postgres_failover(pg: &mut PgStandby) -> TestResult {
+    let label = "postgres";
     pg.create_database("nacelle").await?;
     let url = pg.url("nacelle");
     let nodes = start_nodes(&[url.clone(), url.clone(), url.clone()]).await?;
@@ -814,20 +905,25 @@ async fn postgres_primary_killed_under_a_publish_storm_standby_promoted_and_noth
     storm.resume();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let (recorded, polls, _sdks) = storm.stop().await?;
-
     let db = postgres_view(&url).await?;
+    let ended = converge_all(&nodes, &http, &db.current, storm_end(&recorded)).await?;
     let fault = Fault {
         name: "PostgreSQL primary SIGKILLed mid-storm, standby promoted 4 s later",
         began,
         writable,
         cut: vec![0, 1, 2],
     };
-    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, &catch_up).await;
+    let result = verdict(label, &nodes, &recorded, &fault, &db, (&catch_up, &ended)).await;
     for p in polls {
         p.abort();
     }
-    if result.is_err() {
-        println!("[{label}] HAProxy's log:\n{}", pg.proxy_log());
+    if std::env::var_os("DEBUG_LOGS").is_some() {
+        for n in &nodes {
+            println!("LOG of :{}", n.http);
+            for l in n.server.log_tail(5000) {
+                if l.contains("WARN") || l.contains("again") { println!("  {l}"); }
+            }
+        }
     }
     result
 }
