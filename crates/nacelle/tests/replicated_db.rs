@@ -475,7 +475,7 @@ async fn until_served(node: &Node, http: &reqwest::Client, key: &str, content: &
         if Instant::now() > deadline {
             return Err(format!("node :{} never served {key} = {content}", node.http).into());
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
@@ -592,6 +592,7 @@ struct Fault {
 async fn verdict(
     label: &str,
     nodes: &[Node],
+    http: &reqwest::Client,
     recorded: &Recorded,
     fault: &Fault,
     db: &DbView,
@@ -786,6 +787,24 @@ async fn verdict(
             db.current.len(),
         );
     }
+
+    // Quiet propagation once it is all over: a publish on one node, polled on the others.
+    let mut samples = Vec::new();
+    for round in 0..20 {
+        let (from, content) = (round % nodes.len(), format!("probe-{round}"));
+        let sent = Instant::now();
+        nodes[from].api(http).publish("", GROUP, "probe", &content).await?;
+        for (i, node) in nodes.iter().enumerate() {
+            if i != from {
+                until_served(node, http, "probe", &content).await?;
+                samples.push(sent.elapsed());
+            }
+        }
+    }
+    nacelle_testkit::print_latencies(
+        &format!("[{label}] afterwards, a publish on one node served by another"),
+        samples,
+    );
     Ok(())
 }
 
@@ -842,10 +861,14 @@ async fn galera_node_killed_under_a_publish_storm_rejoins_and_nothing_acknowledg
     let (recorded, polls, _sdks) = storm.stop().await?;
     let db = mysql_view(&galera.url(0, "nacelle")).await?;
     let ended = converge_all(&nodes, &http, &db.current, storm_end(&recorded)).await?;
-    // Every database node holds the same content.
-    for i in 1..3 {
+    // Every database node holds the same content, and Nacelle read causally on each (a
+    // reload after a member's notification waits until the node applied that change).
+    for i in 0..3 {
         let other = mysql_view(&galera.url(i, "nacelle")).await?;
         assert_eq!(other, db, "galera node {} differs", i + 1);
+        let causal: u64 = galera.status(i, "wsrep_causal_reads").await?.parse()?;
+        println!("[{label}] galera node {}: {causal} causal reads", i + 1);
+        assert!(causal > 0, "no causal read on galera node {}", i + 1);
     }
     let fault = Fault {
         name: "galera node 2 SIGKILLed mid-storm, restarted 6 s later",
@@ -853,7 +876,7 @@ async fn galera_node_killed_under_a_publish_storm_rejoins_and_nothing_acknowledg
         writable,
         cut: vec![1],
     };
-    let result = verdict(label, &nodes, &recorded, &fault, &db, (&catch_up, &ended)).await;
+    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, (&catch_up, &ended)).await;
     for p in polls {
         p.abort();
     }
@@ -913,7 +936,7 @@ async fn postgres_failover(pg: &mut PgStandby) -> TestResult {
         writable,
         cut: vec![0, 1, 2],
     };
-    let result = verdict(label, &nodes, &recorded, &fault, &db, (&catch_up, &ended)).await;
+    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, (&catch_up, &ended)).await;
     for p in polls {
         p.abort();
     }
