@@ -220,9 +220,18 @@ impl PgStandby {
             .next()
             .and_then(|l| l.trim().parse().ok())
             .with_context(|| format!("no pid in {pid_file:?}"))?;
+        // Stopped, the postmaster forks no new backend while its children are listed.
+        daemon::run(Command::new("kill").args(["-STOP", &pid.to_string()]))?;
         let mut pids = vec![pid.to_string()];
         pids.extend(children_of(pid).iter().map(u32::to_string));
-        daemon::run(Command::new("kill").arg("-9").args(&pids))?;
+        // A backend may exit between the listing and the kill: `kill` then fails for it
+        // (and still kills the others); what matters is that the postmaster is gone.
+        let _some_gone_already = Command::new("kill").arg("-9").args(&pids).output();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
+            anyhow::ensure!(Instant::now() < deadline, "the primary (pid {pid}) survived SIGKILL");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.primary.running = false;
         Ok(())
     }
@@ -284,6 +293,14 @@ fn start_server(pg_ctl: &Path, server: &mut PgServer, options: &str) -> anyhow::
     .with_context(|| daemon::tail_file(&server.log, 20))?;
     server.running = true;
     Ok(())
+}
+
+/// Whether `pid` is a zombie (dead, not yet reaped by its parent).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s.rsplit_once(')')?.1.split_whitespace().next()? == "Z"))
+        .unwrap_or(false)
 }
 
 /// The processes whose parent is `pid` (from `/proc/<pid>/stat`).
