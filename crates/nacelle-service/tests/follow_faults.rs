@@ -33,15 +33,27 @@ async fn delete_history_row(db: &TestDb, nid: i64) -> Result<(), BoxError> {
     let deleted = match db.backend {
         Backend::Sqlite => {
             let mut conn = sqlx::SqliteConnection::connect(&db.url).await?;
-            sqlx::query(sql).bind(nid).execute(&mut conn).await?.rows_affected()
+            sqlx::query(sql)
+                .bind(nid)
+                .execute(&mut conn)
+                .await?
+                .rows_affected()
         }
         Backend::MariaDb => {
             let mut conn = db.mysql().await?;
-            sqlx::query(sql).bind(nid).execute(&mut conn).await?.rows_affected()
+            sqlx::query(sql)
+                .bind(nid)
+                .execute(&mut conn)
+                .await?
+                .rows_affected()
         }
         Backend::Postgres => {
             let mut conn = db.postgres().await?;
-            sqlx::query(sql).bind(nid).execute(&mut conn).await?.rows_affected()
+            sqlx::query(sql)
+                .bind(nid)
+                .execute(&mut conn)
+                .await?
+                .rows_affected()
         }
     };
     assert_eq!(deleted, 1, "history row {nid}");

@@ -138,14 +138,16 @@ pub fn pg_program(name: &str) -> anyhow::Result<PathBuf> {
             Some((v, e.path().join("bin")))
         })
         .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    versions.sort_by_key(|v| std::cmp::Reverse(v.0));
     let dirs: Vec<PathBuf> = versions.into_iter().map(|(_, d)| d).collect();
     // Debian's /usr/bin wrappers pick a cluster; the versioned directory is what we want.
     dirs.iter()
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .or_else(|| find_program(name, &[]))
-        .with_context(|| format!("PostgreSQL's {name} not found (Debian: apt-get install postgresql)"))
+        .with_context(|| {
+            format!("PostgreSQL's {name} not found (Debian: apt-get install postgresql)")
+        })
 }
 
 /// Polls `check` every 100 ms until it answers `Some`, failing after `within` with the

@@ -99,7 +99,9 @@ impl Galera {
         );
         let install = daemon::find_program("mariadb-install-db", &[PathBuf::from("/usr/bin")])
             .context("mariadb-install-db not found (Debian: apt-get install mariadb-server)")?;
-        let dir = tempfile::Builder::new().prefix("nacelle-galera.").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("nacelle-galera.")
+            .tempdir()?;
         let mut nodes = Vec::with_capacity(n);
         for i in 0..n {
             let node_dir = dir.path().join(format!("node{}", i + 1));
@@ -124,7 +126,12 @@ impl Galera {
         }
         daemon::run(&mut cmd).context("mariadb-install-db")?;
         for node in &nodes[1..] {
-            daemon::run(Command::new("cp").arg("-a").arg(nodes[0].data()).arg(node.data()))?;
+            daemon::run(
+                Command::new("cp")
+                    .arg("-a")
+                    .arg(nodes[0].data())
+                    .arg(node.data()),
+            )?;
         }
         daemon::give_to(MYSQL_USER, dir.path())?;
         let cluster_address = format!(
@@ -188,12 +195,12 @@ impl Galera {
 
     /// A connection to node `i` over its socket, as root.
     async fn local(&self, i: usize) -> anyhow::Result<sqlx::MySqlConnection> {
-        Ok(MySqlConnectOptions::new()
+        MySqlConnectOptions::new()
             .socket(self.nodes[i].socket())
             .username("root")
             .connect()
             .await
-            .with_context(|| format!("connecting to galera node {}'s socket", i + 1))?)
+            .with_context(|| format!("connecting to galera node {}'s socket", i + 1))
     }
 
     /// The status variable `name` (letters and `_`) of node `i` (`wsrep_cluster_size`…).
@@ -234,11 +241,14 @@ impl Galera {
         let log = std::fs::read_to_string(&recover_log).unwrap_or_default();
         let position = log
             .lines()
-            .filter_map(|l| l.split("Recovered position: ").nth(1))
-            .last()
+            .rev()
+            .find_map(|l| l.split("Recovered position: ").nth(1))
             .map(|p| p.trim().to_string())
             .with_context(|| {
-                format!("no recovered position in {recover_log:?}:\n{}", daemon::tail(&log, 10))
+                format!(
+                    "no recovered position in {recover_log:?}:\n{}",
+                    daemon::tail(&log, 10)
+                )
             })?;
         let start_at = format!("--wsrep-start-position={position}");
         // What the server logs from here on tells how it caught up.

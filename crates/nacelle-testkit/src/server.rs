@@ -308,7 +308,10 @@ impl BinaryServer {
             .log
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        log.iter().skip(log.len().saturating_sub(n)).cloned().collect()
+        log.iter()
+            .skip(log.len().saturating_sub(n))
+            .cloned()
+            .collect()
     }
 
     /// `http://127.0.0.1:port{path}`.

@@ -71,7 +71,9 @@ impl PgStandby {
             daemon::pg_program("pg_basebackup")?,
             daemon::pg_program("psql")?,
         );
-        let dir = tempfile::Builder::new().prefix("nacelle-pg-standby.").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("nacelle-pg-standby.")
+            .tempdir()?;
         // PostgreSQL's user must reach its directories inside.
         daemon::run(Command::new("chmod").arg("755").arg(dir.path()))?;
         daemon::give_to(PG_USER, dir.path())?;
@@ -229,7 +231,10 @@ impl PgStandby {
         let _some_gone_already = Command::new("kill").arg("-9").args(&pids).output();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
-            anyhow::ensure!(Instant::now() < deadline, "the primary (pid {pid}) survived SIGKILL");
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the primary (pid {pid}) survived SIGKILL"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         self.primary.running = false;

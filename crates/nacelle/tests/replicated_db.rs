@@ -28,8 +28,7 @@ use nacelle_testkit::grpc::Sdk;
 use nacelle_testkit::per_backend::skipped;
 use nacelle_testkit::server::BinaryServer;
 use nacelle_testkit::{
-    free_port, free_port_with, listening_configs, md5, Api, Backend, Galera, PgStandby,
-    TestResult,
+    free_port, free_port_with, listening_configs, md5, Api, Backend, Galera, PgStandby, TestResult,
 };
 use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse};
 use sqlx::Connection;
@@ -67,7 +66,10 @@ impl Drop for Node {
                 .iter()
                 .filter(|l| !l.contains("\"level\":\"INFO\"") && !l.contains("\"level\":\"DEBUG\""))
                 .collect();
-            eprintln!("node :{} (the test failed), its warnings and errors:", self.http);
+            eprintln!(
+                "node :{} (the test failed), its warnings and errors:",
+                self.http
+            );
             for l in notable.iter().skip(notable.len().saturating_sub(60)) {
                 eprintln!("  {l}");
             }
@@ -153,14 +155,20 @@ struct LastSeen(Mutex<HashMap<String, (String, Instant)>>);
 
 impl LastSeen {
     fn set(&self, key: &str, content: &str) {
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.get(key).is_none_or(|(c, _)| c != content) {
             map.insert(key.to_string(), (content.to_string(), Instant::now()));
         }
     }
 
     fn get(&self, key: &str) -> Option<(String, Instant)> {
-        let map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.get(key).cloned()
     }
 }
@@ -209,7 +217,10 @@ impl Storm {
     /// Seeds the key the readers read, registers the listeners on every node and starts
     /// two writers per node (HTTP and gRPC).
     async fn start(nodes: &[Node], http: &reqwest::Client) -> TestResult<Storm> {
-        nodes[0].api(http).publish("", GROUP, "seed", "seeded").await?;
+        nodes[0]
+            .api(http)
+            .publish("", GROUP, "seed", "seeded")
+            .await?;
         for node in nodes {
             until_served(node, http, "seed", "seeded").await?;
         }
@@ -268,7 +279,8 @@ impl Storm {
             )));
             for via in [Via::Http, Via::Grpc] {
                 let w = storm.writers.len();
-                let own: Vec<String> = keys[w * KEYS_PER_WRITER..(w + 1) * KEYS_PER_WRITER].to_vec();
+                let own: Vec<String> =
+                    keys[w * KEYS_PER_WRITER..(w + 1) * KEYS_PER_WRITER].to_vec();
                 storm.writers.push(tokio::spawn(write(
                     WriterSpec {
                         writer: w,
@@ -417,7 +429,8 @@ async fn write(
 /// An HTTP long-poll client of `keys` (as Nacos 1.x clients poll): on every change it
 /// reads the changed values and records them; runs until the task is aborted.
 async fn long_polls(api: Api, keys: Vec<String>, seen: Arc<LastSeen>) {
-    let mut md5s: HashMap<String, String> = keys.iter().map(|k| (k.clone(), String::new())).collect();
+    let mut md5s: HashMap<String, String> =
+        keys.iter().map(|k| (k.clone(), String::new())).collect();
     loop {
         let records: Vec<(&str, &str, &str, Option<&str>)> = keys
             .iter()
@@ -510,6 +523,10 @@ async fn converge(
     }
 }
 
+/// Per node: how long until it served the database's content, and how many keys it served
+/// differently at the first look.
+type Converged = [(Duration, usize)];
+
 /// Every node's convergence to `expected` from `from`, measured side by side.
 async fn converge_all(
     nodes: &[Node],
@@ -593,15 +610,23 @@ async fn verdict(
     recorded: &Recorded,
     fault: &Fault,
     db: &DbView,
-    (catch_up, ended): (&[(Duration, usize)], &[(Duration, usize)]),
+    (catch_up, ended): (&Converged, &Converged),
 ) -> TestResult {
     let attempts = &recorded.attempts;
     println!("[{label}] {}", fault.name);
 
     // Reads were served throughout.
     for (node, ok, failed) in &recorded.reads {
-        println!("[{label}] node {}: {ok} reads answered, {} failed", node + 1, failed.len());
-        assert!(failed.is_empty(), "node {} failed reads: {failed:?}", node + 1);
+        println!(
+            "[{label}] node {}: {ok} reads answered, {} failed",
+            node + 1,
+            failed.len()
+        );
+        assert!(
+            failed.is_empty(),
+            "node {} failed reads: {failed:?}",
+            node + 1
+        );
         assert!(*ok > 0, "node {} answered no read", node + 1);
     }
 
@@ -666,7 +691,10 @@ async fn verdict(
             .iter()
             .filter(|a| a.writer == w && a.acked && a.started >= fault.writable)
             .count();
-        assert!(after > 0, "writer {w} had no acknowledged write after the fault");
+        assert!(
+            after > 0,
+            "writer {w} had no acknowledged write after the fault"
+        );
     }
 
     // No acknowledged write is lost.
@@ -676,7 +704,10 @@ async fn verdict(
     for a in &acked {
         // Nacos's history keeps the content a change replaced (and an insert's own): a
         // key's latest content is in `config_info` only.
-        let in_history = db.history.get(&a.key).is_some_and(|h| h.contains(&a.content));
+        let in_history = db
+            .history
+            .get(&a.key)
+            .is_some_and(|h| h.contains(&a.content));
         if in_history || db.current.get(&a.key) == Some(&a.content) {
             checked += 1;
         } else {
@@ -687,8 +718,13 @@ async fn verdict(
                 a.writer,
                 a.via,
                 a.node + 1,
-                a.started.duration_since(fault.began.min(a.started)).as_millis() as i64
-                    - fault.began.duration_since(fault.began.min(a.started)).as_millis() as i64,
+                a.started
+                    .duration_since(fault.began.min(a.started))
+                    .as_millis() as i64
+                    - fault
+                        .began
+                        .duration_since(fault.began.min(a.started))
+                        .as_millis() as i64,
                 a.took
             ));
         }
@@ -709,7 +745,9 @@ async fn verdict(
                     lost.push(format!("{key}: {c} was never written"));
                 }
                 if seq_of(c) < last {
-                    lost.push(format!("{key}: {c} is older than the last acknowledged #{last:?}"));
+                    lost.push(format!(
+                        "{key}: {c} is older than the last acknowledged #{last:?}"
+                    ));
                 }
             }
         }
@@ -790,7 +828,10 @@ async fn verdict(
     for round in 0..20 {
         let (from, content) = (round % nodes.len(), format!("probe-{round}"));
         let sent = Instant::now();
-        nodes[from].api(http).publish("", GROUP, "probe", &content).await?;
+        nodes[from]
+            .api(http)
+            .publish("", GROUP, "probe", &content)
+            .await?;
         for (i, node) in nodes.iter().enumerate() {
             if i != from {
                 until_served(node, http, "probe", &content).await?;
@@ -889,7 +930,16 @@ async fn galera_node_killed_under_a_publish_storm_rejoins_and_nothing_acknowledg
         writable,
         cut: vec![1],
     };
-    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, (&catch_up, &ended)).await;
+    let result = verdict(
+        label,
+        &nodes,
+        &http,
+        &recorded,
+        &fault,
+        &db,
+        (&catch_up, &ended),
+    )
+    .await;
     for p in polls {
         p.abort();
     }
@@ -942,7 +992,16 @@ async fn postgres_failover(pg: &mut PgStandby) -> TestResult {
         writable,
         cut: vec![0, 1, 2],
     };
-    let result = verdict(label, &nodes, &http, &recorded, &fault, &db, (&catch_up, &ended)).await;
+    let result = verdict(
+        label,
+        &nodes,
+        &http,
+        &recorded,
+        &fault,
+        &db,
+        (&catch_up, &ended),
+    )
+    .await;
     for p in polls {
         p.abort();
     }
