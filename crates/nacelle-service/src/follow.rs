@@ -40,6 +40,9 @@ pub struct ChangeFollower {
     seen: BTreeSet<i64>,
     /// Rows read per query.
     batch: u32,
+    /// The newest row read and its key: what the log must still hold at that `nid`
+    /// ([`ChangeFollower::history_rewound`]).
+    anchor: Option<(i64, ConfigKey)>,
     /// Missing nids above `low`, with when they were first noticed.
     gaps: BTreeMap<i64, Instant>,
 }
@@ -63,6 +66,7 @@ impl ChangeFollower {
             low: position,
             seen: BTreeSet::new(),
             batch: BATCH,
+            anchor: None,
             gaps: BTreeMap::new(),
         }
     }
@@ -109,8 +113,12 @@ impl ChangeFollower {
             let full = rows.len() as u32 == self.batch;
             let mut keys: Vec<ConfigKey> = Vec::new();
             let mut fresh: Vec<i64> = Vec::new();
+            let mut newest: Option<(i64, ConfigKey)> = None;
             for r in rows {
                 after = after.max(r.nid);
+                if newest.as_ref().is_none_or(|(n, _)| *n < r.nid) {
+                    newest = Some((r.nid, r.key.clone()));
+                }
                 if r.nid > self.low && !self.seen.contains(&r.nid) {
                     fresh.push(r.nid);
                     if !keys.contains(&r.key) {
@@ -120,6 +128,11 @@ impl ChangeFollower {
             }
             for key in &keys {
                 service.reload(key).await?;
+            }
+            if let Some(newest) = newest {
+                if self.anchor.as_ref().is_none_or(|(n, _)| *n < newest.0) {
+                    self.anchor = Some(newest);
+                }
             }
             for nid in fresh {
                 self.seen.insert(nid);
@@ -132,6 +145,32 @@ impl ChangeFollower {
                 return Ok(reloaded);
             }
         }
+    }
+
+    /// Whether the log no longer holds the newest row this follower read, as it read it:
+    /// the database lost commits this node had read (it failed over to a replica that
+    /// lacked them), and new rows may take their `nid`s again, below this follower's
+    /// position, where it would never read them. Then resynchronize the node
+    /// ([`ConfigService::resync`]) and follow from the database's position again. Ask it
+    /// after the database was unreachable (a failover always is). A history purge that
+    /// removed that row (not the newest of its key by then) also answers `true`, and the
+    /// resync is then merely unneeded.
+    pub async fn history_rewound(&self, service: &ConfigService) -> Result<bool, CoreError> {
+        let Some((nid, key)) = &self.anchor else {
+            return Ok(false);
+        };
+        let store = service.store();
+        let rows = match self.log {
+            Log::Formal => {
+                let read = store.changes_since(nid - 1, 1);
+                service.store_call(StoreOp::ChangeLog, read).await?
+            }
+            Log::Gray => {
+                let read = store.gray_changes_since(nid - 1, 1);
+                service.store_call(StoreOp::ChangeLog, read).await?
+            }
+        };
+        Ok(!rows.first().is_some_and(|r| r.nid == *nid && &r.key == key))
     }
 
     fn note_gaps(&mut self, upto: i64) {

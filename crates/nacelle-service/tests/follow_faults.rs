@@ -1,7 +1,9 @@
 //! The change-log follower under the faults a replicated database brings: a gap (a
 //! rolled-back or lost `nid`) below more rows than one page holds must not hold the
-//! follower on that page, and a reload that fails after the rows were read (the database
-//! went away in between) must be retried, never skipped. On every backend.
+//! follower on that page; a reload that fails after the rows were read (the database
+//! went away in between) must be retried, never skipped; and a failover to a replica that
+//! lacks commits the node read (whose ids new rows then take again) is noticed, and the
+//! node resynchronized. On every backend.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use sqlx::Connection;
 
 per_backend!(a_gap_below_a_full_page_does_not_hold_the_follower);
 per_backend!(a_failed_reload_is_retried_by_the_next_poll);
+per_backend!(a_failover_that_lost_commits_the_node_read_is_noticed_and_resynchronized);
 
 /// The content node `service` serves for `key`, `None` when absent.
 fn content(service: &ConfigService, key: &ConfigKey) -> Result<Option<String>, BoxError> {
@@ -147,5 +150,106 @@ async fn a_failed_reload_is_retried_by_the_next_poll(backend: Backend) -> Result
     assert_eq!(follower.poll(&b).await?, 1);
     assert_eq!(content(&b, &key)?.as_deref(), Some("v1"));
     assert_eq!(follower.position(), a.change_log_position().await?);
+    Ok(())
+}
+
+/// The database a node reaches: the primary until `failed_over` is set, then the replica.
+#[derive(Debug)]
+struct Failover {
+    primary: Arc<dyn ConfigStore>,
+    replica: Arc<dyn ConfigStore>,
+    failed_over: Arc<AtomicBool>,
+}
+
+impl StoreLayer for Failover {
+    fn backend(&self) -> &'static str {
+        self.primary.backend()
+    }
+
+    fn run<'a, T, F>(&'a self, _call: Call, op: F) -> StoreFuture<'a, T>
+    where
+        T: Send + 'a,
+        F: FnOnce(&'a dyn ConfigStore) -> StoreFuture<'a, T> + Send + 'a,
+    {
+        if self.failed_over.load(Ordering::SeqCst) {
+            op(self.replica.as_ref())
+        } else {
+            op(self.primary.as_ref())
+        }
+    }
+}
+
+async fn a_failover_that_lost_commits_the_node_read_is_noticed_and_resynchronized(
+    backend: Backend,
+) -> Result<(), BoxError> {
+    // Two databases: the primary, and a replica that will lack the primary's last commit.
+    let (primary_db, replica_db) = (
+        TestDb::create(backend).await?,
+        TestDb::create(backend).await?,
+    );
+    let on_primary = ConfigService::new(
+        nacelle_store::open(&primary_db.url).await?,
+        Limits::default(),
+    );
+    let on_replica = ConfigService::new(
+        nacelle_store::open(&replica_db.url).await?,
+        Limits::default(),
+    );
+    let failed_over = Arc::new(AtomicBool::new(false));
+    let node = ConfigService::new(
+        Arc::new(Layered(Failover {
+            primary: nacelle_store::open(&primary_db.url).await?,
+            replica: nacelle_store::open(&replica_db.url).await?,
+            failed_over: failed_over.clone(),
+        })),
+        Limits::default(),
+    );
+    on_primary.load().await?;
+    on_replica.load().await?;
+    let position = node.change_log_position().await?;
+    node.load().await?;
+    let mut follower = ChangeFollower::starting_at(position);
+
+    let (k, j) = (
+        ConfigKey::parse(None, "G", "k")?,
+        ConfigKey::parse(None, "G", "j")?,
+    );
+    // Replicated: the same commits, the same ids, on both.
+    for db in [&on_primary, &on_replica] {
+        publish(db, &k, "k1").await?;
+        publish(db, &j, "j1").await?;
+    }
+    // The primary's last commit, which never reached the replica; the node reads it.
+    publish(&on_primary, &k, "k2-lost").await?;
+    follower.poll(&node).await?;
+    assert_eq!(content(&node, &k)?.as_deref(), Some("k2-lost"));
+    assert!(!follower.history_rewound(&node).await?, "nothing lost yet");
+
+    // Failover: the replica is the database now, and its next commit takes the lost id.
+    failed_over.store(true, Ordering::SeqCst);
+    publish(&on_replica, &j, "j2").await?;
+    assert_eq!(
+        on_replica.change_log_position().await?,
+        follower.position(),
+        "the replica's new row took the id of the lost one"
+    );
+    // The follower alone would never read that row (it is not above its position), and a
+    // reload of k would keep the lost value (its revision is newer than the database's).
+    assert_eq!(follower.poll(&node).await?, 0);
+    node.reload(&k).await?;
+    assert_eq!(content(&node, &k)?.as_deref(), Some("k2-lost"));
+    assert_eq!(content(&node, &j)?.as_deref(), Some("j1"));
+
+    // What the server does after an outage: notice, resynchronize, follow from there.
+    assert!(follower.history_rewound(&node).await?);
+    let position = node.change_log_position().await?;
+    assert_eq!(node.resync().await?, 2, "k back to k1, j to j2");
+    assert_eq!(content(&node, &k)?.as_deref(), Some("k1"));
+    assert_eq!(content(&node, &j)?.as_deref(), Some("j2"));
+    let mut follower = ChangeFollower::starting_at(position);
+    publish(&on_replica, &k, "k3").await?;
+    follower.poll(&node).await?;
+    assert_eq!(content(&node, &k)?.as_deref(), Some("k3"));
+    assert!(!follower.history_rewound(&node).await?);
     Ok(())
 }
