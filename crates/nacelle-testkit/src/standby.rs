@@ -1,4 +1,5 @@
-//! A PostgreSQL primary with a streaming standby for a test, reached through HAProxy, from
+//! A PostgreSQL primary with a streaming standby for a test (synchronous, or asynchronous
+//! through a link the test cuts), reached through HAProxy, from
 //! Debian's binaries (PostgreSQL's `initdb`, `pg_ctl`, `pg_basebackup`, `psql`; `haproxy`),
 //! on 127.0.0.1 in a temp dir, stopped when the [`PgStandby`] drops (also on panic).
 //!
@@ -26,7 +27,7 @@ use anyhow::Context;
 use sqlx::{Connection, Executor, Row};
 
 use crate::daemon::{self, Daemon};
-use crate::free_port;
+use crate::{free_port, Proxy};
 
 /// The user PostgreSQL runs as when we are root (it refuses root).
 const PG_USER: &str = "postgres";
@@ -54,8 +55,19 @@ pub struct PgStandby {
     /// Where clients connect: HAProxy's port on 127.0.0.1.
     pub proxy_port: u16,
     haproxy: Daemon,
+    /// The replication link of an asynchronous standby ([`PgStandby::start_async`]).
+    link: Option<Proxy>,
     /// Holds everything; declared last, removed after the servers are stopped.
     dir: tempfile::TempDir,
+}
+
+/// How the standby replicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replication {
+    /// A commit waits for the standby.
+    Synchronous,
+    /// A commit does not wait; the standby streams through a [`Proxy`] a test can cut.
+    Asynchronous,
 }
 
 impl PgStandby {
@@ -63,6 +75,18 @@ impl PgStandby {
     /// and HAProxy in front of both; returns once a connection through HAProxy reaches the
     /// writable primary.
     pub async fn start() -> anyhow::Result<PgStandby> {
+        Self::start_with(Replication::Synchronous).await
+    }
+
+    /// Like [`PgStandby::start`], but the standby replicates asynchronously, through a
+    /// TCP proxy that [`PgStandby::cut_replication`] cuts: commits made after the cut are
+    /// acknowledged by the primary and never reach the standby, so promoting it loses
+    /// them (what asynchronous replication risks).
+    pub async fn start_async() -> anyhow::Result<PgStandby> {
+        Self::start_with(Replication::Asynchronous).await
+    }
+
+    async fn start_with(replication: Replication) -> anyhow::Result<PgStandby> {
         let haproxy = daemon::find_program("haproxy", &[PathBuf::from("/usr/sbin")])
             .context("haproxy not found (Debian: apt-get install haproxy)")?;
         let (initdb, pg_ctl, basebackup, psql) = (
@@ -96,16 +120,29 @@ impl PgStandby {
         .context("initdb")?;
         let socket_dir = dir.path().display().to_string();
         // Synchronous replication on the primary only (see the module's comment).
+        let synchronous = match replication {
+            Replication::Synchronous => "-c synchronous_standby_names=* -c synchronous_commit=on",
+            Replication::Asynchronous => "",
+        };
         let options = format!(
             "-p {} -k {socket_dir} -c listen_addresses=127.0.0.1 -c wal_level=replica \
-             -c max_wal_senders=5 -c max_connections=300 -c fsync=off \
-             -c synchronous_standby_names=* -c synchronous_commit=on",
+             -c max_wal_senders=5 -c max_connections=300 -c fsync=off {synchronous}",
             primary.port
         );
         start_server(&pg_ctl, &mut primary, &options)?;
+        // An asynchronous standby copies and streams through the link (`-R` writes the
+        // address it was copied from as the one to stream from).
+        let link = match replication {
+            Replication::Synchronous => None,
+            Replication::Asynchronous => {
+                let target = format!("127.0.0.1:{}", primary.port).parse()?;
+                Some(Proxy::start(target).await?)
+            }
+        };
+        let source = link.as_ref().map_or(primary.port, Proxy::port);
         daemon::run(
             daemon::command_as(PG_USER, &basebackup)
-                .args(["-h", "127.0.0.1", "-p", &primary.port.to_string()])
+                .args(["-h", "127.0.0.1", "-p", &source.to_string()])
                 .args(["-U", "postgres", "-D"])
                 .arg(&standby.data)
                 .args(["-R", "-X", "stream", "--no-sync"]),
@@ -160,9 +197,14 @@ impl PgStandby {
             standby,
             proxy_port,
             haproxy,
+            link,
             dir,
         };
-        // The standby streams synchronously, and HAProxy leads to the primary.
+        let wanted = match replication {
+            Replication::Synchronous => "sync",
+            Replication::Asynchronous => "async",
+        };
+        // The standby streams (synchronously or not), and HAProxy leads to the primary.
         daemon::wait_for("the standby streaming", Duration::from_secs(30), || async {
             let mut conn = sqlx::PgConnection::connect(&pg.direct_url(true)).await?;
             let row = conn
@@ -172,7 +214,7 @@ impl PgStandby {
             Ok(row
                 .map(|r| r.try_get::<String, _>(0))
                 .transpose()?
-                .filter(|s| s == "sync"))
+                .filter(|s| s == wanted))
         })
         .await?;
         pg.wait_writable_through_proxy(Duration::from_secs(30))
@@ -239,6 +281,38 @@ impl PgStandby {
         }
         self.primary.running = false;
         Ok(())
+    }
+
+    /// Cuts an asynchronous standby's replication link: what the primary commits from now
+    /// on never reaches the standby.
+    pub fn cut_replication(&self) -> anyhow::Result<()> {
+        self.link
+            .as_ref()
+            .context("a synchronous standby has no link to cut (start_async)")?
+            .cut();
+        Ok(())
+    }
+
+    /// Waits until the standby has replayed everything the primary committed so far.
+    pub async fn wait_replayed(&self) -> anyhow::Result<()> {
+        let mut primary = sqlx::PgConnection::connect(&self.direct_url(true)).await?;
+        let lsn: String = primary
+            .fetch_one("SELECT pg_current_wal_lsn()::text")
+            .await?
+            .try_get(0)?;
+        primary.close().await?;
+        let url = self.direct_url(false);
+        daemon::wait_for("the standby replaying", Duration::from_secs(30), || async {
+            let mut standby = sqlx::PgConnection::connect(&url).await?;
+            let behind: bool = sqlx::query("SELECT pg_last_wal_replay_lsn() < $1::pg_lsn")
+                .bind(&lsn)
+                .fetch_one(&mut standby)
+                .await?
+                .try_get(0)?;
+            standby.close().await?;
+            Ok((!behind).then_some(()))
+        })
+        .await
     }
 
     /// Promotes the standby (`pg_ctl promote`) and waits until a connection through the

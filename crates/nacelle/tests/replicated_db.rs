@@ -1008,3 +1008,103 @@ async fn postgres_failover(pg: &mut PgStandby) -> TestResult {
     print_logs(label, &nodes, result.is_err());
     result
 }
+
+/// Asynchronous replication: commits made while the standby was cut off are acknowledged
+/// and then lost by the failover (the database's guarantee, not Nacelle's). Every node had
+/// read them; once the promoted standby is the database, every node must serve what it
+/// holds, not the lost values (whose revisions the database no longer has).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_async_failover_that_loses_commits_every_node_serves_the_new_primary() -> TestResult
+{
+    if skipped(Backend::Postgres) {
+        return Ok(());
+    }
+    let label = "postgres-async";
+    let mut pg = PgStandby::start_async().await?;
+    pg.create_database("nacelle").await?;
+    let url = pg.url("nacelle");
+    let nodes = start_nodes(&[url.clone(), url.clone(), url.clone()]).await?;
+    let http = http_client()?;
+    let keys: Vec<String> = (0..6).map(|i| format!("async-k{i}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        nodes[i % 3]
+            .api(&http)
+            .publish("", GROUP, key, "replicated")
+            .await?;
+    }
+    pg.wait_replayed().await?;
+
+    // Cut off, the standby never gets the next commits; every node reads them.
+    pg.cut_replication()?;
+    for (i, key) in keys.iter().enumerate().take(4) {
+        nodes[i % 3]
+            .api(&http)
+            .publish("", GROUP, key, "lost")
+            .await?;
+    }
+    for node in &nodes {
+        for key in &keys[..4] {
+            until_served(node, &http, key, "lost").await?;
+        }
+    }
+    // A follow interval and more: every follower has read the rows that will be lost.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    pg.kill_primary()?;
+    // An operator's (or a failover manager's) delay: the nodes see the database gone.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let promoted = pg.promote().await?;
+    let writable = Instant::now();
+    println!("[{label}] standby promoted, HAProxy leading to it, in {promoted:?}");
+    let db = postgres_view(&url).await?;
+    let lost = keys[..4]
+        .iter()
+        .filter(|k| db.current.get(*k).map(String::as_str) == Some("replicated"))
+        .count();
+    println!(
+        "[{label}] acknowledged writes the database lost in the failover (asynchronous \
+         replication): {lost} of 4"
+    );
+    assert_eq!(lost, 4, "the standby was cut off before those commits");
+
+    // Every node serves what the new primary holds, without a restart…
+    let converged = converge_all(&nodes, &http, &db.current, writable).await?;
+    for (i, (took, stale)) in converged.iter().enumerate() {
+        println!(
+            "[{label}] node {}: serves the new primary's content {took:?} after it was \
+             writable ({stale} keys still on lost values at that moment)",
+            i + 1
+        );
+    }
+    // …and writes go on, and reach every node.
+    let deadline = Instant::now() + HANG;
+    loop {
+        let r = nodes[1]
+            .api(&http)
+            .try_publish("", GROUP, &keys[5], "after")
+            .await?;
+        if r.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no write succeeded after the failover: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for node in &nodes {
+        until_served(node, &http, &keys[5], "after").await?;
+        let resynced = node
+            .server
+            .log_tail(5000)
+            .iter()
+            .any(|l| l.contains("no longer holds changes this node read"));
+        assert!(
+            resynced,
+            "node :{} did not notice the lost commits",
+            node.http
+        );
+    }
+    print_logs(label, &nodes, false);
+    Ok(())
+}
