@@ -34,6 +34,11 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(ma
 command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
 have_pg || missing+=(postgresql)
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+# Replicated databases (crates/nacelle/tests/replicated_db.rs): a Galera cluster (galera-4,
+# its SST by rsync) and a PostgreSQL standby behind HAProxy.
+[ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 # The console's browser test (crates/nacelle/tests/console_browser.rs) drives Debian's
 # headless chromium with playwright-core from npm (Playwright's own browser download cannot
 # work here).

@@ -18,7 +18,7 @@ use crate::service::ConfigService;
 
 /// How long a missing `nid` is waited for before it is taken as rolled back.
 pub const GAP_PATIENCE: Duration = Duration::from_secs(30);
-/// Rows read per query.
+/// Rows read per query, by default.
 const BATCH: u32 = 1000;
 
 /// Which change log a follower reads.
@@ -38,6 +38,11 @@ pub struct ChangeFollower {
     low: i64,
     /// Seen nids above `low`.
     seen: BTreeSet<i64>,
+    /// Rows read per query.
+    batch: u32,
+    /// The newest row read and its key: what the log must still hold at that `nid`
+    /// ([`ChangeFollower::history_rewound`]).
+    anchor: Option<(i64, ConfigKey)>,
     /// Missing nids above `low`, with when they were first noticed.
     gaps: BTreeMap<i64, Instant>,
 }
@@ -60,8 +65,16 @@ impl ChangeFollower {
             log,
             low: position,
             seen: BTreeSet::new(),
+            batch: BATCH,
+            anchor: None,
             gaps: BTreeMap::new(),
         }
+    }
+
+    /// Reads at most `rows` rows per query (1000 by default; at least 1).
+    pub fn with_batch(mut self, rows: u32) -> Self {
+        self.batch = rows.max(1);
+        self
     }
 
     /// The newest nid seen.
@@ -76,27 +89,38 @@ impl ChangeFollower {
     }
 
     /// Reads new history rows and reloads their keys. Returns how many keys were reloaded.
+    ///
+    /// A row counts as seen only once its key has been reloaded: when a reload fails (the
+    /// database went away between the read and the reload), the poll fails and the next
+    /// one reads those rows again, so no change is skipped. The rows are read in pages
+    /// that each start after the last row read: a gap keeps `low` below rows already
+    /// seen, and a page starting at `low` again would read the same rows forever.
     pub async fn poll(&mut self, service: &ConfigService) -> Result<usize, CoreError> {
         let mut reloaded = 0;
+        let mut after = self.low;
         loop {
             let store = service.store();
             let rows = match self.log {
                 Log::Formal => {
-                    let read = store.changes_since(self.low, BATCH);
+                    let read = store.changes_since(after, self.batch);
                     service.store_call(StoreOp::ChangeLog, read).await?
                 }
                 Log::Gray => {
-                    let read = store.gray_changes_since(self.low, BATCH);
+                    let read = store.gray_changes_since(after, self.batch);
                     service.store_call(StoreOp::ChangeLog, read).await?
                 }
             };
-            let full = rows.len() as u32 == BATCH;
+            let full = rows.len() as u32 == self.batch;
             let mut keys: Vec<ConfigKey> = Vec::new();
-            let mut last = self.low;
+            let mut fresh: Vec<i64> = Vec::new();
+            let mut newest: Option<(i64, ConfigKey)> = None;
             for r in rows {
-                last = last.max(r.nid);
-                if self.seen.insert(r.nid) {
-                    self.gaps.remove(&r.nid);
+                after = after.max(r.nid);
+                if newest.as_ref().is_none_or(|(n, _)| *n < r.nid) {
+                    newest = Some((r.nid, r.key.clone()));
+                }
+                if r.nid > self.low && !self.seen.contains(&r.nid) {
+                    fresh.push(r.nid);
                     if !keys.contains(&r.key) {
                         keys.push(r.key);
                     }
@@ -105,13 +129,48 @@ impl ChangeFollower {
             for key in &keys {
                 service.reload(key).await?;
             }
+            if let Some(newest) = newest {
+                if self.anchor.as_ref().is_none_or(|(n, _)| *n < newest.0) {
+                    self.anchor = Some(newest);
+                }
+            }
+            for nid in fresh {
+                self.seen.insert(nid);
+                self.gaps.remove(&nid);
+            }
             reloaded += keys.len();
-            self.note_gaps(last);
+            self.note_gaps(after);
             self.advance();
             if !full {
                 return Ok(reloaded);
             }
         }
+    }
+
+    /// Whether the log no longer holds the newest row this follower read, as it read it:
+    /// the database lost commits this node had read (it failed over to a replica that
+    /// lacked them), and new rows may take their `nid`s again, below this follower's
+    /// position, where it would never read them. Then resynchronize the node
+    /// ([`ConfigService::resync`]) and follow from the database's position again. Ask it
+    /// after the database was unreachable (a failover always is). A history purge that
+    /// removed that row (not the newest of its key by then) also answers `true`, and the
+    /// resync is then merely unneeded.
+    pub async fn history_rewound(&self, service: &ConfigService) -> Result<bool, CoreError> {
+        let Some((nid, key)) = &self.anchor else {
+            return Ok(false);
+        };
+        let store = service.store();
+        let rows = match self.log {
+            Log::Formal => {
+                let read = store.changes_since(nid - 1, 1);
+                service.store_call(StoreOp::ChangeLog, read).await?
+            }
+            Log::Gray => {
+                let read = store.gray_changes_since(nid - 1, 1);
+                service.store_call(StoreOp::ChangeLog, read).await?
+            }
+        };
+        Ok(!rows.first().is_some_and(|r| r.nid == *nid && &r.key == key))
     }
 
     fn note_gaps(&mut self, upto: i64) {

@@ -176,6 +176,31 @@ impl Server for MySql {
         )
     }
 
+    /// On a Galera node, also causal reads (`wsrep_sync_wait` bit 1): a node applies the
+    /// other nodes' commits a moment after they returned there, so a member reloading a
+    /// key right after the writer's notification could read the row as it was before the
+    /// change and keep its old value (until its change-log follower read the change, up
+    /// to a follow interval later). With causal reads, a read first waits until this node
+    /// has applied every commit the cluster made before it.
+    async fn start_session(conn: &mut MySqlConnection, session: &str) -> Result<(), sqlx::Error> {
+        Self::script(conn, session).await?;
+        let wsrep = Self::row(conn, "SHOW VARIABLES LIKE 'wsrep_on'", &[]).await?;
+        let galera = match wsrep {
+            Some(r) => Self::text(&r, "Value")
+                .map_err(|e| sqlx::Error::Protocol(e.to_string()))?
+                .eq_ignore_ascii_case("ON"),
+            None => false,
+        };
+        if galera {
+            Self::script(
+                conn,
+                "SET SESSION wsrep_sync_wait = @@GLOBAL.wsrep_sync_wait | 1",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
     async fn lock_schema(conn: &mut MySqlConnection) -> Result<(), StoreError> {
         let locked: Option<i64> = sqlx::query_scalar(&format!(
             "SELECT CAST(GET_LOCK({SCHEMA_LOCK}, 30) AS SIGNED)"

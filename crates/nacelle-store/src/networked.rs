@@ -46,6 +46,11 @@ pub trait Server: GeneratedIds + std::fmt::Debug + 'static {
 
     /// SQL run on every new connection (lock wait, session settings).
     fn session_sql(options: &StoreOptions) -> String;
+    /// Starts a new connection's session: runs `session` ([`Server::session_sql`]), then
+    /// whatever depends on the server the connection reached.
+    async fn start_session(conn: &mut Self::Connection, session: &str) -> Result<(), sqlx::Error> {
+        Self::script(conn, session).await
+    }
     /// Takes the lock under which nodes apply the schema one at a time.
     async fn lock_schema(conn: &mut Self::Connection) -> Result<(), StoreError>;
     /// Releases it.
@@ -92,7 +97,7 @@ impl<DB: Server> ServerBackend<DB> {
             .test_before_acquire(true)
             .after_connect(move |conn, _meta| {
                 let session = session.clone();
-                Box::pin(async move { DB::script(conn, &session).await })
+                Box::pin(async move { DB::start_session(conn, &session).await })
             })
             .connect_with(connect)
             .await

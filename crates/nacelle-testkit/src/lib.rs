@@ -13,6 +13,12 @@
 //! - [`mod@per_backend`]: [`per_backend!`] and [`run_on`], the one way to run a test body
 //!   on every backend; a skipped backend is reported (`SKIPPED <test> (<reason>)` on
 //!   stderr, counted by `.ci/run`), an unreachable one fails the test.
+//! - [`galera`]: [`Galera`], a MariaDB Galera cluster of its own (Debian's mariadbd and
+//!   galera-4) whose nodes a test SIGKILLs and brings back (IST).
+//! - [`standby`]: [`PgStandby`], a PostgreSQL primary with a synchronous streaming
+//!   standby behind HAProxy, whose primary a test kills and whose standby it promotes.
+//! - [`daemon`]: what those two share: child processes killed by PID on drop, Debian's
+//!   binaries, running as the `mysql`/`postgres` user under root.
 //! - [`api`]: [`Api`], a small client of the Nacos HTTP API (publish, get, delete, search,
 //!   long polls) returning status and body.
 //! - `service` (feature `service`): the config service over a SQLite file, and publishing
@@ -27,10 +33,13 @@
 
 pub mod api;
 pub mod backend;
+pub mod daemon;
 pub mod db;
+pub mod galera;
 pub mod logs;
 pub mod per_backend;
 pub mod proxy;
+pub mod standby;
 
 #[cfg(feature = "grpc")]
 pub mod grpc;
@@ -44,8 +53,10 @@ use std::time::Duration;
 pub use api::{listening_configs, Api, Reply};
 pub use backend::Backend;
 pub use db::TestDb;
+pub use galera::Galera;
 pub use per_backend::run_on;
 pub use proxy::{Proxy, ProxyMode};
+pub use standby::PgStandby;
 
 /// The error type of a test: what `?` turns any error into.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -219,7 +219,12 @@ pub struct BinaryServer {
     pub api: Api,
     /// Its data directory.
     pub data_dir: PathBuf,
+    /// The last lines of its log ([`BinaryServer::log_tail`]).
+    log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
 }
+
+/// Lines of a child's log kept for [`BinaryServer::log_tail`].
+const LOG_KEPT: usize = 5000;
 
 impl BinaryServer {
     /// Runs `EXE serve --data-dir DIR --bind 127.0.0.1 --port 0 --grpc-port 0 EXTRA…` (the
@@ -250,11 +255,22 @@ impl BinaryServer {
             .with_context(|| format!("running {exe}"))?;
         let stderr = child.stderr.take().context("no stderr")?;
         let (tx, rx) = std::sync::mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
             let mut sent = false;
             let mut early = Vec::new();
             // Reads the log to its end, so the child never blocks on a full pipe.
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    let mut kept = kept
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if kept.len() == LOG_KEPT {
+                        kept.pop_front();
+                    }
+                    kept.push_back(line.clone());
+                }
                 if !sent {
                     if let Some(i) = line.find("http listening on ") {
                         let rest = &line[i + "http listening on ".len()..];
@@ -282,7 +298,20 @@ impl BinaryServer {
             addr,
             api: Api::new(addr)?,
             data_dir: data_dir.to_path_buf(),
+            log,
         })
+    }
+
+    /// The last `n` lines of its log (of the last 5000 it wrote).
+    pub fn log_tail(&self, n: usize) -> Vec<String> {
+        let log = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.iter()
+            .skip(log.len().saturating_sub(n))
+            .cloned()
+            .collect()
     }
 
     /// `http://127.0.0.1:port{path}`.

@@ -489,6 +489,19 @@ async fn load_then_follow(
             _ = tokio::time::sleep(interval) => {}
             _ = stop.cancelled() => return,
         }
+        if failing {
+            // The database is (perhaps) back after an outage: a failover may have put a
+            // replica in its place that lacks commits this node read.
+            match rewound_resync(&service, &follower, &gray_follower).await {
+                Ok(Some((formal, gray))) => {
+                    follower = nacelle_service::ChangeFollower::starting_at(formal);
+                    gray_follower = nacelle_service::ChangeFollower::grays_starting_at(gray);
+                }
+                Ok(None) => {}
+                // Still unreachable: the poll below fails and says so.
+                Err(_) => {}
+            }
+        }
         let polled = match follower.poll(&service).await {
             Ok(n) => gray_follower.poll(&service).await.map(|g| n + g),
             Err(e) => Err(e),
@@ -518,6 +531,34 @@ async fn load_then_follow(
             }
         }
     }
+}
+
+/// When the change log no longer holds the newest rows the followers read (the database
+/// lost commits this node had read: a failover to a replica that lacked them), reloads
+/// every config from the database whatever its revisions and returns the positions to
+/// follow from (read before the reload, as at start); `None` when the log is intact.
+async fn rewound_resync(
+    service: &ConfigService,
+    follower: &nacelle_service::ChangeFollower,
+    gray_follower: &nacelle_service::ChangeFollower,
+) -> Result<Option<(i64, i64)>, nacelle_core::CoreError> {
+    if !follower.history_rewound(service).await? && !gray_follower.history_rewound(service).await? {
+        return Ok(None);
+    }
+    tracing::warn!(
+        position = follower.position(),
+        "the database's change log no longer holds changes this node read (a failover to \
+         a replica that lacked them?): reloading every config from it"
+    );
+    let formal = service.change_log_position().await?;
+    let gray = service.gray_log_position().await?;
+    let changed = service.resync().await?;
+    tracing::warn!(
+        changed,
+        position = formal,
+        "reloaded every config from the database"
+    );
+    Ok(Some((formal, gray)))
 }
 
 /// Retries opening the database until it works, then installs it; gives up at `stop`.
