@@ -37,11 +37,19 @@ pub enum AuditAction {
     EmergencyWrite,
     SchemaSet,
     SchemaRemove,
+    RolloutStart,
+    RolloutStep,
+    RolloutPause,
+    RolloutResume,
+    RolloutAdvance,
+    RolloutRollback,
+    RolloutPromote,
+    RolloutAbort,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 28] = [
+    pub const ALL: [AuditAction; 36] = [
         AuditAction::Publish,
         AuditAction::Remove,
         AuditAction::GrayPublish,
@@ -70,6 +78,14 @@ impl AuditAction {
         AuditAction::EmergencyWrite,
         AuditAction::SchemaSet,
         AuditAction::SchemaRemove,
+        AuditAction::RolloutStart,
+        AuditAction::RolloutStep,
+        AuditAction::RolloutPause,
+        AuditAction::RolloutResume,
+        AuditAction::RolloutAdvance,
+        AuditAction::RolloutRollback,
+        AuditAction::RolloutPromote,
+        AuditAction::RolloutAbort,
     ];
 
     /// The stored name.
@@ -103,6 +119,14 @@ impl AuditAction {
             AuditAction::EmergencyWrite => "emergency-write",
             AuditAction::SchemaSet => "schema-set",
             AuditAction::SchemaRemove => "schema-remove",
+            AuditAction::RolloutStart => "rollout-start",
+            AuditAction::RolloutStep => "rollout-step",
+            AuditAction::RolloutPause => "rollout-pause",
+            AuditAction::RolloutResume => "rollout-resume",
+            AuditAction::RolloutAdvance => "rollout-advance",
+            AuditAction::RolloutRollback => "rollout-rollback",
+            AuditAction::RolloutPromote => "rollout-promote",
+            AuditAction::RolloutAbort => "rollout-abort",
         }
     }
 

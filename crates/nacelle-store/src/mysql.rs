@@ -148,6 +148,11 @@ impl Server for MySql {
             "change requests: nacelle_change, nacelle_change_item, nacelle_change_event, nacelle_review_policy",
             include_str!("../migrations/mysql/0006_changes.sql"),
         ),
+        (
+            8,
+            "staged rollouts: nacelle_rollout",
+            include_str!("../migrations/mysql/0008_rollouts.sql"),
+        ),
     ];
     const SCHEMA_VERSION_DDL: &'static str =
         "CREATE TABLE IF NOT EXISTS `nacelle_schema_version` (\

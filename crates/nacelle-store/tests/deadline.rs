@@ -44,6 +44,8 @@ struct Samples {
     schema: SchemaRecord,
     audit: Vec<nacelle_core::audit::AuditEvent>,
     audit_filter: nacelle_core::audit::AuditFilter,
+    rollout: nacelle_core::rollout::NewRollout,
+    rollout_update: nacelle_core::rollout::RolloutUpdate,
 }
 
 impl Samples {
@@ -135,6 +137,28 @@ impl Samples {
                 change_id: None,
             }],
             audit_filter: nacelle_core::audit::AuditFilter::default(),
+            rollout: nacelle_core::rollout::NewRollout {
+                key: ConfigKey::from_trusted("", "G", "deadline"),
+                content: "x".into(),
+                config_type: ConfigType::Text,
+                base_md5: String::new(),
+                plan: nacelle_core::rollout::RolloutPlan {
+                    steps: vec![50.0, 100.0],
+                    bake_ms: 1000,
+                    ..Default::default()
+                },
+                author: "u".into(),
+                now_ms: 1,
+            },
+            rollout_update: nacelle_core::rollout::RolloutUpdate {
+                expected_version: 1,
+                state: nacelle_core::rollout::RolloutState::Paused,
+                step: 0,
+                step_started_ms: 1,
+                advanced_to: -1,
+                reason: String::new(),
+                now_ms: 1,
+            },
         }
     }
 }
@@ -172,6 +196,9 @@ samples! {
     &'a SchemaRecord => |s| &s.schema;
     &'a [nacelle_core::audit::AuditEvent] => |s| &s.audit;
     &'a nacelle_core::audit::AuditFilter => |s| &s.audit_filter;
+    &'a nacelle_core::rollout::NewRollout => |s| &s.rollout;
+    &'a nacelle_core::rollout::RolloutUpdate => |s| &s.rollout_update;
+    bool => |_s| true;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;
