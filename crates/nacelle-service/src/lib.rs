@@ -32,6 +32,9 @@
 //!   transaction) and the review policies that refuse direct writes.
 //! - [`schemas`]: JSON Schemas of config keys, compiled in memory; every publish of a
 //!   matching key is checked against them.
+//! - [`rollouts`]: staged rollouts as operations (start, read, pause, resume, advance,
+//!   abort); [`rollout_driver`]: the per-node task that publishes their steps under a
+//!   database lease, evaluates their guards, rolls back and promotes.
 
 pub mod audit;
 mod audit_state;
@@ -50,6 +53,8 @@ mod namespaces;
 mod patterns;
 mod read;
 pub mod request;
+pub mod rollout_driver;
+pub mod rollouts;
 mod schema_state;
 pub mod schemas;
 pub mod service;
@@ -69,6 +74,8 @@ pub use live::PeerQueries;
 pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
+pub use rollout_driver::{DriverConfig, GuardProbe, ProbeFuture};
+pub use rollouts::{RolloutInput, RolloutOps};
 pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{

@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     metrics: Metrics,
     /// Audit events on their way to the database (`crate::audit`).
     pub(crate) audit: crate::audit_state::AuditQueue,
+    /// The rollout driver's wiring (`crate::rollout_driver`), set once at wiring.
+    pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_driver::RolloutRuntime>>,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -134,6 +136,7 @@ impl ConfigService {
                 peer_queries: OnceLock::new(),
                 metrics: Metrics::new(),
                 audit: crate::audit_state::AuditQueue::new(),
+                rollout_runtime: OnceLock::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.
