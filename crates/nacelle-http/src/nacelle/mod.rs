@@ -10,6 +10,7 @@ use crate::AppState;
 pub(crate) mod audit;
 pub(crate) mod changes;
 pub(crate) mod clients;
+pub(crate) mod rollouts;
 pub(crate) mod schemas;
 
 /// Every route of Nacelle's own API.
@@ -19,6 +20,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(schemas::routes())
         .merge(audit::routes())
         .merge(clients::routes())
+        .merge(rollouts::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
@@ -28,6 +30,7 @@ pub(crate) fn route(path: &str) -> Option<&'static str> {
         .chain(schemas::ROUTES)
         .chain(audit::ROUTES)
         .chain(clients::ROUTES)
+        .chain(rollouts::ROUTES)
         .copied()
         .find(|r| *r == path)
 }
