@@ -890,3 +890,99 @@ async fn another_node_takes_over_a_killed_driver_and_resumes_the_step() -> TestR
     }
     Ok(())
 }
+
+/// `nacelle rollout …` against the real binary: start (manual), status, ls, advance,
+/// pause, resume, abort, and a bad duration as a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_drives_a_rollout() -> TestResult {
+    let data = tempfile::tempdir()?;
+    let work = tempfile::tempdir()?;
+    let grpc = free_port()?.to_string();
+    let server = BinaryServer::spawn(NACELLE, data.path(), &["--grpc-port", grpc.as_str()])?;
+    server.api.wait_ready().await?;
+    let addr = format!("127.0.0.1:{}/{grpc}", server.addr.port());
+    let run = |args: &[&str]| -> TestResult<(bool, String, String)> {
+        let mut c = Command::new(NACELLE);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("NACELLE_") {
+                c.env_remove(k);
+            }
+        }
+        let out = c
+            .args(args)
+            .env("XDG_CONFIG_HOME", work.path())
+            .env("NACELLE_SERVER", &addr)
+            .current_dir(work.path())
+            .stdin(Stdio::null())
+            .output()?;
+        Ok((
+            out.status.success(),
+            String::from_utf8(out.stdout)?,
+            String::from_utf8(out.stderr)?,
+        ))
+    };
+    let json_of = |args: &[&str]| -> TestResult<Value> {
+        let (ok, out, err) = run(args)?;
+        assert!(ok, "nacelle {args:?}: {err}");
+        Ok(serde_json::from_str(&out)?)
+    };
+    server.api.publish("", G, "cli.yaml", "v: 1").await?;
+    let file = work.path().join("new.yaml");
+    std::fs::write(&file, "v: 2\n")?;
+    let file = file.to_string_lossy().to_string();
+    let started = json_of(&[
+        "rollout",
+        "start",
+        "cli.yaml",
+        &file,
+        "--steps",
+        "50,100",
+        "--bake",
+        "10m",
+        "--manual",
+        "--canary-ips",
+        "10.0.0.7",
+        "--guard-delivery",
+        "30s",
+        "-o",
+        "json",
+    ])?;
+    let id = started["id"].as_i64().ok_or("no id")?.to_string();
+    assert_eq!(started["state"], "running", "{started}");
+    assert_eq!(started["steps"], 3, "{started}");
+    assert_eq!(started["guards"]["deliveryMs"], 30000, "{started}");
+    let (ok, text, _) = run(&["rollout", "status", &id])?;
+    assert!(
+        ok && text.contains(&format!("rollout {id} is: running at step 1/3 (canary)")),
+        "{text}"
+    );
+    let advanced = json_of(&["rollout", "advance", &id, "-o", "json"])?;
+    assert_eq!(advanced["state"], "running", "{advanced}");
+    until(&server.api, id.parse()?, "at step 2", at_step(2)).await?;
+    let listed = json_of(&["rollout", "ls", "--active", "-o", "json"])?;
+    assert_eq!(listed[0]["id"].to_string(), id, "{listed}");
+    assert_eq!(listed[0]["percent"], 50.0, "{listed}");
+    let paused = json_of(&["rollout", "pause", &id, "-m", "looking", "-o", "json"])?;
+    assert_eq!(paused["state"], "paused", "{paused}");
+    assert!(
+        paused["reason"].as_str().unwrap_or("").ends_with("looking"),
+        "{paused}"
+    );
+    assert_eq!(
+        json_of(&["rollout", "resume", &id, "-o", "json"])?["state"],
+        "running"
+    );
+    let aborted = json_of(&["rollout", "abort", &id, "-m", "enough", "-o", "json"])?;
+    assert_eq!(aborted["state"], "aborted", "{aborted}");
+    assert_eq!(
+        server.api.get("", G, "cli.yaml").await?.as_deref(),
+        Some("v: 1")
+    );
+    let (ok, _, err) = run(&["rollout", "abort", &id])?;
+    assert!(!ok && err.contains("aborted"), "{err}");
+    let (ok, _, err) = run(&[
+        "rollout", "start", "cli.yaml", &file, "--steps", "10", "--bake", "10x",
+    ])?;
+    assert!(!ok && err.contains("not a duration"), "{err}");
+    Ok(())
+}
