@@ -986,3 +986,44 @@ async fn the_cli_drives_a_rollout() -> TestResult {
     assert!(!ok && err.contains("not a duration"), "{err}");
     Ok(())
 }
+
+/// Under a review policy a rollout cannot be started directly (it is a write of the key);
+/// one started before the policy goes on: its steps are the server's own writes, whose
+/// start passed the gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_policies_gate_the_start_not_the_steps() -> TestResult {
+    let s = TestServer::start().await?;
+    s.publish("", "REVIEWED", "gated.yaml", "v: 1").await?;
+    s.publish("", "REVIEWED", "early.yaml", "v: 1").await?;
+    let id = start_ok(
+        &s,
+        &json!({"group": "REVIEWED", "dataId": "early.yaml", "content": "v: 2",
+                "steps": [10, 100], "bakeMs": 0, "manual": true}),
+    )
+    .await?;
+    until(&s, id, "at step 1", at_step(1)).await?;
+    let policy = s
+        .http
+        .post(s.url("/nacos/nacelle/v1/review-policies"))
+        .form(&[("groupPattern", "REVIEWED"), ("requiredApprovals", "1")])
+        .send()
+        .await?;
+    assert_eq!(policy.status().as_u16(), 200, "{}", policy.text().await?);
+    let (status, v) = start(
+        &s,
+        &json!({"group": "REVIEWED", "dataId": "gated.yaml", "content": "v: 2",
+                "steps": [100], "bakeMs": 0}),
+    )
+    .await?;
+    assert_eq!(status, 403, "{v}");
+    assert!(v.to_string().contains("review policy"), "{v}");
+    assert_eq!(act(&s, "advance", id).await?.0, 200);
+    until(&s, id, "at step 2", at_step(2)).await?;
+    assert_eq!(act(&s, "advance", id).await?.0, 200);
+    until(&s, id, "promoted", state_is("promoted")).await?;
+    assert_eq!(
+        s.get("", "REVIEWED", "early.yaml").await?.as_deref(),
+        Some("v: 2")
+    );
+    Ok(())
+}
