@@ -45,7 +45,7 @@ pub enum RolloutCommand {
         --canary-labels/--canary-ips add a first step for those clients. Each step bakes for\n\
         --bake (units ms, s, m, h), then the next starts (with --manual: on `rollout advance`);\n\
         the last promotes the content. Any failing guard rolls the rollout back.")]
-    Start(StartArgs),
+    Start(Box<StartArgs>),
     /// List rollouts, newest first.
     #[command(
         visible_alias = "list",
@@ -150,7 +150,7 @@ fn millis(d: Duration) -> i64 {
 
 pub(crate) async fn rollout(a: RolloutArgs) -> Result<()> {
     match a.cmd {
-        RolloutCommand::Start(s) => start(s).await,
+        RolloutCommand::Start(s) => start(*s).await,
         RolloutCommand::Ls { active, conn } => ls(active, conn).await,
         RolloutCommand::Status(i) => {
             let client = connect(&i.conn).await?;
