@@ -303,7 +303,15 @@ impl ConfigService {
             message: format!("rollout {} {}", r.id, step_label(&r.plan, step)),
             change_id: None,
         };
-        self.publish(&Caller::internal(), req).await.map(|_| ())
+        self.publish(&Caller::internal(), req).await?;
+        // An operator may have ended the rollout (abort: state first, then the gray stop)
+        // between this tick's read and the publish: then the gray just published must go
+        // too, or it would outlive its rollout.
+        let now = self.read_rollout(r.id).await?;
+        if !now.state.is_active() {
+            self.stop_rollout_gray(&now, now.state.as_str()).await?;
+        }
+        Ok(())
     }
 
     /// The first failing guard: its kind (the metric's label) and why.
@@ -437,6 +445,11 @@ impl ConfigService {
                 }
             }
             return;
+        }
+        // The state as it is now: an operator's pause or abort since this tick's read wins.
+        match self.read_rollout(r.id).await {
+            Ok(now) if now.state == RolloutState::Running && now.step == r.step => {}
+            _ => return,
         }
         let note = WriteNote {
             src_user: r.author.clone(),
