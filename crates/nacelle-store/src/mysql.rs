@@ -150,7 +150,7 @@ impl Server for MySql {
         ),
         (
             8,
-            "staged rollouts: nacelle_rollout",
+            "staged rollouts: nacelle_rollout; nacelle_gray_note",
             include_str!("../migrations/mysql/0008_rollouts.sql"),
         ),
     ];

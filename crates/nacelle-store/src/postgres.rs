@@ -119,7 +119,7 @@ impl Server for Postgres {
         ),
         (
             8,
-            "staged rollouts: nacelle_rollout",
+            "staged rollouts: nacelle_rollout; nacelle_gray_note",
             include_str!("../migrations/postgres/0008_rollouts.sql"),
         ),
     ];

@@ -142,6 +142,8 @@ pub(crate) struct Queries {
     pub audit: AuditQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
     pub insert_note: String,
+    /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
+    pub insert_gray_note: String,
 }
 
 /// The statements of `nacelle_config_schema`.
@@ -281,10 +283,14 @@ impl Queries {
             D::ms("gmt_create"),
             D::ms("gmt_modified"),
         );
-        // The gray change log has no notes: its rows read an empty one.
+        // The gray change log's notes are in `nacelle_gray_note` (its `nid`s are its own).
         let gray_history_columns = format!(
-            "{history_columns}, '' AS note_message, \
-             (SELECT hn.change_id FROM nacelle_history_note hn WHERE 1 = 0) AS note_change_id"
+            "{history_columns}, \
+             (SELECT gn.message FROM nacelle_gray_note gn \
+              WHERE gn.nid = nacelle_gray_log.nid) AS note_message, \
+             (SELECT {} FROM nacelle_gray_note gn \
+              WHERE gn.nid = nacelle_gray_log.nid) AS note_change_id",
+            D::signed("gn.change_id"),
         );
         let history_columns = format!(
             "{history_columns}, \
@@ -549,6 +555,9 @@ impl Queries {
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
                     .into(),
+            ),
+            insert_gray_note: q(
+                "INSERT INTO nacelle_gray_note (nid, message, change_id) VALUES (?, ?, ?)".into(),
             ),
         }
     }
@@ -895,11 +904,15 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
         returns: Returns::Revision,
     });
     out.extend(mirror);
-    // The note of a formal history row (message, change request), when it has one: keyed
-    // by the row's `nid`, in the same transaction.
-    if gray.is_none() && (!h.source.message.is_empty() || h.source.change_id.is_some()) {
+    // The note of a history row (message, change request), when it has one: keyed by the
+    // row's `nid` (of `his_config_info`, or of the gray change log), in the same
+    // transaction.
+    if !h.source.message.is_empty() || h.source.change_id.is_some() {
         out.push(Statement {
-            sql: &q.insert_note,
+            sql: match gray {
+                None => &q.insert_note,
+                Some(_) => &q.insert_gray_note,
+            },
             params: vec![
                 Param::Revision,
                 text(&h.source.message),

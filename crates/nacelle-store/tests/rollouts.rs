@@ -9,7 +9,10 @@ use std::sync::Arc;
 use anyhow::{ensure, Context};
 use nacelle_core::rollout::{Canary, Guards, NewRollout, PromGuard, RolloutPlan, RolloutState};
 use nacelle_core::store::prelude::*;
-use nacelle_core::{ConfigKey, ConfigType, StoreError};
+use nacelle_core::{
+    md5_hex, ConfigKey, ConfigMeta, ConfigType, GraySpec, OpSource, PageRequest, PublishRecord,
+    StoreError,
+};
 use nacelle_testkit::{per_backend, Backend, TestDb};
 
 type TestResult = anyhow::Result<()>;
@@ -34,7 +37,8 @@ per_backend!(
     with with_store:
     a_rollout_lives_through_its_states,
     one_active_rollout_per_key,
-    the_lease_has_one_holder_until_it_expires;
+    the_lease_has_one_holder_until_it_expires,
+    gray_log_rows_carry_their_note;
     flavor = "multi_thread", worker_threads = 2
 );
 
@@ -200,5 +204,90 @@ async fn the_lease_has_one_holder_until_it_expires(store: Arc<dyn ConfigStore>) 
     );
     // An unknown rollout is nobody's.
     ensure!(!store.claim_rollout(id + 99, "node-a", T0, 5_000).await?);
+    Ok(())
+}
+
+/// A gray publish's message (a rollout step's) is kept with its gray-log row and read back
+/// by the gray history; its removal's too; a row without one reads `""`.
+async fn gray_log_rows_carry_their_note(store: Arc<dyn ConfigStore>) -> TestResult {
+    let key = ConfigKey::from_trusted("", "G", "noted.yaml");
+    let rec = |content: &str, gray: Option<GraySpec>, message: &str, t: i64| PublishRecord {
+        key: key.clone(),
+        content: content.to_string().into(),
+        md5: md5_hex(content.as_bytes()),
+        config_type: ConfigType::Yaml,
+        meta: ConfigMeta::default(),
+        source: OpSource {
+            src_user: "alice".into(),
+            message: message.into(),
+            ..OpSource::default()
+        },
+        cas_md5: None,
+        now_ms: t,
+        gray,
+    };
+    store.publish(&rec("v: 1", None, "", T0)).await?;
+    let step = |p: f64| -> anyhow::Result<GraySpec> {
+        Ok(nacelle_core::rollout::gray_spec(
+            3,
+            &nacelle_core::rollout::Stage::Percent(p),
+        )?)
+    };
+    store
+        .publish(&rec(
+            "v: 2",
+            Some(step(10.0)?),
+            "rollout 3 step 1/2 (10%)",
+            T0 + 1,
+        ))
+        .await?;
+    store
+        .publish(&rec(
+            "v: 2",
+            Some(step(100.0)?),
+            "rollout 3 step 2/2 (100%)",
+            T0 + 2,
+        ))
+        .await?;
+    let beta = GraySpec::beta("10.0.0.9")?;
+    store
+        .publish(&rec("v: beta", Some(beta), "", T0 + 3))
+        .await?;
+    let removal = OpSource {
+        message: "rollout 3 rolled back".into(),
+        ..OpSource::default()
+    };
+    store
+        .remove_gray(&key, "rollout-3", &removal, T0 + 4)
+        .await?;
+    let page = store
+        .gray_history(
+            &key,
+            PageRequest {
+                page_no: 1,
+                page_size: 10,
+            },
+        )
+        .await?;
+    let notes: Vec<(String, String)> = page
+        .items
+        .iter()
+        .rev()
+        .map(|h| (h.gray_name.clone(), h.entry.source.message.clone()))
+        .collect();
+    let want = [
+        ("rollout-3", "rollout 3 step 1/2 (10%)"),
+        ("rollout-3", "rollout 3 step 2/2 (100%)"),
+        ("beta", ""),
+        ("rollout-3", "rollout 3 rolled back"),
+    ];
+    ensure!(
+        notes
+            == want
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>(),
+        "{notes:?}"
+    );
     Ok(())
 }

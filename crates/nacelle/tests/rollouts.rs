@@ -134,6 +134,15 @@ async fn gray_rule(api: &Api, data_id: &str, name: &str) -> TestResult<Option<St
 
 /// The gray history rows of `data_id`, oldest first: (opType, expr).
 async fn gray_history(api: &Api, data_id: &str) -> TestResult<Vec<(String, String)>> {
+    Ok(gray_history_notes(api, data_id)
+        .await?
+        .into_iter()
+        .map(|(op, expr, _)| (op, expr))
+        .collect())
+}
+
+/// The gray history rows of `data_id`, oldest first: (opType, expr, message).
+async fn gray_history_notes(api: &Api, data_id: &str) -> TestResult<Vec<(String, String, String)>> {
     let v: Value = api
         .http
         .get(api.url("/nacos/v2/cs/config/gray/history"))
@@ -142,7 +151,7 @@ async fn gray_history(api: &Api, data_id: &str) -> TestResult<Vec<(String, Strin
         .await?
         .json()
         .await?;
-    let mut rows: Vec<(String, String)> = v["data"]["pageItems"]
+    let mut rows: Vec<(String, String, String)> = v["data"]["pageItems"]
         .as_array()
         .into_iter()
         .flatten()
@@ -150,6 +159,7 @@ async fn gray_history(api: &Api, data_id: &str) -> TestResult<Vec<(String, Strin
             (
                 h["opType"].as_str().unwrap_or("").trim().to_string(),
                 h["expr"].as_str().unwrap_or("").to_string(),
+                h["message"].as_str().unwrap_or("").to_string(),
             )
         })
         .collect();
@@ -390,7 +400,7 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
 }
 
 /// A healthy automatic rollout walks its steps (canary first) and promotes; the gray
-/// history holds each step's rule and the audit trail every transition.
+/// history holds each step's rule and message, and the audit trail every transition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_rollout_promotes_and_history_shows_each_step() -> TestResult {
     let health = tiny_http(|| (200, "ok".into())).await?;
@@ -419,22 +429,22 @@ async fn a_healthy_rollout_promotes_and_history_shows_each_step() -> TestResult 
         gray_rule(&s, "app.yaml", &format!("rollout-{id}")).await?,
         None
     );
-    let steps: Vec<String> = gray_history(&s, "app.yaml")
+    let steps: Vec<String> = gray_history_notes(&s, "app.yaml")
         .await?
         .into_iter()
-        .map(|(op, expr)| format!("{op} {expr}"))
+        .map(|(op, expr, message)| format!("{op} {expr} | {message}"))
         .collect();
     let seed = format!("rollout-{id}");
     assert_eq!(
         steps,
         vec![
-            "I env=canary||ClientIp=10.0.0.7".to_string(),
-            format!("U 25@{seed}"),
-            format!("U 50@{seed}"),
-            format!("U 100@{seed}"),
-            format!("D 100@{seed}"),
+            format!("I env=canary||ClientIp=10.0.0.7 | rollout {id} step 1/4 (canary)"),
+            format!("U 25@{seed} | rollout {id} step 2/4 (25%)"),
+            format!("U 50@{seed} | rollout {id} step 3/4 (50%)"),
+            format!("U 100@{seed} | rollout {id} step 4/4 (100%)"),
+            format!("D 100@{seed} | rollout {id} promoted"),
         ],
-        "one gray row per step, then the promotion's removal"
+        "one gray row per step with its message, then the promotion's removal"
     );
     let audit: Value = s
         .http

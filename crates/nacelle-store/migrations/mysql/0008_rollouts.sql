@@ -27,3 +27,11 @@ CREATE TABLE IF NOT EXISTS `nacelle_rollout` (
   UNIQUE KEY `uk_nacelle_rollout_active` (`active_key`),
   KEY `idx_nacelle_rollout_state` (`state`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The note (message, change request) of a gray change-log row, keyed by its `nid`, as
+-- `nacelle_history_note` is for `his_config_info`: what a rollout's step publishes say.
+CREATE TABLE IF NOT EXISTS `nacelle_gray_note` (
+  `nid` bigint NOT NULL PRIMARY KEY,
+  `message` text NOT NULL,
+  `change_id` bigint DEFAULT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

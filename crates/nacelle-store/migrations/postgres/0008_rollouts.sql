@@ -27,3 +27,11 @@ CREATE TABLE IF NOT EXISTS nacelle_rollout (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_nacelle_rollout_active ON nacelle_rollout (active_key);
 CREATE INDEX IF NOT EXISTS idx_nacelle_rollout_state ON nacelle_rollout (state);
+
+-- The note (message, change request) of a gray change-log row, keyed by its `nid`, as
+-- `nacelle_history_note` is for `his_config_info`: what a rollout's step publishes say.
+CREATE TABLE IF NOT EXISTS nacelle_gray_note (
+  nid bigint NOT NULL PRIMARY KEY,
+  message text NOT NULL DEFAULT '',
+  change_id bigint
+);
