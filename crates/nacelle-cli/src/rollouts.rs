@@ -89,7 +89,8 @@ pub struct StartArgs {
     /// How long each step bakes (`500ms`, `30s`, `10m`, `1h`).
     #[arg(long, default_value = "10m")]
     bake: String,
-    /// A canary step first: clients with these labels (`k=v,…` joined with &&).
+    /// A canary step first: clients with all these labels (`k=v,k2=v2`), or a label
+    /// expression (`env=pre&&region=hz,sh||canary=true`).
     #[arg(long)]
     canary_labels: Option<String>,
     /// A canary step first: clients at these IPs (comma-separated).
@@ -144,6 +145,18 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration> {
     Duration::try_from_secs_f64(secs).map_err(|_| bad())
 }
 
+/// `k=v,k2=v2` (every comma-separated item a pair) as the expression `k=v&&k2=v2`; any
+/// other text (an expression with `&&`, `||`, or a value list `k=v1,v2`) as it is.
+pub(crate) fn canary_expr(labels: &str) -> String {
+    let items: Vec<&str> = labels.split(',').map(str::trim).collect();
+    let pairs = items.len() > 1 && items.iter().all(|i| i.contains('='));
+    if pairs && !labels.contains("&&") && !labels.contains("||") {
+        items.join("&&")
+    } else {
+        labels.trim().to_string()
+    }
+}
+
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -188,7 +201,7 @@ async fn start(a: StartArgs) -> Result<()> {
         steps: a.steps.clone(),
         bake_ms: millis(bake),
         manual: a.manual,
-        canary_labels: a.canary_labels.clone(),
+        canary_labels: a.canary_labels.as_deref().map(canary_expr),
         canary_ips: a.canary_ips.clone(),
         prometheus: a.guard_prom.clone().map(|query| PromGuard {
             query,
@@ -315,5 +328,13 @@ mod tests {
         assert_eq!(parse_duration("30").ok(), Some(Duration::from_secs(30)));
         assert!(parse_duration("10 minutes").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn canary_labels() {
+        assert_eq!(canary_expr("env=canary,zone=a"), "env=canary&&zone=a");
+        assert_eq!(canary_expr("env=canary"), "env=canary");
+        assert_eq!(canary_expr("region=hz,sh"), "region=hz,sh");
+        assert_eq!(canary_expr("a=1&&b=2,3"), "a=1&&b=2,3");
     }
 }

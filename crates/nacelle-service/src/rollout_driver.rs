@@ -127,7 +127,10 @@ impl ConfigService {
         let mut memory: HashMap<RolloutId, Tracker> = HashMap::new();
         loop {
             tokio::select! {
-                _ = token.cancelled() => return,
+                _ = token.cancelled() => {
+                    self.release_leases(&rt, memory.keys().copied()).await;
+                    return;
+                }
                 _ = tokio::time::sleep(rt.config.tick) => {}
                 _ = rt.wake.notified() => {}
             }
@@ -178,6 +181,23 @@ impl ConfigService {
                 if let Ok((id, tracker)) = done {
                     memory.insert(id, tracker);
                 }
+            }
+        }
+    }
+
+    /// Gives up the leases this node holds (a graceful shutdown), so another node takes
+    /// them over at its next tick rather than after they expire. Best effort, bounded.
+    async fn release_leases(&self, rt: &RolloutRuntime, held: impl Iterator<Item = RolloutId>) {
+        for id in held {
+            // A lease of 0 ms from now: expired for everyone else a millisecond later.
+            let release = self
+                .inner
+                .store
+                .claim_rollout(id, &rt.config.node, now_millis(), 0);
+            match tokio::time::timeout(Duration::from_secs(1), release).await {
+                Ok(Ok(_)) => tracing::debug!(id, "rollout lease released"),
+                Ok(Err(e)) => tracing::debug!(id, error = %e, "rollout lease not released"),
+                Err(_) => tracing::debug!(id, "rollout lease release timed out"),
             }
         }
     }
