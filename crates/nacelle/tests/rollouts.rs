@@ -2,8 +2,10 @@
 //! distinct loopback addresses near each step's share and nested, a healthy rollout that
 //! promotes with every step in history, a failing health URL and a real Prometheus alarm
 //! rolling back (every long-poll and gRPC cohort client gets the formal content back),
-//! manual advance, pause/resume/abort, bad input, and a 2-node cluster on MariaDB where
-//! the other node takes over a killed driver's rollout at the same step and finishes it.
+//! manual advance, pause/resume/abort, bad input, review policies, the CLI, a server
+//! killed and restarted mid-rollout resuming its step, and a 2-node cluster on MariaDB
+//! where the other node takes over a killed driver's rollout at the same step and
+//! finishes it.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -1033,6 +1035,76 @@ async fn review_policies_gate_the_start_not_the_steps() -> TestResult {
     until(&s, id, "promoted", state_is("promoted")).await?;
     assert_eq!(
         s.get("", "REVIEWED", "early.yaml").await?.as_deref(),
+        Some("v: 2")
+    );
+    Ok(())
+}
+
+/// A single server (SQLite) killed mid-rollout and started again on its data directory:
+/// the new process takes the lease once the old one expires and resumes at the step in
+/// the database — the step's gray is not published again — and the rollout finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_resumes_the_step() -> TestResult {
+    let data = tempfile::tempdir()?;
+    let port = free_port()?.to_string();
+    let args = ["--port", port.as_str()];
+    let mut server = BinaryServer::spawn(NACELLE, data.path(), &args)?;
+    server.api.wait_ready().await?;
+    server.api.publish("", G, "restart.yaml", "v: 1").await?;
+    let id = start_ok(
+        &server.api,
+        &json!({"dataId": "restart.yaml", "content": "v: 2", "steps": [20, 60, 100],
+                "bakeMs": 0, "manual": true}),
+    )
+    .await?;
+    until(&server.api, id, "at step 1", at_step(1)).await?;
+    assert_eq!(act(&server.api, "advance", id).await?.0, 200);
+    let before = until(&server.api, id, "at step 2, published", |r| {
+        r["step"] == 2
+            && r["reason"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("step 2/3"))
+    })
+    .await?;
+    let rule = format!("percent:60@rollout-{id}");
+    let deadline = Instant::now() + SOON;
+    while gray_rule(&server.api, "restart.yaml", &format!("rollout-{id}"))
+        .await?
+        .as_deref()
+        != Some(rule.as_str())
+    {
+        assert!(Instant::now() < deadline, "step 2 never published");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rows = gray_history(&server.api, "restart.yaml").await?.len();
+
+    server.kill9()?;
+    server = BinaryServer::spawn(NACELLE, data.path(), &args)?;
+    server.api.wait_ready().await?;
+    let old_holder = before["leaseHolder"].as_str().unwrap_or("").to_string();
+    let r = until(&server.api, id, "driven by the new process", |r| {
+        r["leaseHolder"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty() && h != old_holder)
+    })
+    .await?;
+    assert_eq!(
+        (r["state"].as_str(), r["step"].as_u64()),
+        (Some("running"), Some(2)),
+        "{r}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        gray_history(&server.api, "restart.yaml").await?.len(),
+        rows,
+        "the restarted server resumed the step without publishing it again"
+    );
+    assert_eq!(act(&server.api, "advance", id).await?.0, 200);
+    until(&server.api, id, "at step 3", at_step(3)).await?;
+    assert_eq!(act(&server.api, "advance", id).await?.0, 200);
+    until(&server.api, id, "promoted", state_is("promoted")).await?;
+    assert_eq!(
+        server.api.get("", G, "restart.yaml").await?.as_deref(),
         Some("v: 2")
     );
     Ok(())
