@@ -444,6 +444,17 @@ impl ConfigService {
     /// rollout started (then the rollout is aborted, the gray stopped: nothing is
     /// overwritten).
     async fn finish(&self, r: &Rollout, formal_md5: Option<&str>) {
+        let md5 = md5_hex(r.content.as_bytes());
+        if formal_md5 == Some(md5.as_str()) {
+            // Someone promoted (or published) the new content already: nothing to
+            // overwrite; the gray, if any, goes.
+            if let Err(e) = self.stop_rollout_gray(r, "promoted").await {
+                tracing::warn!(id = r.id, error = %e, "the promoted rollout's gray was not stopped");
+                return;
+            }
+            self.mark_promoted(r).await;
+            return;
+        }
         if formal_md5 != Some(r.base_md5.as_str()) {
             let reason = format!(
                 "aborted: the formal config changed during the rollout (md5 {} at the start, \
