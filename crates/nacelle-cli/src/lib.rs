@@ -1,6 +1,7 @@
 //! The operator commands of the `nacelle` binary, beside `serve`: `get`, `put`, `rm`,
 //! `ls`/`search`, `watch`, `history`, `diff`, `rollback`, `ns`, `export`, `import`,
-//! `gray`, `change`, `policy`, `clients`, `user`, `role`, `perm`, `schema`, `audit`, `webhook`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
+//! `gray`, `change`, `policy`, `clients`, `rollout`, `user`, `role`, `perm`, `schema`,
+//! `audit`, `webhook`, `login`, `profile` and `completion`. Built on `nacelle-client` only (gRPC for configs,
 //! its HTTP admin calls for the rest); `docs/cli.md` is the manual.
 //!
 //! # Layout
@@ -9,6 +10,7 @@
 //! - `configs.rs`: get, put, rm, ls, watch. `versions.rs`: history, diff, rollback.
 //!   `admin.rs`: ns, export, import. `gray.rs`: gray ls/create/promote/stop.
 //!   `changes.rs`: change requests and review policies.
+//!   `rollouts.rs`: staged rollouts.
 //!   `users.rs`: user, role, perm. `schemas.rs`: schema set/get/ls/rm/check.
 //!   `audit.rs`: audit ls/verify. `webhooks.rs`: webhook add/ls/rm/deliveries/redeliver.
 //!   `login.rs`: login, profile.
@@ -25,6 +27,7 @@ mod gray;
 mod login;
 pub mod output;
 pub mod profile;
+mod rollouts;
 mod schemas;
 mod users;
 mod versions;
@@ -236,6 +239,11 @@ pub enum Command {
         after_help = "Examples:\n  nacelle policy ls\n  nacelle policy set -n prod --approvals 2\n  nacelle policy rm -n prod"
     )]
     Policy(changes::PolicyArgs),
+    /// Staged rollouts: start, ls, status, pause, resume, advance, abort.
+    #[command(
+        after_help = "Examples:\n  nacelle rollout start app.yaml ./app.yaml --steps 5,25,50,100 --bake 10m --guard-prom 'errors_total > 0'\n  nacelle rollout ls --active\n  nacelle rollout status 12\n  nacelle rollout advance 12\n  nacelle rollout abort 12 -m 'wrong file'"
+    )]
+    Rollout(rollouts::RolloutArgs),
     /// Users (administrators): list, create, passwd, rm.
     #[command(
         after_help = "Examples:\n  nacelle user ls\n  nacelle user create dev                      # asks for the password\n  printf '%s\\n' \"$PW\" | nacelle user passwd dev --password-stdin\n  nacelle user rm dev"
@@ -319,6 +327,7 @@ async fn dispatch(cmd: Command, top: impl FnOnce() -> clap::Command) -> Result<(
         Command::Gray(a) => gray::gray(a).await,
         Command::Change(a) => changes::change(a).await,
         Command::Policy(a) => changes::policy(a).await,
+        Command::Rollout(a) => rollouts::rollout(a).await,
         Command::User(a) => users::user(a).await,
         Command::Role(a) => users::role(a).await,
         Command::Perm(a) => users::perm(a).await,

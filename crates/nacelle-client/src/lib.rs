@@ -56,6 +56,7 @@ mod http_transport;
 mod key;
 pub mod metrics;
 mod options;
+mod rollouts;
 mod schemas;
 mod secret;
 mod session;
@@ -85,6 +86,7 @@ pub use metrics::{MetricEvent, Metrics};
 pub use options::{
     ClientBuilder, GroupWatchMode, ServerAddr, TokenPlacement, Transport, GRPC_PORT_OFFSET,
 };
+pub use rollouts::{NewRollout, PromGuard, Rollout, RolloutAction, RolloutStage};
 pub use schemas::{Schema, SchemaCheck, SchemaProblem};
 pub use shared::{Change, Config, PublishOptions};
 pub use users::{Permission, RoleGrant, User};

@@ -38,11 +38,19 @@ pub enum AuditAction {
     SchemaSet,
     SchemaRemove,
     WebhookChange,
+    RolloutStart,
+    RolloutStep,
+    RolloutPause,
+    RolloutResume,
+    RolloutAdvance,
+    RolloutRollback,
+    RolloutPromote,
+    RolloutAbort,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 29] = [
+    pub const ALL: [AuditAction; 37] = [
         AuditAction::Publish,
         AuditAction::Remove,
         AuditAction::GrayPublish,
@@ -72,6 +80,14 @@ impl AuditAction {
         AuditAction::SchemaSet,
         AuditAction::SchemaRemove,
         AuditAction::WebhookChange,
+        AuditAction::RolloutStart,
+        AuditAction::RolloutStep,
+        AuditAction::RolloutPause,
+        AuditAction::RolloutResume,
+        AuditAction::RolloutAdvance,
+        AuditAction::RolloutRollback,
+        AuditAction::RolloutPromote,
+        AuditAction::RolloutAbort,
     ];
 
     /// The stored name.
@@ -106,6 +122,14 @@ impl AuditAction {
             AuditAction::SchemaSet => "schema-set",
             AuditAction::SchemaRemove => "schema-remove",
             AuditAction::WebhookChange => "webhook-change",
+            AuditAction::RolloutStart => "rollout-start",
+            AuditAction::RolloutStep => "rollout-step",
+            AuditAction::RolloutPause => "rollout-pause",
+            AuditAction::RolloutResume => "rollout-resume",
+            AuditAction::RolloutAdvance => "rollout-advance",
+            AuditAction::RolloutRollback => "rollout-rollback",
+            AuditAction::RolloutPromote => "rollout-promote",
+            AuditAction::RolloutAbort => "rollout-abort",
         }
     }
 

@@ -34,6 +34,7 @@ pub mod gray;
 pub mod key;
 pub mod model;
 pub mod pattern;
+pub mod rollout;
 pub mod rules;
 pub mod store;
 pub mod structured;

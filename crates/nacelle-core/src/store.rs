@@ -5,7 +5,8 @@
 //! [`Grays`] (gray variants), [`History`] (history pages, entries, retention),
 //! [`ChangeLog`] (what cluster members follow), [`Namespaces`], [`Identities`] (users,
 //! roles, permissions), [`Schemas`] (JSON Schemas of config keys), [`Audit`] (the audit
-//! trail), [`Webhooks`] (webhooks and their deliveries) and [`Health`].
+//! trail), [`Webhooks`] (webhooks and their deliveries), [`Rollouts`] (staged rollouts)
+//! and [`Health`].
 //! [`ConfigStore`] is all of them at once, what the server wires. Every method of every
 //! role is written once, in [`store_roles!`]: the traits are generated from that list,
 //! and so is [`Layered`], the one forwarding of every method through a [`StoreLayer`]
@@ -536,6 +537,52 @@ macro_rules! store_roles {
                 fn purge_deliveries(before_ms: i64, batch: u32) -> u64;
             }
 
+            /// Staged rollouts (`nacelle_rollout`, docs/rollouts.md): their plans and
+            /// state, and the lease of the node driving each.
+            Rollouts {
+                /// Creates a rollout (running, step 0); its id.
+                /// [`StoreError::Conflict`](crate::StoreError::Conflict) when its key has an
+                /// active (running or paused) rollout already.
+                [$crate::store::Cost::One]
+                fn create_rollout(rollout: &$crate::rollout::NewRollout) -> $crate::rollout::RolloutId;
+
+                /// One rollout.
+                [$crate::store::Cost::One]
+                fn get_rollout(
+                    id: $crate::rollout::RolloutId
+                ) -> ::std::option::Option<$crate::rollout::Rollout>;
+
+                /// Rollouts, newest first, at most `limit`: only the active ones (running or
+                /// paused) when `active_only`.
+                [$crate::store::Cost::One]
+                fn list_rollouts(
+                    active_only: bool,
+                    limit: u32
+                ) -> ::std::vec::Vec<$crate::rollout::Rollout>;
+
+                /// Applies a transition if the rollout is still at
+                /// `update.expected_version` (bumping it); the rollout as stored after it.
+                /// [`StoreError::CasMismatch`](crate::StoreError::CasMismatch) when the
+                /// version moved, [`StoreError::NotFound`](crate::StoreError::NotFound)
+                /// when there is no such rollout.
+                [$crate::store::Cost::One]
+                fn update_rollout(
+                    id: $crate::rollout::RolloutId,
+                    update: &$crate::rollout::RolloutUpdate
+                ) -> $crate::rollout::Rollout;
+
+                /// Takes or renews the lease of an active rollout for `node` until
+                /// `now_ms + lease_ms`, if `node` holds it already or it expired before
+                /// `now_ms` (one compare-and-set `UPDATE`); whether `node` holds it now.
+                [$crate::store::Cost::One]
+                fn claim_rollout(
+                    id: $crate::rollout::RolloutId,
+                    node: &str,
+                    now_ms: i64,
+                    lease_ms: i64
+                ) -> bool;
+            }
+
             /// Whether the database answers.
             Health {
                 /// Checks that the database answers (used by readiness and reconnection).
@@ -602,7 +649,8 @@ impl<L: StoreLayer> ConfigStore for Layered<L> {
 pub mod prelude {
     pub use super::{
         Audit as _, ChangeLog as _, ChangeRequests as _, ConfigStore, Configs as _, Grays as _,
-        Health as _, History as _, Identities as _, Namespaces as _, Schemas as _, Webhooks as _,
+        Health as _, History as _, Identities as _, Namespaces as _, Rollouts as _, Schemas as _,
+        Webhooks as _,
     };
 }
 

@@ -103,6 +103,33 @@ struct ResultLabels {
     result: &'static str,
 }
 
+/// Labels of the per-rollout gauges: the rollout's id. Bounded: only active rollouts
+/// (at most `nacelle_service`'s `MAX_ACTIVE_ROLLOUTS`) have series, and a rollout's
+/// series go when it ends.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RolloutLabels {
+    pub rollout: String,
+}
+
+/// Labels of `nacelle_rollout_rollbacks_total`: the kind of guard that failed.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RollbackLabels {
+    /// `prometheus`, `http` or `delivery`.
+    pub reason: &'static str,
+}
+
+/// One active rollout as this node sees it (see [`Metrics::set_rollouts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RolloutFigures {
+    pub id: i64,
+    /// The step being baked, 1-based.
+    pub step: u32,
+    /// Its share of clients in percent (0 for a canary step).
+    pub percent: f64,
+    /// This node's listeners of the key served the rollout's variant.
+    pub cohort_clients: u64,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -136,6 +163,8 @@ pub enum StoreOp {
     Audit,
     /// Webhooks and their deliveries (enqueue, claim, outcome, listing, purge).
     Webhooks,
+    /// Staged rollouts: their rows and the drivers' leases.
+    Rollouts,
 }
 
 impl StoreOp {
@@ -158,6 +187,7 @@ impl StoreOp {
             StoreOp::Schemas => "schemas",
             StoreOp::Audit => "audit",
             StoreOp::Webhooks => "webhooks",
+            StoreOp::Rollouts => "rollouts",
         }
     }
 }
@@ -237,6 +267,12 @@ struct Inner {
     webhook_deliveries: Family<ResultLabels, Counter>,
     /// Webhook deliveries never stored (queue full, database down past the retry bound).
     webhook_dropped: Counter,
+    rollout_step: Family<RolloutLabels, Gauge>,
+    rollout_percent: Family<RolloutLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    rollout_cohort: Family<RolloutLabels, Gauge>,
+    rollbacks: Family<RollbackLabels, Counter>,
+    /// The ids that have rollout series now.
+    rollout_ids: Mutex<Vec<i64>>,
     follower: Arc<FollowerState>,
     slow_request_nanos: AtomicU64,
 }
@@ -343,6 +379,31 @@ impl Metrics {
             "Webhook deliveries dropped before they were stored: the queue was full, or the database stayed unreachable past the retry bound (each drop is logged at error)",
             webhook_dropped.clone(),
         );
+        let rollout_step = Family::<RolloutLabels, Gauge>::default();
+        r.register(
+            "nacelle_rollout_step",
+            "The step an active staged rollout is baking (1-based), by rollout id",
+            rollout_step.clone(),
+        );
+        let rollout_percent =
+            Family::<RolloutLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        r.register(
+            "nacelle_rollout_percent",
+            "The share of clients (percent) of an active rollout's step, 0 for a canary step",
+            rollout_percent.clone(),
+        );
+        let rollout_cohort = Family::<RolloutLabels, Gauge>::default();
+        r.register(
+            "nacelle_rollout_cohort_clients",
+            "Listeners on this node served an active rollout's variant",
+            rollout_cohort.clone(),
+        );
+        let rollbacks = Family::<RollbackLabels, Counter>::default();
+        r.register(
+            "nacelle_rollout_rollbacks",
+            "Rollouts rolled back by this node, by the kind of guard that failed",
+            rollbacks.clone(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
@@ -372,6 +433,11 @@ impl Metrics {
                 audit_dropped,
                 webhook_deliveries,
                 webhook_dropped,
+                rollout_step,
+                rollout_percent,
+                rollout_cohort,
+                rollbacks,
+                rollout_ids: Mutex::new(Vec::new()),
                 follower,
                 slow_request_nanos: AtomicU64::new(duration_nanos(DEFAULT_SLOW_REQUEST)),
             }),
@@ -484,6 +550,44 @@ impl Metrics {
     /// `n` webhook deliveries dropped before they were stored (the caller logs it).
     pub fn webhook_dropped(&self, n: u64) {
         self.inner.webhook_dropped.inc_by(n);
+    }
+
+    /// The active rollouts as this node sees them now: replaces the per-rollout series
+    /// (those of a rollout that ended are removed).
+    pub fn set_rollouts(&self, rollouts: &[RolloutFigures]) {
+        let i = &self.inner;
+        let mut ids = i.rollout_ids.lock();
+        for gone in ids
+            .iter()
+            .filter(|id| !rollouts.iter().any(|r| r.id == **id))
+        {
+            let labels = RolloutLabels {
+                rollout: gone.to_string(),
+            };
+            i.rollout_step.remove(&labels);
+            i.rollout_percent.remove(&labels);
+            i.rollout_cohort.remove(&labels);
+        }
+        *ids = rollouts.iter().map(|r| r.id).collect();
+        for r in rollouts {
+            let labels = RolloutLabels {
+                rollout: r.id.to_string(),
+            };
+            i.rollout_step.get_or_create(&labels).set(i64::from(r.step));
+            i.rollout_percent.get_or_create(&labels).set(r.percent);
+            i.rollout_cohort
+                .get_or_create(&labels)
+                .set(i64::try_from(r.cohort_clients).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// A rollout rolled back because a guard of kind `reason` (`prometheus`, `http`,
+    /// `delivery`) failed.
+    pub fn rollout_rollback(&self, reason: &'static str) {
+        self.inner
+            .rollbacks
+            .get_or_create(&RollbackLabels { reason })
+            .inc();
     }
 
     /// A request over the slow-request threshold (the caller logs it).

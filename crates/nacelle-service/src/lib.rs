@@ -35,6 +35,9 @@
 //! - [`webhooks`]: webhooks fed from the audit trail; durable deliveries claimed with a
 //!   lease and sent with retries through the [`webhooks::WebhookTransport`] the server
 //!   wires.
+//! - [`rollouts`]: staged rollouts as operations (start, read, pause, resume, advance,
+//!   abort); [`rollout_driver`]: the per-node task that publishes their steps under a
+//!   database lease, evaluates their guards, rolls back and promotes.
 
 pub mod audit;
 mod audit_state;
@@ -53,6 +56,8 @@ mod namespaces;
 mod patterns;
 mod read;
 pub mod request;
+pub mod rollout_driver;
+pub mod rollouts;
 mod schema_state;
 pub mod schemas;
 pub mod service;
@@ -74,6 +79,8 @@ pub use live::PeerQueries;
 pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
+pub use rollout_driver::{DriverConfig, GuardProbe, ProbeFuture};
+pub use rollouts::{RolloutInput, RolloutOps};
 pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{

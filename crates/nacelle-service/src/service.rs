@@ -91,6 +91,8 @@ pub(crate) struct Inner {
     /// The webhooks in memory and their deliveries on their way to the database
     /// (`crate::webhooks`).
     pub(crate) webhooks: crate::webhook_state::WebhookState,
+    /// The rollout driver's wiring (`crate::rollout_driver`), set once at wiring.
+    pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_driver::RolloutRuntime>>,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -138,6 +140,7 @@ impl ConfigService {
                 metrics: Metrics::new(),
                 audit: crate::audit_state::AuditQueue::new(),
                 webhooks: crate::webhook_state::WebhookState::new(),
+                rollout_runtime: OnceLock::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.

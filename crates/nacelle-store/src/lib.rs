@@ -26,6 +26,8 @@
 //!   statements.
 //! - `changes`: change requests and review policies: statements, reads and small writes,
 //!   and their publish as a step of the one write executor.
+//! - `rollouts`: staged rollouts (`nacelle_rollout`): create, read, version-checked
+//!   transitions and the drivers' lease, on a sqlx pool.
 //! - [`backup`]: backup, restore and check of the SQLite file while a server runs on it.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
@@ -46,6 +48,7 @@ mod plan;
 pub mod postgres;
 mod queries;
 mod retry;
+mod rollouts;
 mod schema;
 mod sql;
 pub mod sqlite;

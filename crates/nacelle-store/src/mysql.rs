@@ -153,6 +153,11 @@ impl Server for MySql {
             "webhooks: nacelle_webhook, nacelle_webhook_delivery",
             include_str!("../migrations/mysql/0007_webhooks.sql"),
         ),
+        (
+            8,
+            "staged rollouts: nacelle_rollout; nacelle_gray_note",
+            include_str!("../migrations/mysql/0008_rollouts.sql"),
+        ),
     ];
     const SCHEMA_VERSION_DDL: &'static str =
         "CREATE TABLE IF NOT EXISTS `nacelle_schema_version` (\

@@ -134,6 +134,8 @@ pub(crate) struct Queries {
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
     pub changes: ChangeQueries,
+    /// Staged rollouts (`nacelle_rollout`).
+    pub rollouts: RolloutQueries,
     /// JSON Schemas of config keys (`nacelle_config_schema`).
     pub schemas: SchemaQueries,
     /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
@@ -142,6 +144,8 @@ pub(crate) struct Queries {
     pub webhooks: WebhookQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
     pub insert_note: String,
+    /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
+    pub insert_gray_note: String,
 }
 
 /// The statements of `nacelle_config_schema`.
@@ -281,10 +285,14 @@ impl Queries {
             D::ms("gmt_create"),
             D::ms("gmt_modified"),
         );
-        // The gray change log has no notes: its rows read an empty one.
+        // The gray change log's notes are in `nacelle_gray_note` (its `nid`s are its own).
         let gray_history_columns = format!(
-            "{history_columns}, '' AS note_message, \
-             (SELECT hn.change_id FROM nacelle_history_note hn WHERE 1 = 0) AS note_change_id"
+            "{history_columns}, \
+             (SELECT gn.message FROM nacelle_gray_note gn \
+              WHERE gn.nid = nacelle_gray_log.nid) AS note_message, \
+             (SELECT {} FROM nacelle_gray_note gn \
+              WHERE gn.nid = nacelle_gray_log.nid) AS note_change_id",
+            D::signed("gn.change_id"),
         );
         let history_columns = format!(
             "{history_columns}, \
@@ -490,6 +498,7 @@ impl Queries {
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
             changes: ChangeQueries::new::<D>(),
+            rollouts: RolloutQueries::new::<D>(),
             identity: IdentityQueries {
                 // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
                 users: q("SELECT username, password, \
@@ -549,6 +558,9 @@ impl Queries {
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
                     .into(),
+            ),
+            insert_gray_note: q(
+                "INSERT INTO nacelle_gray_note (nid, message, change_id) VALUES (?, ?, ?)".into(),
             ),
         }
     }
@@ -895,11 +907,15 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
         returns: Returns::Revision,
     });
     out.extend(mirror);
-    // The note of a formal history row (message, change request), when it has one: keyed
-    // by the row's `nid`, in the same transaction.
-    if gray.is_none() && (!h.source.message.is_empty() || h.source.change_id.is_some()) {
+    // The note of a history row (message, change request), when it has one: keyed by the
+    // row's `nid` (of `his_config_info`, or of the gray change log), in the same
+    // transaction.
+    if !h.source.message.is_empty() || h.source.change_id.is_some() {
         out.push(Statement {
-            sql: &q.insert_note,
+            sql: match gray {
+                None => &q.insert_note,
+                Some(_) => &q.insert_gray_note,
+            },
             params: vec![
                 Param::Revision,
                 text(&h.source.message),
@@ -1134,6 +1150,69 @@ impl ChangeQueries {
                  required_approvals, updated_by, updated_ms) VALUES (?, ?, ?, ?, ?)"
                     .into(),
             ),
+        }
+    }
+}
+
+/// The columns of a rollout row.
+pub(crate) const ROLLOUT_COLUMNS: &str = "id, tenant_id, group_id, data_id, content, \
+    config_type, base_md5, plan, state, step, step_started_ms, advanced_to, reason, \
+    lease_holder, lease_until_ms, author, version, created_ms, updated_ms";
+
+/// The statements of staged rollouts, spelled by one dialect.
+#[derive(Debug, Clone)]
+pub(crate) struct RolloutQueries {
+    /// tenant, group, dataId, content, type, base md5, plan, state, active key, author,
+    /// step started, created, updated.
+    pub(crate) insert: String,
+    pub(crate) get: String,
+    /// Newest first: limit.
+    pub(crate) list_all: String,
+    /// Only running or paused: limit.
+    pub(crate) list_active: String,
+    /// state, step, step started, advanced to, reason, active key, updated, id, version.
+    pub(crate) update: String,
+    /// holder, until, id, holder, now.
+    pub(crate) claim: String,
+}
+
+impl RolloutQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        RolloutQueries {
+            insert: q(format!(
+                "INSERT INTO nacelle_rollout (tenant_id, group_id, data_id, content, \
+                 config_type, base_md5, plan, state, active_key, author, step, \
+                 step_started_ms, advanced_to, reason, lease_holder, lease_until_ms, version, \
+                 created_ms, updated_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, -1, '', '', 0, 1, ?, ?){}",
+                D::RETURNING_ID
+            )),
+            get: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE id = ?"
+            )),
+            list_all: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout ORDER BY id DESC LIMIT ?"
+            )),
+            list_active: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE state IN ('{}', '{}') \
+                 ORDER BY id DESC LIMIT ?",
+                nacelle_core::rollout::RolloutState::Running.as_str(),
+                nacelle_core::rollout::RolloutState::Paused.as_str()
+            )),
+            update: q(
+                "UPDATE nacelle_rollout SET state = ?, step = ?, step_started_ms = ?, \
+                 advanced_to = ?, reason = ?, active_key = ?, updated_ms = ?, \
+                 version = version + 1 WHERE id = ? AND version = ?"
+                    .into(),
+            ),
+            claim: q(format!(
+                "UPDATE nacelle_rollout SET lease_holder = ?, lease_until_ms = ? \
+                 WHERE id = ? AND state IN ('{}', '{}') \
+                 AND (lease_holder = ? OR lease_until_ms < ?)",
+                nacelle_core::rollout::RolloutState::Running.as_str(),
+                nacelle_core::rollout::RolloutState::Paused.as_str()
+            )),
         }
     }
 }

@@ -14,9 +14,10 @@ use nacelle_core::change::{
     ChangeFilter, ChangeId, ChangePublishOutcome, ChangeRequest, ChangeUpdate, ChangeWrite,
     NewChange, NewChangeEvent, ReviewPolicy,
 };
+use nacelle_core::rollout::{NewRollout, Rollout, RolloutId, RolloutUpdate};
 use nacelle_core::store::{
     Audit, ChangeLog, ChangeRequests, ConfigStore, Configs, Grays, Health, History, Identities,
-    Namespaces, RemoveOutcome, Schemas, Webhooks,
+    Namespaces, RemoveOutcome, Rollouts, Schemas, Webhooks,
 };
 use nacelle_core::webhook::{Delivery, DeliveryClaim, DeliveryResult, NewDelivery, Webhook};
 use nacelle_core::{
@@ -433,6 +434,51 @@ impl<B: Backend> Webhooks for Store<B> {
 
     async fn purge_deliveries(&self, before_ms: i64, batch: u32) -> Result<u64, StoreError> {
         crate::webhooks::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Rollouts for Store<B> {
+    async fn create_rollout(&self, rollout: &NewRollout) -> Result<RolloutId, StoreError> {
+        crate::rollouts::create(self.0.writer(), self.0.queries(), rollout).await
+    }
+
+    async fn get_rollout(&self, id: RolloutId) -> Result<Option<Rollout>, StoreError> {
+        crate::rollouts::get(self.0.reader(), self.0.queries(), id).await
+    }
+
+    async fn list_rollouts(
+        &self,
+        active_only: bool,
+        limit: u32,
+    ) -> Result<Vec<Rollout>, StoreError> {
+        crate::rollouts::list(self.0.reader(), self.0.queries(), active_only, limit).await
+    }
+
+    async fn update_rollout(
+        &self,
+        id: RolloutId,
+        update: &RolloutUpdate,
+    ) -> Result<Rollout, StoreError> {
+        crate::rollouts::update(self.0.writer(), self.0.queries(), id, update).await
+    }
+
+    async fn claim_rollout(
+        &self,
+        id: RolloutId,
+        node: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError> {
+        crate::rollouts::claim(
+            self.0.writer(),
+            self.0.queries(),
+            id,
+            node,
+            now_ms,
+            lease_ms,
+        )
+        .await
     }
 }
 

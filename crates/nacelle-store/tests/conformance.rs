@@ -1118,8 +1118,9 @@ async fn schema_created_once(backend: Backend) -> TestResult {
         }
     };
     // Each schema script recorded once (1: Nacos 2.4's tables, 2: gray release, 3: auth,
-    // 4: schema validation, 5: audit trail, 6: change requests, 7: webhooks).
-    assert_eq!(versions, 7);
+    // 4: schema validation, 5: audit trail, 6: change requests, 7: webhooks, 8: staged
+    // rollouts).
+    assert_eq!(versions, 8);
     drop(stores);
     drop(db);
     Ok(())
@@ -1840,14 +1841,14 @@ async fn history_rows_carry_their_note(store: Arc<dyn ConfigStore>, _b: Backend)
             .map(|h| h.source.message),
         Some("retired".to_string())
     );
-    // A gray write has no note; its log reads an empty one.
+    // A gray write's note is kept with its gray-log row (`nacelle_gray_note`).
     let p5 = store.publish(&record(&k, "b: 1", T0 + 4_000)).await?;
     let mut g = gray(&k, "b: 2", T0 + 5_000, GraySpec::beta("10.0.0.9")?);
     g.source.message = "gray note".into();
     store.publish(&g).await?;
     let grays = store.gray_history(&k, page(1, 10)).await?;
     assert_eq!(grays.items.len(), 1);
-    assert_eq!(grays.items[0].entry.source.message, "");
+    assert_eq!(grays.items[0].entry.source.message, "gray note");
     ensure!(p5.revision > r4);
     Ok(())
 }

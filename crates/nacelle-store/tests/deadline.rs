@@ -48,6 +48,8 @@ struct Samples {
     deliveries: Vec<nacelle_core::webhook::NewDelivery>,
     claim: nacelle_core::webhook::DeliveryClaim,
     delivery_result: nacelle_core::webhook::DeliveryResult,
+    rollout: nacelle_core::rollout::NewRollout,
+    rollout_update: nacelle_core::rollout::RolloutUpdate,
 }
 
 impl Samples {
@@ -173,6 +175,28 @@ impl Samples {
                 next_attempt_ms: 2,
                 now_ms: 2,
             },
+            rollout: nacelle_core::rollout::NewRollout {
+                key: ConfigKey::from_trusted("", "G", "deadline"),
+                content: "x".into(),
+                config_type: ConfigType::Text,
+                base_md5: String::new(),
+                plan: nacelle_core::rollout::RolloutPlan {
+                    steps: vec![50.0, 100.0],
+                    bake_ms: 1000,
+                    ..Default::default()
+                },
+                author: "u".into(),
+                now_ms: 1,
+            },
+            rollout_update: nacelle_core::rollout::RolloutUpdate {
+                expected_version: 1,
+                state: nacelle_core::rollout::RolloutState::Paused,
+                step: 0,
+                step_started_ms: 1,
+                advanced_to: -1,
+                reason: String::new(),
+                now_ms: 1,
+            },
         }
     }
 }
@@ -214,6 +238,9 @@ samples! {
     &'a [nacelle_core::webhook::NewDelivery] => |s| &s.deliveries;
     &'a nacelle_core::webhook::DeliveryClaim => |s| &s.claim;
     &'a nacelle_core::webhook::DeliveryResult => |s| &s.delivery_result;
+    &'a nacelle_core::rollout::NewRollout => |s| &s.rollout;
+    &'a nacelle_core::rollout::RolloutUpdate => |s| &s.rollout_update;
+    bool => |_s| true;
     &'a str => |_s| "beta";
     Option<&'a str> => |_s| Some("d");
     SamePolicy => |_s| SamePolicy::Overwrite;

@@ -249,8 +249,8 @@ async fn serves_rows_written_by_nacos() -> TestResult {
     let version: i64 = sqlx::query_scalar("SELECT MAX(version) FROM nacelle_schema_version")
         .fetch_one(&mut conn)
         .await?;
-    // The newest schema script: 7, webhooks.
-    assert_eq!(version, 7);
+    // The newest schema script: 8, staged rollouts.
+    assert_eq!(version, 8);
 
     // Nacos 2.4's beta and tag rows of app.yaml are served as the beta and tag variants.
     let grays = store.grays_of(&key("", "app.yaml")).await?;
@@ -682,8 +682,8 @@ async fn created_tables_match_nacos_column_for_column() -> TestResult {
     let versions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nacelle_schema_version")
         .fetch_one(&mut our_conn)
         .await?;
-    // Scripts 1 to 7.
-    assert_eq!(versions, 7);
+    // Scripts 1 to 8.
+    assert_eq!(versions, 8);
     drop((nacos_conn, our_conn));
     drop((nacos, ours));
     Ok(())

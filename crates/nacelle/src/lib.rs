@@ -22,6 +22,7 @@ mod auth_setup;
 mod lazy_store;
 pub mod private_files;
 pub mod retention;
+pub mod rollout_probe;
 pub mod settings;
 pub mod webhook_client;
 
@@ -319,6 +320,24 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             s.follow_changes(nacelle_service::changes::POLICY_REFRESH)
                 .await
         });
+    }
+    {
+        // Staged rollouts (docs/rollouts.md): this process drives those whose database
+        // lease it holds.
+        let probe_timeout = nacelle_service::DriverConfig::new(String::new(), None).probe_timeout;
+        match rollout_probe::HttpProbe::new(probe_timeout) {
+            Ok(probe) => {
+                let node = format!("{http_addr}/{}", uuid::Uuid::new_v4().simple());
+                let config =
+                    nacelle_service::DriverConfig::new(node, settings.prometheus_url.clone());
+                service.set_rollout_driver(config, Arc::new(probe));
+                let s = service.clone();
+                background.spawn(async move { s.drive_rollouts().await });
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "no HTTP client for rollout guards: rollouts are not driven")
+            }
+        }
     }
     if follow.is_some() {
         // JSON Schemas set on other nodes (docs/schema-validation.md).

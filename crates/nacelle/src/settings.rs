@@ -321,6 +321,11 @@ layer! {
         /// log; older ones are purged with the history. Default 7; 0 keeps them forever.
         #[arg(long, env = "NACELLE_WEBHOOK_RETENTION_DAYS")]
         pub webhook_retention_days: Option<u32>,
+        /// Base URL of the Prometheus that staged rollouts' guards query
+        /// (`http://prometheus:9090`) when a guard names none (docs/rollouts.md). Default:
+        /// none.
+        #[arg(long, env = "NACELLE_PROMETHEUS_URL")]
+        pub prometheus_url: Option<String>,
         /// File holding the master key that wraps the data keys of encrypted configs
         /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
         /// then, one per line, previous keys that only unwrap (rotation). Default: none —
@@ -461,6 +466,8 @@ pub struct Settings {
     pub member_check_interval: Duration,
     /// Requests taking at least this long are logged at warn (`slow_request_ms`).
     pub slow_request: Duration,
+    /// The Prometheus of rollout guards that name none (`prometheus_url`).
+    pub prometheus_url: Option<String>,
     /// Proxies whose forwarded client addresses both adapters believe.
     pub trusted_proxies: TrustedProxies,
     /// Content validation: the default mode and the per-namespace overrides.
@@ -685,6 +692,10 @@ impl Settings {
             )
             .max(MIN_MEMBER_CHECK_INTERVAL),
             slow_request: millis(layer.slow_request_ms, nacelle_metrics::DEFAULT_SLOW_REQUEST),
+            prometheus_url: layer
+                .prometheus_url
+                .map(|u| u.trim().trim_end_matches('/').to_string())
+                .filter(|u| !u.is_empty()),
             trusted_proxies: trusted_proxies.clone(),
             content_validation,
             #[cfg(feature = "fault-injection")]

@@ -378,10 +378,12 @@ async fn publishing_to_many_keys_adds_no_series() -> TestResult {
     assert!(ts.get("", "G", "warm").await?.is_some());
     assert!(ts.get("", "G", "absent").await?.is_none());
     // The audit trail is written behind the publish, in batches: its store
-    // operation's series exists once the warm-up's entry is on disk.
+    // operation's series exists once the warm-up's entry is on disk. The rollout
+    // driver's (docs/rollouts.md) once it first looked for rollouts (every second).
     let store_op = "nacelle_store_operation_duration_seconds";
     scrape_until(&ts, "/metrics", |s| {
         s.observations(store_op, &[("op", "audit")]) >= 1.0
+            && s.observations(store_op, &[("op", "rollouts")]) >= 1.0
     })
     .await?;
     let baseline = scrape(&ts, "/metrics").await?.series();

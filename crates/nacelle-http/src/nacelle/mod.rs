@@ -10,6 +10,7 @@ use crate::AppState;
 pub(crate) mod audit;
 pub(crate) mod changes;
 pub(crate) mod clients;
+pub(crate) mod rollouts;
 pub(crate) mod schemas;
 pub(crate) mod webhooks;
 
@@ -21,6 +22,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(audit::routes())
         .merge(clients::routes())
         .merge(webhooks::routes())
+        .merge(rollouts::routes())
 }
 
 /// Whether `path` is one of them (its own metric label).
@@ -31,6 +33,7 @@ pub(crate) fn route(path: &str) -> Option<&'static str> {
         .chain(audit::ROUTES)
         .chain(clients::ROUTES)
         .chain(webhooks::ROUTES)
+        .chain(rollouts::ROUTES)
         .copied()
         .find(|r| *r == path)
 }

@@ -137,6 +137,8 @@ struct GrayHistoryItem<'a> {
     src_user: &'a str,
     src_ip: &'a str,
     last_modified_time: i64,
+    /// The operation's message (`""`: none), e.g. a rollout step's.
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -178,6 +180,7 @@ pub(crate) async fn gray_history(
             src_user: &h.entry.source.src_user,
             src_ip: &h.entry.source.src_ip,
             last_modified_time: h.entry.modified_ms,
+            message: &h.entry.source.message,
         })
         .collect();
     Ok(success(PageOf {

@@ -1,0 +1,37 @@
+-- Staged rollouts (docs/rollouts.md): a new content of one key, its plan (JSON), where it
+-- is, and the lease of the node driving it. Nacelle's own table; times are ms since the
+-- epoch. `active_key` is the key's md5 while the rollout is running or paused and `#<id>`
+-- after, so its unique index allows one active rollout per key across the cluster.
+
+CREATE TABLE IF NOT EXISTS nacelle_rollout (
+  id bigserial PRIMARY KEY,
+  tenant_id varchar(128) NOT NULL DEFAULT '',
+  group_id varchar(128) NOT NULL,
+  data_id varchar(255) NOT NULL,
+  content text NOT NULL,
+  config_type varchar(64) NOT NULL,
+  base_md5 varchar(32) NOT NULL,
+  plan text NOT NULL,
+  state varchar(16) NOT NULL,
+  step bigint NOT NULL DEFAULT 0,
+  step_started_ms bigint NOT NULL,
+  advanced_to bigint NOT NULL DEFAULT -1,
+  reason text NOT NULL,
+  lease_holder varchar(128) NOT NULL DEFAULT '',
+  lease_until_ms bigint NOT NULL DEFAULT 0,
+  author varchar(128) NOT NULL,
+  active_key varchar(64) NOT NULL,
+  version bigint NOT NULL,
+  created_ms bigint NOT NULL,
+  updated_ms bigint NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS uk_nacelle_rollout_active ON nacelle_rollout (active_key);
+CREATE INDEX IF NOT EXISTS idx_nacelle_rollout_state ON nacelle_rollout (state);
+
+-- The note (message, change request) of a gray change-log row, keyed by its `nid`, as
+-- `nacelle_history_note` is for `his_config_info`: what a rollout's step publishes say.
+CREATE TABLE IF NOT EXISTS nacelle_gray_note (
+  nid bigint NOT NULL PRIMARY KEY,
+  message text NOT NULL DEFAULT '',
+  change_id bigint
+);

@@ -1,0 +1,203 @@
+//! Staged rollouts (`nacelle_rollout`, docs/rollouts.md): create, read, version-checked
+//! transitions and the lease of the node driving each, on a sqlx pool shared by every
+//! backend (small writes, each its own statement or short transaction). The statements
+//! are `RolloutQueries` in `queries.rs`.
+
+use nacelle_core::rollout::{
+    active_key, NewRollout, Rollout, RolloutId, RolloutPlan, RolloutState, RolloutUpdate,
+};
+use nacelle_core::{ConfigKey, ConfigType, StoreError};
+use sqlx::Pool;
+
+use crate::map_err;
+use crate::queries::{Arg, Queries};
+use crate::sql::Exec;
+
+fn bad_row(what: &str, value: &str) -> StoreError {
+    StoreError::Unavailable(format!("unreadable rollout row: {what} `{value}`"))
+}
+
+fn rollout_of<DB: Exec>(row: &DB::Row) -> Result<Rollout, StoreError> {
+    let state = DB::text(row, "state")?;
+    let plan = DB::text(row, "plan")?;
+    Ok(Rollout {
+        id: DB::int(row, "id")?,
+        key: ConfigKey::from_trusted(
+            &DB::text(row, "tenant_id")?,
+            &DB::text(row, "group_id")?,
+            &DB::text(row, "data_id")?,
+        ),
+        content: DB::text(row, "content")?,
+        config_type: ConfigType::parse_lenient(&DB::text(row, "config_type")?),
+        base_md5: DB::text(row, "base_md5")?,
+        plan: RolloutPlan::from_json(&plan).map_err(|_| bad_row("plan", &plan))?,
+        state: RolloutState::parse(&state).ok_or_else(|| bad_row("state", &state))?,
+        step: u32::try_from(DB::int(row, "step")?).unwrap_or(0),
+        step_started_ms: DB::int(row, "step_started_ms")?,
+        advanced_to: DB::int(row, "advanced_to")?,
+        reason: DB::text(row, "reason")?,
+        lease_holder: DB::text(row, "lease_holder")?,
+        lease_until_ms: DB::int(row, "lease_until_ms")?,
+        author: DB::text(row, "author")?,
+        version: DB::int(row, "version")?,
+        created_ms: DB::int(row, "created_ms")?,
+        updated_ms: DB::int(row, "updated_ms")?,
+    })
+}
+
+/// Creates a rollout, running at step 0; its id. A key with an active rollout is
+/// `Conflict` (the unique `active_key`).
+pub(crate) async fn create<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    new: &NewRollout,
+) -> Result<RolloutId, StoreError> {
+    let plan = new.plan.to_json();
+    let state = RolloutState::Running;
+    // Unique until the id is known: the `#…` form of a finished rollout never collides.
+    let active = active_key(0, &new.key, state);
+    let mut tx = pool.begin().await.map_err(map_err)?;
+    let conn = &mut *tx;
+    let args = [
+        Arg::Text(new.key.tenant()),
+        Arg::Text(new.key.group()),
+        Arg::Text(new.key.data_id()),
+        Arg::Text(&new.content),
+        Arg::Text(new.config_type.as_str()),
+        Arg::Text(&new.base_md5),
+        Arg::Text(&plan),
+        Arg::Text(state.as_str()),
+        Arg::Text(&active),
+        Arg::Text(&new.author),
+        Arg::Int(new.now_ms),
+        Arg::Int(new.now_ms),
+        Arg::Int(new.now_ms),
+    ];
+    let inserted = DB::row(conn, &q.rollouts.insert, &args).await;
+    let row = match inserted {
+        Ok(Some(row)) => row,
+        // MySQL: no RETURNING; the id of this connection's last insert.
+        Ok(None) => DB::row(conn, q.changes.last_insert_id, &[])
+            .await
+            .map_err(map_err)?
+            .ok_or_else(|| StoreError::Unavailable("no id for the new rollout".into()))?,
+        Err(e) => {
+            return Err(match map_err(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!(
+                    "config {} has an active rollout already",
+                    new.key
+                )),
+                other => other,
+            })
+        }
+    };
+    let id = DB::int(&row, "id")?;
+    tx.commit().await.map_err(map_err)?;
+    Ok(id)
+}
+
+/// One rollout.
+pub(crate) async fn get<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    id: RolloutId,
+) -> Result<Option<Rollout>, StoreError> {
+    let mut conn = pool.acquire().await.map_err(map_err)?;
+    match DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+        .await
+        .map_err(map_err)?
+    {
+        Some(row) => Ok(Some(rollout_of::<DB>(&row)?)),
+        None => Ok(None),
+    }
+}
+
+/// Rollouts, newest first.
+pub(crate) async fn list<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    active_only: bool,
+    limit: u32,
+) -> Result<Vec<Rollout>, StoreError> {
+    let sql = if active_only {
+        &q.rollouts.list_active
+    } else {
+        &q.rollouts.list_all
+    };
+    let mut conn = pool.acquire().await.map_err(map_err)?;
+    DB::rows(&mut conn, sql, &[Arg::Int(i64::from(limit.max(1)))])
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(rollout_of::<DB>)
+        .collect()
+}
+
+/// Applies a transition if the version is still the expected one.
+pub(crate) async fn update<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    id: RolloutId,
+    u: &RolloutUpdate,
+) -> Result<Rollout, StoreError> {
+    let mut conn = pool.acquire().await.map_err(map_err)?;
+    let Some(row) = DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+        .await
+        .map_err(map_err)?
+    else {
+        return Err(StoreError::NotFound(format!("rollout {id}")));
+    };
+    let current = rollout_of::<DB>(&row)?;
+    let active = active_key(id, &current.key, u.state);
+    let done = DB::run(
+        &mut conn,
+        &q.rollouts.update,
+        &[
+            Arg::Text(u.state.as_str()),
+            Arg::Int(i64::from(u.step)),
+            Arg::Int(u.step_started_ms),
+            Arg::Int(u.advanced_to),
+            Arg::Text(&u.reason),
+            Arg::Text(&active),
+            Arg::Int(u.now_ms),
+            Arg::Int(id),
+            Arg::Int(u.expected_version),
+        ],
+    )
+    .await
+    .map_err(map_err)?;
+    if DB::rows_affected(&done) == 0 {
+        return Err(StoreError::CasMismatch);
+    }
+    let row = DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| StoreError::NotFound(format!("rollout {id}")))?;
+    rollout_of::<DB>(&row)
+}
+
+/// Takes or renews the lease; whether `node` holds it.
+pub(crate) async fn claim<DB: Exec>(
+    pool: &Pool<DB>,
+    q: &Queries,
+    id: RolloutId,
+    node: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<bool, StoreError> {
+    let mut conn = pool.acquire().await.map_err(map_err)?;
+    let done = DB::run(
+        &mut conn,
+        &q.rollouts.claim,
+        &[
+            Arg::Text(node),
+            Arg::Int(now_ms.saturating_add(lease_ms)),
+            Arg::Int(id),
+            Arg::Text(node),
+            Arg::Int(now_ms),
+        ],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(DB::rows_affected(&done) > 0)
+}
