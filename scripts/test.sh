@@ -39,6 +39,9 @@ command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 [ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
 command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+# Staged rollouts' Prometheus guard (crates/nacelle/tests/rollouts.rs) against a real
+# Prometheus server the test starts.
+[ -x /usr/bin/prometheus ] || missing+=(prometheus)
 # The console's browser test (crates/nacelle/tests/console_browser.rs) drives Debian's
 # headless chromium with playwright-core from npm (Playwright's own browser download cannot
 # work here).
