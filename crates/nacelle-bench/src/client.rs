@@ -83,6 +83,17 @@ impl Conn {
         }
         self.send(b.body(Full::new(Bytes::from(body)))?).await
     }
+
+    /// `POST path` with a JSON body.
+    pub async fn post_json(&mut self, path: &str, body: String) -> Result<(StatusCode, Bytes)> {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))?;
+        self.send(req).await
+    }
 }
 
 /// Form-encodes pairs.

@@ -78,8 +78,13 @@ enum Scenario {
         size: usize,
         /// Also publish a beta of every key for these IPs (an address no bench client has
         /// measures the cost of variant selection on every read).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "gray_percent")]
         beta_ips: Option<String>,
+        /// Also give every key a percent gray of this share (a staged rollout held at its
+        /// first step; the bench's clients must fall outside it): the cost of the percent
+        /// rule's selection on every read. At most 100 keys (the active rollouts' bound).
+        #[arg(long)]
+        gray_percent: Option<f64>,
         /// Encrypted configs: the keys are `cipher-aes-…` dataIds, so the server encrypts
         /// them on publish and decrypts for every GET (docs/encryption.md).
         #[arg(long)]
@@ -145,8 +150,13 @@ enum Scenario {
         server_pid: Option<u32>,
         /// Also publish a beta of the key for these IPs (not the pollers': every wake-up
         /// then goes through per-listener variant selection).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "gray_percent")]
         beta_ips: Option<String>,
+        /// Also give the key a percent gray of this share (a staged rollout held at its
+        /// first step; the pollers must fall outside it): every wake-up then evaluates the
+        /// percent rule per listener.
+        #[arg(long)]
+        gray_percent: Option<f64>,
         /// Pause in milliseconds before each publish, for every poll to reach the server
         /// and be held, and after each round's answers before the next polls are sent
         /// (default: 500 + n / 10 before, none after). Give more under a profiler, so that
@@ -334,6 +344,15 @@ fn main() -> Result<()> {
     rt.block_on(async move { tokio::spawn(run(cli)).await? })
 }
 
+/// The variant `--beta-ips` or `--gray-percent` asks for (clap keeps them apart).
+fn variant_of(beta_ips: Option<&str>, gray_percent: Option<f64>) -> Option<scenarios::Variant<'_>> {
+    match (beta_ips, gray_percent) {
+        (Some(ips), _) => Some(scenarios::Variant::Beta(ips)),
+        (None, Some(p)) => Some(scenarios::Variant::Percent(p)),
+        (None, None) => None,
+    }
+}
+
 async fn run(cli: Cli) -> Result<()> {
     match cli.scenario {
         Scenario::HttpGet {
@@ -341,11 +360,12 @@ async fn run(cli: Cli) -> Result<()> {
             keys,
             size,
             beta_ips,
+            gray_percent,
             cipher,
         } => {
             check_loopback(&load.addr)?;
-            let beta = beta_ips.as_deref();
-            scenarios::http_get(&load, keys, size, beta, cipher).await
+            let variant = variant_of(beta_ips.as_deref(), gray_percent);
+            scenarios::http_get(&load, keys, size, variant, cipher).await
         }
         Scenario::Ceiling { load, size } => ceiling::run(&load, size).await,
         Scenario::CeilingServe { size } => ceiling::serve(size).await,
@@ -455,12 +475,13 @@ async fn run(cli: Cli) -> Result<()> {
             rounds,
             server_pid,
             beta_ips,
+            gray_percent,
             pause_ms,
         } => {
             check_loopback(&addr)?;
-            let beta = beta_ips.as_deref();
+            let variant = variant_of(beta_ips.as_deref(), gray_percent);
             let rounds = rounds.min(100);
-            scenarios::longpoll_fanout(addr, (n, rounds, pause_ms), server_pid, beta).await
+            scenarios::longpoll_fanout(addr, (n, rounds, pause_ms), server_pid, variant).await
         }
         Scenario::ClientLatency {
             addr,

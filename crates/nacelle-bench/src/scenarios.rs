@@ -55,6 +55,84 @@ async fn publish_with(
     Ok(())
 }
 
+/// A variant a scenario's keys also get, for clients the bench has none of, so that every
+/// read and every wake-up runs the variant selection and misses: its pure cost.
+#[derive(Debug, Clone, Copy)]
+pub enum Variant<'a> {
+    /// A beta for these IPs (`betaIps`).
+    Beta(&'a str),
+    /// A share of all clients by the `percent` rule (docs/gray-release.md), published by a
+    /// staged rollout held at its first step (manual advance, a week's bake); the bench's
+    /// clients must fall outside it (checked).
+    Percent(f64),
+}
+
+impl Variant<'_> {
+    fn describe(&self) -> Value {
+        match self {
+            Variant::Beta(ips) => json!({ "beta_ips": ips }),
+            Variant::Percent(p) => json!({ "gray_percent": p }),
+        }
+    }
+}
+
+/// Gives `data_id` (whose formal content is `formal`) the variant `v` with `content`.
+async fn add_variant(
+    conn: &mut Conn,
+    data_id: &str,
+    formal: &str,
+    content: &str,
+    v: Variant<'_>,
+) -> Result<()> {
+    match v {
+        Variant::Beta(ips) => publish_with(conn, data_id, content, &[("betaIps", ips)]).await,
+        Variant::Percent(p) => {
+            let token = crate::creds::token()
+                .map(|t| format!("accessToken={t}&"))
+                .unwrap_or_default();
+            let q = format!("?{token}dataId={data_id}&group={GROUP}");
+            // A second run on the same server finds the gray of the first in place.
+            if !has_percent_gray(conn, &q).await? {
+                let body = json!({
+                    "group": GROUP, "dataId": data_id, "content": content,
+                    "steps": [p, 100.0], "bakeMs": 7 * 24 * 3600 * 1000_i64, "manual": true,
+                });
+                let path = format!("/nacos/nacelle/v1/rollouts?{token}");
+                let (status, resp) = conn.post_json(&path, body.to_string()).await?;
+                let answer: Value = serde_json::from_slice(&resp).unwrap_or(Value::Null);
+                if answer["data"]["id"].as_i64().is_none() {
+                    bail!(
+                        "starting a rollout of {data_id}: {status} {}",
+                        String::from_utf8_lossy(&resp)
+                    );
+                }
+                // The driver publishes the step's gray on its next tick.
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while !has_percent_gray(conn, &q).await? {
+                    if Instant::now() > deadline {
+                        bail!("the rollout of {data_id} published no percent gray within 15 s");
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            let (_, served) = conn.get(&format!("/nacos/v1/cs/configs{q}")).await?;
+            if served != formal.as_bytes() {
+                bail!("the bench's address falls in the {p} % cohort of {data_id}: choose another share");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Whether the key of query `q` (`?dataId=…&group=…`) has a percent gray (v2 gray listing).
+async fn has_percent_gray(conn: &mut Conn, q: &str) -> Result<bool> {
+    let (_, resp) = conn.get(&format!("/nacos/v2/cs/config/gray{q}")).await?;
+    let grays: Value = serde_json::from_slice(&resp).unwrap_or(Value::Null);
+    Ok(grays["data"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|g| g["type"] == "percent")))
+}
+
 /// Runs `load.connections` loops of GETs rotating over `paths`; returns the figures.
 pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
     let paths = Arc::new(paths);
@@ -111,12 +189,12 @@ pub async fn get_load(load: &Load, paths: Vec<String>) -> Result<Value> {
 
 /// `http-get`: seeds `keys` configs of `size` bytes, then GETs them; with `cipher`, as
 /// encrypted configs (`cipher-aes-…`), which the server decrypts for each GET; with
-/// `beta_ips`, each key also gets a beta for those addresses.
+/// `variant`, each key also gets that variant (a beta, a percent gray), for no bench client.
 pub async fn http_get(
     load: &Load,
     keys: usize,
     size: usize,
-    beta_ips: Option<&str>,
+    variant: Option<Variant<'_>>,
     cipher: bool,
 ) -> Result<()> {
     let keys = keys.clamp(1, 100_000);
@@ -128,15 +206,10 @@ pub async fn http_get(
         } else {
             format!("bench-get-{k}")
         };
-        publish_one(&mut conn, &id, &content_of(size, k)).await?;
-        if let Some(ips) = beta_ips {
-            publish_with(
-                &mut conn,
-                &id,
-                &content_of(size, k + 1),
-                &[("betaIps", ips)],
-            )
-            .await?;
+        let formal = content_of(size, k);
+        publish_one(&mut conn, &id, &formal).await?;
+        if let Some(v) = variant {
+            add_variant(&mut conn, &id, &formal, &content_of(size, k + 1), v).await?;
         }
         let token = crate::creds::token()
             .map(|t| format!("&accessToken={t}"))
@@ -149,7 +222,10 @@ pub async fn http_get(
     if let Some(o) = result.as_object_mut() {
         o.insert("keys".into(), json!(keys));
         o.insert("size".into(), json!(size));
-        o.insert("beta_ips".into(), json!(beta_ips));
+        o.insert(
+            "variant".into(),
+            variant.map_or(Value::Null, |v| v.describe()),
+        );
         o.insert("cipher".into(), json!(cipher));
         o.insert("auth".into(), json!(crate::creds::token().is_some()));
     }
@@ -251,15 +327,15 @@ pub async fn longpoll_fanout(
     addr: SocketAddr,
     (n, rounds, pause_ms): (usize, usize, Option<u64>),
     server_pid: Option<u32>,
-    beta_ips: Option<&str>,
+    variant: Option<Variant<'_>>,
 ) -> Result<()> {
     let n = n.clamp(1, 20_000);
     let data_id = format!("bench-fanout-{}", std::process::id());
     let mut admin = Conn::connect(addr).await?;
     let mut content = format!("round-0-{}", std::process::id());
     publish_one(&mut admin, &data_id, &content).await?;
-    if let Some(ips) = beta_ips {
-        publish_with(&mut admin, &data_id, "beta", &[("betaIps", ips)]).await?;
+    if let Some(v) = variant {
+        add_variant(&mut admin, &data_id, &content, "beta", v).await?;
     }
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
@@ -331,6 +407,7 @@ pub async fn longpoll_fanout(
             "latency_from_publish_sent": all.summary(),
             "within_5s": within_5s,
             "per_round": per_round,
+            "variant": variant.map_or(Value::Null, |v| v.describe()),
         }),
     );
     Ok(())
