@@ -234,7 +234,13 @@ fn rollout_json(r: &Rollout) -> serde_json::Value {
            "state": r.state, "step": r.step, "steps": r.steps, "percent": r.percent,
            "bakeMs": r.bake_ms, "manual": r.manual, "guards": r.guards, "md5": r.md5,
            "stepStartedTime": r.step_started_time, "reason": r.reason,
-           "leaseHolder": r.lease_holder, "author": r.author, "createdTime": r.created_time})
+           "leaseHolder": r.lease_holder, "author": r.author, "createdTime": r.created_time,
+           "cohort": r.cohort.as_ref().map(|c| json!({
+               "listeners": c.listeners, "cohort": c.cohort, "holding": c.holding,
+               "complete": c.complete,
+               "nodes": c.nodes.iter().map(|n| json!({"node": n.node, "listeners": n.listeners,
+                   "cohort": n.cohort, "holding": n.holding, "error": n.error}))
+                   .collect::<Vec<_>>()}))})
 }
 
 fn stage_text(r: &Rollout) -> String {
@@ -308,6 +314,26 @@ fn print_one(r: &Rollout, out: Output, verb: &str) {
             }
             if !r.lease_holder.is_empty() {
                 println!("  driven by {}", r.lease_holder);
+            }
+            if let Some(c) = &r.cohort {
+                let partial = if c.complete {
+                    ""
+                } else {
+                    " (not every node answered)"
+                };
+                println!(
+                    "  cohort {} of {} listening clients, {} holding this step's version{partial}",
+                    c.cohort, c.listeners, c.holding
+                );
+                for n in &c.nodes {
+                    match &n.error {
+                        Some(e) => println!("    {}: unknown ({e})", n.node),
+                        None => println!(
+                            "    {}: {} of {}, {} holding",
+                            n.node, n.cohort, n.listeners, n.holding
+                        ),
+                    }
+                }
             }
         }
     }

@@ -86,7 +86,9 @@ pub use metrics::{MetricEvent, Metrics};
 pub use options::{
     ClientBuilder, GroupWatchMode, ServerAddr, TokenPlacement, Transport, GRPC_PORT_OFFSET,
 };
-pub use rollouts::{NewRollout, PromGuard, Rollout, RolloutAction, RolloutStage};
+pub use rollouts::{
+    NewRollout, PromGuard, Rollout, RolloutAction, RolloutCohort, RolloutNodeCohort, RolloutStage,
+};
 pub use schemas::{Schema, SchemaCheck, SchemaProblem};
 pub use shared::{Change, Config, PublishOptions};
 pub use users::{Permission, RoleGrant, User};

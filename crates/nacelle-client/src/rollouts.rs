@@ -78,6 +78,43 @@ pub struct Rollout {
     pub created_time: i64,
     #[serde(default)]
     pub updated_time: i64,
+    /// An active rollout's cohort on every node, when one rollout was asked for.
+    #[serde(default)]
+    pub cohort: Option<RolloutCohort>,
+}
+
+/// A rollout's cohort now, from the live view: of the key's listening clients, those the
+/// rollout's variant is served to, and of them those holding it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutCohort {
+    #[serde(default)]
+    pub listeners: u64,
+    #[serde(default)]
+    pub cohort: u64,
+    #[serde(default)]
+    pub holding: u64,
+    /// Whether every node answered.
+    #[serde(default)]
+    pub complete: bool,
+    #[serde(default)]
+    pub nodes: Vec<RolloutNodeCohort>,
+}
+
+/// One node's part of a [`RolloutCohort`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutNodeCohort {
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub node: String,
+    #[serde(default)]
+    pub listeners: u64,
+    #[serde(default)]
+    pub cohort: u64,
+    #[serde(default)]
+    pub holding: u64,
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// A Prometheus guard: unhealthy when the query returns anything (or, with a threshold,

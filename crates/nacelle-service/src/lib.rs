@@ -80,7 +80,7 @@ pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
 pub use rollout_driver::{DriverConfig, GuardProbe, ProbeFuture};
-pub use rollouts::{RolloutInput, RolloutOps};
+pub use rollouts::{CohortProgress, NodeCohort, RolloutInput, RolloutOps};
 pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
 pub use service::{CommitObserver, ConfigService};
 pub use transfer::{

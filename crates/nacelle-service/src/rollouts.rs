@@ -38,6 +38,35 @@ pub struct RolloutInput {
     pub plan: RolloutPlan,
 }
 
+/// A rollout's cohort as the cluster sees it now, from the live view (docs/live-view.md):
+/// of the key's listening clients, those the rollout's variant is served to, and of them
+/// those that hold it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CohortProgress {
+    /// Listening clients of the key on the nodes that answered.
+    pub listeners: u64,
+    /// Of them, the clients served the rollout's variant: the current step's cohort.
+    pub cohort: u64,
+    /// Of the cohort, the clients holding the rollout's content.
+    pub holding: u64,
+    /// Each node's part, the answering node first.
+    pub nodes: Vec<NodeCohort>,
+    /// Whether every node answered (else the counts are those that did).
+    pub complete: bool,
+}
+
+/// One node's part of a [`CohortProgress`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeCohort {
+    /// The node's HTTP address.
+    pub node: String,
+    pub listeners: u64,
+    pub cohort: u64,
+    pub holding: u64,
+    /// Why the node could not be asked.
+    pub error: Option<String>,
+}
+
 /// The rollout operations of one caller.
 #[derive(Debug)]
 pub struct RolloutOps<'a> {
@@ -262,6 +291,40 @@ impl RolloutOps<'_> {
         self.service
             .authorize_key(self.caller, &r.key, Action::Read)?;
         Ok(r)
+    }
+
+    /// The cohort of rollout `r` now, on every node (`r` on its key). Only an active
+    /// rollout has a cohort; after it ended the counts are those of a gray that is gone
+    /// (0 in the cohort).
+    pub async fn progress(&self, r: &Rollout) -> Result<CohortProgress, CoreError> {
+        let view = self.service.key_clients(self.caller, &r.key).await?;
+        let gray = gray_name(r.id);
+        let md5 = md5_hex(r.content.as_bytes());
+        let mut p = CohortProgress {
+            complete: view.complete,
+            ..CohortProgress::default()
+        };
+        for n in &view.nodes {
+            let mut part = NodeCohort {
+                node: n.node.clone(),
+                error: n.error.clone(),
+                ..NodeCohort::default()
+            };
+            for c in &n.clients {
+                part.listeners += 1;
+                if c.served_gray.as_deref() == Some(gray.as_str()) {
+                    part.cohort += 1;
+                    if c.held_md5 == md5 {
+                        part.holding += 1;
+                    }
+                }
+            }
+            p.listeners += part.listeners;
+            p.cohort += part.cohort;
+            p.holding += part.holding;
+            p.nodes.push(part);
+        }
+        Ok(p)
     }
 
     /// Rollouts newest first (those of keys the caller may read), at most `limit`.

@@ -1,7 +1,7 @@
 //! The guards' probes of staged rollouts (docs/rollouts.md), over HTTP: a Prometheus
 //! instant query (`GET {base}/api/v1/query?query=…`, its vector's or scalar's values) and a
-//! health URL's status. Plain `http://` only for now (the server's HTTP client carries no
-//! root certificates).
+//! health URL's status. `https://` is verified against the Mozilla roots (reqwest's
+//! `rustls-tls-webpki-roots`, the feature the webhooks' client turns on for this crate).
 
 use std::time::Duration;
 

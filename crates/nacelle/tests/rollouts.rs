@@ -743,6 +743,20 @@ async fn a_prometheus_alarm_rolls_back_every_cohort_client() -> TestResult {
     )
     .await?;
     all_see(&mut rx, &mut latest, &everyone, "mode: new").await?;
+    // The rollout's cohort, from the live view: every listener (long polls between two
+    // polls aside) is in the 100 % cohort and holds the step's version.
+    let n = everyone.len() as u64;
+    let r = until(
+        &s,
+        id,
+        "counted its whole cohort holding the new version",
+        |r| {
+            let c = &r["cohort"];
+            c["listeners"] == n && c["cohort"] == n && c["holding"] == n && c["complete"] == true
+        },
+    )
+    .await?;
+    assert_eq!(r["cohort"]["nodes"][0]["holding"], n, "{r}");
     // Quiet while the alarm is off.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(rollout(&s, id).await?["state"], "running");

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::md5_hex;
 use nacelle_core::rollout::{Canary, Guards, PromGuard, Rollout, RolloutPlan, Stage};
-use nacelle_service::RolloutInput;
+use nacelle_service::{CohortProgress, RolloutInput};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -192,6 +192,53 @@ struct RolloutJson<'a> {
     created_time: i64,
     updated_time: i64,
     version: i64,
+    /// An active rollout's cohort on every node (answers of one rollout only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cohort: Option<CohortJson>,
+}
+
+/// [`CohortProgress`] on the wire.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CohortJson {
+    listeners: u64,
+    cohort: u64,
+    holding: u64,
+    complete: bool,
+    nodes: Vec<NodeCohortJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeCohortJson {
+    node: String,
+    listeners: u64,
+    cohort: u64,
+    holding: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl From<CohortProgress> for CohortJson {
+    fn from(p: CohortProgress) -> Self {
+        CohortJson {
+            listeners: p.listeners,
+            cohort: p.cohort,
+            holding: p.holding,
+            complete: p.complete,
+            nodes: p
+                .nodes
+                .into_iter()
+                .map(|n| NodeCohortJson {
+                    node: n.node,
+                    listeners: n.listeners,
+                    cohort: n.cohort,
+                    holding: n.holding,
+                    error: n.error,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl<'a> RolloutJson<'a> {
@@ -245,6 +292,7 @@ impl<'a> RolloutJson<'a> {
             created_time: r.created_ms,
             updated_time: r.updated_ms,
             version: r.version,
+            cohort: None,
         }
     }
 }
@@ -287,7 +335,13 @@ async fn start(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answe
 async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let id = id_of(&p)?;
-    answer(&st.service.rollouts(&p.caller)?.get(id).await?)
+    let ops = st.service.rollouts(&p.caller)?;
+    let r = ops.get(id).await?;
+    let mut json = RolloutJson::of(&r, true);
+    if r.state.is_active() {
+        json.cohort = Some(ops.progress(&r).await?.into());
+    }
+    Ok(success(json))
 }
 
 async fn pause(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
