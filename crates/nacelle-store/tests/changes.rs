@@ -2,7 +2,6 @@
 //! their life in the store, and the publish of a request as one transaction that writes
 //! every key or, when a key moved since its base, nothing.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::{ensure, Context};
@@ -16,25 +15,10 @@ use nacelle_core::{
     md5_hex, ConfigKey, ConfigMeta, ConfigType, NamespaceId, OpSource, OpType, PageRequest,
     PublishRecord, StoreError,
 };
-use nacelle_testkit::{per_backend, Backend, TestDb};
+use nacelle_testkit::per_backend;
 
-type TestResult = anyhow::Result<()>;
-
-const T0: i64 = 1_700_000_000_000;
-
-async fn with_store<F, Fut>(backend: Backend, body: F) -> TestResult
-where
-    F: FnOnce(Arc<dyn ConfigStore>) -> Fut,
-    Fut: Future<Output = TestResult>,
-{
-    let db = TestDb::create(backend).await?;
-    let store = nacelle_store::open(&db.url)
-        .await
-        .with_context(|| format!("opening {backend:?} store"))?;
-    let result = body(store).await;
-    drop(db);
-    result
-}
+mod common;
+use common::{with_store, TestResult, T0};
 
 per_backend!(
     with with_store:

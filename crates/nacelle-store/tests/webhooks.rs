@@ -4,7 +4,6 @@
 //! delivery, and a delivery whose claimer died is claimed again after its lease.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::{ensure, Context};
@@ -13,23 +12,8 @@ use nacelle_core::webhook::{DeliveryClaim, DeliveryResult, DeliveryStatus, NewDe
 use nacelle_core::{NamespaceId, PageRequest};
 use nacelle_testkit::{per_backend, run_on, Backend, TestDb};
 
-type TestResult = anyhow::Result<()>;
-
-const T0: i64 = 1_700_000_000_000;
-
-async fn with_store<F, Fut>(backend: Backend, body: F) -> TestResult
-where
-    F: FnOnce(Arc<dyn ConfigStore>) -> Fut,
-    Fut: Future<Output = TestResult>,
-{
-    let db = TestDb::create(backend).await?;
-    let store = nacelle_store::open(&db.url)
-        .await
-        .with_context(|| format!("opening {backend:?} store"))?;
-    let result = body(store).await;
-    drop(db);
-    result
-}
+mod common;
+use common::{with_store, TestResult, T0};
 
 per_backend!(
     with with_store:
