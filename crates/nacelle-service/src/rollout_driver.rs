@@ -17,8 +17,6 @@
 //! provides, so the service stays free of an HTTP client.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,56 +30,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use crate::request::{PublishRequest, WriteNote};
+use crate::rollout_state::{DriverConfig, GuardProbe, RolloutRuntime};
 use crate::rollouts::{step_label, MAX_ACTIVE_ROLLOUTS};
 use crate::service::ConfigService;
-
-/// The boxed future of a probe.
-pub type ProbeFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
-
-/// How guards reach the outside: implemented by the server binary (over HTTP).
-pub trait GuardProbe: Send + Sync + 'static {
-    /// An instant query `query` against the Prometheus at `base_url`
-    /// (`GET {base_url}/api/v1/query?query=…`): the values of its result (one per series
-    /// of a vector, one for a scalar), or why it could not be read.
-    fn prometheus<'a>(&'a self, base_url: &'a str, query: &'a str) -> ProbeFuture<'a, Vec<f64>>;
-    /// A `GET` of `url`: its status, or why there was none.
-    fn http<'a>(&'a self, url: &'a str) -> ProbeFuture<'a, u16>;
-}
-
-/// How this node drives rollouts.
-#[derive(Debug, Clone)]
-pub struct DriverConfig {
-    /// This node's name in the leases: unique per process.
-    pub node: String,
-    /// How often rollouts are looked at (leases renewed, guards evaluated).
-    pub tick: Duration,
-    /// How long a lease lasts without renewal: how soon another node takes over.
-    pub lease: Duration,
-    /// The Prometheus of guards that name none (`--prometheus-url`).
-    pub prometheus_url: Option<String>,
-    /// The longest a probe may take; slower is unhealthy.
-    pub probe_timeout: Duration,
-}
-
-impl DriverConfig {
-    /// Defaults: a tick of 1 s, a lease of 6 s, probes of 3 s at most.
-    pub fn new(node: String, prometheus_url: Option<String>) -> Self {
-        DriverConfig {
-            node,
-            tick: Duration::from_secs(1),
-            lease: Duration::from_secs(6),
-            prometheus_url,
-            probe_timeout: Duration::from_secs(3),
-        }
-    }
-}
-
-/// The driver's wiring, held by the service.
-pub(crate) struct RolloutRuntime {
-    config: DriverConfig,
-    probe: Arc<dyn GuardProbe>,
-    wake: Notify,
-}
 
 /// What the driver remembers of a rollout between ticks (lost with the lease, which is
 /// harmless: it only delays the delivery guard).

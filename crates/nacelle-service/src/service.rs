@@ -92,7 +92,7 @@ pub(crate) struct Inner {
     /// (`crate::webhooks`).
     pub(crate) webhooks: crate::webhook_state::WebhookState,
     /// The rollout driver's wiring (`crate::rollout_driver`), set once at wiring.
-    pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_driver::RolloutRuntime>>,
+    pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_state::RolloutRuntime>>,
 }
 
 /// Learns of every write committed through this service, after the commit and after local

@@ -8,9 +8,9 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
-use nacelle_core::webhook::NewDelivery;
-
-use crate::webhooks::LiveHook;
+use nacelle_core::pattern::Part;
+use nacelle_core::webhook::{NewDelivery, Webhook};
+use nacelle_core::NamespaceId;
 
 /// Deliveries queued at most; beyond, new ones are dropped (and counted).
 pub const QUEUE_CAPACITY: usize = 10_000;
@@ -38,5 +38,27 @@ impl WebhookState {
             wake: Notify::new(),
             finish: CancellationToken::new(),
         }
+    }
+}
+
+/// A webhook with its patterns parsed, as the feed matches it.
+#[derive(Debug)]
+pub(crate) struct LiveHook {
+    pub(crate) hook: Webhook,
+    group: Part,
+    data_id: Part,
+}
+
+impl LiveHook {
+    pub(crate) fn of(hook: Webhook) -> Option<LiveHook> {
+        Some(LiveHook {
+            group: Part::glob(&hook.group_pattern)?,
+            data_id: Part::glob(&hook.data_id_pattern)?,
+            hook,
+        })
+    }
+
+    pub(crate) fn matches(&self, ns: &NamespaceId, group: &str, data_id: &str) -> bool {
+        self.hook.namespace == *ns && self.group.matches(group) && self.data_id.matches(data_id)
     }
 }

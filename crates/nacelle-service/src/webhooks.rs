@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use nacelle_core::audit::{AuditAction, AuditEvent};
 use nacelle_core::change::{ChangeItem, ChangeOp};
-use nacelle_core::pattern::Part;
 use nacelle_core::webhook::{
     Delivery, DeliveryClaim, DeliveryResult, DeliveryStatus, NewDelivery, Webhook, EVENT_KINDS,
 };
@@ -43,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::schemas::{check_pattern, MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
 use crate::service::ConfigService;
+use crate::webhook_state::LiveHook;
 
 pub use crate::webhook_state::QUEUE_CAPACITY;
 
@@ -134,27 +134,7 @@ impl ChangeSubject {
     }
 }
 
-/// A webhook with its patterns parsed, as the feed matches it.
-#[derive(Debug)]
-pub(crate) struct LiveHook {
-    pub(crate) hook: Webhook,
-    group: Part,
-    data_id: Part,
-}
-
 impl LiveHook {
-    fn of(hook: Webhook) -> Option<LiveHook> {
-        Some(LiveHook {
-            group: Part::glob(&hook.group_pattern)?,
-            data_id: Part::glob(&hook.data_id_pattern)?,
-            hook,
-        })
-    }
-
-    fn matches(&self, ns: &NamespaceId, group: &str, data_id: &str) -> bool {
-        self.hook.namespace == *ns && self.group.matches(group) && self.data_id.matches(data_id)
-    }
-
     /// Whether the hook receives `kind` events of `subject`.
     fn wants(&self, kind: &str, subject: &Subject) -> bool {
         if !self.hook.enabled || !self.hook.wants(kind) {
