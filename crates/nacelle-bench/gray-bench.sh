@@ -8,9 +8,11 @@ set -euo pipefail
 T=${T:-target/release}
 B=$T/nacelle-bench
 OUT=${1:-/tmp/gray-bench}
+# A percent gray is a rollout, and at most 100 are active: 95 http-get keys leave room for
+# the fan-out runs' keys.
 case "${VARIANT:-beta}" in
-  beta) FLAG=(--beta-ips 10.255.255.1) ;;
-  percent) FLAG=(--gray-percent "${PERCENT:-0.01}") ;;
+  beta) FLAG=(--beta-ips 10.255.255.1); KEYS=${KEYS:-100} ;;
+  percent) FLAG=(--gray-percent "${PERCENT:-0.01}"); KEYS=${KEYS:-95} ;;
   *) echo "VARIANT is beta or percent" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
@@ -23,8 +25,8 @@ PB=$(start /tmp/gb-b 38858)
 trap 'kill "$PA" "$PB" 2>/dev/null || true' EXIT
 sleep 2
 for i in 1 2; do
-  $B http-get --addr 127.0.0.1:38848 --connections 32 --duration 10 | tail -1 >> "$OUT/get-plain.jsonl"
-  $B http-get --addr 127.0.0.1:38858 --connections 32 --duration 10 "${FLAG[@]}" | tail -1 >> "$OUT/get-variant.jsonl"
+  $B http-get --addr 127.0.0.1:38848 --connections 32 --duration 10 --keys "$KEYS" | tail -1 >> "$OUT/get-plain.jsonl"
+  $B http-get --addr 127.0.0.1:38858 --connections 32 --duration 10 --keys "$KEYS" "${FLAG[@]}" | tail -1 >> "$OUT/get-variant.jsonl"
 done
 for i in 1 2; do
   $B longpoll-fanout --addr 127.0.0.1:38848 --n 1000 --rounds 5 --server-pid "$PA" | tail -1 >> "$OUT/fanout-plain.jsonl"

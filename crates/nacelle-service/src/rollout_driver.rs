@@ -107,11 +107,25 @@ impl ConfigService {
             let mut tasks = JoinSet::new();
             let mut held = Vec::new();
             for r in active {
-                let claim =
-                    self.inner
-                        .store
-                        .claim_rollout(r.id, &rt.config.node, now_millis(), lease_ms);
-                match self.store_call(StoreOp::Rollouts, claim).await {
+                // The row was read this tick: a lease another node holds unexpired is not
+                // tried (the compare-and-set would fail), and this node's own is renewed
+                // only once half of it is gone — a write per rollout every few ticks, not
+                // one per node and tick.
+                let now = now_millis();
+                let mine = r.lease_holder == rt.config.node;
+                if !mine && r.lease_until_ms > now {
+                    continue;
+                }
+                let renewed = if mine && r.lease_until_ms - now > lease_ms / 2 {
+                    Ok(true)
+                } else {
+                    let claim =
+                        self.inner
+                            .store
+                            .claim_rollout(r.id, &rt.config.node, now, lease_ms);
+                    self.store_call(StoreOp::Rollouts, claim).await
+                };
+                match renewed {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(e) => {
