@@ -240,7 +240,6 @@ export const ZH = {
   "invalid {type}": "{type} 格式错误",
   "This namespace accepts it (validation mode warn): publishing asks you to confirm.": "此命名空间接受它（校验模式 warn）：发布时会请你确认。",
   "This namespace refuses invalid content (validation mode reject).": "此命名空间拒绝格式错误的内容（校验模式 reject）。",
-  "Go to line": "跳到该行",
   "a new config": "新配置",
   "The content is empty.": "内容为空。",
   "{group} / {dataId} already exists in this namespace. ": "此命名空间中已存在 {group} / {dataId}。",
