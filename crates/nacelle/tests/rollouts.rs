@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::grpc::Registered;
 use nacelle_testkit::grpc::{recorder, Sdk};
 use nacelle_testkit::per_backend::skipped;
 use nacelle_testkit::server::{BinaryServer, TestServer};
@@ -521,6 +524,65 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
         &json!({"dataId": "svc.yaml", "content": "v: new", "steps": [100], "bakeMs": 600000}),
     )
     .await?;
+    Ok(())
+}
+
+/// The delivery guard: a gRPC client of the cohort that keeps listening with the formal
+/// md5 (as an SDK whose fetch of the new version failed re-sends its listen set) is out of
+/// date; past the bound the rollout rolls back, naming the client, and the formal content
+/// is served again. Until then the rollout runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cohort_client_that_never_takes_the_step_rolls_back_by_the_delivery_guard() -> TestResult
+{
+    let s = TestServer::start().await?;
+    s.publish("", G, "late.yaml", "v: old").await?;
+    let old_md5 = md5("v: old");
+    let grpc_addr = s.server.as_ref().ok_or("server")?.grpc_addr;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{grpc_addr}"))?
+        .connect()
+        .await?;
+    let mut lagging = Registered::connect(channel).await?;
+    assert!(lagging.listen("late.yaml", G, &old_md5).await?.is_ok());
+    let id = start_ok(
+        &s,
+        &json!({"dataId": "late.yaml", "content": "v: new", "steps": [100], "bakeMs": 600000,
+                "guards": {"deliveryMs": 2000}}),
+    )
+    .await?;
+    let deadline = Instant::now() + SOON;
+    while s.get("", G, "late.yaml").await?.as_deref() != Some("v: new") {
+        assert!(
+            Instant::now() < deadline,
+            "the step never served the new content"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Told of the change, the client never fetches it and listens again with the old md5.
+    let told = Instant::now();
+    let r = loop {
+        assert!(lagging.listen("late.yaml", G, &old_md5).await?.is_ok());
+        let r = rollout(&s, id).await?;
+        if r["state"] != "running" || Instant::now() > told + SOON {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(r["state"], "rolled-back", "{r}");
+    let reason = r["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("did not take the new version within 2000 ms"),
+        "{r}"
+    );
+    println!(
+        "a lagging cohort client rolled the rollout back {:?} after it was told",
+        told.elapsed()
+    );
+    assert_eq!(s.get("", G, "late.yaml").await?.as_deref(), Some("v: old"));
+    let metrics = s.http.get(s.url("/metrics")).send().await?.text().await?;
+    assert!(
+        metrics.contains("nacelle_rollout_rollbacks_total{reason=\"delivery\"} 1"),
+        "{metrics}"
+    );
     Ok(())
 }
 

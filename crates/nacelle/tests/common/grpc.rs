@@ -4,7 +4,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use nacelle_proto::config::{ConfigPublishRequest, ConfigQueryRequest, ConfigQueryResponse};
+use nacelle_proto::config::{
+    ConfigBatchListenRequest, ConfigListenContext, ConfigPublishRequest, ConfigQueryRequest,
+    ConfigQueryResponse,
+};
 use nacelle_proto::connection::{ConnectionSetupRequest, HealthCheckRequest, ServerCheckRequest};
 use nacelle_proto::grpc::bi_request_stream_client::BiRequestStreamClient;
 use nacelle_proto::grpc::request_client::RequestClient;
@@ -84,6 +87,27 @@ impl Registered {
             &mut self.client,
             types::CONFIG_PUBLISH_REQUEST,
             json(&publish)?,
+        )
+        .await?;
+        Ok(answer.head()?)
+    }
+
+    /// Listens to (`id`, `group`) in the public namespace saying it holds `md5` (a
+    /// `ConfigBatchListenRequest` as an SDK's listen sync sends it); the answer's head.
+    pub async fn listen(&mut self, id: &str, group: &str, md5: &str) -> Result<ResponseHead> {
+        let listen = ConfigBatchListenRequest::new(
+            true,
+            vec![ConfigListenContext {
+                data_id: Some(id.into()),
+                group: Some(group.into()),
+                tenant: Some(String::new()),
+                md5: Some(md5.into()),
+            }],
+        );
+        let answer = unary(
+            &mut self.client,
+            types::CONFIG_BATCH_LISTEN_REQUEST,
+            json(&listen)?,
         )
         .await?;
         Ok(answer.head()?)
