@@ -424,12 +424,12 @@ mod tests {
     }
 
     #[test]
-    fn step_rules_are_recognised() {
+    fn step_rules_are_recognised() -> Result<(), CoreError> {
         let stage = Stage::Percent(25.0);
-        let spec = gray_spec(7, &stage).ok();
-        assert!(spec
-            .as_ref()
-            .is_some_and(|s| s.name == "rollout-7" && rule_is(7, &stage, &s.rule)));
-        assert!(spec.is_some_and(|s| !rule_is(7, &Stage::Percent(50.0), &s.rule)));
+        let spec = gray_spec(7, &stage)?;
+        assert_eq!(spec.name, "rollout-7");
+        assert!(rule_is(7, &stage, &spec.rule));
+        assert!(!rule_is(7, &Stage::Percent(50.0), &spec.rule));
+        Ok(())
     }
 }
