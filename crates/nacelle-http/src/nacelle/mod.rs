@@ -10,6 +10,7 @@ use crate::AppState;
 pub(crate) mod audit;
 pub(crate) mod changes;
 pub(crate) mod clients;
+mod fields;
 pub(crate) mod rollouts;
 pub(crate) mod schemas;
 pub(crate) mod webhooks;

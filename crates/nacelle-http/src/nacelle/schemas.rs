@@ -17,8 +17,9 @@ use nacelle_core::{ConfigKey, CoreError, NamespaceId, SchemaRecord};
 use nacelle_service::schemas::SchemaSpec;
 use nacelle_service::{SchemaCheck, SchemaProblem};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::fields::Fields;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::v3::{namespace_id, params, success, ErrorCode, V3Error};
@@ -108,43 +109,7 @@ struct CheckJson {
     problems: Vec<ProblemJson>,
 }
 
-/// The request's fields: the JSON body's when one was sent, else query and form fields.
-struct Fields<'p> {
-    params: &'p Params,
-    body: Option<Map<String, Value>>,
-}
-
-impl<'p> Fields<'p> {
-    fn of(p: &'p Params) -> Result<Self, V3Error> {
-        let body = match &p.json_body {
-            None => None,
-            Some(raw) if raw.iter().all(u8::is_ascii_whitespace) => None,
-            Some(raw) => match serde_json::from_slice::<Value>(raw) {
-                Ok(Value::Object(map)) => Some(map),
-                Ok(_) => return Err(V3Error::invalid("the JSON body is not an object")),
-                Err(e) => {
-                    return Err(V3Error::invalid(format!(
-                        "the JSON body does not parse: {e}"
-                    )))
-                }
-            },
-        };
-        Ok(Fields { params: p, body })
-    }
-
-    /// A text field: from the body (a string; a JSON value of another kind as its JSON
-    /// text), else a parameter.
-    fn get(&self, name: &str) -> Option<String> {
-        if let Some(v) = self.body.as_ref().and_then(|b| b.get(name)) {
-            return match v {
-                Value::Null => None,
-                Value::String(s) => Some(s.clone()),
-                other => Some(other.to_string()),
-            };
-        }
-        self.params.get(name).map(str::to_string)
-    }
-
+impl Fields<'_> {
     fn required(&self, name: &str) -> Result<String, V3Error> {
         self.get(name)
             .filter(|v| !v.trim().is_empty())

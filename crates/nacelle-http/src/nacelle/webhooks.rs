@@ -16,8 +16,9 @@ use axum::Router;
 use nacelle_core::webhook::Delivery;
 use nacelle_service::{WebhookSpec, WebhookView};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::fields::Fields;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::v3::{namespace_id, page, params, success, Page, V3Error};
@@ -124,51 +125,9 @@ impl DeliveryJson {
     }
 }
 
-/// The request's fields: the JSON body's when one was sent, else query and form fields.
-struct Fields<'p> {
-    params: &'p Params,
-    body: Option<Map<String, Value>>,
-}
-
-impl<'p> Fields<'p> {
-    fn of(p: &'p Params) -> Result<Self, V3Error> {
-        let body = match &p.json_body {
-            None => None,
-            Some(raw) if raw.iter().all(u8::is_ascii_whitespace) => None,
-            Some(raw) => match serde_json::from_slice::<Value>(raw) {
-                Ok(Value::Object(map)) => Some(map),
-                Ok(_) => return Err(V3Error::invalid("the JSON body is not an object")),
-                Err(e) => {
-                    return Err(V3Error::invalid(format!(
-                        "the JSON body does not parse: {e}"
-                    )))
-                }
-            },
-        };
-        Ok(Fields { params: p, body })
-    }
-
-    /// A text field (a JSON array of strings: joined with commas), absent when not sent.
-    fn text(&self, name: &str) -> Option<String> {
-        if let Some(v) = self.body.as_ref().and_then(|b| b.get(name)) {
-            return match v {
-                Value::Null => None,
-                Value::String(s) => Some(s.clone()),
-                Value::Array(items) => Some(
-                    items
-                        .iter()
-                        .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                other => Some(other.to_string()),
-            };
-        }
-        self.params.get(name).map(str::to_string)
-    }
-
+impl Fields<'_> {
     fn boolean(&self, name: &str) -> Result<Option<bool>, V3Error> {
-        match self.text(name).as_deref().map(str::trim) {
+        match self.list(name).as_deref().map(str::trim) {
             None | Some("") => Ok(None),
             Some("true") => Ok(Some(true)),
             Some("false") => Ok(Some(false)),
@@ -180,7 +139,7 @@ impl<'p> Fields<'p> {
 
     fn id(&self, name: &str) -> Result<i64, V3Error> {
         let raw = self
-            .text(name)
+            .list(name)
             .filter(|v| !v.trim().is_empty())
             .ok_or_else(|| V3Error::invalid(format!("parameter '{name}' is required")))?;
         raw.trim().parse::<i64>().map_err(|_| {
@@ -193,14 +152,14 @@ impl<'p> Fields<'p> {
     /// The spec of a create or update: every field given.
     fn spec(&self) -> Result<WebhookSpec, V3Error> {
         Ok(WebhookSpec {
-            namespace: self.text("namespaceId"),
-            group_pattern: self.text("group"),
-            data_id_pattern: self.text("dataId"),
-            url: self.text("url"),
-            secret: self.text("secret"),
-            events: self.text("events"),
+            namespace: self.list("namespaceId"),
+            group_pattern: self.list("group"),
+            data_id_pattern: self.list("dataId"),
+            url: self.list("url"),
+            secret: self.list("secret"),
+            events: self.list("events"),
             enabled: self.boolean("enabled")?,
-            description: self.text("description"),
+            description: self.list("description"),
         })
     }
 }
@@ -213,7 +172,7 @@ async fn list(
     let p = params(p)?;
     let admin = st.service.webhooks(&p.caller)?;
     let f = Fields::of(&p)?;
-    if f.text("id").is_some_and(|v| !v.trim().is_empty()) {
+    if f.list("id").is_some_and(|v| !v.trim().is_empty()) {
         let hook = admin.get(f.id("id")?).await?;
         return Ok(success(HookJson::of(hook)));
     }
