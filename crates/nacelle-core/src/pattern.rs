@@ -112,6 +112,36 @@ impl GroupPattern {
     }
 }
 
+/// The longest group pattern a schema or webhook may name, in characters.
+pub const MAX_GROUP_PATTERN_CHARS: usize = 128;
+/// The longest dataId pattern a schema or webhook may name, in characters.
+pub const MAX_DATA_ID_PATTERN_CHARS: usize = 255;
+
+/// Checks `(pattern, what, max)`: one of the five shapes, no `>>`, within its length.
+pub fn check_pattern(raw: &str, what: &str, max: usize) -> Result<Part, CoreError> {
+    let raw_trimmed = raw.trim();
+    if raw_trimmed != raw || raw.is_empty() {
+        return Err(CoreError::invalid(format!(
+            "the {what} pattern is blank or has leading or trailing blanks"
+        )));
+    }
+    if raw.chars().count() > max {
+        return Err(CoreError::invalid(format!(
+            "the {what} pattern is longer than {max} characters"
+        )));
+    }
+    if raw.contains(">>") || raw.chars().any(char::is_control) {
+        return Err(CoreError::invalid(format!(
+            "the {what} pattern `{raw}` contains `>>` or a control character"
+        )));
+    }
+    Part::glob(raw).ok_or_else(|| {
+        CoreError::invalid(format!(
+            "the {what} pattern `{raw}` is not one of `*`, `x*`, `*x`, `*x*` or an exact name"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use crate::key::NamespaceId;
 
 /// The event kinds a webhook can subscribe to: the key events (named as their audit
 /// actions) and the change-request events (`change-` and the request event's name).
-pub const EVENT_KINDS: [&str; 17] = [
+pub const EVENT_KINDS: [&str; 18] = [
     "publish",
     "remove",
     "gray-publish",
@@ -17,6 +17,7 @@ pub const EVENT_KINDS: [&str; 17] = [
     "promote",
     "import",
     "clone",
+    "metadata",
     "change-created",
     "change-opened",
     "change-edited",

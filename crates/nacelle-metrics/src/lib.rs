@@ -90,7 +90,8 @@ pub struct OpLabels {
 /// Labels of `nacelle_config_writes_total`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WriteLabels {
-    /// `publish` or `remove`.
+    /// The write's kind (`nacelle_service::WriteKind`): `publish`, `gray_publish`,
+    /// `gray_stop`, `promote`, `remove`, `metadata`, `import`, `clone`, `change_publish`.
     pub op: &'static str,
     /// `ok`, `cas_mismatch` or `error`.
     pub result: &'static str,
@@ -507,10 +508,9 @@ impl Metrics {
         timing::add_store_time(took);
     }
 
-    /// A publish or remove reached the store: `result` is `ok`, `cas_mismatch` or `error`;
-    /// `took` runs from asking for the key's write lock to the store's answer.
-    pub fn write(&self, op: StoreOp, result: &'static str, took: Duration) {
-        let op = op.as_str();
+    /// A write of kind `op` reached the store: `result` is `ok`, `cas_mismatch` or
+    /// `error`; `took` runs from asking for the keys' write locks to the store's answer.
+    pub fn write(&self, op: &'static str, result: &'static str, took: Duration) {
         self.inner
             .writes
             .get_or_create(&WriteLabels { op, result })

@@ -29,10 +29,11 @@ use nacelle_core::{
 use nacelle_metrics::StoreOp;
 
 use crate::audit::Audited;
+use crate::audit::ChangeSubject;
+use crate::commit::{Effect, WriteKind};
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
 use crate::transfer::type_from_extension;
-use crate::webhooks::ChangeSubject;
 
 /// Most keys in one change request.
 pub const MAX_CHANGE_ITEMS: usize = 100;
@@ -471,58 +472,55 @@ impl ConfigService {
             },
         };
         let now = now_millis();
-        let (outcome, changed) = {
-            let _guards = self
-                .write_locks_of(writes.iter().map(ChangeWrite::key))
-                .await;
-            let outcome = self
-                .store_call(
-                    StoreOp::Changes,
-                    self.inner
-                        .store
-                        .publish_change(id, cr.version, &writes, &event, now),
-                )
-                .await
-                .map_err(|e| store_err(e, id))?;
-            let mut changed = Vec::new();
-            if let ChangePublishOutcome::Published(written) = &outcome {
-                for (w, done) in writes.iter().zip(written) {
-                    match done {
-                        ChangeWritten::Published(stored) => {
-                            let stored = Arc::new(stored.as_ref().clone());
-                            if self.apply(stored.clone()) {
-                                changed.push((stored.key.clone(), stored.revision));
-                            }
-                        }
-                        ChangeWritten::Removed(Some(revision)) => {
-                            self.inner.cache.remove(w.key());
-                            changed.push((w.key().clone(), *revision));
-                        }
-                        ChangeWritten::Removed(None) => {
-                            self.inner.cache.remove(w.key());
-                        }
-                    }
-                }
-            }
-            (outcome, changed)
+        let commit = self
+            .begin(
+                WriteKind::ChangePublish,
+                writes.iter().map(ChangeWrite::key),
+            )
+            .await;
+        let outcome = commit
+            .store(
+                self.inner
+                    .store
+                    .publish_change(id, cr.version, &writes, &event, now),
+            )
+            .await
+            .map_err(|e| store_err(e, id))?;
+        let ChangePublishOutcome::Published(written) = outcome else {
+            drop(commit);
+            return self.unpublished(caller, id, cr, how, outcome).await;
         };
-        // Told outside the write locks, as a publish does.
-        for (key, revision) in &changed {
-            self.notify(key, *revision);
-            self.committed(key, *revision);
-        }
+        let effects = writes
+            .iter()
+            .zip(written)
+            .map(|(w, done)| match done {
+                ChangeWritten::Published(stored) => Effect::Formal(Arc::from(stored)),
+                ChangeWritten::Removed(revision) => Effect::Removed(w.key().clone(), revision),
+            })
+            .collect();
+        let subject = ChangeSubject::new(id, &cr.namespace, &cr.title, "published", &cr.items);
+        let event = Audited::new(
+            nacelle_core::audit::AuditAction::ChangePublish,
+            "change.publish",
+            id.to_string(),
+        )
+        .change(subject);
+        commit.finish(caller, effects, vec![event]).await;
+        self.view_of(self.load_change(id).await?)
+    }
+
+    /// The answer to a publish of request `id` that the store did not commit: it moved
+    /// meanwhile, or some of its keys changed since it was based (then it is marked stale).
+    async fn unpublished(
+        &self,
+        caller: &Caller,
+        id: ChangeId,
+        cr: &ChangeRequest,
+        how: &str,
+        outcome: ChangePublishOutcome,
+    ) -> Result<ChangeView, CoreError> {
         match outcome {
-            ChangePublishOutcome::Published(_) => {
-                let subject =
-                    ChangeSubject::new(id, &cr.namespace, &cr.title, "published", &cr.items);
-                let event = Audited::new(
-                    nacelle_core::audit::AuditAction::ChangePublish,
-                    "change.publish",
-                    id.to_string(),
-                );
-                self.audit(caller, event.change(subject));
-                self.view_of(self.load_change(id).await?)
-            }
+            ChangePublishOutcome::Published(_) => self.view_of(self.load_change(id).await?),
             ChangePublishOutcome::Moved => Err(store_err(StoreError::CasMismatch, id)),
             ChangePublishOutcome::Stale(keys) => {
                 let names: Vec<String> = keys

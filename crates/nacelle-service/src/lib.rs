@@ -40,12 +40,12 @@
 //!   database lease, evaluates their guards, rolls back and promotes.
 
 pub mod audit;
-mod audit_state;
 pub mod auth;
 pub mod changes;
 mod cipher;
 mod cipher_state;
 pub mod cluster;
+pub mod commit;
 pub mod follow;
 mod history;
 mod hub;
@@ -65,13 +65,13 @@ pub mod service;
 pub mod transfer;
 mod view;
 pub mod watch;
-mod webhook_state;
 pub mod webhooks;
 mod write;
 
 pub use changes::{ChangeInput, ChangeView, Changes, ItemDiff, ItemInput};
 pub use cipher::CipherCensus;
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
+pub use commit::WriteKind;
 pub use follow::ChangeFollower;
 pub use history::HistoryLookupError;
 pub use hub::{INLINE_WALK_MAX, WALK_CHUNK};

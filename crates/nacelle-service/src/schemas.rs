@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nacelle_core::pattern::Part;
+use nacelle_core::pattern::{check_pattern, Part};
 use nacelle_core::structured::{documents, STRUCTURED_TYPES};
 use nacelle_core::{
     now_millis, Action, Caller, ConfigKey, ConfigType, CoreError, NamespaceId, SchemaRecord,
@@ -39,8 +39,7 @@ pub const MAX_SCHEMAS: usize = 1000;
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 256;
 /// The longest group pattern (the `group_id` column's length) and dataId pattern.
-pub const MAX_GROUP_PATTERN_CHARS: usize = 128;
-pub const MAX_DATA_ID_PATTERN_CHARS: usize = 255;
+pub use nacelle_core::pattern::{MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
 /// The most problems a check reports (a publish names the first).
 pub const MAX_REPORTED_PROBLEMS: usize = 20;
 /// How often a node re-reads the schemas when it shares its database with others.
@@ -149,31 +148,6 @@ fn compile(text: &str) -> Result<jsonschema::Validator, String> {
         .with_retriever(Offline)
         .build(&value)
         .map_err(|e| format!("the schema does not compile: {e}"))
-}
-
-/// Checks `(pattern, what, max)`: one of the five shapes, no `>>`, within its length.
-pub(crate) fn check_pattern(raw: &str, what: &str, max: usize) -> Result<Part, CoreError> {
-    let raw_trimmed = raw.trim();
-    if raw_trimmed != raw || raw.is_empty() {
-        return Err(CoreError::invalid(format!(
-            "the {what} pattern is blank or has leading or trailing blanks"
-        )));
-    }
-    if raw.chars().count() > max {
-        return Err(CoreError::invalid(format!(
-            "the {what} pattern is longer than {max} characters"
-        )));
-    }
-    if raw.contains(">>") || raw.chars().any(char::is_control) {
-        return Err(CoreError::invalid(format!(
-            "the {what} pattern `{raw}` contains `>>` or a control character"
-        )));
-    }
-    Part::glob(raw).ok_or_else(|| {
-        CoreError::invalid(format!(
-            "the {what} pattern `{raw}` is not one of `*`, `x*`, `*x`, `*x*` or an exact name"
-        ))
-    })
 }
 
 /// The problems of `content` (of `config_type`) against `schemas`: at most `limit`.

@@ -29,6 +29,7 @@ use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::log::AuditLog;
 use crate::auth::state::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
@@ -36,6 +37,7 @@ use crate::hub::WatchHub;
 use crate::limits::{HeldPolls, Limits, RateLimiter};
 use crate::patterns::PatternHub;
 use crate::schema_state::SchemaState;
+use crate::webhooks::state::WebhookState;
 
 use crate::key_map::KeyMap;
 
@@ -86,11 +88,12 @@ pub(crate) struct Inner {
     pub(crate) peer_queries: OnceLock<Arc<dyn crate::live::PeerQueries>>,
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
     metrics: Metrics,
-    /// Audit events on their way to the database (`crate::audit`).
-    pub(crate) audit: crate::audit_state::AuditQueue,
+    /// The audit log: events on their way to the database and to the webhooks
+    /// (`crate::audit`).
+    pub(crate) audit: AuditLog,
     /// The webhooks in memory and their deliveries on their way to the database
-    /// (`crate::webhooks`).
-    pub(crate) webhooks: crate::webhook_state::WebhookState,
+    /// (`crate::webhooks`); subscribed to the audit log.
+    pub(crate) webhooks: Arc<WebhookState>,
     /// The rollout driver's wiring (`crate::rollout_driver`), set once at wiring.
     pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_state::RolloutRuntime>>,
 }
@@ -116,6 +119,9 @@ impl ConfigService {
     /// A service over `store`; not ready until [`ConfigService::load`] completes.
     pub fn new(store: Arc<dyn ConfigStore>, limits: Limits) -> Self {
         let write_locks = (0..WRITE_STRIPES).map(|_| Mutex::new(())).collect();
+        let metrics = Metrics::new();
+        let webhooks = Arc::new(WebhookState::new(metrics.clone()));
+        let audit = AuditLog::new(metrics.clone(), webhooks.clone());
         let service = ConfigService {
             inner: Arc::new(Inner {
                 store,
@@ -137,9 +143,9 @@ impl ConfigService {
                 commit_observer: OnceLock::new(),
                 membership: OnceLock::new(),
                 peer_queries: OnceLock::new(),
-                metrics: Metrics::new(),
-                audit: crate::audit_state::AuditQueue::new(),
-                webhooks: crate::webhook_state::WebhookState::new(),
+                metrics,
+                audit,
+                webhooks,
                 rollout_runtime: OnceLock::new(),
             }),
         };
@@ -387,6 +393,15 @@ impl ConfigService {
             guards.push(self.inner.write_locks[s].lock().await);
         }
         guards
+    }
+
+    /// The revision the cache holds for `key`'s formal config (0 when it has none).
+    pub(crate) fn revision_of(&self, key: &ConfigKey) -> i64 {
+        self.inner
+            .cache
+            .get(key)
+            .map(|c| c.revision)
+            .unwrap_or_default()
     }
 
     /// Puts `cfg` in the cache unless the cache already holds a newer revision.

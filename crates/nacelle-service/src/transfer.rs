@@ -19,13 +19,12 @@ use nacelle_core::{
     StoreError, StoredConfig, Variant,
 };
 
-use nacelle_metrics::StoreOp;
-
 use crate::read::wildcard_match;
 use crate::request::PublishRequest;
 use nacelle_core::audit::AuditAction;
 
 use crate::audit::Audited;
+use crate::commit::{Effect, WriteKind};
 use crate::service::ConfigService;
 use crate::view::ConfigView;
 
@@ -315,37 +314,22 @@ impl ConfigService {
             records.push(record);
         }
 
-        let (outcome, changed) = {
-            let _guards = self.write_locks_of(records.iter().map(|r| &r.key)).await;
-            let outcome = match self
-                .store_call(
-                    StoreOp::PublishBatch,
-                    self.inner.store.publish_batch(&records, policy),
-                )
-                .await
-            {
-                Ok(o) => o,
-                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch.into()),
-                Err(e) => return Err(CoreError::from(e).into()),
-            };
-            let mut changed = Vec::new();
-            if let BatchOutcome::Committed(items) = &outcome {
-                for item in items {
-                    if let BatchItem::Written(stored) = item {
-                        let stored = Arc::new(stored.as_ref().clone());
-                        if self.apply(stored.clone()) {
-                            changed.push(stored);
-                        }
-                    }
-                }
-            }
-            (outcome, changed)
+        let kind = match action {
+            AuditAction::Clone => WriteKind::Clone,
+            _ => WriteKind::Import,
         };
-        // Told outside the write locks, as a publish does.
-        for stored in &changed {
-            self.notify(&stored.key, stored.revision);
-        }
+        let commit = self.begin(kind, records.iter().map(|r| &r.key)).await;
+        let outcome = match commit
+            .store(self.inner.store.publish_batch(&records, policy))
+            .await
+        {
+            Ok(o) => o,
+            Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch.into()),
+            Err(e) => return Err(CoreError::from(e).into()),
+        };
         let mut report = ImportReport::default();
+        let mut effects = Vec::new();
+        let mut events = Vec::new();
         match outcome {
             BatchOutcome::Aborted(conflicts) => {
                 let conflicts: HashSet<ConfigKey> = conflicts.into_iter().collect();
@@ -356,29 +340,29 @@ impl ConfigService {
                         report.skip_data.push(NamedConfig::of(&rec.key));
                     }
                 }
-                report.skip_count = report.skip_data.len();
             }
             BatchOutcome::Committed(items) => {
-                for (rec, item) in records.iter().zip(&items) {
+                let log_event = match kind {
+                    WriteKind::Clone => "config.clone",
+                    _ => "config.import",
+                };
+                for (rec, item) in records.iter().zip(items) {
                     match item {
                         BatchItem::Written(stored) => {
                             report.succ_count += 1;
-                            self.committed(&stored.key, stored.revision);
-                            let log_event = match action {
-                                AuditAction::Clone => "config.clone",
-                                _ => "config.import",
-                            };
                             let event = Audited::of_key(action, log_event, &stored.key)
                                 .md5(&stored.md5)
                                 .detail(format!("md5={}", stored.md5));
-                            self.audit(caller, event);
+                            events.push(event);
+                            effects.push(Effect::Formal(Arc::new(*stored)));
                         }
                         BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
                     }
                 }
-                report.skip_count = report.skip_data.len();
             }
         }
+        report.skip_count = report.skip_data.len();
+        commit.finish(caller, effects, events).await;
         Ok(report)
     }
 }

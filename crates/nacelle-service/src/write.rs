@@ -25,7 +25,8 @@ use nacelle_metrics::StoreOp;
 use nacelle_core::audit::AuditAction;
 use nacelle_core::rules::check_message;
 
-use crate::audit::{key_target, Audited};
+use crate::audit::Audited;
+use crate::commit::{Effect, WriteKind};
 use crate::request::{PublishRequest, WriteNote};
 use crate::service::ConfigService;
 use crate::view::Published;
@@ -64,31 +65,28 @@ impl ConfigService {
         req: PublishRequest,
     ) -> Result<Published, CoreError> {
         let key = req.key.clone();
-        let (action, log_event) = match &req.variant {
-            Variant::Formal => (AuditAction::Publish, "config.publish"),
-            Variant::Gray(_) => (AuditAction::GrayPublish, "gray.publish"),
+        let action = match &req.variant {
+            Variant::Formal => AuditAction::Publish,
+            Variant::Gray(_) => AuditAction::GrayPublish,
         };
-        let gray = match &req.variant {
-            Variant::Gray(spec) => format!("gray={} ", spec.name),
-            Variant::Formal => String::new(),
+        let spec = match &req.variant {
+            Variant::Gray(spec) => Some(spec),
+            Variant::Formal => None,
         };
-        let (message, change_id) = (req.message.clone(), req.change_id);
+        let (gray, message) = (gray_fact(spec), req.message.clone());
+        let change_id = req.change_id;
         let result = self.publish_checked(caller, req).await;
-        if !matches!(result, Err(CoreError::NotReady(_))) {
-            let md5 = match &result {
-                Ok(stored) => stored.md5.as_str(),
-                Err(_) => "",
-            };
-            let facts = match md5 {
-                "" => gray,
-                md5 => format!("{gray}md5={md5}"),
-            };
-            let mut event = Audited::of_key(action, log_event, &key)
-                .md5(md5)
-                .detail(note_detail(&facts, &message))
-                .outcome(&result);
-            event.change_id = change_id;
-            self.audit(caller, event);
+        // A publish that committed was audited by the commit path; one refused or failed
+        // is audited here (not one refused because the service is not ready).
+        if let Err(e) = &result {
+            if !matches!(e, CoreError::NotReady(_)) {
+                let mut event = Audited::of_key(action, publish_log_event(action), &key)
+                    .md5("")
+                    .detail(note_detail(&gray, &message))
+                    .refused(e.to_string());
+                event.change_id = change_id;
+                self.audit(caller, event);
+            }
         }
         result.map(|stored| Published::of(&stored))
     }
@@ -110,73 +108,42 @@ impl ConfigService {
         // The content is checked by its type on the plaintext; an encrypted dataId's is
         // then encrypted (crate::cipher).
         let record = self.checked_and_sealed(record).await?;
-        if record.gray.is_some() {
-            return self.publish_gray(record).await;
-        }
-        let (stored, changed) = {
-            let started = Instant::now();
-            let _guard = self.write_lock(&record.key).lock().await;
-            let stored = self.store_call(StoreOp::Publish, self.inner.store.publish(&record));
-            let stored = stored.await;
-            self.metrics()
-                .write(StoreOp::Publish, write_result(&stored), started.elapsed());
-            let stored = match stored {
-                Ok(s) => Arc::new(s),
-                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
-                Err(e) => return Err(e.into()),
-            };
-            let changed = self.apply(stored.clone());
-            (stored, changed)
+        let gray = record.gray.is_some();
+        let kind = if gray {
+            WriteKind::GrayPublish
+        } else {
+            WriteKind::Publish
         };
-        // Listeners are told outside the write lock: with tens of thousands of them the
-        // walk takes tens of milliseconds, which the next write of this key (or of another
-        // key of the stripe) must not wait for. A listener woken late reads the cache, which
-        // never goes back in revision.
-        if changed {
-            self.notify(&stored.key, stored.revision);
+        let commit = self.begin(kind, std::iter::once(&record.key)).await;
+        if gray && !self.inner.cache.contains_key(&record.key) {
+            return Err(CoreError::NotFound(
+                "config data not exist: publish the formal config before a gray (beta, \
+                 tag or label) variant of it"
+                    .into(),
+            ));
         }
-        self.committed(&stored.key, stored.revision);
-        Ok(stored)
-    }
-
-    /// Publishes a gray variant: stored, then the key's grays re-read from the database
-    /// into memory (under the key's write lock), then the callers whose visible variant
-    /// changed are told. A gray needs the key's formal config to exist.
-    async fn publish_gray(&self, record: PublishRecord) -> Result<Arc<StoredConfig>, CoreError> {
-        let key = record.key.clone();
-        let (stored, changed) = {
-            let _guard = self.write_lock(&key).lock().await;
-            if !self.inner.cache.contains_key(&key) {
-                return Err(CoreError::NotFound(
-                    "config data not exist: publish the formal config before a gray (beta, \
-                     tag or label) variant of it"
-                        .into(),
-                ));
-            }
-            let stored = match self
-                .store_call(StoreOp::Publish, self.inner.store.publish(&record))
-                .await
-            {
-                Ok(s) => Arc::new(s),
-                Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
-                Err(e) => return Err(e.into()),
-            };
-            (stored, self.refresh_grays(&key).await?)
+        let stored = match commit.store(self.inner.store.publish(&record)).await {
+            Ok(s) => Arc::new(s),
+            Err(StoreError::CasMismatch) => return Err(CoreError::CasMismatch),
+            Err(e) => return Err(e.into()),
         };
-        if changed {
-            self.notify(&key, stored.revision);
-        }
-        self.committed(&key, stored.revision);
+        let action = if gray {
+            AuditAction::GrayPublish
+        } else {
+            AuditAction::Publish
+        };
+        let facts = format!("{}md5={}", gray_fact(record.gray.as_ref()), stored.md5);
+        let mut event = Audited::of_key(action, publish_log_event(action), &stored.key)
+            .md5(&stored.md5)
+            .detail(note_detail(&facts, &record.source.message));
+        event.change_id = record.source.change_id;
+        let effect = if gray {
+            Effect::Grays(stored.key.clone(), Some(stored.revision))
+        } else {
+            Effect::Formal(stored.clone())
+        };
+        commit.finish(caller, vec![effect], vec![event]).await;
         Ok(stored)
-    }
-
-    /// Re-reads the grays of `key` from the database into memory (the caller holds the
-    /// key's write lock). Returns whether they changed.
-    async fn refresh_grays(&self, key: &ConfigKey) -> Result<bool, CoreError> {
-        let rows = self
-            .store_call(StoreOp::GrayRead, self.inner.store.grays_of(key))
-            .await?;
-        Ok(self.set_grays(key, rows))
     }
 
     /// Stops (deletes) the gray variant `name` of `key`; the callers that saw it are told
@@ -192,26 +159,24 @@ impl ConfigService {
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
         let source = self.source_of(caller, note)?;
-        let (outcome, changed) = {
-            let _guard = self.write_lock(key).lock().await;
-            let removal = self
-                .inner
-                .store
-                .remove_gray(key, name, &source, now_millis());
-            let outcome = self.store_call(StoreOp::GrayWrite, removal).await?;
-            (outcome, self.refresh_grays(key).await?)
-        };
+        let commit = self.begin(WriteKind::GrayStop, std::iter::once(key)).await;
+        let removal = self
+            .inner
+            .store
+            .remove_gray(key, name, &source, now_millis());
+        let outcome = commit.store(removal).await?;
         let RemoveOutcome::Removed { revision } = outcome else {
+            // Nothing stopped; memory is made true to the database all the same.
+            commit
+                .finish(caller, vec![Effect::Grays(key.clone(), None)], vec![])
+                .await;
             return Ok(false);
         };
         let detail = note_detail(&format!("gray={name}"), &source.message);
-        let mut event = Audited::of_key(AuditAction::GrayStop, "gray.stop", key);
+        let mut event = Audited::of_key(AuditAction::GrayStop, "gray.stop", key).detail(detail);
         event.change_id = source.change_id;
-        self.audit(caller, event.detail(detail));
-        if changed {
-            self.notify(key, revision);
-        }
-        self.committed(key, revision);
+        let effect = Effect::Grays(key.clone(), Some(revision));
+        commit.finish(caller, vec![effect], vec![event]).await;
         Ok(true)
     }
 
@@ -231,59 +196,56 @@ impl ConfigService {
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
         let source = self.source_of(caller, note)?;
-        let stored = {
-            let _guard = self.write_lock(key).lock().await;
-            let gray = self
-                .inner
-                .grays
-                .get(key)
-                .and_then(|set| set.get(name).map(|g| g.config.clone()))
-                .ok_or_else(|| CoreError::NotFound(format!("no gray `{name}` to promote")))?;
-            let formal = self.inner.cache.get(key).map(|c| c.value().clone());
-            let mut meta = formal.as_ref().map(|f| f.meta.clone()).unwrap_or_default();
-            meta.app_name = gray.meta.app_name.clone();
-            meta.encrypted_data_key = gray.meta.encrypted_data_key.clone();
-            let record = PublishRecord {
-                key: key.clone(),
-                content: gray.content.clone(),
-                md5: gray.md5.clone(),
-                config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
-                meta,
-                source: source.clone(),
-                cas_md5: None,
-                now_ms: now_millis(),
-                gray: None,
-            };
-            let stored = match self
-                .store_call(
-                    StoreOp::GrayWrite,
-                    self.inner.store.promote_gray(&record, name),
-                )
-                .await
-            {
-                Ok(s) => Arc::new(s),
-                Err(StoreError::NotFound(_)) => {
-                    self.refresh_grays(key).await?;
-                    return Err(CoreError::NotFound(format!("no gray `{name}` to promote")));
-                }
-                Err(StoreError::CasMismatch) => {
-                    self.refresh_grays(key).await?;
-                    return Err(CoreError::Conflict(format!(
-                        "gray `{name}` changed while being promoted; try again"
-                    )));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            self.apply(stored.clone());
-            self.refresh_grays(key).await?;
-            stored
+        let commit = self.begin(WriteKind::Promote, std::iter::once(key)).await;
+        let gray = self
+            .inner
+            .grays
+            .get(key)
+            .and_then(|set| set.get(name).map(|g| g.config.clone()))
+            .ok_or_else(|| CoreError::NotFound(format!("no gray `{name}` to promote")))?;
+        let formal = self.inner.cache.get(key).map(|c| c.value().clone());
+        let mut meta = formal.as_ref().map(|f| f.meta.clone()).unwrap_or_default();
+        meta.app_name = gray.meta.app_name.clone();
+        meta.encrypted_data_key = gray.meta.encrypted_data_key.clone();
+        let record = PublishRecord {
+            key: key.clone(),
+            content: gray.content.clone(),
+            md5: gray.md5.clone(),
+            config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
+            meta,
+            source: source.clone(),
+            cas_md5: None,
+            now_ms: now_millis(),
+            gray: None,
         };
-        self.notify(key, stored.revision);
-        self.committed(key, stored.revision);
+        let stored = match commit
+            .store(self.inner.store.promote_gray(&record, name))
+            .await
+        {
+            Ok(s) => Arc::new(s),
+            Err(StoreError::NotFound(_)) => {
+                commit.refresh_grays(key).await;
+                return Err(CoreError::NotFound(format!("no gray `{name}` to promote")));
+            }
+            Err(StoreError::CasMismatch) => {
+                commit.refresh_grays(key).await;
+                return Err(CoreError::Conflict(format!(
+                    "gray `{name}` changed while being promoted; try again"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let detail = note_detail(&format!("gray={name} md5={}", stored.md5), &source.message);
-        let mut event = Audited::of_key(AuditAction::Promote, "gray.promote", key).md5(&stored.md5);
+        let mut event = Audited::of_key(AuditAction::Promote, "gray.promote", key)
+            .md5(&stored.md5)
+            .detail(detail);
         event.change_id = source.change_id;
-        self.audit(caller, event.detail(detail));
+        // Callers that saw the gray hold its content already: the walk skips them.
+        let effects = vec![
+            Effect::Formal(stored.clone()),
+            Effect::Grays(key.clone(), None),
+        ];
+        commit.finish(caller, effects, vec![event]).await;
         Ok(Published::of(&stored))
     }
 
@@ -408,27 +370,24 @@ impl ConfigService {
             return Ok(true);
         }
         let source = self.source_of(caller, note)?;
-        let outcome = {
-            let started = Instant::now();
-            let _guard = self.write_lock(key).lock().await;
-            let removed = self.inner.store.remove(key, &source, now_millis());
-            let outcome = self.store_call(StoreOp::Remove, removed).await;
-            self.metrics()
-                .write(StoreOp::Remove, write_result(&outcome), started.elapsed());
-            let outcome = outcome?;
-            // Keep memory true to the database even if it had drifted (`Absent`).
-            self.inner.cache.remove(key);
-            outcome
+        let commit = self.begin(WriteKind::Remove, std::iter::once(key)).await;
+        let removed = self.inner.store.remove(key, &source, now_millis());
+        let revision = match commit.store(removed).await? {
+            RemoveOutcome::Removed { revision } => Some(revision),
+            RemoveOutcome::Absent => None,
         };
-        // Told outside the write lock, as in `publish`.
-        if let RemoveOutcome::Removed { revision } = outcome {
-            self.notify(key, revision);
-            self.committed(key, revision);
-            let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
-                .detail(note_detail("", &source.message));
-            event.change_id = source.change_id;
-            self.audit(caller, event);
-        }
+        let events = match revision {
+            Some(_) => {
+                let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
+                    .detail(note_detail("", &source.message));
+                event.change_id = source.change_id;
+                vec![event]
+            }
+            None => vec![],
+        };
+        commit
+            .finish(caller, vec![Effect::Removed(key.clone(), revision)], events)
+            .await;
         Ok(true)
     }
 
@@ -448,6 +407,7 @@ impl ConfigService {
     ) -> Result<(), CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
+        self.review_gate(caller, key)?;
         self.write_allowed(caller)?;
         let checked = check_meta(
             ConfigMeta {
@@ -459,35 +419,23 @@ impl ConfigService {
         )?;
         let desc = desc.map(|_| checked.desc.as_str());
         let config_tags = config_tags.map(|_| checked.config_tags.as_str());
-        let revision = {
-            let _guard = self.write_lock(key).lock().await;
-            let result = self
-                .store_call(
-                    StoreOp::Publish,
-                    self.inner.store.update_metadata(key, desc, config_tags),
-                )
-                .await;
-            let event = Audited::new(AuditAction::Metadata, "config.metadata", key_target(key));
-            self.audit(caller, event.outcome(&result));
-            result.map_err(|e| match e {
+        let commit = self.begin(WriteKind::Metadata, std::iter::once(key)).await;
+        let result = commit
+            .store(self.inner.store.update_metadata(key, desc, config_tags))
+            .await;
+        let event = Audited::of_key(AuditAction::Metadata, "config.metadata", key);
+        if let Err(e) = result {
+            drop(commit);
+            self.audit(caller, event.refused(e.to_string()));
+            return Err(match e {
                 StoreError::NotFound(_) => {
                     CoreError::NotFound(format!("config {key} does not exist"))
                 }
                 e => e.into(),
-            })?;
-            match self
-                .store_call(StoreOp::Get, self.inner.store.get(key))
-                .await?
-            {
-                Some(cfg) => {
-                    let revision = cfg.revision;
-                    self.apply(Arc::new(cfg));
-                    revision
-                }
-                None => return Err(CoreError::NotFound(format!("config {key} does not exist"))),
-            }
-        };
-        self.committed(key, revision);
+            });
+        }
+        let effect = Effect::Reread(key.clone());
+        commit.finish(caller, vec![effect], vec![event]).await;
         Ok(())
     }
 
@@ -569,6 +517,8 @@ impl ConfigService {
     async fn reload_key(&self, key: &ConfigKey, force: bool) -> Result<bool, CoreError> {
         // The revision to tell listeners of, if the cache changed.
         let event = {
+            // A reload is no commit (it only copies the database), but it holds the
+            // key's lock as one does, so the cache sees the two in order.
             let _guard = self.write_lock(key).lock().await;
             let formal = match self
                 .store_call(StoreOp::Get, self.inner.store.get(key))
@@ -600,7 +550,10 @@ impl ConfigService {
                 }
                 None => self.inner.cache.remove(key).map(|(_, old)| old.revision),
             };
-            let grays = self.refresh_grays(key).await?;
+            let rows = self
+                .store_call(StoreOp::GrayRead, self.inner.store.grays_of(key))
+                .await?;
+            let grays = self.set_grays(key, rows);
             match (formal, grays) {
                 (Some(revision), _) => Some(revision),
                 (None, true) => Some(
@@ -637,20 +590,25 @@ fn syntax_of(config_type: ConfigType, content: &[u8]) -> Result<(), ContentError
     }
 }
 
-/// The `result` label of a write that reached the store.
-fn write_result<T>(outcome: &Result<T, StoreError>) -> &'static str {
-    match outcome {
-        Ok(_) => "ok",
-        Err(StoreError::CasMismatch) => "cas_mismatch",
-        Err(_) => "error",
-    }
-}
-
 /// An audit entry's detail: `facts` (md5, gray name), then the message when there is one.
 fn note_detail(facts: &str, message: &str) -> String {
     match (facts.trim(), message) {
         (f, "") => f.to_string(),
         ("", m) => format!("message={m}"),
         (f, m) => format!("{f} message={m}"),
+    }
+}
+
+/// The gray fact of an audit entry's detail (`gray=<name> `), empty for a formal publish.
+fn gray_fact(spec: Option<&GraySpec>) -> String {
+    spec.map(|s| format!("gray={} ", s.name))
+        .unwrap_or_default()
+}
+
+/// The `tracing` audit line's name of a publish.
+fn publish_log_event(action: AuditAction) -> &'static str {
+    match action {
+        AuditAction::GrayPublish => "gray.publish",
+        _ => "config.publish",
     }
 }

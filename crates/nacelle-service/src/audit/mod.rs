@@ -19,15 +19,19 @@
 use std::time::Duration;
 
 use nacelle_core::audit::{AuditAction, AuditEntry, AuditEvent, AuditFilter, AuditRange};
-use nacelle_core::{now_millis, Caller, ConfigKey, CoreError, Page, PageRequest};
+use nacelle_core::{Caller, CoreError, Page, PageRequest};
 use nacelle_metrics::StoreOp;
 use nacelle_proto::audit::{Break, EntryFields, Verifier};
 use tokio_util::sync::CancellationToken;
 
 use crate::service::ConfigService;
-use crate::webhooks::{ChangeSubject, Subject};
 
-pub use crate::audit_state::QUEUE_CAPACITY;
+mod event;
+pub(crate) mod log;
+
+pub use event::key_target;
+pub(crate) use event::{Audited, ChangeSubject, Subject};
+pub use log::QUEUE_CAPACITY;
 /// Events appended in one transaction at most.
 pub const APPEND_BATCH: usize = 200;
 /// How long the appender keeps retrying a batch the database refuses (backoff from
@@ -36,143 +40,10 @@ pub const RETRY_BOUND: Duration = Duration::from_secs(60);
 /// Entries read per step of a verification.
 pub const VERIFY_PAGE: u32 = 500;
 
-/// The target of an operation on `key`: `namespace/group/dataId` (the default namespace
-/// as `public`).
-pub fn key_target(key: &ConfigKey) -> String {
-    let ns = match key.tenant() {
-        "" => "public",
-        t => t,
-    };
-    format!("{ns}/{}/{}", key.group(), key.data_id())
-}
-
-/// One audited event as an operation reports it.
-#[derive(Debug, Clone)]
-pub(crate) struct Audited<'a> {
-    pub action: AuditAction,
-    /// The name of its `tracing` audit line (`config.publish`, `login` …).
-    pub log_event: &'a str,
-    /// Who: the caller's user unless the event names another (a login's user name).
-    pub user: Option<&'a str>,
-    pub target: String,
-    pub detail: String,
-    /// `None`: it succeeded; `Some(reason)`: it was refused or failed.
-    pub refused: Option<String>,
-    pub change_id: Option<i64>,
-    /// What the event is about, for the webhooks (`crate::webhooks`): a key or a change
-    /// request. `None`: no webhook event.
-    pub subject: Option<Subject>,
-}
-
-impl<'a> Audited<'a> {
-    pub(crate) fn new(action: AuditAction, log_event: &'a str, target: String) -> Self {
-        Audited {
-            action,
-            log_event,
-            user: None,
-            target,
-            detail: String::new(),
-            refused: None,
-            change_id: None,
-            subject: None,
-        }
-    }
-
-    /// An event on `key`: its target, and the key as the webhooks' subject.
-    pub(crate) fn of_key(action: AuditAction, log_event: &'a str, key: &ConfigKey) -> Self {
-        let mut event = Audited::new(action, log_event, key_target(key));
-        event.subject = Some(Subject::Key {
-            key: key.clone(),
-            md5: None,
-        });
-        event
-    }
-
-    /// The md5 the key holds after the event (webhooks' `md5`).
-    pub(crate) fn md5(mut self, md5: &str) -> Self {
-        if let Some(Subject::Key { md5: m, .. }) = &mut self.subject {
-            *m = Some(md5.to_string());
-        }
-        self
-    }
-
-    /// An event of a change request.
-    pub(crate) fn change(mut self, change: ChangeSubject) -> Self {
-        self.change_id = Some(change.id);
-        self.subject = Some(Subject::Change(change));
-        self
-    }
-
-    pub(crate) fn user(mut self, user: Option<&'a str>) -> Self {
-        self.user = user;
-        self
-    }
-
-    pub(crate) fn detail(mut self, detail: impl Into<String>) -> Self {
-        self.detail = detail.into();
-        self
-    }
-
-    /// The outcome of `result`.
-    pub(crate) fn outcome<T, E: std::fmt::Display>(mut self, result: &Result<T, E>) -> Self {
-        self.refused = result.as_ref().err().map(|e| e.to_string());
-        self
-    }
-
-    pub(crate) fn refused(mut self, reason: impl Into<String>) -> Self {
-        self.refused = Some(reason.into());
-        self
-    }
-}
-
 impl ConfigService {
-    /// Records `event` for `caller`: the `tracing` audit line at once, and the entry queued
-    /// for the database without waiting (dropped and counted when the queue is full).
-    pub(crate) fn audit(&self, caller: &Caller, mut event: Audited<'_>) {
-        let subject = event.subject.take();
-        let user = event.user.or(caller.user());
-        let ok = event.refused.is_none();
-        let detail = match &event.refused {
-            Some(reason) if event.detail.is_empty() => reason.clone(),
-            Some(reason) => format!("{} ({reason})", event.detail),
-            None => event.detail.clone(),
-        };
-        tracing::info!(
-            target: "nacelle::audit",
-            event = event.log_event,
-            user = user.unwrap_or("-"),
-            ip = %caller.ip_string(),
-            protocol = caller.protocol.as_str(),
-            target = event.target.as_str(),
-            detail = detail.as_str(),
-            ok,
-        );
-        let entry = AuditEvent {
-            time_ms: now_millis(),
-            user: user.unwrap_or_default().to_string(),
-            address: caller.ip_string(),
-            protocol: caller.protocol.as_str().to_string(),
-            action: event.action.as_str().to_string(),
-            target: event.target,
-            outcome: match event.refused {
-                None => "ok".to_string(),
-                Some(reason) => format!("refused: {reason}"),
-            },
-            detail: event.detail,
-            change_id: event.change_id,
-        };
-        // Webhooks are fed from here, with the trail: only what happened (outcome ok).
-        if let (true, Some(subject)) = (ok, subject) {
-            self.feed_webhooks(&entry, subject);
-        }
-        if self.inner.audit.tx.try_send(entry).is_err() {
-            self.metrics().audit_dropped(1);
-            tracing::error!(
-                target: "nacelle::audit",
-                event = event.log_event,
-                "audit queue full (or closed): event dropped from the database trail"
-            );
-        }
+    /// Records `event` for `caller` in the audit trail ([`log::AuditLog::record`]).
+    pub(crate) fn audit(&self, caller: &Caller, event: Audited<'_>) {
+        self.inner.audit.record(caller, event);
     }
 
     /// The audit entry of an operation on `target` that succeeded (`ok`) or was not

@@ -2,9 +2,10 @@
 //! namespace whose group and dataId match two patterns — publishes, removals, gray
 //! changes, imports and clones, and the events of change requests.
 //!
-//! **Fed from the audit trail.** [`ConfigService::audit`] hands every event that happened
-//! (outcome `ok`) and names a subject (a key, or a change request with its keys) to
-//! [`ConfigService::feed_webhooks`]: the matching enabled hooks get one delivery each, put
+//! **Fed from the audit trail.** The webhooks subscribe to the audit log
+//! (`crate::audit::log::AuditSubscriber`, in `feed.rs`): every event that happened (outcome
+//! `ok`) and names a subject (a key, or a change request with its keys) reaches the feed,
+//! and the matching enabled hooks get one delivery each, put
 //! on a bounded in-memory queue without waiting (full: dropped, logged and counted in
 //! `nacelle_webhook_dropped_total`). No write path calls anything else, and no write waits
 //! for a receiver or for the database here.
@@ -27,24 +28,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
-use nacelle_core::audit::{AuditAction, AuditEvent};
-use nacelle_core::change::{ChangeItem, ChangeOp};
+use nacelle_core::audit::AuditAction;
 use nacelle_core::webhook::{
     Delivery, DeliveryClaim, DeliveryResult, DeliveryStatus, NewDelivery, Webhook, EVENT_KINDS,
 };
-use nacelle_core::{
-    md5_hex, now_millis, Caller, ConfigKey, CoreError, NamespaceId, Page, PageRequest,
-};
+use nacelle_core::{now_millis, Caller, CoreError, NamespaceId, Page, PageRequest};
 use nacelle_metrics::StoreOp;
-use serde_json::{json, Map, Value};
+
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::schemas::{check_pattern, MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
 use crate::service::ConfigService;
-use crate::webhook_state::LiveHook;
+use nacelle_core::pattern::{check_pattern, MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
+mod feed;
+use feed::namespace_label;
+pub(crate) mod state;
 
-pub use crate::webhook_state::QUEUE_CAPACITY;
+use state::LiveHook;
+
+pub use state::QUEUE_CAPACITY;
 
 /// Webhooks at most (all namespaces together).
 pub const MAX_WEBHOOKS: usize = 100;
@@ -84,71 +86,6 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// The error of a delivery whose webhook was deleted (given up at once).
 const GONE: &str = "the webhook no longer exists";
-
-/// What an event is about, beside its audit entry.
-#[derive(Debug, Clone)]
-pub(crate) enum Subject {
-    /// A key (publish, remove, gray changes, import, clone), with the md5 it holds after.
-    Key { key: ConfigKey, md5: Option<String> },
-    /// A change request.
-    Change(ChangeSubject),
-}
-
-/// A change request as its webhook events show it.
-#[derive(Debug, Clone)]
-pub(crate) struct ChangeSubject {
-    pub(crate) id: i64,
-    pub(crate) namespace: NamespaceId,
-    pub(crate) title: String,
-    /// The request's event: `created`, `opened`, `approved`, `published` …
-    pub(crate) event: &'static str,
-    /// (group, dataId, op, md5 of the proposed content for a publish).
-    pub(crate) keys: Vec<(String, String, &'static str, Option<String>)>,
-}
-
-impl ChangeSubject {
-    pub(crate) fn new(
-        id: i64,
-        namespace: &NamespaceId,
-        title: &str,
-        event: &'static str,
-        items: &[ChangeItem],
-    ) -> Self {
-        let keys = items
-            .iter()
-            .map(|i| {
-                let md5 = match &i.op {
-                    ChangeOp::Publish { content, .. } => Some(md5_hex(content.as_bytes())),
-                    ChangeOp::Remove => None,
-                };
-                (i.group.clone(), i.data_id.clone(), i.op.as_str(), md5)
-            })
-            .collect();
-        ChangeSubject {
-            id,
-            namespace: namespace.clone(),
-            title: title.to_string(),
-            event,
-            keys,
-        }
-    }
-}
-
-impl LiveHook {
-    /// Whether the hook receives `kind` events of `subject`.
-    fn wants(&self, kind: &str, subject: &Subject) -> bool {
-        if !self.hook.enabled || !self.hook.wants(kind) {
-            return false;
-        }
-        match subject {
-            Subject::Key { key, .. } => self.matches(key.namespace(), key.group(), key.data_id()),
-            Subject::Change(c) => c
-                .keys
-                .iter()
-                .any(|(g, d, _, _)| self.matches(&c.namespace, g, d)),
-        }
-    }
-}
 
 /// Sends one webhook POST; the server wires an HTTP client (`nacelle` crate). The service
 /// knows no HTTP client.
@@ -202,95 +139,7 @@ pub fn backoff(attempts: u32) -> Duration {
     (FIRST_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF)
 }
 
-/// The event kind of an audited event about `subject`, if webhooks carry it.
-fn kind_of(action: &str, subject: &Subject) -> Option<String> {
-    let kind = match subject {
-        Subject::Key { .. } => action.to_string(),
-        Subject::Change(c) => format!("change-{}", c.event),
-    };
-    EVENT_KINDS.contains(&kind.as_str()).then_some(kind)
-}
-
-fn namespace_label(ns: &NamespaceId) -> &str {
-    match ns.as_str() {
-        "" => "public",
-        ns => ns,
-    }
-}
-
-/// The JSON body of an event (docs/webhooks.md, "The body").
-fn body_of(event_id: &str, kind: &str, e: &AuditEvent, subject: &Subject) -> String {
-    let mut body = Map::new();
-    body.insert("id".into(), json!(event_id));
-    body.insert("kind".into(), json!(kind));
-    body.insert("time".into(), json!(e.time_ms));
-    match subject {
-        Subject::Key { key, md5 } => {
-            body.insert(
-                "namespaceId".into(),
-                json!(namespace_label(key.namespace())),
-            );
-            body.insert("group".into(), json!(key.group()));
-            body.insert("dataId".into(), json!(key.data_id()));
-            body.insert("md5".into(), json!(md5));
-        }
-        Subject::Change(c) => {
-            body.insert("namespaceId".into(), json!(namespace_label(&c.namespace)));
-            let keys: Vec<Value> = c
-                .keys
-                .iter()
-                .map(|(g, d, op, md5)| json!({"group": g, "dataId": d, "op": op, "md5": md5}))
-                .collect();
-            body.insert(
-                "change".into(),
-                json!({"id": c.id, "title": c.title, "event": c.event, "keys": keys}),
-            );
-        }
-    }
-    body.insert("changeId".into(), json!(e.change_id));
-    body.insert("user".into(), json!(e.user));
-    body.insert("address".into(), json!(e.address));
-    body.insert("protocol".into(), json!(e.protocol));
-    body.insert("detail".into(), json!(e.detail));
-    Value::Object(body).to_string()
-}
-
 impl ConfigService {
-    /// Queues a delivery of the event `e` about `subject` for every enabled hook that
-    /// wants it, without waiting; a full queue drops it (logged, counted).
-    pub(crate) fn feed_webhooks(&self, e: &AuditEvent, subject: Subject) {
-        let hooks = self.inner.webhooks.hooks.read().clone();
-        if hooks.is_empty() {
-            return;
-        }
-        let Some(kind) = kind_of(&e.action, &subject) else {
-            return;
-        };
-        let mut body = None;
-        let event_id = uuid::Uuid::new_v4().to_string();
-        for h in hooks.iter().filter(|h| h.wants(&kind, &subject)) {
-            let body = body
-                .get_or_insert_with(|| body_of(&event_id, &kind, e, &subject))
-                .clone();
-            let d = NewDelivery {
-                hook_id: h.hook.id,
-                event_id: event_id.clone(),
-                kind: kind.clone(),
-                body,
-                created_ms: e.time_ms,
-            };
-            if self.inner.webhooks.tx.try_send(d).is_err() {
-                self.metrics().webhook_dropped(1);
-                tracing::error!(
-                    target: "nacelle::webhooks",
-                    hook = h.hook.id,
-                    kind = kind.as_str(),
-                    "webhook queue full (or closed): delivery dropped"
-                );
-            }
-        }
-    }
-
     /// Re-reads the webhooks from the database.
     pub async fn refresh_webhooks(&self) -> Result<(), CoreError> {
         let all = self

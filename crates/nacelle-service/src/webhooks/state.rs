@@ -1,12 +1,13 @@
-//! The webhooks' shared state (`crate::webhooks`): the hooks in memory, the queue of
-//! deliveries between the feed and the enqueuer, and the sender's wake-up — apart from the
-//! operations on them, so that `service.rs` can hold it without depending on them.
+//! The webhooks' state (`crate::webhooks`): the hooks in memory, the queue of deliveries
+//! between the feed (`feed.rs`) and the enqueuer, and the sender's wake-up.
 
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
+
+use nacelle_metrics::Metrics;
 
 use nacelle_core::pattern::Part;
 use nacelle_core::webhook::{NewDelivery, Webhook};
@@ -26,10 +27,12 @@ pub(crate) struct WebhookState {
     pub(crate) wake: Notify,
     /// Cancelled once the server stopped serving: the enqueuer flushes, the sender stops.
     pub(crate) finish: CancellationToken,
+    /// Counts the deliveries the feed drops (`nacelle_webhook_dropped_total`).
+    pub(crate) metrics: Metrics,
 }
 
 impl WebhookState {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(metrics: Metrics) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         WebhookState {
             hooks: RwLock::new(Arc::new(Vec::new())),
@@ -37,6 +40,7 @@ impl WebhookState {
             rx: Mutex::new(Some(rx)),
             wake: Notify::new(),
             finish: CancellationToken::new(),
+            metrics,
         }
     }
 }
