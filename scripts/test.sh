@@ -6,18 +6,23 @@
 #      package;
 #   2. starts throwaway MariaDB and PostgreSQL servers (scripts/test-databases.sh) and
 #      stops them at the end, whatever happens;
-#   3. checks the crate boundaries of ARCHITECTURE.md, that vendor/h2 is the published h2
-#      plus its documented patch, and that the console's CodeMirror bundle is what its
-#      lockfile builds;
-#   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then the real Java
-#      clients and the Spring Cloud Alibaba app (compat/java, Maven), the real Go client
-#      (compat/go) and the real Node.js client (compat/node) against the binary that build
-#      made, then the deployment files (docs/deploy.md: the Kubernetes manifests and the
-#      unit checked, the Debian package built, installed, started as its unit and purged,
-#      the container recipe built where a Docker daemon runs);
-#   5. closes with one line counting every test of every runner: passed, failed, skipped.
-# Every stage runs even when an earlier one failed (one failure does not hide the state of
-# the rest); the exit status is non-zero when any failed.
+#   3. checks, each one `CHECK PASS|FAIL <name>` line: the formatting (`cargo fmt --all --
+#      --check`), the crate boundaries of ARCHITECTURE.md (`cargo tree`), that every path
+#      and Rust name ARCHITECTURE.md mentions still exists (scripts/check-architecture.sh),
+#      that vendor/h2 is the published h2 plus its documented patch, and that the
+#      console's CodeMirror bundle is what its lockfile builds;
+#   4. runs every Rust test (`cargo test --workspace --no-fail-fast`), then clippy on every
+#      target with every feature, warnings denied (`CHECK … clippy`, after the build, whose
+#      proc macros and build scripts it reuses), then the real Java clients and the Spring
+#      Cloud Alibaba app (compat/java, Maven), the real Go client (compat/go) and the real
+#      Node.js client (compat/node) against the binary that build made, then the deployment
+#      files (docs/deploy.md: the Kubernetes manifests and the unit checked, the Debian
+#      package built, installed, started as its unit and purged, the container recipe built
+#      where a Docker daemon runs);
+#   5. closes with one line counting every test and check of every runner: passed, failed,
+#      skipped.
+# Every stage and check runs even when an earlier one failed (one failure does not hide
+# the state of the rest); the exit status is non-zero when any failed.
 #
 #   bash scripts/test.sh            # everything
 #   SUITES="rust go" bash scripts/test.sh   # a subset of: rust java go node deploy
@@ -88,37 +93,66 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- 3. Crate boundaries (ARCHITECTURE.md), the vendored h2, the console bundle ----------
-# vendor/h2 is exactly the published h2 plus vendor/h2/nacelle-h2.patch (the crate fetched
-# from crates.io and checked against the index's checksum): fail on any drift.
-bash scripts/check-vendored-h2.sh
-# The console's committed CodeMirror bundle is exactly what its lockfile builds (npm ci +
-# esbuild in crates/nacelle-console/editor-src): fail on any drift.
-bash scripts/check-console-bundle.sh
-# The wire-types crate never depends on a server crate: fail if one shows up.
-proto_deps=$(cargo tree -p nacelle-proto --prefix none)
-if grep -E '^nacelle(-store|-service|-http|-grpc|-cluster)? v' <<<"$proto_deps"; then
-  echo "nacelle-proto must not depend on a server crate (see above)" >&2
-  exit 1
-fi
-# Nor does the cipher crate (the SDK decrypts with it): it depends on no Nacelle crate.
-cipher_deps=$(cargo tree -p nacelle-cipher --prefix none -e normal)
-if grep -E '^nacelle-(core|proto|store|service|http|grpc|cluster) v|^nacelle v' <<<"$cipher_deps"; then
-  echo "nacelle-cipher must not depend on another Nacelle crate (see above)" >&2
-  exit 1
-fi
-# Nor does the client SDK (nacelle-client, and the CLI built on it): server crates only ever
-# as dev-dependencies of its tests.
-for client_crate in nacelle-client nacelle-cli; do
-  client_deps=$(cargo tree -p "$client_crate" --prefix none -e normal)
-  if grep -E '^nacelle-(core|store|service|http|grpc|cluster|metrics|testkit) v|^nacelle v' <<<"$client_deps"; then
-    echo "$client_crate must not depend on a server crate (see above)" >&2
-    exit 1
+# --- 3. Formatting, crate boundaries (ARCHITECTURE.md), the map's names, vendor/h2, the console bundle
+status=0
+# One check: its output, then `CHECK PASS|FAIL <name>` (counted in the closing line); a
+# failure is remembered in the exit status and the script goes on.
+check() { # name, command…
+  local name=$1; shift
+  if "$@" </dev/null 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    echo "CHECK PASS $name" | tee -a "$log"
+  else
+    echo "CHECK FAIL $name" | tee -a "$log"; status=1
   fi
-done
+}
+check fmt cargo fmt --all -- --check
+# The crate boundaries ARCHITECTURE.md marks *enforced*: a crate's dependencies (`cargo
+# tree -p CRATE -e EDGES`, the crate's own first line aside) hold no line matching the
+# pattern. Keep this table and the document's statements in step.
+deps_exclude() { # crate, edges, extended regex of forbidden `name v…` lines
+  local tree found
+  tree=$(cargo tree -p "$1" --prefix none -e "$2") || { echo "cargo tree -p $1 failed"; return 1; }
+  found=$(tail -n +2 <<<"$tree" | sed 's/ (\*)$//' | grep -E "$3" | sort -u)
+  [ -z "$found" ] && return 0
+  echo "$1 must not depend on these (ARCHITECTURE.md, Code map):"; echo "$found"; return 1
+}
+server_crate='^nacelle(-core|-store|-service|-http|-grpc|-cluster|-metrics|-testkit)? v'
+while read -r crate edges pattern; do
+  check "boundary $crate" deps_exclude "$crate" "$edges" "$pattern"
+done <<BOUNDARIES
+nacelle-core normal ^(nacelle[a-z-]*|tokio|sqlx|rusqlite|axum|hyper|h2|tonic|prost|reqwest) v
+nacelle-proto normal,build,dev ^nacelle(-store|-service|-http|-grpc|-cluster)? v
+nacelle-cipher normal ^nacelle[a-z-]* v
+nacelle-metrics normal ^nacelle[a-z-]* v
+nacelle-tls normal ^nacelle[a-z-]* v
+nacelle-console normal .
+nacelle-store normal ^nacelle(-service|-http|-grpc|-cluster|-testkit)? v
+nacelle-service normal ^nacelle(-store|-http|-grpc|-cluster|-testkit)? v|^(axum|hyper|h2|sqlx|rusqlite|reqwest) v
+nacelle-http normal ^nacelle(-grpc|-store|-cluster|-testkit)? v
+nacelle-grpc normal ^nacelle(-http|-store|-cluster|-testkit)? v
+nacelle-cluster normal ^nacelle(-http|-grpc|-store|-testkit)? v
+nacelle-client normal $server_crate
+nacelle-cli normal $server_crate
+BOUNDARIES
+# The testkit is only ever a dev-dependency: no crate has it as a normal one.
+dev_only() { # crate
+  local users
+  users=$(cargo tree -i "$1" --workspace --prefix none -e normal) || { echo "cargo tree -i $1 failed"; return 1; }
+  users=$(tail -n +2 <<<"$users" | sed 's/ (\*)$//' | sort -u)
+  [ -z "$users" ] && return 0
+  echo "$1 must only be a dev-dependency, but these use it:"; echo "$users"; return 1
+}
+check "boundary nacelle-testkit" dev_only nacelle-testkit
+# Every path and Rust name ARCHITECTURE.md puts in backticks still exists.
+check architecture bash scripts/check-architecture.sh
+# vendor/h2 is exactly the published h2 plus vendor/h2/nacelle-h2.patch (the crate fetched
+# from crates.io and checked against the index's checksum).
+check vendored-h2 bash scripts/check-vendored-h2.sh
+# The console's committed CodeMirror bundle is exactly what its lockfile builds (npm ci +
+# esbuild in crates/nacelle-console/editor-src).
+check console-bundle bash scripts/check-console-bundle.sh
 
 # --- 4. The suites -------------------------------------------------------------------------
-status=0
 # A fresh clone builds once: the incremental cache would only add gigabytes of disk.
 export CARGO_INCREMENTAL=0
 set +e
@@ -128,6 +162,14 @@ case " $SUITES " in *" rust "*)
   [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
 *)
   cargo build -p nacelle 2>&1 | tail -3 ;;
+esac
+# Clippy on every target and feature, warnings denied (the workspace's lints, `unwrap_used`
+# among them). After the build: it reuses the build's proc macros and build scripts and
+# type-checks the rest (2.5 min on 2 cores after a full build; seconds when nothing changed).
+case " $SUITES " in *" rust "*)
+  check clippy cargo clippy --workspace --all-targets --all-features -- -D warnings ;;
+*)
+  echo "CHECK SKIP clippy (SUITES has no rust)" | tee -a "$log" ;;
 esac
 export NACELLE_BIN="$ROOT/target/debug/nacelle"
 # The code layout of optimised builds (crates/nacelle/link-order.txt) still names the
@@ -183,7 +225,8 @@ set -e
 # --- 5. One closing line -------------------------------------------------------------------
 # libtest's `test result:` lines; Maven Surefire's per-module totals (the `Tests run:` lines
 # without `Time elapsed`, which are per class); go test's top-level `--- PASS/FAIL/SKIP`;
-# node's test runner's `# pass/fail/skipped N`; the deployment checks' `DEPLOY PASS/FAIL/SKIP`.
+# node's test runner's `# pass/fail/skipped N`; the deployment checks' `DEPLOY PASS/FAIL/SKIP`
+# and the other checks' `CHECK PASS/FAIL/SKIP`.
 # A Rust test whose backend the environment skips (NACELLE_TEST_MYSQL_URL=skip…) passes in
 # libtest's count but writes `SKIPPED <test> (<reason>)`: counted as skipped, not passed.
 awk '/^test result:/ {
@@ -201,5 +244,6 @@ awk '/^test result:/ {
      /^--- PASS: / { p++ } /^--- FAIL: / { f++ } /^--- SKIP: / { s++ }
      /^# pass [0-9]+$/ { p += $3 } /^# fail [0-9]+$/ { f += $3 } /^# skipped [0-9]+$/ { s += $3 }
      /^DEPLOY PASS / { p++ } /^DEPLOY FAIL / { f++ } /^DEPLOY SKIP / { s++ }
+     /^CHECK PASS / { p++ } /^CHECK FAIL / { f++ } /^CHECK SKIP / { s++ }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
 exit "$status"
