@@ -167,17 +167,13 @@ impl ConfigService {
     /// Keeps the policies current until shutdown (changes made by other nodes), and
     /// publishes approved change requests whose time has come, every `every`.
     pub async fn follow_changes(&self, every: Duration) {
-        let token = self.shutdown_token().clone();
-        loop {
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
+        self.periodically(every, || async {
             if let Err(e) = self.refresh_policies().await {
                 tracing::debug!(error = %e, "re-reading review policies failed");
             }
             self.publish_due().await;
-        }
+        })
+        .await
     }
 
     /// Publishes every approved change request whose scheduled time has passed. On a

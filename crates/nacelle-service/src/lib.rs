@@ -41,6 +41,7 @@
 
 pub mod audit;
 pub mod auth;
+mod batches;
 pub mod changes;
 mod cipher;
 mod cipher_state;

@@ -329,16 +329,12 @@ impl ConfigService {
     /// Re-reads the schemas every `every` until shutdown: how a node learns of schemas
     /// set on another node sharing its database.
     pub async fn follow_schemas(&self, every: Duration) {
-        let token = self.shutdown_token().clone();
-        loop {
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
+        self.periodically(every, || async {
             if let Err(e) = self.refresh_schemas().await {
                 tracing::debug!(error = %e, "re-reading the schemas failed");
             }
-        }
+        })
+        .await
     }
 
     /// Whether the caller may read the schema of these patterns: read permission on the

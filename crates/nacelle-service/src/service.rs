@@ -357,6 +357,23 @@ impl ConfigService {
         self.inner.hub.close_all();
     }
 
+    /// Runs `step` every `period` until shutdown begins: the periodic re-reads of what
+    /// other nodes sharing the database change (users, policies, schemas).
+    pub(crate) async fn periodically<F, Fut>(&self, period: std::time::Duration, mut step: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let token = self.shutdown_token().clone();
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            step().await;
+        }
+    }
+
     /// Number of configs in memory.
     pub fn config_count(&self) -> usize {
         self.inner.cache.len()

@@ -24,6 +24,7 @@ use nacelle_metrics::StoreOp;
 use nacelle_proto::audit::{Break, EntryFields, Verifier};
 use tokio_util::sync::CancellationToken;
 
+use crate::batches::{drain, with_retry};
 use crate::service::ConfigService;
 
 mod event;
@@ -68,65 +69,33 @@ impl ConfigService {
     /// ends after [`ConfigService::finish_audit`], once the queue is empty. Run it once per
     /// service (a second call returns at once).
     pub async fn run_audit_appender(&self) {
-        let Some(mut rx) = self.inner.audit.rx.lock().take() else {
+        let Some(rx) = self.inner.audit.rx.lock().take() else {
             return;
         };
         let finish = self.inner.audit.finish.clone();
-        let mut batch = Vec::with_capacity(APPEND_BATCH);
-        loop {
-            tokio::select! {
-                n = rx.recv_many(&mut batch, APPEND_BATCH) => {
-                    if n == 0 {
-                        return;
-                    }
-                    self.append_with_retry(&mut batch, &finish).await;
-                }
-                _ = finish.cancelled() => {
-                    // Flush what is queued, then stop.
-                    while let Ok(e) = rx.try_recv() {
-                        batch.push(e);
-                        if batch.len() >= APPEND_BATCH {
-                            self.append_with_retry(&mut batch, &finish).await;
-                        }
-                    }
-                    self.append_with_retry(&mut batch, &finish).await;
-                    return;
-                }
-            }
-        }
+        drain(rx, APPEND_BATCH, &finish, |batch| {
+            self.append(batch, &finish)
+        })
+        .await;
     }
 
-    /// Appends `batch` (emptied), retrying while the database refuses for up to
-    /// [`RETRY_BOUND`] (once only after shutdown began); then drops it, logged and counted.
-    async fn append_with_retry(&self, batch: &mut Vec<AuditEvent>, finish: &CancellationToken) {
-        if batch.is_empty() {
-            return;
+    /// Appends `batch`, retrying while the database refuses for up to [`RETRY_BOUND`]
+    /// (once only after shutdown began); then drops it, logged and counted.
+    async fn append(&self, batch: Vec<AuditEvent>, finish: &CancellationToken) {
+        let stored = with_retry("appending audit entries", RETRY_BOUND, finish, || {
+            self.store_call(StoreOp::Audit, self.inner.store.append_audit(&batch))
+        })
+        .await;
+        if let Err(e) = stored {
+            self.metrics().audit_dropped(batch.len() as u64);
+            tracing::error!(
+                target: "nacelle::audit",
+                dropped = batch.len(),
+                error = %e,
+                "audit entries could not be stored; dropped from the database trail \
+                 (they are in this log)"
+            );
         }
-        let started = std::time::Instant::now();
-        let mut wait = Duration::from_millis(100);
-        loop {
-            let call = self.inner.store.append_audit(batch);
-            match self.store_call(StoreOp::Audit, call).await {
-                Ok(_) => break,
-                Err(e) if started.elapsed() >= RETRY_BOUND || finish.is_cancelled() => {
-                    self.metrics().audit_dropped(batch.len() as u64);
-                    tracing::error!(
-                        target: "nacelle::audit",
-                        dropped = batch.len(),
-                        error = %e,
-                        "audit entries could not be stored; dropped from the database trail \
-                         (they are in this log)"
-                    );
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "appending audit entries failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(5));
-                }
-            }
-        }
-        batch.clear();
     }
 
     /// Tells the appender to flush the queue and end (after the server stopped serving,

@@ -171,16 +171,12 @@ impl ConfigService {
 
     /// Keeps the directory current until shutdown (changes made by other nodes).
     pub async fn follow_identities(&self, every: Duration) {
-        let token = self.shutdown_token().clone();
-        loop {
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
+        self.periodically(every, || async {
             if let Err(e) = self.refresh_identities().await {
                 tracing::debug!(error = %e, "re-reading users and permissions failed");
             }
-        }
+        })
+        .await
     }
 
     /// Who the credentials say the caller is. Without authentication, or without

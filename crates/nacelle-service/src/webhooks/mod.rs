@@ -38,6 +38,7 @@ use nacelle_metrics::StoreOp;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::batches::{drain, with_retry};
 use crate::service::ConfigService;
 use nacelle_core::pattern::{check_pattern, MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
 mod feed;
@@ -168,64 +169,44 @@ impl ConfigService {
     /// Ends after [`ConfigService::finish_webhooks`], once the queue is empty. Run it once
     /// per service (a second call returns at once).
     pub async fn run_webhook_enqueuer(&self) {
-        let Some(mut rx) = self.inner.webhooks.rx.lock().take() else {
+        let Some(rx) = self.inner.webhooks.rx.lock().take() else {
             return;
         };
         let finish = self.inner.webhooks.finish.clone();
-        let mut batch = Vec::with_capacity(ENQUEUE_BATCH);
-        loop {
-            tokio::select! {
-                n = rx.recv_many(&mut batch, ENQUEUE_BATCH) => {
-                    if n == 0 {
-                        return;
-                    }
-                    self.enqueue_with_retry(&mut batch, &finish).await;
-                }
-                _ = finish.cancelled() => {
-                    while let Ok(d) = rx.try_recv() {
-                        batch.push(d);
-                        if batch.len() >= ENQUEUE_BATCH {
-                            self.enqueue_with_retry(&mut batch, &finish).await;
-                        }
-                    }
-                    self.enqueue_with_retry(&mut batch, &finish).await;
-                    return;
-                }
-            }
-        }
+        drain(rx, ENQUEUE_BATCH, &finish, |batch| {
+            self.enqueue(batch, &finish)
+        })
+        .await;
     }
 
-    async fn enqueue_with_retry(&self, batch: &mut Vec<NewDelivery>, finish: &CancellationToken) {
-        if batch.is_empty() {
-            return;
-        }
-        let started = Instant::now();
-        let mut wait = Duration::from_millis(100);
-        loop {
-            let call = self.inner.store.enqueue_deliveries(batch);
-            match self.store_call(StoreOp::Webhooks, call).await {
-                Ok(()) => {
-                    self.inner.webhooks.wake.notify_one();
-                    break;
-                }
-                Err(e) if started.elapsed() >= ENQUEUE_RETRY_BOUND || finish.is_cancelled() => {
-                    self.metrics().webhook_dropped(batch.len() as u64);
-                    tracing::error!(
-                        target: "nacelle::webhooks",
-                        dropped = batch.len(),
-                        error = %e,
-                        "webhook deliveries could not be stored; dropped"
-                    );
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "storing webhook deliveries failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(5));
-                }
+    /// Stores `batch` and wakes the sender, retrying while the database refuses for up
+    /// to [`ENQUEUE_RETRY_BOUND`] (once only after shutdown began); then drops it, logged
+    /// and counted.
+    async fn enqueue(&self, batch: Vec<NewDelivery>, finish: &CancellationToken) {
+        let stored = with_retry(
+            "storing webhook deliveries",
+            ENQUEUE_RETRY_BOUND,
+            finish,
+            || {
+                self.store_call(
+                    StoreOp::Webhooks,
+                    self.inner.store.enqueue_deliveries(&batch),
+                )
+            },
+        )
+        .await;
+        match stored {
+            Ok(()) => self.inner.webhooks.wake.notify_one(),
+            Err(e) => {
+                self.metrics().webhook_dropped(batch.len() as u64);
+                tracing::error!(
+                    target: "nacelle::webhooks",
+                    dropped = batch.len(),
+                    error = %e,
+                    "webhook deliveries could not be stored; dropped"
+                );
             }
         }
-        batch.clear();
     }
 
     /// Tells the enqueuer to store what is queued and end, and the sender to stop (after
