@@ -58,13 +58,13 @@ fn limits(master: Option<Arc<MasterKeys>>) -> Limits {
 
 /// The HTTP adapter over `service` on a free port: its base URL and its stop handle.
 async fn http_over(
-    service: ConfigService,
+    services: nacelle_service::Services,
 ) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let opts = HttpOptions::default();
     let max = opts.max_request_bytes;
-    let api = nacelle_http::api(service, opts);
+    let api = nacelle_http::api(services, opts);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(nacelle_http::serve(listener, api, max, async {
         // A dropped sender stops the adapter as a sent one does.
@@ -514,9 +514,9 @@ async fn with_a_master_key_the_data_key_is_wrapped_and_a_wrong_or_missing_key_fa
             ),
         ),
     ] {
-        let service =
-            nacelle_testkit::service::open_sqlite_with(&path, true, limits(other)).await?;
-        let (base, _stop) = http_over(service.clone()).await?;
+        let services = nacelle_testkit::service::open_services(&path, true, limits(other)).await?;
+        let service = services.config.clone();
+        let (base, _stop) = http_over(services.clone()).await?;
         let (status, body, _, key) = get(&n.http, &base, "cipher-aes-wrapped", &[]).await?;
         assert_eq!(status, 500, "{body}");
         assert!(
@@ -551,11 +551,12 @@ async fn with_a_master_key_the_data_key_is_wrapped_and_a_wrong_or_missing_key_fa
     // wrapped with the new key.
     let text = format!("{}\n{}\n", base64_of(&[8u8; 32]), base64_of(&[7u8; 32]));
     let rotated = Arc::new(MasterKeys::parse(&text)?);
-    let service =
-        nacelle_testkit::service::open_sqlite_with(&path, true, limits(Some(rotated))).await?;
+    let services =
+        nacelle_testkit::service::open_services(&path, true, limits(Some(rotated))).await?;
+    let service = services.config.clone();
     let census = service.cipher_census();
     assert_eq!((census.wrapped, census.previous, census.foreign), (0, 2, 0));
-    let (base, _stop) = http_over(service.clone()).await?;
+    let (base, _stop) = http_over(services.clone()).await?;
     let (status, body, ..) = get(&n.http, &base, "cipher-aes-wrapped", &[]).await?;
     assert_eq!((status, body.as_str()), (200, plain.as_str()));
     // Republishing the plaintext (the documented rewrap) wraps with the new key.
@@ -821,9 +822,10 @@ async fn every_read_of_an_encrypted_key_its_grays_and_history_agrees() -> anyhow
 
     // A master key that does not open them: every read above is an error naming the key.
     let path = n.server.db.path().context("path")?;
-    let service =
-        nacelle_testkit::service::open_sqlite_with(&path, true, limits(Some(master(8)))).await?;
-    let (base, _stop) = http_over(service.clone()).await?;
+    let services =
+        nacelle_testkit::service::open_services(&path, true, limits(Some(master(8)))).await?;
+    let service = services.config.clone();
+    let (base, _stop) = http_over(services.clone()).await?;
     let reads: Vec<(&str, Vec<(&str, &str)>)> = vec![
         (
             "/nacos/v1/cs/configs",

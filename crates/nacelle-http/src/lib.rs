@@ -41,7 +41,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::TrustedProxies;
-use nacelle_service::{ConfigService, Limits};
+use nacelle_service::{
+    ChangeRequests, ConfigService, Limits, Rollouts, Schemas, Services, Webhooks,
+};
 
 pub use server::{
     serve, serve_with, ConnectionCounter, ServeOptions, DEFAULT_IDLE_TIMEOUT,
@@ -102,7 +104,13 @@ pub(crate) struct AppState(Arc<Shared>);
 
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// The config core: what every Nacos endpoint calls.
     pub service: ConfigService,
+    /// The features Nacelle adds (its own API, `nacelle/`).
+    pub changes: ChangeRequests,
+    pub schemas: Schemas,
+    pub webhooks: Webhooks,
+    pub rollouts: Rollouts,
     pub options: HttpOptions,
 }
 
@@ -123,9 +131,23 @@ pub struct HttpApi {
 }
 
 /// Builds the whole HTTP API.
-pub fn api(service: ConfigService, options: HttpOptions) -> HttpApi {
+pub fn api(services: Services, options: HttpOptions) -> HttpApi {
     let body_limit = options.max_request_bytes;
-    let state = AppState(Arc::new(Shared { service, options }));
+    let Services {
+        config: service,
+        changes,
+        schemas,
+        webhooks,
+        rollouts,
+    } = services;
+    let state = AppState(Arc::new(Shared {
+        service,
+        changes,
+        schemas,
+        webhooks,
+        rollouts,
+        options,
+    }));
     let api = Router::new()
         .route(
             "/nacos/v1/cs/configs",

@@ -48,6 +48,7 @@ mod cipher_state;
 pub mod cluster;
 pub mod commit;
 pub mod follow;
+mod gates;
 mod history;
 mod hub;
 mod key_map;
@@ -57,19 +58,17 @@ mod namespaces;
 mod patterns;
 mod read;
 pub mod request;
-pub mod rollout_driver;
-mod rollout_state;
 pub mod rollouts;
-mod schema_state;
 pub mod schemas;
 pub mod service;
+mod services;
 pub mod transfer;
 mod view;
 pub mod watch;
 pub mod webhooks;
 mod write;
 
-pub use changes::{ChangeInput, ChangeView, Changes, ItemDiff, ItemInput};
+pub use changes::{ChangeInput, ChangeRequests, ChangeView, Changes, ItemDiff, ItemInput};
 pub use cipher::CipherCensus;
 pub use cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
 pub use commit::WriteKind;
@@ -81,10 +80,13 @@ pub use live::PeerQueries;
 pub use namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use read::{Beta, GrayView, Served};
 pub use request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
-pub use rollout_state::{DriverConfig, GuardProbe, ProbeFuture};
-pub use rollouts::{CohortProgress, NodeCohort, RolloutInput, RolloutOps};
-pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec};
+pub use rollouts::{
+    CohortProgress, DriverConfig, GuardProbe, NodeCohort, ProbeFuture, RolloutInput, RolloutOps,
+    Rollouts,
+};
+pub use schemas::{SchemaCheck, SchemaProblem, SchemaSpec, Schemas};
 pub use service::{CommitObserver, ConfigService};
+pub use services::{Background, Services};
 pub use transfer::{
     CloneItem, ExportQuery, ImportItem, ImportReport, NamedConfig, TransferError, MAX_BATCH_CONFIGS,
 };
@@ -93,4 +95,6 @@ pub use watch::{
     Added, ChangeEvent, GroupChange, GroupSubscriber, ListenerView, Listeners, PatternError,
     PatternWatched, Subscriber, Watch, WatchItem,
 };
-pub use webhooks::{WebhookAdmin, WebhookPost, WebhookSpec, WebhookTransport, WebhookView};
+pub use webhooks::{
+    WebhookAdmin, WebhookPost, WebhookSpec, WebhookTransport, WebhookView, Webhooks,
+};

@@ -29,15 +29,14 @@ use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::log::AuditLog;
+use crate::audit::log::{AuditLog, AuditSubscriber};
 use crate::auth::state::AuthState;
 use crate::cipher_state::CipherState;
 use crate::cluster::{MemberInfo, MembershipView};
+use crate::gates::{ContentGate, Gates, ReviewPolicies};
 use crate::hub::WatchHub;
 use crate::limits::{HeldPolls, Limits, RateLimiter};
 use crate::patterns::PatternHub;
-use crate::schema_state::SchemaState;
-use crate::webhooks::state::WebhookState;
 
 use crate::key_map::KeyMap;
 
@@ -70,10 +69,8 @@ pub(crate) struct Inner {
     pub(crate) cipher: CipherState,
     /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
     pub(crate) auth: AuthState,
-    /// The review policies (`crate::changes`), read at load and refreshed.
-    pub(crate) policies: parking_lot::RwLock<Arc<Vec<nacelle_core::change::ReviewPolicy>>>,
-    /// The JSON Schemas of config keys, compiled (`crate::schemas`).
-    pub(crate) schemas: SchemaState,
+    /// What features decide for the core (schemas, review policies), installed at wiring.
+    pub(crate) gates: Gates,
     ready: AtomicBool,
     /// Serialises writes of one key so that the cache sees them in commit order and a
     /// reload never races a write of the same key.
@@ -91,11 +88,6 @@ pub(crate) struct Inner {
     /// The audit log: events on their way to the database and to the webhooks
     /// (`crate::audit`).
     pub(crate) audit: AuditLog,
-    /// The webhooks in memory and their deliveries on their way to the database
-    /// (`crate::webhooks`); subscribed to the audit log.
-    pub(crate) webhooks: Arc<WebhookState>,
-    /// The rollout driver's wiring (`crate::rollout_driver`), set once at wiring.
-    pub(crate) rollout_runtime: OnceLock<Arc<crate::rollout_state::RolloutRuntime>>,
 }
 
 /// Learns of every write committed through this service, after the commit and after local
@@ -120,8 +112,7 @@ impl ConfigService {
     pub fn new(store: Arc<dyn ConfigStore>, limits: Limits) -> Self {
         let write_locks = (0..WRITE_STRIPES).map(|_| Mutex::new(())).collect();
         let metrics = Metrics::new();
-        let webhooks = Arc::new(WebhookState::new(metrics.clone()));
-        let audit = AuditLog::new(metrics.clone(), webhooks.clone());
+        let audit = AuditLog::new(metrics.clone());
         let service = ConfigService {
             inner: Arc::new(Inner {
                 store,
@@ -132,8 +123,7 @@ impl ConfigService {
                 cipher: CipherState::new(limits.cipher_master_key.clone()),
                 write_rate: RateLimiter::new(limits.write_rate_per_ip, limits.write_burst_per_ip),
                 auth: AuthState::new(),
-                policies: Default::default(),
-                schemas: SchemaState::default(),
+                gates: Gates::default(),
                 held_polls: Arc::default(),
                 limits,
                 ready: AtomicBool::new(false),
@@ -145,8 +135,6 @@ impl ConfigService {
                 peer_queries: OnceLock::new(),
                 metrics,
                 audit,
-                webhooks,
-                rollout_runtime: OnceLock::new(),
             }),
         };
         // Weak: the metrics live inside the state they read.
@@ -196,9 +184,6 @@ impl ConfigService {
             self.set_grays(&key, rows);
         }
         self.refresh_identities().await?;
-        self.refresh_policies().await?;
-        self.refresh_schemas().await?;
-        self.refresh_webhooks().await?;
         self.inner.ready.store(true, Ordering::Release);
         tracing::info!(
             configs = n,
@@ -273,6 +258,24 @@ impl ConfigService {
                 .insert(key.clone(), Arc::new(GraySet::new(grays)));
         }
         !same
+    }
+
+    /// Installs the content gate every publish passes (the schemas); only the first call
+    /// takes effect.
+    pub(crate) fn set_content_gate(&self, gate: Arc<dyn ContentGate>) -> bool {
+        self.inner.gates.content.set(gate).is_ok()
+    }
+
+    /// Installs the review policies every direct write is checked against; only the first
+    /// call takes effect.
+    pub(crate) fn set_review_policies(&self, policies: Arc<dyn ReviewPolicies>) -> bool {
+        self.inner.gates.review.set(policies).is_ok()
+    }
+
+    /// Installs the subscriber of the audit log (the webhooks); only the first call takes
+    /// effect.
+    pub(crate) fn subscribe_audit(&self, subscriber: Arc<dyn AuditSubscriber>) -> bool {
+        self.inner.audit.subscriber.set(subscriber).is_ok()
     }
 
     /// Installs the observer told of every local commit; only the first call takes effect.

@@ -56,6 +56,50 @@ impl ConfigService {
         )))
     }
 
+    /// Refuses a direct write of `key` when a review policy covers it (`crate::changes`), unless an
+    /// administrator gave an emergency reason (audited).
+    pub(crate) fn review_gate(&self, caller: &Caller, key: &ConfigKey) -> Result<(), CoreError> {
+        let Some(policy) = self.inner.gates.review.get().and_then(|p| p.policy_of(key)) else {
+            return Ok(());
+        };
+        // The server's own writes (a rollout's steps, rollback and promotion) passed the
+        // gate when the rollout was started.
+        if caller.protocol == nacelle_core::Protocol::Internal
+            && matches!(caller.identity, nacelle_core::Identity::Trusted)
+        {
+            return Ok(());
+        }
+        if let Some(reason) = caller.emergency.as_deref().filter(|r| !r.trim().is_empty()) {
+            if self.auth_enabled() && self.is_admin(caller) {
+                let detail = format!("{key}: {reason}");
+                self.audit_outcome(
+                    nacelle_core::audit::AuditAction::EmergencyWrite,
+                    "config.emergency",
+                    caller,
+                    &detail,
+                    true,
+                );
+                return Ok(());
+            }
+            return Err(CoreError::ReviewRequired(
+                "an emergency write needs an administrator (ROLE_ADMIN) with authentication on"
+                    .into(),
+            ));
+        }
+        let ns = match key.namespace().as_str() {
+            "" => "public",
+            ns => ns,
+        };
+        Err(CoreError::ReviewRequired(format!(
+            "config {}/{} in namespace '{ns}' is under review policy '{}' ({} approval(s)): \
+             change it through a change request",
+            key.group(),
+            key.data_id(),
+            policy.group_pattern,
+            policy.required_approvals
+        )))
+    }
+
     /// Validates and publishes a config for `caller`; answers once the version is
     /// committed and visible to readers, after its listeners were notified (or their walk
     /// started, see [`crate::hub`]). History records the caller's IP.
@@ -310,7 +354,10 @@ impl ConfigService {
             self.check_syntax_by_type(record, mode).await?;
         }
         // Schemas always refuse, whatever the mode: they are an explicit opt-in.
-        self.check_schemas(key, config_type, &record.content).await
+        match self.inner.gates.content.get() {
+            Some(gate) => gate.check(key, config_type, &record.content).await,
+            None => Ok(()),
+        }
     }
 
     async fn check_syntax_by_type(

@@ -26,6 +26,8 @@ pub struct TestServer {
     pub port: u16,
     /// The service behind the server, to publish or look at directly.
     pub service: ConfigService,
+    /// The service's features, for the HTTP adapter ([`TestServer::start_http`]).
+    services: nacelle_service::Services,
     /// The server's counters (connections, listened keys…).
     pub stats: GrpcStats,
     /// The options the server was started with (a restart keeps them).
@@ -55,13 +57,15 @@ impl TestServer {
     async fn start_loaded(opts: GrpcOptions, load: bool, limits: Limits) -> anyhow::Result<Self> {
         let db = TestDb::create(Backend::Sqlite).await?;
         let path = db.path().context("no SQLite file")?;
-        let service = service::open_sqlite_with(&path, load, limits).await?;
+        let services = service::open_services(&path, load, limits).await?;
+        let service = services.config.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let mut s = TestServer {
             db,
             port,
             service: service.clone(),
+            services,
             stats: GrpcStats::new(),
             opts,
             stop: None,
@@ -102,7 +106,8 @@ impl TestServer {
         self.stop().await?;
         self.service.begin_shutdown();
         let path = self.db.path().context("no SQLite file")?;
-        let service = service::open_sqlite_with(&path, true, self.service.limits().clone()).await?;
+        let services = service::open_services(&path, true, self.service.limits().clone()).await?;
+        let service = services.config.clone();
         let deadline = Instant::now() + SOON;
         let listener = loop {
             match tokio::net::TcpListener::bind(("127.0.0.1", self.port)).await {
@@ -115,6 +120,7 @@ impl TestServer {
             }
         };
         self.service = service.clone();
+        self.services = services;
         self.launch(listener, service);
         Ok(())
     }
@@ -128,7 +134,7 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let max = opts.max_request_bytes;
-        let api = nacelle_http::api(self.service.clone(), opts);
+        let api = nacelle_http::api(self.services.clone(), opts);
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(nacelle_http::serve(listener, api, max, async {
             // A dropped sender stops the adapter as a sent one does.

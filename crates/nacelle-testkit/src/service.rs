@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use nacelle_core::{Caller, ConfigKey, ConfigMeta, Variant};
-use nacelle_service::{ConfigService, Limits, PublishRequest};
+use nacelle_service::{ConfigService, Limits, PublishRequest, Services};
 use nacelle_store::SqliteStore;
 
 /// The service over the SQLite file at `db` with default limits; `load` fills its cache
@@ -20,12 +20,18 @@ pub async fn open_sqlite_with(
     load: bool,
     limits: Limits,
 ) -> anyhow::Result<ConfigService> {
+    Ok(open_services(db, load, limits).await?.config)
+}
+
+/// The config core and its features over a SQLite file (loaded when `load`), as the
+/// server wires them.
+pub async fn open_services(db: &Path, load: bool, limits: Limits) -> anyhow::Result<Services> {
     let store = SqliteStore::open_path(db).await?;
-    let service = ConfigService::new(Arc::new(store), limits);
+    let services = Services::new(Arc::new(store), limits)?;
     if load {
-        service.load().await?;
+        services.load().await?;
     }
-    Ok(service)
+    Ok(services)
 }
 
 /// A plain publish of `content` (type `text`, no metadata, no CAS) to `key`.

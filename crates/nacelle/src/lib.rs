@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use nacelle_core::ConfigStore;
-use nacelle_service::ConfigService;
+use nacelle_service::{Background, ConfigService, Services};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -80,7 +80,7 @@ pub struct RunningServer {
     pub cluster: Option<nacelle_cluster::Cluster>,
     /// The address of the cluster gRPC port (member-to-member calls), in a cluster.
     pub cluster_grpc_addr: Option<SocketAddr>,
-    service: ConfigService,
+    services: Services,
     stop: CancellationToken,
     /// The listeners' accept loops; each ends once it has drained its requests.
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
@@ -91,14 +91,14 @@ pub struct RunningServer {
 impl RunningServer {
     /// The config service, for in-process tests and future adapters.
     pub fn service(&self) -> &ConfigService {
-        &self.service
+        &self.services.config
     }
 
     /// Graceful shutdown: stop accepting, answer held long polls, let in-flight requests
     /// (and so in-flight writes) finish, stop every background task, then return. The first
     /// error of a listener is returned, after every task has ended.
     pub async fn shutdown(self) -> anyhow::Result<()> {
-        self.service.begin_shutdown();
+        self.services.config.begin_shutdown();
         self.stop.cancel();
         let mut first_error = None;
         for t in self.tasks {
@@ -109,8 +109,7 @@ impl RunningServer {
         }
         // Nothing serves any more: the audit appender and the webhook enqueuer store what
         // is queued and end; the webhook sender stops.
-        self.service.finish_audit();
-        self.service.finish_webhooks();
+        self.services.finish();
         self.background.close();
         self.background.wait().await;
         first_error.map_or(Ok(()), Err)
@@ -165,7 +164,8 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         settings.retention,
         stop.clone(),
     ));
-    let service = ConfigService::new(store, settings.limits());
+    let services = Services::new(store, settings.limits())?;
+    let service = services.config.clone();
     service
         .metrics()
         .set_slow_request_threshold(settings.slow_request);
@@ -246,7 +246,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
             .context("grpc server failed")
     }));
 
-    let api = nacelle_http::api(service.clone(), settings.http_options(http_addr));
+    let api = nacelle_http::api(services.clone(), settings.http_options(http_addr));
     let connections = nacelle_http::ConnectionCounter::default();
     for (listener, tls) in http_listeners {
         let http_stop = stop.clone();
@@ -308,66 +308,24 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     let follow =
         (settings.clustered() || settings.shared_database()).then_some(settings.follow_interval);
     background.spawn(load_then_follow(
-        service.clone(),
+        services.clone(),
         settings.clone(),
         follow,
         stop.clone(),
     ));
-    {
-        // Review policies changed on other nodes, and change requests due to publish.
-        let s = service.clone();
-        background.spawn(async move {
-            s.follow_changes(nacelle_service::changes::POLICY_REFRESH)
-                .await
-        });
-    }
-    {
-        // Staged rollouts (docs/rollouts.md): this process drives those whose database
-        // lease it holds.
-        let probe_timeout = nacelle_service::DriverConfig::new(String::new(), None).probe_timeout;
-        match rollout_probe::HttpProbe::new(probe_timeout) {
-            Ok(probe) => {
-                let node = format!("{http_addr}/{}", uuid::Uuid::new_v4().simple());
-                let config =
-                    nacelle_service::DriverConfig::new(node, settings.prometheus_url.clone());
-                service.set_rollout_driver(config, Arc::new(probe));
-                let s = service.clone();
-                background.spawn(async move { s.drive_rollouts().await });
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "no HTTP client for rollout guards: rollouts are not driven")
-            }
-        }
-    }
-    if follow.is_some() {
-        // JSON Schemas set on other nodes (docs/schema-validation.md).
-        let s = service.clone();
-        background.spawn(async move {
-            s.follow_schemas(nacelle_service::schemas::SCHEMA_REFRESH)
-                .await
-        });
-    }
-    if follow.is_some() && service.auth_enabled() {
-        // Users, roles and permissions changed on other nodes.
-        let s = service.clone();
-        background.spawn(async move {
-            s.follow_identities(nacelle_service::auth::IDENTITY_REFRESH)
-                .await
-        });
-    }
-
-    // Webhooks (docs/webhooks.md): deliveries stored in batches, sent by a sender that
-    // claims them with a lease; both end when `RunningServer::shutdown` has stopped serving.
-    let transport = webhook_client::HttpTransport::new().context("the webhooks' HTTP client")?;
-    let enqueuer = service.clone();
-    background.spawn(async move { enqueuer.run_webhook_enqueuer().await });
-    let sender = service.clone();
-    background.spawn(async move { sender.run_webhook_sender(Arc::new(transport)).await });
-
-    // The audit appender ends when `RunningServer::shutdown` has stopped serving (after
-    // flushing the queue), so it starts last: nothing after it can fail.
-    let appender = service.clone();
-    background.spawn(async move { appender.run_audit_appender().await });
+    // The features' background work: re-reads of what other nodes change, scheduled
+    // change requests, the rollout driver, the webhooks' enqueuer and sender, the audit
+    // appender; each ends at shutdown.
+    services.spawn_tasks(
+        &background,
+        Background {
+            webhook_transport: Arc::new(
+                webhook_client::HttpTransport::new().context("the webhooks' HTTP client")?,
+            ),
+            rollout_driver: rollout_driver(settings, http_addr),
+            shared: follow.is_some(),
+        },
+    );
 
     Ok(RunningServer {
         http_addr,
@@ -377,7 +335,7 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         grpc_stats,
         cluster,
         cluster_grpc_addr,
-        service,
+        services,
         stop,
         tasks,
         background,
@@ -457,14 +415,39 @@ impl Tls {
     }
 }
 
+/// The rollout driver's settings and its HTTP probes (docs/rollouts.md): this process
+/// drives the rollouts whose database lease it holds. `None` (logged) when no HTTP client
+/// could be made.
+fn rollout_driver(
+    settings: &Settings,
+    http_addr: SocketAddr,
+) -> Option<(
+    nacelle_service::DriverConfig,
+    Arc<dyn nacelle_service::GuardProbe>,
+)> {
+    let probe_timeout = nacelle_service::DriverConfig::new(String::new(), None).probe_timeout;
+    match rollout_probe::HttpProbe::new(probe_timeout) {
+        Ok(probe) => {
+            let node = format!("{http_addr}/{}", uuid::Uuid::new_v4().simple());
+            let config = nacelle_service::DriverConfig::new(node, settings.prometheus_url.clone());
+            Some((config, Arc::new(probe)))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "no HTTP client for rollout guards: rollouts are not driven");
+            None
+        }
+    }
+}
+
 /// Loads the cache (retrying with backoff while the database is unreachable), then, when
 /// `follow` is set, follows the database's change log at that interval until `stop`.
 async fn load_then_follow(
-    service: ConfigService,
+    services: Services,
     settings: Settings,
     follow: Option<std::time::Duration>,
     stop: CancellationToken,
 ) {
+    let service = &services.config;
     let started = std::time::Instant::now();
     let mut delay = std::time::Duration::from_millis(500);
     let position = loop {
@@ -474,8 +457,8 @@ async fn load_then_follow(
             let gray_position = service.gray_log_position().await?;
             // Before the load marks the service ready: a login right after readiness
             // finds the first administrator.
-            auth_setup::ensure_admin(&service, &settings).await;
-            let n = service.load().await?;
+            auth_setup::ensure_admin(service, &settings).await;
+            let n = services.load().await?;
             Ok::<_, nacelle_core::CoreError>(((position, gray_position), n))
         };
         match attempt.await {
@@ -511,7 +494,7 @@ async fn load_then_follow(
         if failing {
             // The database is (perhaps) back after an outage: a failover may have put a
             // replica in its place that lacks commits this node read.
-            match rewound_resync(&service, &follower, &gray_follower).await {
+            match rewound_resync(service, &follower, &gray_follower).await {
                 Ok(Some((formal, gray))) => {
                     follower = nacelle_service::ChangeFollower::starting_at(formal);
                     gray_follower = nacelle_service::ChangeFollower::grays_starting_at(gray);
@@ -521,8 +504,8 @@ async fn load_then_follow(
                 Err(_) => {}
             }
         }
-        let polled = match follower.poll(&service).await {
-            Ok(n) => gray_follower.poll(&service).await.map(|g| n + g),
+        let polled = match follower.poll(service).await {
+            Ok(n) => gray_follower.poll(service).await.map(|g| n + g),
             Err(e) => Err(e),
         };
         match polled {

@@ -673,8 +673,9 @@ per_backend!(readiness_is_503_until_the_cache_is_loaded);
 async fn readiness_is_503_until_the_cache_is_loaded(backend: Backend) -> TestResult {
     let db = TestDb::create(backend).await?;
     let store = nacelle_store::open(&db.url).await?;
-    let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
-    let api = nacelle_http::api(service.clone(), nacelle_http::HttpOptions::default());
+    let services = nacelle_service::Services::new(store, nacelle_service::Limits::default())?;
+    let service = services.config.clone();
+    let api = nacelle_http::api(services.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let stop = tokio_util::sync::CancellationToken::new();
@@ -724,9 +725,9 @@ async fn idle_connections_are_closed_but_held_long_polls_are_not() -> TestResult
 
     let db = TestDb::create(Backend::Sqlite).await?;
     let store = nacelle_store::open(&db.url).await?;
-    let service = nacelle_service::ConfigService::new(store, nacelle_service::Limits::default());
-    service.load().await?;
-    let api = nacelle_http::api(service.clone(), nacelle_http::HttpOptions::default());
+    let services = nacelle_service::Services::new(store, nacelle_service::Limits::default())?;
+    services.load().await?;
+    let api = nacelle_http::api(services.clone(), nacelle_http::HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let stop = tokio_util::sync::CancellationToken::new();

@@ -265,7 +265,7 @@ fn answer(v: &ChangeView) -> Answer {
 
 async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let changes = st.service.changes(&p.caller)?;
+    let changes = st.changes.changes(&p.caller)?;
     let state = match p.non_blank("state") {
         None => None,
         Some(s) => Some(ChangeState::parse(s).ok_or_else(|| {
@@ -295,14 +295,14 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
 async fn create(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let input = body(&p)?;
-    answer(&st.service.changes(&p.caller)?.create(input).await?)
+    answer(&st.changes.changes(&p.caller)?.create(input).await?)
 }
 
 async fn edit(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let (id, version, input) = (id_of(&p)?, version_of(&p)?, body(&p)?);
     answer(
-        &st.service
+        &st.changes
             .changes(&p.caller)?
             .edit(id, version, input)
             .await?,
@@ -311,7 +311,7 @@ async fn edit(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
 
 async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    answer(&st.service.changes(&p.caller)?.get(id_of(&p)?).await?)
+    answer(&st.changes.changes(&p.caller)?.get(id_of(&p)?).await?)
 }
 
 #[derive(Serialize)]
@@ -331,7 +331,7 @@ struct DiffJson<'a> {
 
 async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let items: Vec<ItemDiff> = st.service.changes(&p.caller)?.diff(id_of(&p)?).await?;
+    let items: Vec<ItemDiff> = st.changes.changes(&p.caller)?.diff(id_of(&p)?).await?;
     let rendered = tokio::task::spawn_blocking(move || {
         let diffs: Vec<String> = items
             .iter()
@@ -379,43 +379,43 @@ fn text_of(p: &Params) -> String {
 
 async fn open(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.open(id_of(&p)?, version_of(&p)?).await?)
 }
 
 async fn approve(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.approve(id_of(&p)?, version_of(&p)?, text_of(&p)).await?)
 }
 
 async fn reject(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.reject(id_of(&p)?, version_of(&p)?, text_of(&p)).await?)
 }
 
 async fn comment(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.comment(id_of(&p)?, text_of(&p)).await?)
 }
 
 async fn rebase(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.rebase(id_of(&p)?, version_of(&p)?).await?)
 }
 
 async fn close(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.close(id_of(&p)?, text_of(&p)).await?)
 }
 
 async fn publish(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.publish(id_of(&p)?, version_of(&p)?).await?)
 }
 
@@ -428,7 +428,7 @@ async fn schedule(State(st): State<AppState>, p: Result<Params, ApiError>) -> An
                 V3Error::invalid(format!("publishAt must be ms since the epoch: {v}"))
             })?),
         };
-    let c = st.service.changes(&p.caller)?;
+    let c = st.changes.changes(&p.caller)?;
     answer(&c.schedule(id_of(&p)?, at).await?)
 }
 
@@ -456,7 +456,7 @@ impl<'a> PolicyJson<'a> {
 
 async fn policies(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
-    let all = st.service.review_policies(&p.caller)?;
+    let all = st.changes.review_policies(&p.caller)?;
     Ok(success(all.iter().map(PolicyJson::of).collect::<Vec<_>>()))
 }
 
@@ -470,7 +470,7 @@ async fn set_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> 
         .parse()
         .map_err(|_| V3Error::invalid(format!("requiredApprovals must be 0 to 10: {raw}")))?;
     let pattern = p.non_blank("groupPattern").unwrap_or("*");
-    st.service
+    st.changes
         .set_review_policy(&p.caller, p.get("namespaceId"), pattern, n)
         .await?;
     Ok(success(true))
@@ -479,7 +479,7 @@ async fn set_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> 
 async fn delete_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let pattern = p.non_blank("groupPattern").unwrap_or("*");
-    st.service
+    st.changes
         .set_review_policy(&p.caller, p.get("namespaceId"), pattern, 0)
         .await?;
     Ok(success(true))

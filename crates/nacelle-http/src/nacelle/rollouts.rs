@@ -321,7 +321,7 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
             .filter(|l| (1..=500).contains(l))
             .ok_or_else(|| V3Error::invalid(format!("limit must be from 1 to 500: {l}")))?,
     };
-    let found = st.service.rollouts(&p.caller)?.list(active, limit).await?;
+    let found = st.rollouts.ops(&p.caller)?.list(active, limit).await?;
     let items: Vec<RolloutJson> = found.iter().map(|r| RolloutJson::of(r, false)).collect();
     Ok(success(items))
 }
@@ -329,13 +329,13 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
 async fn start(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let input = body(&p)?;
-    answer(&st.service.rollouts(&p.caller)?.start(input).await?)
+    answer(&st.rollouts.ops(&p.caller)?.start(input).await?)
 }
 
 async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let id = id_of(&p)?;
-    let ops = st.service.rollouts(&p.caller)?;
+    let ops = st.rollouts.ops(&p.caller)?;
     let r = ops.get(id).await?;
     let mut json = RolloutJson::of(&r, true);
     if r.state.is_active() {
@@ -348,24 +348,24 @@ async fn pause(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answe
     let p = params(p)?;
     let id = id_of(&p)?;
     let reason = p.get("reason").unwrap_or("");
-    answer(&st.service.rollouts(&p.caller)?.pause(id, reason).await?)
+    answer(&st.rollouts.ops(&p.caller)?.pause(id, reason).await?)
 }
 
 async fn resume(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let id = id_of(&p)?;
-    answer(&st.service.rollouts(&p.caller)?.resume(id).await?)
+    answer(&st.rollouts.ops(&p.caller)?.resume(id).await?)
 }
 
 async fn advance(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let id = id_of(&p)?;
-    answer(&st.service.rollouts(&p.caller)?.advance(id).await?)
+    answer(&st.rollouts.ops(&p.caller)?.advance(id).await?)
 }
 
 async fn abort(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = params(p)?;
     let id = id_of(&p)?;
     let reason = p.get("reason").unwrap_or("");
-    answer(&st.service.rollouts(&p.caller)?.abort(id, reason).await?)
+    answer(&st.rollouts.ops(&p.caller)?.abort(id, reason).await?)
 }

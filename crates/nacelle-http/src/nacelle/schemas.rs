@@ -144,15 +144,15 @@ async fn get_schemas(
             Some(_) => Some(f.namespace()?),
             None => None,
         };
-        let all = st.service.list_schemas(&p.caller, filter.as_ref())?;
+        let all = st.schemas.list(&p.caller, filter.as_ref())?;
         return Ok(success(
             all.into_iter().map(SchemaJson::of).collect::<Vec<_>>(),
         ));
     }
     let (group, data_id) = (f.required("group")?, f.required("dataId")?);
     let one = st
-        .service
-        .get_schema(&p.caller, &f.namespace()?, &group, &data_id)?;
+        .schemas
+        .get(&p.caller, &f.namespace()?, &group, &data_id)?;
     Ok(success(SchemaJson::of(one)))
 }
 
@@ -171,7 +171,7 @@ async fn set_schema(
         description: f.get("description").unwrap_or_default(),
     };
     let src_user = f.get("srcUser").unwrap_or_default();
-    let set = st.service.set_schema(&p.caller, spec, &src_user).await?;
+    let set = st.schemas.set(&p.caller, spec, &src_user).await?;
     Ok(success(SchemaJson::of(set)))
 }
 
@@ -183,11 +183,7 @@ async fn remove_schema(
     let p = admitted(&st, p)?;
     let f = Fields::of(&p)?;
     let (ns, group, data_id) = (f.namespace()?, f.required("group")?, f.required("dataId")?);
-    if st
-        .service
-        .remove_schema(&p.caller, &ns, &group, &data_id)
-        .await?
-    {
+    if st.schemas.remove(&p.caller, &ns, &group, &data_id).await? {
         Ok(success(true))
     } else {
         Err(V3Error::api(
@@ -214,8 +210,8 @@ async fn check(
         .ok_or_else(|| V3Error::missing("content"))?;
     let config_type = f.get("type");
     let SchemaCheck { schemas, problems } = st
-        .service
-        .check_against_schemas(&p.caller, &key, config_type.as_deref(), &content)
+        .schemas
+        .check(&p.caller, &key, config_type.as_deref(), &content)
         .await
         .map_err(|e: CoreError| V3Error::from(e))?;
     Ok(success(CheckJson {

@@ -170,7 +170,7 @@ async fn list(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     let f = Fields::of(&p)?;
     if f.list("id").is_some_and(|v| !v.trim().is_empty()) {
         let hook = admin.get(f.id("id")?).await?;
@@ -189,7 +189,7 @@ async fn create(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     let spec = Fields::of(&p)?.spec()?;
     Ok(success(HookJson::of(admin.create(spec).await?)))
 }
@@ -201,7 +201,7 @@ async fn update(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     let f = Fields::of(&p)?;
     let id = f.id("id")?;
     Ok(success(HookJson::of(admin.update(id, f.spec()?).await?)))
@@ -213,7 +213,7 @@ async fn remove(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     admin.delete(Fields::of(&p)?.id("id")?).await?;
     Ok(success(true))
 }
@@ -224,7 +224,7 @@ async fn deliveries(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     let id = Fields::of(&p)?.id("id")?;
     let page = admin.deliveries(id, page(&p, Some(MAX_PAGE_SIZE))?).await?;
     Ok(success(Page {
@@ -241,7 +241,7 @@ async fn redeliver(
     p: Result<Params, ApiError>,
 ) -> Result<Response, V3Error> {
     let p = params(p)?;
-    let admin = st.service.webhooks(&p.caller)?;
+    let admin = st.webhooks.admin(&p.caller)?;
     admin.redeliver(Fields::of(&p)?.id("deliveryId")?).await?;
     Ok(success(true))
 }

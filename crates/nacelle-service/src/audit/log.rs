@@ -2,7 +2,7 @@
 //! line, hands the event to its subscriber (the webhooks' feed) and queues the entry for
 //! the appender (`crate::audit`) without waiting.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use nacelle_core::audit::AuditEvent;
 use nacelle_core::{now_millis, Caller};
@@ -29,18 +29,19 @@ pub(crate) struct AuditLog {
     pub(crate) rx: Mutex<Option<mpsc::Receiver<AuditEvent>>>,
     /// Cancelled once the server stopped serving: the appender flushes and ends.
     pub(crate) finish: CancellationToken,
-    subscriber: Arc<dyn AuditSubscriber>,
+    /// Told of the events with a subject (the webhooks), once installed.
+    pub(crate) subscriber: OnceLock<Arc<dyn AuditSubscriber>>,
     metrics: Metrics,
 }
 
 impl AuditLog {
-    pub(crate) fn new(metrics: Metrics, subscriber: Arc<dyn AuditSubscriber>) -> Self {
+    pub(crate) fn new(metrics: Metrics) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         AuditLog {
             tx,
             rx: Mutex::new(Some(rx)),
             finish: CancellationToken::new(),
-            subscriber,
+            subscriber: OnceLock::new(),
             metrics,
         }
     }
@@ -81,8 +82,8 @@ impl AuditLog {
             change_id: event.change_id,
         };
         // Webhooks are fed from here, with the trail: only what happened (outcome ok).
-        if let (true, Some(subject)) = (ok, subject) {
-            self.subscriber.recorded(&entry, subject);
+        if let (true, Some(subject), Some(to)) = (ok, subject, self.subscriber.get()) {
+            to.recorded(&entry, subject);
         }
         if self.tx.try_send(entry).is_err() {
             self.metrics.audit_dropped(1);

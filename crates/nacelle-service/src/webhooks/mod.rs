@@ -45,7 +45,9 @@ mod feed;
 use feed::namespace_label;
 pub(crate) mod state;
 
-use state::LiveHook;
+use nacelle_core::store::Webhooks as WebhookStore;
+use state::{LiveHook, WebhookState};
+use std::fmt;
 
 pub use state::QUEUE_CAPACITY;
 
@@ -140,11 +142,44 @@ pub fn backoff(attempts: u32) -> Duration {
     (FIRST_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF)
 }
 
-impl ConfigService {
+/// Webhooks: a component that owns the hooks in memory, the queue of deliveries and the
+/// tasks that store and send them; subscribed to the audit log, reaching the config core
+/// through its handle. Cheap to clone.
+#[derive(Clone)]
+pub struct Webhooks {
+    core: ConfigService,
+    store: Arc<dyn WebhookStore>,
+    state: Arc<WebhookState>,
+}
+
+impl fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhooks").finish_non_exhaustive()
+    }
+}
+
+impl Webhooks {
+    /// The webhooks of `core`: from now on every event of its audit log that names a
+    /// subject reaches them. One per core: a second one is refused.
+    pub fn new(core: &ConfigService) -> Result<Webhooks, CoreError> {
+        let state = Arc::new(WebhookState::new(core.metrics().clone()));
+        if !core.subscribe_audit(state.clone()) {
+            return Err(CoreError::Conflict(
+                "the config core has its webhooks already".into(),
+            ));
+        }
+        Ok(Webhooks {
+            core: core.clone(),
+            store: core.store().clone(),
+            state,
+        })
+    }
+
     /// Re-reads the webhooks from the database.
-    pub async fn refresh_webhooks(&self) -> Result<(), CoreError> {
+    pub async fn refresh(&self) -> Result<(), CoreError> {
         let all = self
-            .store_call(StoreOp::Webhooks, self.inner.store.load_webhooks())
+            .core
+            .store_call(StoreOp::Webhooks, self.store.load_webhooks())
             .await?;
         let live: Vec<Arc<LiveHook>> = all
             .into_iter()
@@ -160,7 +195,7 @@ impl ConfigService {
                 live.map(Arc::new)
             })
             .collect();
-        *self.inner.webhooks.hooks.write() = Arc::new(live);
+        *self.state.hooks.write() = Arc::new(live);
         Ok(())
     }
 
@@ -168,11 +203,11 @@ impl ConfigService {
     /// in one transaction, retrying for up to [`ENQUEUE_RETRY_BOUND`]; wakes the sender.
     /// Ends after [`ConfigService::finish_webhooks`], once the queue is empty. Run it once
     /// per service (a second call returns at once).
-    pub async fn run_webhook_enqueuer(&self) {
-        let Some(rx) = self.inner.webhooks.rx.lock().take() else {
+    pub async fn run_enqueuer(&self) {
+        let Some(rx) = self.state.rx.lock().take() else {
             return;
         };
-        let finish = self.inner.webhooks.finish.clone();
+        let finish = self.state.finish.clone();
         drain(rx, ENQUEUE_BATCH, &finish, |batch| {
             self.enqueue(batch, &finish)
         })
@@ -188,17 +223,15 @@ impl ConfigService {
             ENQUEUE_RETRY_BOUND,
             finish,
             || {
-                self.store_call(
-                    StoreOp::Webhooks,
-                    self.inner.store.enqueue_deliveries(&batch),
-                )
+                self.core
+                    .store_call(StoreOp::Webhooks, self.store.enqueue_deliveries(&batch))
             },
         )
         .await;
         match stored {
-            Ok(()) => self.inner.webhooks.wake.notify_one(),
+            Ok(()) => self.state.wake.notify_one(),
             Err(e) => {
-                self.metrics().webhook_dropped(batch.len() as u64);
+                self.core.metrics().webhook_dropped(batch.len() as u64);
                 tracing::error!(
                     target: "nacelle::webhooks",
                     dropped = batch.len(),
@@ -212,22 +245,22 @@ impl ConfigService {
     /// Tells the enqueuer to store what is queued and end, and the sender to stop (after
     /// the server stopped serving). Deliveries being sent keep their lease and are sent
     /// again once it runs out.
-    pub fn finish_webhooks(&self) {
-        self.inner.webhooks.finish.cancel();
+    pub fn finish(&self) {
+        self.state.finish.cancel();
     }
 
     /// The sender: claims due deliveries (at most [`CLAIM_BATCH`] at a time, leased for
     /// [`LEASE`]), sends them concurrently through `transport` and records each outcome;
     /// waits for a wake-up or [`POLL`] when none is due. Re-reads the hooks every
     /// [`HOOK_REFRESH`]. Ends after [`ConfigService::finish_webhooks`].
-    pub async fn run_webhook_sender(&self, transport: Arc<dyn WebhookTransport>) {
-        let finish = self.inner.webhooks.finish.clone();
+    pub async fn run_sender(&self, transport: Arc<dyn WebhookTransport>) {
+        let finish = self.state.finish.clone();
         let mut refreshed = Instant::now();
         loop {
             if finish.is_cancelled() {
                 return;
             }
-            if !self.is_ready() {
+            if !self.core.is_ready() {
                 // The database not reached yet, or the cache loading: nothing to claim.
                 tokio::select! {
                     _ = tokio::time::sleep(POLL) => {}
@@ -237,14 +270,14 @@ impl ConfigService {
             }
             if refreshed.elapsed() >= HOOK_REFRESH {
                 refreshed = Instant::now();
-                if let Err(e) = self.refresh_webhooks().await {
+                if let Err(e) = self.refresh().await {
                     tracing::warn!(error = %e, "re-reading the webhooks failed");
                 }
             }
-            if self.inner.webhooks.hooks.read().is_empty() {
+            if self.state.hooks.read().is_empty() {
                 // No webhook anywhere (as of the last read): no delivery to look for.
                 tokio::select! {
-                    _ = self.inner.webhooks.wake.notified() => {}
+                    _ = self.state.wake.notified() => {}
                     _ = tokio::time::sleep(POLL) => {}
                     _ = finish.cancelled() => return,
                 }
@@ -258,7 +291,8 @@ impl ConfigService {
                 limit: CLAIM_BATCH,
             };
             let claimed = self
-                .store_call(StoreOp::Webhooks, self.inner.store.claim_deliveries(&claim))
+                .core
+                .store_call(StoreOp::Webhooks, self.store.claim_deliveries(&claim))
                 .await;
             match claimed {
                 Ok(batch) if !batch.is_empty() => {
@@ -281,7 +315,7 @@ impl ConfigService {
                 }
                 Ok(_) => {
                     tokio::select! {
-                        _ = self.inner.webhooks.wake.notified() => {}
+                        _ = self.state.wake.notified() => {}
                         _ = tokio::time::sleep(POLL) => {}
                         _ = finish.cancelled() => return,
                     }
@@ -367,7 +401,7 @@ impl ConfigService {
             DeliveryStatus::Pending => "retry",
             DeliveryStatus::Failed => "failed",
         };
-        self.metrics().webhook_delivery(label);
+        self.core.metrics().webhook_delivery(label);
         if result.status != DeliveryStatus::Delivered {
             tracing::warn!(
                 target: "nacelle::webhooks",
@@ -379,8 +413,8 @@ impl ConfigService {
                 "webhook delivery attempt failed"
             );
         }
-        let call = self.inner.store.finish_delivery(d.id, owner, &result);
-        match self.store_call(StoreOp::Webhooks, call).await {
+        let call = self.store.finish_delivery(d.id, owner, &result);
+        match self.core.store_call(StoreOp::Webhooks, call).await {
             Ok(true) => {}
             Ok(false) => tracing::warn!(
                 delivery = d.id,
@@ -400,8 +434,7 @@ impl ConfigService {
     /// since this node last read them.
     async fn hook_of(&self, id: i64) -> Result<Option<Webhook>, String> {
         let cached = || {
-            self.inner
-                .webhooks
+            self.state
                 .hooks
                 .read()
                 .iter()
@@ -412,7 +445,7 @@ impl ConfigService {
             return Ok(Some(h));
         }
         // Unknown here and unreadable: tried again later, not given up.
-        self.refresh_webhooks()
+        self.refresh()
             .await
             .map_err(|e| format!("cannot read the webhook: {e}"))?;
         Ok(cached())
@@ -420,9 +453,9 @@ impl ConfigService {
 
     /// Managing webhooks and reading their deliveries, for an administrator: a ready
     /// service and `ROLE_ADMIN` (with authentication on).
-    pub fn webhooks<'a>(&'a self, caller: &'a Caller) -> Result<WebhookAdmin<'a>, CoreError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+    pub fn admin<'a>(&'a self, caller: &'a Caller) -> Result<WebhookAdmin<'a>, CoreError> {
+        self.core.guard()?;
+        self.core.require_admin(caller)?;
         Ok(WebhookAdmin {
             service: self,
             caller,
@@ -484,10 +517,10 @@ pub struct WebhookSpec {
     pub description: Option<String>,
 }
 
-/// What [`ConfigService::webhooks`] hands an administrator.
+/// What [`Webhooks::admin`] hands an administrator.
 #[derive(Debug)]
 pub struct WebhookAdmin<'a> {
-    service: &'a ConfigService,
+    service: &'a Webhooks,
     caller: &'a Caller,
 }
 
@@ -590,7 +623,8 @@ impl WebhookAdmin<'_> {
     pub async fn list(&self) -> Result<Vec<WebhookView>, CoreError> {
         let s = self.service;
         let all = s
-            .store_call(StoreOp::Webhooks, s.inner.store.load_webhooks())
+            .core
+            .store_call(StoreOp::Webhooks, s.store.load_webhooks())
             .await?;
         Ok(all.iter().map(WebhookView::of).collect())
     }
@@ -598,7 +632,8 @@ impl WebhookAdmin<'_> {
     async fn find(&self, id: i64) -> Result<Webhook, CoreError> {
         let s = self.service;
         let all = s
-            .store_call(StoreOp::Webhooks, s.inner.store.load_webhooks())
+            .core
+            .store_call(StoreOp::Webhooks, s.store.load_webhooks())
             .await?;
         all.into_iter()
             .find(|h| h.id == id)
@@ -611,7 +646,7 @@ impl WebhookAdmin<'_> {
     }
 
     fn audited(&self, detail: String, ok: bool) {
-        self.service.audit_outcome(
+        self.service.core.audit_outcome(
             AuditAction::WebhookChange,
             "webhook.change",
             self.caller,
@@ -624,7 +659,7 @@ impl WebhookAdmin<'_> {
     pub async fn create(&self, spec: WebhookSpec) -> Result<WebhookView, CoreError> {
         let s = self.service;
         let namespace = NamespaceId::parse(spec.namespace.as_deref())?;
-        if !namespace.is_default() && !s.namespace_exists(namespace.as_str()).await? {
+        if !namespace.is_default() && !s.core.namespace_exists(namespace.as_str()).await? {
             return Err(CoreError::NotFound(format!(
                 "namespace {} not found",
                 namespace.as_str()
@@ -637,7 +672,8 @@ impl WebhookAdmin<'_> {
             return Err(CoreError::invalid("secret is required"));
         }
         let existing = s
-            .store_call(StoreOp::Webhooks, s.inner.store.load_webhooks())
+            .core
+            .store_call(StoreOp::Webhooks, s.store.load_webhooks())
             .await?;
         if existing.len() >= MAX_WEBHOOKS {
             return Err(CoreError::TooLarge(format!(
@@ -661,7 +697,8 @@ impl WebhookAdmin<'_> {
         };
         apply(&mut hook, spec)?;
         let result = s
-            .store_call(StoreOp::Webhooks, s.inner.store.create_webhook(&hook))
+            .core
+            .store_call(StoreOp::Webhooks, s.store.create_webhook(&hook))
             .await;
         let detail = format!(
             "create {} {}>>{}>>{} {}",
@@ -673,7 +710,7 @@ impl WebhookAdmin<'_> {
         );
         self.audited(detail, result.is_ok());
         hook.id = result?;
-        s.refresh_webhooks().await?;
+        s.refresh().await?;
         Ok(WebhookView::of(&hook))
     }
 
@@ -689,7 +726,8 @@ impl WebhookAdmin<'_> {
         apply(&mut hook, spec)?;
         hook.updated_ms = now_millis();
         let result = s
-            .store_call(StoreOp::Webhooks, s.inner.store.update_webhook(&hook))
+            .core
+            .store_call(StoreOp::Webhooks, s.store.update_webhook(&hook))
             .await;
         self.audited(
             format!("update {id} {}", hook.url),
@@ -698,7 +736,7 @@ impl WebhookAdmin<'_> {
         if !result? {
             return Err(CoreError::NotFound(format!("webhook {id} not found")));
         }
-        s.refresh_webhooks().await?;
+        s.refresh().await?;
         Ok(WebhookView::of(&hook))
     }
 
@@ -706,13 +744,14 @@ impl WebhookAdmin<'_> {
     pub async fn delete(&self, id: i64) -> Result<(), CoreError> {
         let s = self.service;
         let result = s
-            .store_call(StoreOp::Webhooks, s.inner.store.delete_webhook(id))
+            .core
+            .store_call(StoreOp::Webhooks, s.store.delete_webhook(id))
             .await;
         self.audited(format!("delete {id}"), matches!(result, Ok(true)));
         if !result? {
             return Err(CoreError::NotFound(format!("webhook {id} not found")));
         }
-        s.refresh_webhooks().await
+        s.refresh().await
     }
 
     /// The deliveries of webhook `id`, newest first.
@@ -723,19 +762,19 @@ impl WebhookAdmin<'_> {
     ) -> Result<Page<Delivery>, CoreError> {
         let s = self.service;
         self.find(id).await?;
-        Ok(
-            s.store_call(StoreOp::Webhooks, s.inner.store.deliveries(id, page))
-                .await?,
-        )
+        Ok(s.core
+            .store_call(StoreOp::Webhooks, s.store.deliveries(id, page))
+            .await?)
     }
 
     /// Sends delivery `id` again (a delivered or failed one), from its first attempt.
     pub async fn redeliver(&self, delivery_id: i64) -> Result<(), CoreError> {
         let s = self.service;
         let done = s
+            .core
             .store_call(
                 StoreOp::Webhooks,
-                s.inner.store.redeliver(delivery_id, now_millis()),
+                s.store.redeliver(delivery_id, now_millis()),
             )
             .await?;
         if !done {
@@ -743,7 +782,7 @@ impl WebhookAdmin<'_> {
                 "delivery {delivery_id} does not exist or is still pending"
             )));
         }
-        s.inner.webhooks.wake.notify_one();
+        s.state.wake.notify_one();
         Ok(())
     }
 }

@@ -29,10 +29,9 @@ use nacelle_metrics::{RolloutFigures, StoreOp};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use super::ops::{step_label, Rollouts, MAX_ACTIVE_ROLLOUTS};
+use super::state::{DriverConfig, GuardProbe, RolloutRuntime};
 use crate::request::{PublishRequest, WriteNote};
-use crate::rollout_state::{DriverConfig, GuardProbe, RolloutRuntime};
-use crate::rollouts::{step_label, MAX_ACTIVE_ROLLOUTS};
-use crate::service::ConfigService;
 
 /// What the driver remembers of a rollout between ticks (lost with the lease, which is
 /// harmless: it only delays the delivery guard).
@@ -42,39 +41,38 @@ struct Tracker {
     lagging: HashMap<usize, i64>,
 }
 
-impl ConfigService {
+impl Rollouts {
     /// Wires the rollout driver (once); `false` when one was wired already.
-    pub fn set_rollout_driver(&self, config: DriverConfig, probe: Arc<dyn GuardProbe>) -> bool {
+    pub fn set_driver(&self, config: DriverConfig, probe: Arc<dyn GuardProbe>) -> bool {
         let runtime = RolloutRuntime {
             config,
             probe,
             wake: Notify::new(),
         };
-        self.inner.rollout_runtime.set(Arc::new(runtime)).is_ok()
+        self.runtime.set(Arc::new(runtime)).is_ok()
     }
 
     /// The Prometheus of guards that name none.
     pub(crate) fn prometheus_url(&self) -> Option<String> {
-        self.inner
-            .rollout_runtime
+        self.runtime
             .get()
             .and_then(|rt| rt.config.prometheus_url.clone())
     }
 
     /// Makes the driver look at the rollouts now rather than at its next tick.
-    pub(crate) fn wake_rollout_driver(&self) {
-        if let Some(rt) = self.inner.rollout_runtime.get() {
+    pub(crate) fn wake_driver(&self) {
+        if let Some(rt) = self.runtime.get() {
             rt.wake.notify_one();
         }
     }
 
     /// Drives rollouts until shutdown (see the module's documentation). Returns at once
     /// when no driver was wired.
-    pub async fn drive_rollouts(&self) {
-        let Some(rt) = self.inner.rollout_runtime.get().cloned() else {
+    pub async fn drive(&self) {
+        let Some(rt) = self.runtime.get().cloned() else {
             return;
         };
-        let token = self.shutdown_token().clone();
+        let token = self.core.shutdown_token().clone();
         let mut memory: HashMap<RolloutId, Tracker> = HashMap::new();
         loop {
             tokio::select! {
@@ -85,13 +83,14 @@ impl ConfigService {
                 _ = tokio::time::sleep(rt.config.tick) => {}
                 _ = rt.wake.notified() => {}
             }
-            if !self.is_ready() {
+            if !self.core.is_ready() {
                 continue;
             }
             let listed = self
+                .core
                 .store_call(
                     StoreOp::Rollouts,
-                    self.inner.store.list_rollouts(true, MAX_ACTIVE_ROLLOUTS),
+                    self.store.list_rollouts(true, MAX_ACTIVE_ROLLOUTS),
                 )
                 .await;
             let active = match listed {
@@ -102,7 +101,7 @@ impl ConfigService {
                 }
             };
             let figures: Vec<RolloutFigures> = active.iter().map(|r| self.figures(r)).collect();
-            self.metrics().set_rollouts(&figures);
+            self.core.metrics().set_rollouts(&figures);
             let lease_ms = i64::try_from(rt.config.lease.as_millis()).unwrap_or(i64::MAX);
             let mut tasks = JoinSet::new();
             let mut held = Vec::new();
@@ -119,11 +118,10 @@ impl ConfigService {
                 let renewed = if mine && r.lease_until_ms - now > lease_ms / 2 {
                     Ok(true)
                 } else {
-                    let claim =
-                        self.inner
-                            .store
-                            .claim_rollout(r.id, &rt.config.node, now, lease_ms);
-                    self.store_call(StoreOp::Rollouts, claim).await
+                    let claim = self
+                        .store
+                        .claim_rollout(r.id, &rt.config.node, now, lease_ms);
+                    self.core.store_call(StoreOp::Rollouts, claim).await
                 };
                 match renewed {
                     Ok(true) => {}
@@ -156,7 +154,6 @@ impl ConfigService {
         for id in held {
             // A lease of 0 ms from now: expired for everyone else a millisecond later.
             let release = self
-                .inner
                 .store
                 .claim_rollout(id, &rt.config.node, now_millis(), 0);
             match tokio::time::timeout(Duration::from_secs(1), release).await {
@@ -186,6 +183,7 @@ impl ConfigService {
         let name = gray_name(r.id);
         let internal = Caller::internal();
         let views = self
+            .core
             .listeners(&internal)
             .and_then(|l| l.views_of_key(&r.key));
         views
@@ -208,11 +206,11 @@ impl ConfigService {
         };
         let md5 = md5_hex(r.content.as_bytes());
         let name = gray_name(r.id);
-        let holds = self.inner.grays.get(&r.key).and_then(|set| {
+        let holds = self.core.inner.grays.get(&r.key).and_then(|set| {
             set.get(&name)
                 .map(|g| rule_is(r.id, stage, &g.rule) && g.config.md5 == md5)
         });
-        let formal_md5 = self.inner.cache.get(&r.key).map(|c| c.md5.clone());
+        let formal_md5 = self.core.inner.cache.get(&r.key).map(|c| c.md5.clone());
         match holds {
             Some(true) => {}
             // Promoted before the state said so (a driver stopped in between).
@@ -288,7 +286,7 @@ impl ConfigService {
             message: format!("rollout {} {}", r.id, step_label(&r.plan, step)),
             change_id: None,
         };
-        self.publish(&Caller::internal(), req).await?;
+        self.core.publish(&Caller::internal(), req).await?;
         // An operator may have ended the rollout (abort: state first, then the gray stop)
         // between this tick's read and the publish: then the gray just published must go
         // too, or it would outlive its rollout.
@@ -392,7 +390,7 @@ impl ConfigService {
             .await;
         match done {
             Ok(r) => {
-                self.metrics().rollout_rollback(kind);
+                self.core.metrics().rollout_rollback(kind);
                 tracing::warn!(id = r.id, key = %r.key, reason = %r.reason, "rollout rolled back");
                 self.audit_rollout(
                     &Caller::internal(),
@@ -453,6 +451,7 @@ impl ConfigService {
             change_id: None,
         };
         match self
+            .core
             .promote_gray(&Caller::internal(), &r.key, &gray_name(r.id), &note)
             .await
         {

@@ -1,6 +1,5 @@
-//! The rollout driver's wiring (`crate::rollout_driver`): the probes the server gives it,
-//! how this node drives rollouts, and its wake-up — apart from the driver, so that
-//! `service.rs` can hold it without depending on it.
+//! The rollout driver's wiring (`driver.rs`): the probes the server gives it, how this
+//! node drives rollouts, and its wake-up.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,7 +49,7 @@ impl DriverConfig {
     }
 }
 
-/// The driver's wiring, held by the service.
+/// The driver's wiring, held by the component.
 pub(crate) struct RolloutRuntime {
     pub(crate) config: DriverConfig,
     pub(crate) probe: Arc<dyn GuardProbe>,

@@ -4,7 +4,7 @@
 //! and schemas), reads and lists them (`r` on the key), and makes an operator's
 //! transitions (pause, resume, advance, abort: `w` on the key). Every transition is a
 //! version-checked update of the rollout's row, so an operator on one node and the driver
-//! on another never overwrite each other; the driver (`rollout_driver.rs`) does the rest.
+//! on another never overwrite each other; the driver (`driver.rs`) does the rest.
 
 use nacelle_cipher::rule::{cipher_rule, CipherRule};
 use nacelle_core::audit::AuditAction;
@@ -19,6 +19,10 @@ use nacelle_metrics::StoreOp;
 use crate::audit::{key_target, Audited};
 use crate::request::{PublishRequest, WriteNote};
 use crate::service::ConfigService;
+use nacelle_core::store::Rollouts as RolloutStore;
+use std::sync::{Arc, OnceLock};
+
+use super::state::RolloutRuntime;
 
 /// The most rollouts active (running or paused) at once across the cluster: bounds the
 /// driver's work per tick and the per-rollout metric series.
@@ -70,7 +74,7 @@ pub struct NodeCohort {
 /// The rollout operations of one caller.
 #[derive(Debug)]
 pub struct RolloutOps<'a> {
-    service: &'a ConfigService,
+    service: &'a Rollouts,
     caller: &'a Caller,
 }
 
@@ -95,11 +99,37 @@ fn store_error(e: StoreError) -> CoreError {
     }
 }
 
-impl ConfigService {
+/// Staged rollouts: a component that owns the rollout driver's wiring and its task,
+/// reaching the config core (publishes, stops and promotions of the rollout's gray, the
+/// live view of its cohort) through its handle. Cheap to clone.
+#[derive(Clone)]
+pub struct Rollouts {
+    pub(super) core: ConfigService,
+    pub(super) store: Arc<dyn RolloutStore>,
+    /// The driver's wiring, set once by [`Rollouts::set_driver`].
+    pub(super) runtime: Arc<OnceLock<Arc<RolloutRuntime>>>,
+}
+
+impl std::fmt::Debug for Rollouts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rollouts").finish_non_exhaustive()
+    }
+}
+
+impl Rollouts {
+    /// The staged rollouts of `core`'s keys (not driven until [`Rollouts::set_driver`]).
+    pub fn new(core: &ConfigService) -> Rollouts {
+        Rollouts {
+            core: core.clone(),
+            store: core.store().clone(),
+            runtime: Arc::default(),
+        }
+    }
+
     /// The rollout operations for `caller`.
-    pub fn rollouts<'a>(&'a self, caller: &'a Caller) -> Result<RolloutOps<'a>, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
+    pub fn ops<'a>(&'a self, caller: &'a Caller) -> Result<RolloutOps<'a>, CoreError> {
+        self.core.guard()?;
+        self.core.authenticated(caller)?;
         Ok(RolloutOps {
             service: self,
             caller,
@@ -107,7 +137,8 @@ impl ConfigService {
     }
 
     pub(crate) async fn read_rollout(&self, id: RolloutId) -> Result<Rollout, CoreError> {
-        self.store_call(StoreOp::Rollouts, self.inner.store.get_rollout(id))
+        self.core
+            .store_call(StoreOp::Rollouts, self.store.get_rollout(id))
             .await?
             .ok_or_else(|| CoreError::NotFound(format!("rollout {id} not found")))
     }
@@ -126,10 +157,8 @@ impl ConfigService {
             change(&mut r)?;
             let update = r.update(now_millis());
             match self
-                .store_call(
-                    StoreOp::Rollouts,
-                    self.inner.store.update_rollout(id, &update),
-                )
+                .core
+                .store_call(StoreOp::Rollouts, self.store.update_rollout(id, &update))
                 .await
             {
                 Ok(stored) => return Ok(stored),
@@ -154,7 +183,8 @@ impl ConfigService {
             message: format!("rollout {} {why}", r.id),
             change_id: None,
         };
-        self.stop_gray(&Caller::internal(), &r.key, &gray_name(r.id), &note)
+        self.core
+            .stop_gray(&Caller::internal(), &r.key, &gray_name(r.id), &note)
             .await
     }
 
@@ -167,7 +197,7 @@ impl ConfigService {
     ) {
         let event = Audited::new(action, action.as_str(), key_target(&r.key))
             .detail(format!("rollout {} {detail}", r.id));
-        self.audit(caller, event);
+        self.core.audit(caller, event);
     }
 }
 
@@ -200,9 +230,10 @@ impl RolloutOps<'_> {
                 ));
             }
         }
-        s.authorize_key(self.caller, &key, Action::Write)?;
-        s.review_gate(self.caller, &key)?;
+        s.core.authorize_key(self.caller, &key, Action::Write)?;
+        s.core.review_gate(self.caller, &key)?;
         let formal = s
+            .core
             .inner
             .cache
             .get(&key)
@@ -237,17 +268,18 @@ impl RolloutOps<'_> {
             message: String::new(),
             change_id: None,
         };
-        let record = s.validate_publish(self.caller, probe)?;
-        s.check_content_type(&record).await?;
+        let record = s.core.validate_publish(self.caller, probe)?;
+        s.core.check_content_type(&record).await?;
         if record.md5 == formal.md5 {
             return Err(CoreError::invalid(
                 "the content is what the config holds already: nothing to roll out",
             ));
         }
         let active = s
+            .core
             .store_call(
                 StoreOp::Rollouts,
-                s.inner.store.list_rollouts(true, MAX_ACTIVE_ROLLOUTS),
+                s.store.list_rollouts(true, MAX_ACTIVE_ROLLOUTS),
             )
             .await?;
         if active.len() >= MAX_ACTIVE_ROLLOUTS as usize {
@@ -265,7 +297,8 @@ impl RolloutOps<'_> {
             now_ms: now_millis(),
         };
         let id = s
-            .store_call(StoreOp::Rollouts, s.inner.store.create_rollout(&new))
+            .core
+            .store_call(StoreOp::Rollouts, s.store.create_rollout(&new))
             .await
             .map_err(store_error)?;
         let r = s.read_rollout(id).await?;
@@ -281,7 +314,7 @@ impl RolloutOps<'_> {
                 md5_hex(r.content.as_bytes())
             ),
         );
-        s.wake_rollout_driver();
+        s.wake_driver();
         Ok(r)
     }
 
@@ -289,6 +322,7 @@ impl RolloutOps<'_> {
     pub async fn get(&self, id: RolloutId) -> Result<Rollout, CoreError> {
         let r = self.service.read_rollout(id).await?;
         self.service
+            .core
             .authorize_key(self.caller, &r.key, Action::Read)?;
         Ok(r)
     }
@@ -297,7 +331,7 @@ impl RolloutOps<'_> {
     /// rollout has a cohort; after it ended the counts are those of a gray that is gone
     /// (0 in the cohort).
     pub async fn progress(&self, r: &Rollout) -> Result<CohortProgress, CoreError> {
-        let view = self.service.key_clients(self.caller, &r.key).await?;
+        let view = self.service.core.key_clients(self.caller, &r.key).await?;
         let gray = gray_name(r.id);
         let md5 = md5_hex(r.content.as_bytes());
         let mut p = CohortProgress {
@@ -331,16 +365,20 @@ impl RolloutOps<'_> {
     pub async fn list(&self, active_only: bool, limit: u32) -> Result<Vec<Rollout>, CoreError> {
         let s = self.service;
         let all = s
+            .core
             .store_call(
                 StoreOp::Rollouts,
-                s.inner
-                    .store
+                s.store
                     .list_rollouts(active_only, limit.clamp(1, MAX_LISTED)),
             )
             .await?;
         Ok(all
             .into_iter()
-            .filter(|r| s.authorize_key(self.caller, &r.key, Action::Read).is_ok())
+            .filter(|r| {
+                s.core
+                    .authorize_key(self.caller, &r.key, Action::Read)
+                    .is_ok()
+            })
             .collect())
     }
 
@@ -348,6 +386,7 @@ impl RolloutOps<'_> {
     async fn writable(&self, id: RolloutId) -> Result<Rollout, CoreError> {
         let r = self.service.read_rollout(id).await?;
         self.service
+            .core
             .authorize_key(self.caller, &r.key, Action::Write)?;
         Ok(r)
     }
@@ -398,7 +437,7 @@ impl RolloutOps<'_> {
             .await?;
         self.service
             .audit_rollout(self.caller, AuditAction::RolloutResume, &r, why);
-        self.service.wake_rollout_driver();
+        self.service.wake_driver();
         Ok(r)
     }
 
@@ -425,7 +464,7 @@ impl RolloutOps<'_> {
             &r,
             r.reason.clone(),
         );
-        self.service.wake_rollout_driver();
+        self.service.wake_driver();
         Ok(r)
     }
 

@@ -34,6 +34,12 @@ use crate::commit::{Effect, WriteKind};
 use crate::request::PublishRequest;
 use crate::service::ConfigService;
 use crate::transfer::type_from_extension;
+use nacelle_core::store::ChangeRequests as ChangeStore;
+
+mod policies;
+
+use crate::gates::ReviewPolicies;
+use policies::PolicyState;
 
 /// Most keys in one change request.
 pub const MAX_CHANGE_ITEMS: usize = 100;
@@ -117,7 +123,7 @@ impl ChangeView {
 /// once the service is ready and the caller's credentials are good.
 #[derive(Debug, Clone, Copy)]
 pub struct Changes<'a> {
-    service: &'a ConfigService,
+    requests: &'a ChangeRequests,
     caller: &'a Caller,
 }
 
@@ -140,17 +146,49 @@ fn store_err(e: StoreError, id: ChangeId) -> CoreError {
     }
 }
 
+/// Change requests and review policies: a component that owns the policies in memory
+/// (the core asks them through [`crate::gates::ReviewPolicies`] before every direct
+/// write) and reaches the config core through its handle. Cheap to clone.
+#[derive(Clone)]
+pub struct ChangeRequests {
+    core: ConfigService,
+    store: Arc<dyn ChangeStore>,
+    policies: Arc<PolicyState>,
+}
+
+impl std::fmt::Debug for ChangeRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeRequests").finish_non_exhaustive()
+    }
+}
+
 fn not_found(id: ChangeId) -> CoreError {
     CoreError::NotFound(format!("change request {id} not found"))
 }
 
-impl ConfigService {
+impl ChangeRequests {
+    /// The change requests of `core`'s keys; from now on `core` refuses a direct write of
+    /// a key a review policy governs. One per core: a second one is refused.
+    pub fn new(core: &ConfigService) -> Result<ChangeRequests, CoreError> {
+        let policies = Arc::new(PolicyState::default());
+        if !core.set_review_policies(policies.clone()) {
+            return Err(CoreError::Conflict(
+                "the config core has its review policies already".into(),
+            ));
+        }
+        Ok(ChangeRequests {
+            core: core.clone(),
+            store: core.store().clone(),
+            policies,
+        })
+    }
+
     /// The change-request operations for `caller`.
     pub fn changes<'a>(&'a self, caller: &'a Caller) -> Result<Changes<'a>, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
+        self.core.guard()?;
+        self.core.authenticated(caller)?;
         Ok(Changes {
-            service: self,
+            requests: self,
             caller,
         })
     }
@@ -158,33 +196,36 @@ impl ConfigService {
     /// Re-reads the review policies from the database.
     pub async fn refresh_policies(&self) -> Result<(), CoreError> {
         let policies = self
-            .store_call(StoreOp::Changes, self.inner.store.review_policies())
+            .core
+            .store_call(StoreOp::Changes, self.store.review_policies())
             .await?;
-        *self.inner.policies.write() = Arc::new(policies);
+        *self.policies.list.write() = Arc::new(policies);
         Ok(())
     }
 
     /// Keeps the policies current until shutdown (changes made by other nodes), and
     /// publishes approved change requests whose time has come, every `every`.
-    pub async fn follow_changes(&self, every: Duration) {
-        self.periodically(every, || async {
-            if let Err(e) = self.refresh_policies().await {
-                tracing::debug!(error = %e, "re-reading review policies failed");
-            }
-            self.publish_due().await;
-        })
-        .await
+    pub async fn follow(&self, every: Duration) {
+        self.core
+            .periodically(every, || async {
+                if let Err(e) = self.refresh_policies().await {
+                    tracing::debug!(error = %e, "re-reading review policies failed");
+                }
+                self.publish_due().await;
+            })
+            .await
     }
 
     /// Publishes every approved change request whose scheduled time has passed. On a
     /// shared database every node tries; the request's version makes one publish win and
     /// the others find it `Moved`.
     pub async fn publish_due(&self) {
-        if !self.is_ready() {
+        if !self.core.is_ready() {
             return;
         }
         let due = match self
-            .store_call(StoreOp::Changes, self.inner.store.due_changes(now_millis()))
+            .core
+            .store_call(StoreOp::Changes, self.store.due_changes(now_millis()))
             .await
         {
             Ok(due) => due,
@@ -208,12 +249,12 @@ impl ConfigService {
 
     /// Every review policy.
     pub fn review_policies(&self, caller: &Caller) -> Result<Vec<ReviewPolicy>, CoreError> {
-        self.guard()?;
-        self.authenticated(caller)?;
-        let all = self.inner.policies.read().clone();
+        self.core.guard()?;
+        self.core.authenticated(caller)?;
+        let all = self.policies.list.read().clone();
         Ok(all
             .iter()
-            .filter(|p| self.sees_namespace(caller, p.namespace.as_str()))
+            .filter(|p| self.core.sees_namespace(caller, p.namespace.as_str()))
             .cloned()
             .collect())
     }
@@ -227,8 +268,8 @@ impl ConfigService {
         group_pattern: &str,
         required_approvals: u32,
     ) -> Result<(), CoreError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+        self.core.guard()?;
+        self.core.require_admin(caller)?;
         let namespace = NamespaceId::parse(namespace)?;
         let pattern = group_pattern.trim();
         if pattern.is_empty() || pattern.chars().count() > 128 {
@@ -251,14 +292,15 @@ impl ConfigService {
         }
         let detail = format!("{} {pattern} {required_approvals}", namespace.as_str());
         let result = if required_approvals == 0 {
-            self.store_call(
-                StoreOp::Changes,
-                self.inner.store.delete_review_policy(&namespace, pattern),
-            )
-            .await
-            .map(|_| ())
+            self.core
+                .store_call(
+                    StoreOp::Changes,
+                    self.store.delete_review_policy(&namespace, pattern),
+                )
+                .await
+                .map(|_| ())
         } else {
-            if self.inner.policies.read().len() >= MAX_POLICIES {
+            if self.policies.list.read().len() >= MAX_POLICIES {
                 return Err(CoreError::TooLarge(format!(
                     "at most {MAX_POLICIES} review policies"
                 )));
@@ -270,13 +312,11 @@ impl ConfigService {
                 updated_by: caller.operator("").to_string(),
                 updated_ms: now_millis(),
             };
-            self.store_call(
-                StoreOp::Changes,
-                self.inner.store.set_review_policy(&policy),
-            )
-            .await
+            self.core
+                .store_call(StoreOp::Changes, self.store.set_review_policy(&policy))
+                .await
         };
-        self.audit_outcome(
+        self.core.audit_outcome(
             nacelle_core::audit::AuditAction::PolicyChange,
             "review.policy",
             caller,
@@ -287,64 +327,9 @@ impl ConfigService {
         self.refresh_policies().await
     }
 
-    /// The policy that covers `key` and asks the most approvals, if any.
-    fn policy_of(&self, key: &ConfigKey) -> Option<ReviewPolicy> {
-        self.inner
-            .policies
-            .read()
-            .iter()
-            .filter(|p| p.required_approvals > 0 && p.covers(key))
-            .max_by_key(|p| p.required_approvals)
-            .cloned()
-    }
-
-    /// Refuses a direct write of `key` when a review policy covers it, unless an
-    /// administrator gave an emergency reason (audited).
-    pub(crate) fn review_gate(&self, caller: &Caller, key: &ConfigKey) -> Result<(), CoreError> {
-        let Some(policy) = self.policy_of(key) else {
-            return Ok(());
-        };
-        // The server's own writes (a rollout's steps, rollback and promotion) passed the
-        // gate when the rollout was started.
-        if caller.protocol == nacelle_core::Protocol::Internal
-            && matches!(caller.identity, nacelle_core::Identity::Trusted)
-        {
-            return Ok(());
-        }
-        if let Some(reason) = caller.emergency.as_deref().filter(|r| !r.trim().is_empty()) {
-            if self.auth_enabled() && self.is_admin(caller) {
-                let detail = format!("{key}: {reason}");
-                self.audit_outcome(
-                    nacelle_core::audit::AuditAction::EmergencyWrite,
-                    "config.emergency",
-                    caller,
-                    &detail,
-                    true,
-                );
-                return Ok(());
-            }
-            return Err(CoreError::ReviewRequired(
-                "an emergency write needs an administrator (ROLE_ADMIN) with authentication on"
-                    .into(),
-            ));
-        }
-        let ns = match key.namespace().as_str() {
-            "" => "public",
-            ns => ns,
-        };
-        Err(CoreError::ReviewRequired(format!(
-            "config {}/{} in namespace '{ns}' is under review policy '{}' ({} approval(s)): \
-             change it through a change request",
-            key.group(),
-            key.data_id(),
-            policy.group_pattern,
-            policy.required_approvals
-        )))
-    }
-
     /// Approvals the policies covering `keys` require (the most any of them asks).
     fn required_for<'a>(&self, keys: impl Iterator<Item = &'a ConfigKey>) -> u32 {
-        keys.filter_map(|k| self.policy_of(k))
+        keys.filter_map(|k| self.policies.policy_of(k))
             .map(|p| p.required_approvals)
             .max()
             .unwrap_or(0)
@@ -352,7 +337,8 @@ impl ConfigService {
 
     /// The md5 the formal config of `key` has now (`""`: absent).
     fn current_md5(&self, key: &ConfigKey) -> String {
-        self.inner
+        self.core
+            .inner
             .cache
             .get(key)
             .map(|c| c.md5.clone())
@@ -361,7 +347,8 @@ impl ConfigService {
 
     /// Reads request `id` and the view of it.
     async fn load_change(&self, id: ChangeId) -> Result<ChangeRequest, CoreError> {
-        self.store_call(StoreOp::Changes, self.inner.store.get_change(id))
+        self.core
+            .store_call(StoreOp::Changes, self.store.get_change(id))
             .await?
             .ok_or_else(|| not_found(id))
     }
@@ -377,7 +364,7 @@ impl ConfigService {
             .collect();
         for (item, key) in request.items.iter_mut().zip(&keys) {
             if let ChangeOp::Publish { content, .. } = &mut item.op {
-                *content = self.open_from_change(key, std::mem::take(content))?;
+                *content = self.core.open_from_change(key, std::mem::take(content))?;
             }
         }
         let required = self.required_for(keys.iter());
@@ -420,7 +407,7 @@ impl ConfigService {
         let mut writes = Vec::with_capacity(cr.items.len());
         for item in &cr.items {
             let key = item.key(&cr.namespace);
-            self.authorize_key(caller, &key, Action::Write)?;
+            self.core.authorize_key(caller, &key, Action::Write)?;
             writes.push(match &item.op {
                 ChangeOp::Publish {
                     content,
@@ -439,8 +426,8 @@ impl ConfigService {
                     };
                     // Checked by type and, for an encrypted dataId, encrypted with a
                     // fresh data key — as a direct publish is.
-                    let record = self.validate_publish(caller, req)?;
-                    let record = self.checked_and_sealed(record).await?;
+                    let record = self.core.validate_publish(caller, req)?;
+                    let record = self.core.checked_and_sealed(record).await?;
                     ChangeWrite::Publish {
                         record: Box::new(record),
                         base_md5: item.base_md5.clone(),
@@ -469,6 +456,7 @@ impl ConfigService {
         };
         let now = now_millis();
         let commit = self
+            .core
             .begin(
                 WriteKind::ChangePublish,
                 writes.iter().map(ChangeWrite::key),
@@ -476,8 +464,7 @@ impl ConfigService {
             .await;
         let outcome = commit
             .store(
-                self.inner
-                    .store
+                self.store
                     .publish_change(id, cr.version, &writes, &event, now),
             )
             .await
@@ -533,7 +520,8 @@ impl ConfigService {
                     now_millis(),
                 );
                 up.stale = Some(true);
-                self.store_call(StoreOp::Changes, self.inner.store.update_change(id, &up))
+                self.core
+                    .store_call(StoreOp::Changes, self.store.update_change(id, &up))
                     .await
                     .map_err(|e| store_err(e, id))?;
                 Err(CoreError::Conflict(format!(
@@ -548,7 +536,8 @@ impl ConfigService {
     /// The description, tags and app of the key's formal config, kept by a publish of a
     /// change request (which changes only content and type).
     fn kept_meta(&self, key: &ConfigKey) -> ConfigMeta {
-        self.inner
+        self.core
+            .inner
             .cache
             .get(key)
             .map(|c| ConfigMeta {
@@ -567,7 +556,7 @@ impl Changes<'_> {
         namespace: &NamespaceId,
         items: Vec<ItemInput>,
     ) -> Result<Vec<ChangeItem>, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         if items.is_empty() {
             return Err(CoreError::Invalid(
                 "a change request needs at least one config".into(),
@@ -594,7 +583,7 @@ impl Changes<'_> {
             if !seen.insert(key.clone()) {
                 return Err(CoreError::Invalid(format!("config {name} appears twice")));
             }
-            s.authorize_key(self.caller, &key, Action::Write)?;
+            s.core.authorize_key(self.caller, &key, Action::Write)?;
             let op = match item.content {
                 Some(content) => {
                     let config_type = match item.config_type.as_deref().map(str::trim) {
@@ -613,12 +602,12 @@ impl Changes<'_> {
                         message: String::new(),
                         change_id: None,
                     };
-                    let record = s.validate_publish(self.caller, req).map_err(in_item)?;
-                    s.check_content_type(&record).await.map_err(in_item)?;
+                    let record = s.core.validate_publish(self.caller, req).map_err(in_item)?;
+                    s.core.check_content_type(&record).await.map_err(in_item)?;
                     // An encrypted dataId's content is held sealed, never in clear.
                     let content = String::from_utf8_lossy(&record.content).into_owned();
                     ChangeOp::Publish {
-                        content: s.seal_for_change(&key, content)?,
+                        content: s.core.seal_for_change(&key, content)?,
                         config_type: record.config_type,
                     }
                 }
@@ -635,7 +624,7 @@ impl Changes<'_> {
     }
 
     fn user(&self) -> Result<String, CoreError> {
-        if !self.service.auth_enabled() {
+        if !self.requests.core.auth_enabled() {
             return Ok(self.caller.operator("").to_string());
         }
         self.caller
@@ -647,7 +636,7 @@ impl Changes<'_> {
     /// Opens a change request (a draft when `input.draft`): the caller needs write
     /// permission on every key.
     pub async fn create(&self, input: ChangeInput) -> Result<ChangeView, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         let author = self.user()?;
         check_text("title", &input.title, MAX_TITLE_CHARS)?;
         check_text("description", &input.description, MAX_TEXT_CHARS)?;
@@ -655,7 +644,7 @@ impl Changes<'_> {
             return Err(CoreError::Invalid("a change request needs a title".into()));
         }
         let namespace = NamespaceId::parse(input.namespace.as_deref())?;
-        if !namespace.is_default() && !s.namespace_exists(namespace.as_str()).await? {
+        if !namespace.is_default() && !s.core.namespace_exists(namespace.as_str()).await? {
             return Err(CoreError::NotFound(format!(
                 "namespace {} not found",
                 namespace.as_str()
@@ -676,7 +665,8 @@ impl Changes<'_> {
             now_ms: now_millis(),
         };
         let id = s
-            .store_call(StoreOp::Changes, s.inner.store.create_change(&change))
+            .core
+            .store_call(StoreOp::Changes, s.store.create_change(&change))
             .await?;
         let subject = ChangeSubject::new(
             id,
@@ -690,19 +680,20 @@ impl Changes<'_> {
             "change.create",
             id.to_string(),
         );
-        self.service.audit(self.caller, event.change(subject));
+        self.requests.core.audit(self.caller, event.change(subject));
         self.get(id).await
     }
 
     /// Request `id`: the caller needs read permission on every key.
     pub async fn get(&self, id: ChangeId) -> Result<ChangeView, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         let cr = s.load_change(id).await?;
         for item in &cr.items {
-            s.authorize_key(self.caller, &item.key(&cr.namespace), Action::Read)?;
+            s.core
+                .authorize_key(self.caller, &item.key(&cr.namespace), Action::Read)?;
         }
         if cr.items.is_empty() {
-            s.authorize(self.caller, Action::Read, || {
+            s.core.authorize(self.caller, Action::Read, || {
                 nacelle_core::auth::namespace_resource(cr.namespace.as_str())
             })?;
         }
@@ -715,15 +706,16 @@ impl Changes<'_> {
         filter: &ChangeFilter,
         page: PageRequest,
     ) -> Result<Page<ChangeRequest>, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         let mut filter = filter.clone();
         match &filter.namespace {
-            Some(ns) => s.authorize(self.caller, Action::Read, || {
+            Some(ns) => s.core.authorize(self.caller, Action::Read, || {
                 nacelle_core::auth::namespace_resource(ns.as_str())
             })?,
             // Across namespaces: the store counts and pages only those the caller sees.
-            None if !s.is_admin(self.caller) => {
+            None if !s.core.is_admin(self.caller) => {
                 let visible: Vec<NamespaceId> = s
+                    .core
                     .namespaces(self.caller)?
                     .list()
                     .await?
@@ -743,23 +735,24 @@ impl Changes<'_> {
             None => {}
         }
         let mut page = s
-            .store_call(StoreOp::Changes, s.inner.store.list_changes(&filter, page))
+            .core
+            .store_call(StoreOp::Changes, s.store.list_changes(&filter, page))
             .await?;
         page.items
-            .retain(|c| s.sees_namespace(self.caller, c.namespace.as_str()));
+            .retain(|c| s.core.sees_namespace(self.caller, c.namespace.as_str()));
         Ok(page)
     }
 
     /// Every key of request `id` beside what the server holds now (plaintext, as the
     /// console shows configs).
     pub async fn diff(&self, id: ChangeId) -> Result<Vec<ItemDiff>, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         let view = self.get(id).await?;
         let cr = view.request;
         let mut out = Vec::with_capacity(cr.items.len());
         for item in cr.items {
             let key = item.key(&cr.namespace);
-            let current = s.formal(self.caller, &key)?;
+            let current = s.core.formal(self.caller, &key)?;
             let (op, proposed) = match item.op {
                 ChangeOp::Publish { content, .. } => ("publish", Some(content)),
                 ChangeOp::Remove => ("remove", None),
@@ -788,7 +781,7 @@ impl Changes<'_> {
         text: String,
         change: impl FnOnce(&mut ChangeUpdate),
     ) -> Result<ChangeView, CoreError> {
-        let s = self.service;
+        let s = self.requests;
         if version.is_some_and(|v| v != cr.version) {
             return Err(store_err(StoreError::CasMismatch, cr.id));
         }
@@ -800,7 +793,8 @@ impl Changes<'_> {
         };
         let mut up = ChangeUpdate::event(cr.version, event, now_millis());
         change(&mut up);
-        s.store_call(StoreOp::Changes, s.inner.store.update_change(cr.id, &up))
+        s.core
+            .store_call(StoreOp::Changes, s.store.update_change(cr.id, &up))
             .await
             .map_err(|e| store_err(e, cr.id))?;
         let view = self.get(cr.id).await;
@@ -813,7 +807,7 @@ impl Changes<'_> {
             "change.event",
             format!("{} {}", cr.id, kind.as_str()),
         );
-        self.service.audit(self.caller, event.change(subject));
+        self.requests.core.audit(self.caller, event.change(subject));
         view
     }
 
@@ -831,7 +825,7 @@ impl Changes<'_> {
 
     /// Whether the caller wrote the request (or administers the server).
     fn is_author_or_admin(&self, cr: &ChangeRequest) -> bool {
-        self.caller.user() == Some(cr.author.as_str()) || self.service.is_admin(self.caller)
+        self.caller.user() == Some(cr.author.as_str()) || self.requests.core.is_admin(self.caller)
     }
 
     fn author_only(&self, cr: &ChangeRequest, what: &str) -> Result<(), CoreError> {
@@ -903,7 +897,7 @@ impl Changes<'_> {
             .items
             .iter()
             .map(|i| ChangeItem {
-                base_md5: self.service.current_md5(&i.key(&cr.namespace)),
+                base_md5: self.requests.current_md5(&i.key(&cr.namespace)),
                 ..i.clone()
             })
             .collect();
@@ -932,21 +926,22 @@ impl Changes<'_> {
     /// Checks that the caller may review request `cr`: not its author, and `a` on every
     /// key (or an administrator).
     fn check_reviewer(&self, cr: &ChangeRequest) -> Result<(), CoreError> {
-        let s = self.service;
+        let s = self.requests;
         let user = self.user()?;
-        if s.auth_enabled() && user == cr.author {
+        if s.core.auth_enabled() && user == cr.author {
             return Err(CoreError::ReviewRequired(format!(
                 "the author of change request {} cannot review it",
                 cr.id
             )));
         }
-        if !s.auth_enabled() {
+        if !s.core.auth_enabled() {
             return Err(CoreError::ReviewRequired(
                 "reviewing a change request needs authentication on (reviewers are users)".into(),
             ));
         }
         for item in &cr.items {
-            s.authorize_key(self.caller, &item.key(&cr.namespace), Action::Approve)?;
+            s.core
+                .authorize_key(self.caller, &item.key(&cr.namespace), Action::Approve)?;
         }
         Ok(())
     }
@@ -1048,7 +1043,7 @@ impl Changes<'_> {
         version: Option<i64>,
     ) -> Result<ChangeView, CoreError> {
         let cr = self.get(id).await?;
-        self.service
+        self.requests
             .publish_change(self.caller, cr.request.id, version, "")
             .await
     }
