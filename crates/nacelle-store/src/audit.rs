@@ -12,8 +12,9 @@ use nacelle_core::{Page, PageRequest, StoreError};
 use nacelle_proto::audit::{entry_hash, EntryFields};
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
-use crate::queries::{Arg, Queries, AUDIT_COLUMNS};
+use crate::queries::{Queries, AUDIT_COLUMNS};
 use crate::sql::Exec;
 
 /// The longest text kept of a short field (user, address, protocol, action).

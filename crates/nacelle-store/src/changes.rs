@@ -14,9 +14,10 @@ use nacelle_core::change::{
 use nacelle_core::{ConfigType, NamespaceId, Page, PageRequest, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
 use crate::plan::{plan_publish, plan_remove};
-use crate::queries::{Arg, Param, Queries, Returns, Statement};
+use crate::queries::{Param, Queries, Returns, Statement};
 use crate::sql::Exec;
 use crate::write::{self, Step, WriteConn};
 

@@ -6,8 +6,9 @@
 use nacelle_core::{NamespaceId, SchemaRecord, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
-use crate::queries::{Arg, Queries};
+use crate::queries::Queries;
 use crate::sql::Exec;
 
 /// Every schema.

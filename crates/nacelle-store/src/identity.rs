@@ -9,8 +9,9 @@ use nacelle_core::auth::{
 use nacelle_core::StoreError;
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
-use crate::queries::{Arg, Queries};
+use crate::queries::Queries;
 use crate::sql::Exec;
 
 /// Every user, role binding, permission and token state.

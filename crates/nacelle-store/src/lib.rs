@@ -17,6 +17,8 @@
 //!   relations, the history row with Nacos's rules), computed once for every backend.
 //! - `write`: the one write executor (lock the rows, plan, execute), used by the sqlx
 //!   backends and the SQLite writer thread alike through a `WriteConn`.
+//! - `dialect`: how the databases differ in our SQL (`Dialect`: placeholders, time
+//!   conversion, casts, row locks, generated ids), `spell` and the bound value `Arg`.
 //! - `queries`: every statement, written once and spelled per `Dialect`; the statement list
 //!   that executes a plan.
 //! - `sql`: the sqlx code all three share: reads, namespaces, the change log, purges,
@@ -40,6 +42,7 @@ pub mod backup;
 mod changes;
 mod config_schema;
 mod deadline;
+mod dialect;
 mod identity;
 pub mod mysql;
 mod networked;

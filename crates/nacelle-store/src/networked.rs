@@ -15,8 +15,9 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool, Row};
 
 use crate::deadline::{timed, Deadline};
+use crate::dialect::Arg;
 use crate::plan::Current;
-use crate::queries::{Arg, Queries, Returns, Statement};
+use crate::queries::{Queries, Returns, Statement};
 use crate::retry::{with_retries, TxError};
 use crate::sql::{self, GeneratedIds};
 use crate::store::{Backend, Checked, Store};

@@ -12,65 +12,8 @@ use nacelle_core::{ConfigKey, HistoryLog};
 
 use nacelle_core::StoreError;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::plan::{Legacy, NewRow, Plan, RowWrite, Target};
-
-/// How a database spells what differs in our SQL. Implemented by sqlx's database types
-/// (`sqlx::Sqlite`, `sqlx::MySql`, `sqlx::Postgres`).
-pub trait Dialect: sqlx::Database {
-    /// Placeholders are `$1, $2…` (PostgreSQL) rather than `?`.
-    const NUMBERED_PLACEHOLDERS: bool;
-    /// A bound time value (see [`Dialect::time_value`]) as the column's SQL type.
-    const TIME_PARAM: &'static str;
-    /// What follows `FROM config_info … WHERE …` to lock the row until the transaction ends.
-    const FOR_UPDATE: &'static str;
-    /// Ends the config insert: the generated id comes back as column `id`, or no row
-    /// when the unique key is taken (where the dialect can say so).
-    const INSERT_CONFIG_TAIL: &'static str;
-    /// Ends the history insert: the generated `nid` comes back as column `nid`.
-    const INSERT_HISTORY_TAIL: &'static str;
-    /// `UPDATE` reports the rows it matched (not only those it changed, as MySQL does).
-    const UPDATE_COUNTS_MATCHED_ROWS: bool;
-    /// Ends an insert into a table of Nacelle's whose generated `id` comes back as column
-    /// `id` (`""` where the dialect cannot: MySQL, which reads `LAST_INSERT_ID()`).
-    const RETURNING_ID: &'static str;
-    /// A time column as ms since the epoch.
-    fn ms(col: &str) -> String;
-    /// An integer expression as a signed 64-bit value (MySQL's ids are unsigned); the
-    /// expression itself where integers are signed already.
-    fn signed(expr: &str) -> String {
-        expr.to_string()
-    }
-    /// The tag names of config row `c`, comma-separated in relation order.
-    fn tag_list() -> &'static str;
-    /// The value bound for a time of `ms` milliseconds: `ms` itself unless the dialect
-    /// keeps another unit.
-    fn time_value(ms: i64) -> i64 {
-        ms
-    }
-    /// `ms` as the backend keeps it (MySQL's `DATETIME`: whole seconds); exact by default.
-    fn stored_ms(ms: i64) -> i64 {
-        ms
-    }
-    /// Rows an `UPDATE`/`DELETE` reported.
-    fn rows_affected(done: &Self::QueryResult) -> u64;
-    /// String concatenation of two expressions (`||` by default, MySQL's `CONCAT`).
-    fn concat(a: &str, b: &str) -> String {
-        format!("({a} || {b})")
-    }
-    /// Whether text `haystack` contains `needle` (`instr`, PostgreSQL's `strpos`).
-    fn contains(haystack: &str, needle: &str) -> String {
-        format!("instr({haystack}, {needle}) > 0")
-    }
-}
-
-/// One bound value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arg<'a> {
-    Text(&'a str),
-    Int(i64),
-    /// An integer column that may be NULL.
-    OptInt(Option<i64>),
-}
 
 /// The statements of one dialect, built once when a store opens.
 #[derive(Debug, Clone)]
@@ -610,26 +553,6 @@ const DELETE_GRAY_LOG: &str = "DELETE FROM nacelle_gray_log WHERE nid IN (";
 pub(crate) fn delete_logged(purge: &PurgeSql, nids: &[i64]) -> String {
     let list: Vec<String> = nids.iter().map(i64::to_string).collect();
     format!("{}{})", purge.delete_prefix, list.join(", "))
-}
-
-/// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our
-/// statements hold no `?` inside strings or comments.
-pub(crate) fn spell<D: Dialect>(sql: &str) -> String {
-    if !D::NUMBERED_PLACEHOLDERS {
-        return sql.to_string();
-    }
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut n = 0;
-    for ch in sql.chars() {
-        if ch == '?' {
-            n += 1;
-            out.push('$');
-            out.push_str(&n.to_string());
-        } else {
-            out.push(ch);
-        }
-    }
-    out
 }
 
 /// The key's three columns, in [`KEY_MATCH`] order.
@@ -1396,15 +1319,6 @@ impl WebhookQueries {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_numbered_for_postgres() {
-        assert_eq!(
-            spell::<sqlx::Postgres>("a = ? AND b = ? LIMIT ?"),
-            "a = $1 AND b = $2 LIMIT $3"
-        );
-        assert_eq!(spell::<sqlx::MySql>("a = ?"), "a = ?");
-    }
 
     #[test]
     fn every_planned_statement_binds_one_value_per_placeholder() -> Result<(), StoreError> {

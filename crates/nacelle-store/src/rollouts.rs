@@ -9,8 +9,9 @@ use nacelle_core::rollout::{
 use nacelle_core::{ConfigKey, ConfigType, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
-use crate::queries::{Arg, Queries};
+use crate::queries::Queries;
 use crate::sql::Exec;
 
 fn bad_row(what: &str, value: &str) -> StoreError {

@@ -13,8 +13,9 @@ use nacelle_core::{
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
+use crate::dialect::{Arg, Dialect};
 use crate::map_err;
-use crate::queries::{self, key_args, Arg, Dialect, PurgeSql, Queries};
+use crate::queries::{self, key_args, PurgeSql, Queries};
 
 /// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
 /// Implemented once, for every sqlx database that our [`Dialect`] spells.

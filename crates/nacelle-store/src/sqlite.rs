@@ -25,8 +25,9 @@ use sqlx::sqlite::{
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::dialect::Dialect;
 use crate::map_err;
-use crate::queries::{Dialect, Queries};
+use crate::queries::Queries;
 use crate::sqlite_writer::{self, queued, writer_gone, WriteOp};
 use crate::store::{Backend, Store};
 use crate::write::Step;

@@ -16,8 +16,9 @@ use nacelle_core::webhook::{
 use nacelle_core::{NamespaceId, Page, PageRequest, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::Arg;
 use crate::map_err;
-use crate::queries::{Arg, Queries};
+use crate::queries::Queries;
 use crate::sql::Exec;
 
 /// The longest error text kept of an attempt (the column's length).
