@@ -18,7 +18,7 @@ use crate::dialect::Arg;
 use crate::map_err;
 use crate::plan::{plan_publish, plan_remove};
 use crate::queries::{Param, Queries, Returns, Statement};
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 use crate::write::{self, Step, WriteConn};
 
 fn item_args<'a>(id: ChangeId, ord: usize, item: &'a ChangeItem) -> [Arg<'a>; 8] {
@@ -93,18 +93,8 @@ pub(crate) async fn create<DB: Exec>(
         Arg::Int(change.now_ms),
         Arg::Int(change.now_ms),
     ];
-    let row = match DB::row(conn, &q.insert_change, &args)
-        .await
-        .map_err(map_err)?
-    {
-        Some(row) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        None => DB::row(conn, q.last_insert_id, &[])
-            .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new change request".into()))?,
-    };
-    let id = DB::int(&row, "id")?;
+    let id =
+        sql::insert_returning_id::<DB>(conn, &q.insert_change, &args, "change request").await?;
     for (ord, item) in change.items.iter().enumerate() {
         DB::run(conn, &q.insert_item, &item_args(id, ord, item))
             .await

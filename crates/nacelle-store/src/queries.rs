@@ -969,7 +969,6 @@ pub(crate) const CHANGE_COLUMNS: &str = "id, tenant_id, title, description, auth
 #[derive(Debug, Clone)]
 pub(crate) struct ChangeQueries {
     pub(crate) insert_change: String,
-    pub(crate) last_insert_id: &'static str,
     pub(crate) insert_item: String,
     pub(crate) insert_event: String,
     pub(crate) get_change: String,
@@ -1004,7 +1003,6 @@ impl ChangeQueries {
                  VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, 0){}",
                 D::RETURNING_ID
             )),
-            last_insert_id: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id",
             insert_item: q(
                 "INSERT INTO nacelle_change_item (change_id, ord, group_id, data_id, \
                  op, content, config_type, base_md5) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -1212,9 +1210,8 @@ pub(crate) const DELIVERY_COLUMNS: &str =
 pub(crate) struct WebhookQueries {
     pub(crate) load: String,
     /// A new webhook: [`WEBHOOK_COLUMNS`]; the id comes back as column `id` (MySQL:
-    /// [`WebhookQueries::last_insert_id`]).
+    /// `LAST_INSERT_ID()`, [`crate::sql::insert_returning_id`]).
     pub(crate) insert: String,
-    pub(crate) last_insert_id: &'static str,
     pub(crate) exists: String,
     /// Every column but `id`, `created_by` and `created_ms`, then the id.
     pub(crate) update: String,
@@ -1253,7 +1250,6 @@ impl WebhookQueries {
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){}",
                 D::RETURNING_ID
             )),
-            last_insert_id: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id",
             exists: q(format!(
                 "SELECT {} AS n FROM nacelle_webhook WHERE id = ?",
                 D::signed("COUNT(*)")

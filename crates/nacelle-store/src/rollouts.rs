@@ -12,7 +12,7 @@ use sqlx::Pool;
 use crate::dialect::Arg;
 use crate::map_err;
 use crate::queries::Queries;
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 
 fn bad_row(what: &str, value: &str) -> StoreError {
     StoreError::Unavailable(format!("unreadable rollout row: {what} `{value}`"))
@@ -74,25 +74,15 @@ pub(crate) async fn create<DB: Exec>(
         Arg::Int(new.now_ms),
         Arg::Int(new.now_ms),
     ];
-    let inserted = DB::row(conn, &q.rollouts.insert, &args).await;
-    let row = match inserted {
-        Ok(Some(row)) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        Ok(None) => DB::row(conn, q.changes.last_insert_id, &[])
-            .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new rollout".into()))?,
-        Err(e) => {
-            return Err(match map_err(e) {
-                StoreError::Conflict(_) => StoreError::Conflict(format!(
-                    "config {} has an active rollout already",
-                    new.key
-                )),
-                other => other,
-            })
-        }
-    };
-    let id = DB::int(&row, "id")?;
+    // Only the insert can meet a unique key: the active rollout of the key.
+    let id = sql::insert_returning_id::<DB>(conn, &q.rollouts.insert, &args, "rollout")
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => {
+                StoreError::Conflict(format!("config {} has an active rollout already", new.key))
+            }
+            other => other,
+        })?;
     tx.commit().await.map_err(map_err)?;
     Ok(id)
 }

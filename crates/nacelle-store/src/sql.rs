@@ -595,6 +595,30 @@ pub(crate) async fn delete_history<DB: Exec>(
     Ok(DB::rows_affected(&done))
 }
 
+/// What MySQL, which has no `RETURNING`, answers for the id of this connection's last
+/// insert, as column `id`.
+const LAST_INSERT_ID: &str = "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id";
+
+/// Runs an insert into a table of Nacelle's that ends in [`Dialect::RETURNING_ID`] and
+/// answers the new row's id: from the row the insert returned or, where the dialect returns
+/// none (MySQL), the id of this connection's last insert. `what` names the row for the
+/// error when neither gives an id.
+pub(crate) async fn insert_returning_id<DB: Exec>(
+    conn: &mut DB::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+    what: &str,
+) -> Result<i64, StoreError> {
+    let row = match DB::row(conn, sql, args).await.map_err(map_err)? {
+        Some(row) => row,
+        None => DB::row(conn, LAST_INSERT_ID, &[])
+            .await
+            .map_err(map_err)?
+            .ok_or_else(|| StoreError::Unavailable(format!("no id for the new {what}")))?,
+    };
+    DB::int(&row, "id")
+}
+
 /// Checks that the database answers.
 pub(crate) async fn ping<DB: Exec>(pool: &Pool<DB>) -> Result<(), StoreError> {
     DB::script(&mut *conn(pool).await?, "SELECT 1")

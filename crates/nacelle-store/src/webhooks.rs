@@ -19,7 +19,7 @@ use sqlx::Pool;
 use crate::dialect::Arg;
 use crate::map_err;
 use crate::queries::Queries;
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 
 /// The longest error text kept of an attempt (the column's length).
 const MAX_ERROR_CHARS: usize = 1000;
@@ -96,15 +96,7 @@ pub(crate) async fn create<DB: Exec>(
         Arg::Int(h.created_ms),
         Arg::Int(h.updated_ms),
     ];
-    let row = match DB::row(conn, &q.insert, &args).await.map_err(map_err)? {
-        Some(row) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        None => DB::row(conn, q.last_insert_id, &[])
-            .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new webhook".into()))?,
-    };
-    let id = DB::int(&row, "id")?;
+    let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "webhook").await?;
     tx.commit().await.map_err(map_err)?;
     Ok(id)
 }
