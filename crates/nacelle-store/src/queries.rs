@@ -76,7 +76,6 @@ pub(crate) struct Queries {
     pub insert_legacy_tag: String,
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
-    pub changes: ChangeQueries,
     /// Staged rollouts (`nacelle_rollout`).
     pub rollouts: RolloutQueries,
     /// JSON Schemas of config keys (`nacelle_config_schema`).
@@ -440,7 +439,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            changes: ChangeQueries::new::<D>(),
             rollouts: RolloutQueries::new::<D>(),
             identity: IdentityQueries {
                 // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
@@ -957,120 +955,6 @@ impl Written {
             _ => Err(StoreError::Unavailable(
                 "the database returned no generated id".into(),
             )),
-        }
-    }
-}
-
-/// The columns of a change request row.
-pub(crate) const CHANGE_COLUMNS: &str = "id, tenant_id, title, description, author, state, stale, \
-    version, created_ms, updated_ms, publish_at_ms";
-
-/// The statements of change requests and policies, spelled by one dialect.
-#[derive(Debug, Clone)]
-pub(crate) struct ChangeQueries {
-    pub(crate) insert_change: String,
-    pub(crate) insert_item: String,
-    pub(crate) insert_event: String,
-    pub(crate) get_change: String,
-    pub(crate) items_of: String,
-    pub(crate) events_of: String,
-    pub(crate) count: String,
-    pub(crate) list: String,
-    pub(crate) bump: String,
-    pub(crate) set_fields: String,
-    pub(crate) delete_items: String,
-    pub(crate) lock_change: String,
-    pub(crate) mark_published: String,
-    pub(crate) due: String,
-    pub(crate) policies: String,
-    pub(crate) delete_policy: String,
-    pub(crate) insert_policy: String,
-}
-
-impl ChangeQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        // The namespace set is one text `,ns1,ns2,` (namespace ids hold no comma).
-        let in_set = D::contains("?", &D::concat(&D::concat("','", "tenant_id"), "','"));
-        let filter = format!(
-            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?) \
-             AND (? = '' OR {in_set})"
-        );
-        ChangeQueries {
-            insert_change: q(format!(
-                "INSERT INTO nacelle_change (tenant_id, title, description, author, state, \
-                 stale, version, created_ms, updated_ms, publish_at_ms) \
-                 VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, 0){}",
-                D::RETURNING_ID
-            )),
-            insert_item: q(
-                "INSERT INTO nacelle_change_item (change_id, ord, group_id, data_id, \
-                 op, content, config_type, base_md5) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-            insert_event: q(
-                "INSERT INTO nacelle_change_event (change_id, kind, username, \
-                 time_ms, text) VALUES (?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-            get_change: q(format!(
-                "SELECT {CHANGE_COLUMNS} FROM nacelle_change WHERE id = ?"
-            )),
-            items_of: q(
-                "SELECT group_id, data_id, op, content, config_type, base_md5 \
-                 FROM nacelle_change_item WHERE change_id = ? ORDER BY ord"
-                    .into(),
-            ),
-            events_of: q(
-                "SELECT kind, username, time_ms, text FROM nacelle_change_event \
-                 WHERE change_id = ? ORDER BY id"
-                    .into(),
-            ),
-            count: q(format!(
-                "SELECT COUNT(*) AS n FROM nacelle_change WHERE {filter}"
-            )),
-            list: q(format!(
-                "SELECT {CHANGE_COLUMNS}, (SELECT COUNT(*) FROM nacelle_change_item i \
-                 WHERE i.change_id = c.id) AS item_count FROM nacelle_change c \
-                 WHERE {filter} ORDER BY id DESC LIMIT ? OFFSET ?"
-            )),
-            bump: q(
-                "UPDATE nacelle_change SET version = version + 1, updated_ms = ? \
-                 WHERE id = ? AND version = ?"
-                    .into(),
-            ),
-            set_fields: q(
-                "UPDATE nacelle_change SET title = ?, description = ?, state = ?, \
-                 stale = ?, publish_at_ms = ? WHERE id = ?"
-                    .into(),
-            ),
-            delete_items: q("DELETE FROM nacelle_change_item WHERE change_id = ?".into()),
-            lock_change: q(format!(
-                "SELECT version, state FROM nacelle_change WHERE id = ?{}",
-                D::FOR_UPDATE
-            )),
-            mark_published: q(format!(
-                "UPDATE nacelle_change SET state = '{}', stale = 0, publish_at_ms = 0, \
-                 version = version + 1, updated_ms = ? WHERE id = ?",
-                nacelle_core::change::ChangeState::Published.as_str()
-            )),
-            due: q(format!(
-                "SELECT id, version FROM nacelle_change WHERE state = '{}' \
-                 AND publish_at_ms > 0 AND publish_at_ms <= ? ORDER BY publish_at_ms, id",
-                nacelle_core::change::ChangeState::Approved.as_str()
-            )),
-            policies: "SELECT tenant_id, group_pattern, required_approvals, updated_by, \
-                 updated_ms FROM nacelle_review_policy ORDER BY tenant_id, group_pattern"
-                .into(),
-            delete_policy: q(
-                "DELETE FROM nacelle_review_policy WHERE tenant_id = ? AND group_pattern = ?"
-                    .into(),
-            ),
-            insert_policy: q(
-                "INSERT INTO nacelle_review_policy (tenant_id, group_pattern, \
-                 required_approvals, updated_by, updated_ms) VALUES (?, ?, ?, ?, ?)"
-                    .into(),
-            ),
         }
     }
 }
