@@ -76,8 +76,6 @@ pub(crate) struct Queries {
     pub insert_legacy_tag: String,
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
-    /// Staged rollouts (`nacelle_rollout`).
-    pub rollouts: RolloutQueries,
     /// JSON Schemas of config keys (`nacelle_config_schema`).
     pub schemas: SchemaQueries,
     /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
@@ -439,7 +437,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            rollouts: RolloutQueries::new::<D>(),
             identity: IdentityQueries {
                 // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
                 users: q("SELECT username, password, \
@@ -954,69 +951,6 @@ impl Written {
             (Some(id), Some(revision)) => Ok((id, revision)),
             _ => Err(StoreError::Unavailable(
                 "the database returned no generated id".into(),
-            )),
-        }
-    }
-}
-
-/// The columns of a rollout row.
-pub(crate) const ROLLOUT_COLUMNS: &str = "id, tenant_id, group_id, data_id, content, \
-    config_type, base_md5, plan, state, step, step_started_ms, advanced_to, reason, \
-    lease_holder, lease_until_ms, author, version, created_ms, updated_ms";
-
-/// The statements of staged rollouts, spelled by one dialect.
-#[derive(Debug, Clone)]
-pub(crate) struct RolloutQueries {
-    /// tenant, group, dataId, content, type, base md5, plan, state, active key, author,
-    /// step started, created, updated.
-    pub(crate) insert: String,
-    pub(crate) get: String,
-    /// Newest first: limit.
-    pub(crate) list_all: String,
-    /// Only running or paused: limit.
-    pub(crate) list_active: String,
-    /// state, step, step started, advanced to, reason, active key, updated, id, version.
-    pub(crate) update: String,
-    /// holder, until, id, holder, now.
-    pub(crate) claim: String,
-}
-
-impl RolloutQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        RolloutQueries {
-            insert: q(format!(
-                "INSERT INTO nacelle_rollout (tenant_id, group_id, data_id, content, \
-                 config_type, base_md5, plan, state, active_key, author, step, \
-                 step_started_ms, advanced_to, reason, lease_holder, lease_until_ms, version, \
-                 created_ms, updated_ms) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, -1, '', '', 0, 1, ?, ?){}",
-                D::RETURNING_ID
-            )),
-            get: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE id = ?"
-            )),
-            list_all: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout ORDER BY id DESC LIMIT ?"
-            )),
-            list_active: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE state IN ('{}', '{}') \
-                 ORDER BY id DESC LIMIT ?",
-                nacelle_core::rollout::RolloutState::Running.as_str(),
-                nacelle_core::rollout::RolloutState::Paused.as_str()
-            )),
-            update: q(
-                "UPDATE nacelle_rollout SET state = ?, step = ?, step_started_ms = ?, \
-                 advanced_to = ?, reason = ?, active_key = ?, updated_ms = ?, \
-                 version = version + 1 WHERE id = ? AND version = ?"
-                    .into(),
-            ),
-            claim: q(format!(
-                "UPDATE nacelle_rollout SET lease_holder = ?, lease_until_ms = ? \
-                 WHERE id = ? AND state IN ('{}', '{}') \
-                 AND (lease_holder = ? OR lease_until_ms < ?)",
-                nacelle_core::rollout::RolloutState::Running.as_str(),
-                nacelle_core::rollout::RolloutState::Paused.as_str()
             )),
         }
     }

@@ -31,6 +31,7 @@ use sqlx::Pool;
 use crate::changes::ChangeQueries;
 use crate::dialect::Dialect;
 use crate::queries::Queries;
+use crate::rollouts::RolloutQueries;
 use crate::sql::{self, Exec};
 use crate::write::{self, Step};
 
@@ -70,6 +71,8 @@ pub(crate) struct QuerySet {
     /// Change requests and review policies (shared with the publish step, which may run on
     /// SQLite's writer thread).
     pub changes: Arc<ChangeQueries>,
+    /// Staged rollouts.
+    pub rollouts: RolloutQueries,
 }
 
 impl QuerySet {
@@ -78,6 +81,7 @@ impl QuerySet {
         QuerySet {
             config: Queries::new::<D>(),
             changes: Arc::new(ChangeQueries::new::<D>()),
+            rollouts: RolloutQueries::new::<D>(),
         }
     }
 }
@@ -477,11 +481,11 @@ impl<B: Backend> Webhooks for Store<B> {
 #[async_trait]
 impl<B: Backend> Rollouts for Store<B> {
     async fn create_rollout(&self, rollout: &NewRollout) -> Result<RolloutId, StoreError> {
-        crate::rollouts::create(self.0.writer(), &self.0.queries().config, rollout).await
+        crate::rollouts::create(self.0.writer(), &self.0.queries().rollouts, rollout).await
     }
 
     async fn get_rollout(&self, id: RolloutId) -> Result<Option<Rollout>, StoreError> {
-        crate::rollouts::get(self.0.reader(), &self.0.queries().config, id).await
+        crate::rollouts::get(self.0.reader(), &self.0.queries().rollouts, id).await
     }
 
     async fn list_rollouts(
@@ -491,7 +495,7 @@ impl<B: Backend> Rollouts for Store<B> {
     ) -> Result<Vec<Rollout>, StoreError> {
         crate::rollouts::list(
             self.0.reader(),
-            &self.0.queries().config,
+            &self.0.queries().rollouts,
             active_only,
             limit,
         )
@@ -503,7 +507,7 @@ impl<B: Backend> Rollouts for Store<B> {
         id: RolloutId,
         update: &RolloutUpdate,
     ) -> Result<Rollout, StoreError> {
-        crate::rollouts::update(self.0.writer(), &self.0.queries().config, id, update).await
+        crate::rollouts::update(self.0.writer(), &self.0.queries().rollouts, id, update).await
     }
 
     async fn claim_rollout(
@@ -515,7 +519,7 @@ impl<B: Backend> Rollouts for Store<B> {
     ) -> Result<bool, StoreError> {
         crate::rollouts::claim(
             self.0.writer(),
-            &self.0.queries().config,
+            &self.0.queries().rollouts,
             id,
             node,
             now_ms,
