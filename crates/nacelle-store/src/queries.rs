@@ -76,8 +76,6 @@ pub(crate) struct Queries {
     pub insert_legacy_tag: String,
     /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
     pub identity: IdentityQueries,
-    /// JSON Schemas of config keys (`nacelle_config_schema`).
-    pub schemas: SchemaQueries,
     /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
     pub audit: AuditQueries,
     /// Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`).
@@ -86,17 +84,6 @@ pub(crate) struct Queries {
     pub insert_note: String,
     /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
     pub insert_gray_note: String,
-}
-
-/// The statements of `nacelle_config_schema`.
-#[derive(Debug, Clone)]
-pub(crate) struct SchemaQueries {
-    /// Every schema, by namespace and patterns.
-    pub load: String,
-    /// Deletes one by (tenant, group pattern, dataId pattern).
-    pub delete: String,
-    /// Inserts one: tenant, group pattern, dataId pattern, schema, description, user, ms.
-    pub insert: String,
 }
 
 /// The statements of users, roles and permissions.
@@ -472,23 +459,6 @@ impl Queries {
                 ),
                 delete_permission: q(
                     "DELETE FROM permissions WHERE role = ? AND resource = ? AND action = ?".into(),
-                ),
-            },
-            schemas: SchemaQueries {
-                load: q(format!(
-                    "SELECT tenant_id, group_pattern, data_id_pattern, schema_json, \
-                     description, src_user, {} AS gmt_modified FROM nacelle_config_schema \
-                     ORDER BY tenant_id, group_pattern, data_id_pattern",
-                    D::signed("gmt_modified")
-                )),
-                delete: q("DELETE FROM nacelle_config_schema WHERE tenant_id = ? \
-                     AND group_pattern = ? AND data_id_pattern = ?"
-                    .into()),
-                insert: q(
-                    "INSERT INTO nacelle_config_schema (tenant_id, group_pattern, \
-                     data_id_pattern, schema_json, description, src_user, gmt_modified) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?)"
-                        .into(),
                 ),
             },
             audit: AuditQueries::new::<D>(),

@@ -29,6 +29,7 @@ use nacelle_core::{
 use sqlx::Pool;
 
 use crate::changes::ChangeQueries;
+use crate::config_schema::SchemaQueries;
 use crate::dialect::Dialect;
 use crate::queries::Queries;
 use crate::rollouts::RolloutQueries;
@@ -73,6 +74,8 @@ pub(crate) struct QuerySet {
     pub changes: Arc<ChangeQueries>,
     /// Staged rollouts.
     pub rollouts: RolloutQueries,
+    /// JSON Schemas of config keys.
+    pub schemas: SchemaQueries,
 }
 
 impl QuerySet {
@@ -82,6 +85,7 @@ impl QuerySet {
             config: Queries::new::<D>(),
             changes: Arc::new(ChangeQueries::new::<D>()),
             rollouts: RolloutQueries::new::<D>(),
+            schemas: SchemaQueries::new::<D>(),
         }
     }
 }
@@ -375,11 +379,11 @@ impl<B: Backend> ChangeRequests for Store<B> {
 #[async_trait]
 impl<B: Backend> Schemas for Store<B> {
     async fn load_schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
-        crate::config_schema::load(self.0.reader(), &self.0.queries().config).await
+        crate::config_schema::load(self.0.reader(), &self.0.queries().schemas).await
     }
 
     async fn put_schema(&self, record: &SchemaRecord) -> Result<(), StoreError> {
-        crate::config_schema::put(self.0.writer(), &self.0.queries().config, record).await
+        crate::config_schema::put(self.0.writer(), &self.0.queries().schemas, record).await
     }
 
     async fn delete_schema(
@@ -390,7 +394,7 @@ impl<B: Backend> Schemas for Store<B> {
     ) -> Result<bool, StoreError> {
         crate::config_schema::delete(
             self.0.writer(),
-            &self.0.queries().config,
+            &self.0.queries().schemas,
             namespace,
             group,
             data_id,
