@@ -74,8 +74,6 @@ pub(crate) struct Queries {
     pub insert_legacy_beta: String,
     pub delete_legacy_tag: String,
     pub insert_legacy_tag: String,
-    /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
-    pub identity: IdentityQueries,
     /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
     pub audit: AuditQueries,
     /// Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`).
@@ -84,28 +82,6 @@ pub(crate) struct Queries {
     pub insert_note: String,
     /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
     pub insert_gray_note: String,
-}
-
-/// The statements of users, roles and permissions.
-#[derive(Debug, Clone)]
-pub(crate) struct IdentityQueries {
-    pub users: String,
-    pub roles: String,
-    pub permissions: String,
-    pub states: String,
-    pub insert_user: String,
-    pub update_password: String,
-    pub user_exists: String,
-    pub delete_user: String,
-    pub delete_user_roles: String,
-    pub delete_state: String,
-    pub insert_state: String,
-    pub insert_role: String,
-    pub delete_role_of_user: String,
-    pub delete_role: String,
-    pub delete_role_permissions: String,
-    pub insert_permission: String,
-    pub delete_permission: String,
 }
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
@@ -424,43 +400,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            identity: IdentityQueries {
-                // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
-                users: q("SELECT username, password, \
-                     CASE WHEN enabled THEN 'Y' ELSE 'N' END AS enabled \
-                     FROM users ORDER BY username"
-                    .into()),
-                roles: q("SELECT role, username FROM roles ORDER BY role, username".into()),
-                permissions: q(
-                    "SELECT role, resource, action FROM permissions ORDER BY role, resource".into(),
-                ),
-                states: q("SELECT username, tokens_not_before FROM nacelle_user_state".into()),
-                insert_user: q(
-                    "INSERT INTO users (username, password, enabled) VALUES (?, ?, TRUE)".into(),
-                ),
-                update_password: q("UPDATE users SET password = ? WHERE username = ?".into()),
-                user_exists: q(format!(
-                    "SELECT {} AS n FROM users WHERE username = ?",
-                    D::signed("COUNT(*)")
-                )),
-                delete_user: q("DELETE FROM users WHERE username = ?".into()),
-                delete_user_roles: q("DELETE FROM roles WHERE username = ?".into()),
-                delete_state: q("DELETE FROM nacelle_user_state WHERE username = ?".into()),
-                insert_state: q(
-                    "INSERT INTO nacelle_user_state (username, tokens_not_before) VALUES (?, ?)"
-                        .into(),
-                ),
-                insert_role: q("INSERT INTO roles (role, username) VALUES (?, ?)".into()),
-                delete_role_of_user: q("DELETE FROM roles WHERE role = ? AND username = ?".into()),
-                delete_role: q("DELETE FROM roles WHERE role = ?".into()),
-                delete_role_permissions: q("DELETE FROM permissions WHERE role = ?".into()),
-                insert_permission: q(
-                    "INSERT INTO permissions (role, resource, action) VALUES (?, ?, ?)".into(),
-                ),
-                delete_permission: q(
-                    "DELETE FROM permissions WHERE role = ? AND resource = ? AND action = ?".into(),
-                ),
-            },
             audit: AuditQueries::new::<D>(),
             webhooks: WebhookQueries::new::<D>(),
             insert_note: q(

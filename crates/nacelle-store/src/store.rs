@@ -31,6 +31,7 @@ use sqlx::Pool;
 use crate::changes::ChangeQueries;
 use crate::config_schema::SchemaQueries;
 use crate::dialect::Dialect;
+use crate::identity::IdentityQueries;
 use crate::queries::Queries;
 use crate::rollouts::RolloutQueries;
 use crate::sql::{self, Exec};
@@ -76,6 +77,8 @@ pub(crate) struct QuerySet {
     pub rollouts: RolloutQueries,
     /// JSON Schemas of config keys.
     pub schemas: SchemaQueries,
+    /// Users, roles, permissions and token states.
+    pub identity: IdentityQueries,
 }
 
 impl QuerySet {
@@ -86,6 +89,7 @@ impl QuerySet {
             changes: Arc::new(ChangeQueries::new::<D>()),
             rollouts: RolloutQueries::new::<D>(),
             schemas: SchemaQueries::new::<D>(),
+            identity: IdentityQueries::new::<D>(),
         }
     }
 }
@@ -292,11 +296,11 @@ impl<B: Backend> Namespaces for Store<B> {
 #[async_trait]
 impl<B: Backend> Identities for Store<B> {
     async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
-        crate::identity::load(self.0.reader(), &self.0.queries().config).await
+        crate::identity::load(self.0.reader(), &self.0.queries().identity).await
     }
 
     async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
-        crate::identity::write(self.0.writer(), &self.0.queries().config, write).await
+        crate::identity::write(self.0.writer(), &self.0.queries().identity, write).await
     }
 }
 
