@@ -74,8 +74,6 @@ pub(crate) struct Queries {
     pub insert_legacy_beta: String,
     pub delete_legacy_tag: String,
     pub insert_legacy_tag: String,
-    /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
-    pub audit: AuditQueries,
     /// Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`).
     pub webhooks: WebhookQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
@@ -400,7 +398,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            audit: AuditQueries::new::<D>(),
             webhooks: WebhookQueries::new::<D>(),
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
@@ -861,63 +858,6 @@ impl Written {
             _ => Err(StoreError::Unavailable(
                 "the database returned no generated id".into(),
             )),
-        }
-    }
-}
-
-/// The statements of the audit trail.
-/// The columns of an audit entry, in the order of [`AuditQueries::insert`].
-pub(crate) const AUDIT_COLUMNS: &str =
-    "seq, time_ms, user_name, address, protocol, action, target, outcome, detail, change_id, \
-     prev_hash, hash";
-
-#[derive(Debug, Clone)]
-pub(crate) struct AuditQueries {
-    /// Takes the head row's write lock (a no-op update: every dialect locks the row, and
-    /// SQLite starts its write transaction here rather than upgrading a read later).
-    pub(crate) lock_head: String,
-    /// The head row (locked again where the dialect has `FOR UPDATE`).
-    pub(crate) read_head: String,
-    pub(crate) read_head_plain: String,
-    pub(crate) insert: String,
-    pub(crate) update_head: String,
-    pub(crate) move_anchor: String,
-    pub(crate) range: String,
-    /// The oldest entries after the anchor, for a purge.
-    pub(crate) oldest: String,
-    pub(crate) delete_through: String,
-    /// The dialect's numbered placeholders, for the filtered page built per query.
-    pub(crate) numbered: bool,
-}
-
-impl AuditQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |sql: String| spell::<D>(&sql);
-        let head = "SELECT last_seq, last_hash, anchor_seq, anchor_hash FROM nacelle_audit_head \
-                    WHERE id = 1";
-        AuditQueries {
-            lock_head: q("UPDATE nacelle_audit_head SET last_seq = last_seq WHERE id = 1".into()),
-            read_head: q(format!("{head}{}", D::FOR_UPDATE)),
-            read_head_plain: q(head.into()),
-            insert: q(format!(
-                "INSERT INTO nacelle_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            )),
-            update_head: q(
-                "UPDATE nacelle_audit_head SET last_seq = ?, last_hash = ? WHERE id = 1".into(),
-            ),
-            move_anchor: q(
-                "UPDATE nacelle_audit_head SET anchor_seq = ?, anchor_hash = ? WHERE id = 1".into(),
-            ),
-            range: q(format!(
-                "SELECT {AUDIT_COLUMNS} FROM nacelle_audit WHERE seq > ? AND seq <= ? ORDER BY seq \
-                 LIMIT ?"
-            )),
-            oldest: q(
-                "SELECT seq, time_ms, hash FROM nacelle_audit WHERE seq > ? ORDER BY seq LIMIT ?"
-                    .into(),
-            ),
-            delete_through: q("DELETE FROM nacelle_audit WHERE seq > ? AND seq <= ?".into()),
-            numbered: D::NUMBERED_PLACEHOLDERS,
         }
     }
 }

@@ -28,6 +28,7 @@ use nacelle_core::{
 };
 use sqlx::Pool;
 
+use crate::audit::AuditQueries;
 use crate::changes::ChangeQueries;
 use crate::config_schema::SchemaQueries;
 use crate::dialect::Dialect;
@@ -79,6 +80,8 @@ pub(crate) struct QuerySet {
     pub schemas: SchemaQueries,
     /// Users, roles, permissions and token states.
     pub identity: IdentityQueries,
+    /// The audit trail.
+    pub audit: AuditQueries,
 }
 
 impl QuerySet {
@@ -90,6 +93,7 @@ impl QuerySet {
             rollouts: RolloutQueries::new::<D>(),
             schemas: SchemaQueries::new::<D>(),
             identity: IdentityQueries::new::<D>(),
+            audit: AuditQueries::new::<D>(),
         }
     }
 }
@@ -413,7 +417,7 @@ impl<B: Backend> Audit for Store<B> {
     /// never touches the audit tables; MySQL/PostgreSQL: the pool, the head row's lock
     /// serializing appenders across nodes).
     async fn append_audit(&self, events: &[AuditEvent]) -> Result<Vec<AuditEntry>, StoreError> {
-        crate::audit::append(self.0.writer(), &self.0.queries().config, events).await
+        crate::audit::append(self.0.writer(), &self.0.queries().audit, events).await
     }
 
     async fn audit_page(
@@ -421,15 +425,15 @@ impl<B: Backend> Audit for Store<B> {
         filter: &AuditFilter,
         page: PageRequest,
     ) -> Result<Page<AuditEntry>, StoreError> {
-        crate::audit::page(self.0.reader(), &self.0.queries().config, filter, page).await
+        crate::audit::page(self.0.reader(), filter, page).await
     }
 
     async fn audit_range(&self, after_seq: i64, limit: u32) -> Result<AuditRange, StoreError> {
-        crate::audit::range(self.0.reader(), &self.0.queries().config, after_seq, limit).await
+        crate::audit::range(self.0.reader(), &self.0.queries().audit, after_seq, limit).await
     }
 
     async fn purge_audit(&self, before_ms: i64, batch: u32) -> Result<AuditPurge, StoreError> {
-        crate::audit::purge(self.0.writer(), &self.0.queries().config, before_ms, batch).await
+        crate::audit::purge(self.0.writer(), &self.0.queries().audit, before_ms, batch).await
     }
 }
 
