@@ -74,8 +74,6 @@ pub(crate) struct Queries {
     pub insert_legacy_beta: String,
     pub delete_legacy_tag: String,
     pub insert_legacy_tag: String,
-    /// Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`).
-    pub webhooks: WebhookQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
     pub insert_note: String,
     /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
@@ -398,7 +396,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            webhooks: WebhookQueries::new::<D>(),
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
                     .into(),
@@ -858,123 +855,6 @@ impl Written {
             _ => Err(StoreError::Unavailable(
                 "the database returned no generated id".into(),
             )),
-        }
-    }
-}
-
-/// The columns of a webhook, in the order of [`WebhookQueries::insert`] after `id`.
-pub(crate) const WEBHOOK_COLUMNS: &str =
-    "tenant_id, group_pattern, data_id_pattern, url, secret, events, enabled, description, \
-     created_by, created_ms, updated_ms";
-
-/// The columns of a delivery as read.
-pub(crate) const DELIVERY_COLUMNS: &str =
-    "id, hook_id, event_id, kind, body, status, attempts, last_code, last_error, \
-     next_attempt_ms, created_ms, updated_ms";
-
-/// The statements of webhooks and their deliveries.
-#[derive(Debug, Clone)]
-pub(crate) struct WebhookQueries {
-    pub(crate) load: String,
-    /// A new webhook: [`WEBHOOK_COLUMNS`]; the id comes back as column `id` (MySQL:
-    /// `LAST_INSERT_ID()`, [`crate::sql::insert_returning_id`]).
-    pub(crate) insert: String,
-    pub(crate) exists: String,
-    /// Every column but `id`, `created_by` and `created_ms`, then the id.
-    pub(crate) update: String,
-    pub(crate) delete: String,
-    pub(crate) delete_deliveries_of: String,
-    /// hook, event id, kind, body, due (= created), created, updated.
-    pub(crate) insert_delivery: String,
-    /// Candidates of a claim: now (due), now (lease), limit.
-    pub(crate) claimable: String,
-    /// Compare-and-set of one row: owner, lease until, id, now.
-    pub(crate) claim_one: String,
-    /// The rows of an owner.
-    pub(crate) claimed: String,
-    /// status, code, error, next attempt, now, id, owner.
-    pub(crate) finish: String,
-    pub(crate) count_of_hook: String,
-    /// hook, limit, offset.
-    pub(crate) page_of_hook: String,
-    /// now (due), now (updated), id.
-    pub(crate) redeliver: String,
-    /// Purge candidates: before, limit.
-    pub(crate) purgeable: String,
-    /// `DELETE … WHERE id IN (` before the list of ids.
-    pub(crate) delete_prefix: &'static str,
-}
-
-impl WebhookQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        WebhookQueries {
-            load: q(format!(
-                "SELECT id, {WEBHOOK_COLUMNS} FROM nacelle_webhook ORDER BY id"
-            )),
-            insert: q(format!(
-                "INSERT INTO nacelle_webhook ({WEBHOOK_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){}",
-                D::RETURNING_ID
-            )),
-            exists: q(format!(
-                "SELECT {} AS n FROM nacelle_webhook WHERE id = ?",
-                D::signed("COUNT(*)")
-            )),
-            update: q(
-                "UPDATE nacelle_webhook SET tenant_id = ?, group_pattern = ?, \
-                 data_id_pattern = ?, url = ?, secret = ?, events = ?, enabled = ?, \
-                 description = ?, updated_ms = ? WHERE id = ?"
-                    .into(),
-            ),
-            delete: q("DELETE FROM nacelle_webhook WHERE id = ?".into()),
-            delete_deliveries_of: q("DELETE FROM nacelle_webhook_delivery WHERE hook_id = ?".into()),
-            insert_delivery: q(
-                "INSERT INTO nacelle_webhook_delivery (hook_id, event_id, kind, \
-                 body, status, attempts, last_code, last_error, next_attempt_ms, lease_owner, \
-                 lease_until_ms, created_ms, updated_ms) \
-                 VALUES (?, ?, ?, ?, 'pending', 0, 0, '', ?, '', 0, ?, ?)"
-                    .into(),
-            ),
-            claimable: q(
-                "SELECT id FROM nacelle_webhook_delivery WHERE status = 'pending' \
-                 AND next_attempt_ms <= ? AND lease_until_ms <= ? \
-                 ORDER BY next_attempt_ms, id LIMIT ?"
-                    .into(),
-            ),
-            claim_one: q("UPDATE nacelle_webhook_delivery SET lease_owner = ?, \
-                 lease_until_ms = ? WHERE id = ? AND status = 'pending' AND lease_until_ms <= ?"
-                .into()),
-            claimed: q(format!(
-                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery \
-                 WHERE lease_owner = ? AND status = 'pending' ORDER BY next_attempt_ms, id"
-            )),
-            finish: q(
-                "UPDATE nacelle_webhook_delivery SET status = ?, attempts = attempts + 1, \
-                 last_code = ?, last_error = ?, next_attempt_ms = ?, updated_ms = ?, \
-                 lease_owner = '', lease_until_ms = 0 WHERE id = ? AND lease_owner = ?"
-                    .into(),
-            ),
-            count_of_hook: q(format!(
-                "SELECT {} AS n FROM nacelle_webhook_delivery WHERE hook_id = ?",
-                D::signed("COUNT(*)")
-            )),
-            page_of_hook: q(format!(
-                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery WHERE hook_id = ? \
-                 ORDER BY id DESC LIMIT ? OFFSET ?"
-            )),
-            redeliver: q(
-                "UPDATE nacelle_webhook_delivery SET status = 'pending', attempts = 0, \
-                 next_attempt_ms = ?, updated_ms = ?, lease_owner = '', lease_until_ms = 0 \
-                 WHERE id = ? AND status <> 'pending'"
-                    .into(),
-            ),
-            purgeable: q(
-                "SELECT id FROM nacelle_webhook_delivery WHERE status <> 'pending' \
-                 AND created_ms < ? ORDER BY id LIMIT ?"
-                    .into(),
-            ),
-            delete_prefix: "DELETE FROM nacelle_webhook_delivery WHERE id IN (",
         }
     }
 }

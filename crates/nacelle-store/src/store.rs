@@ -36,6 +36,7 @@ use crate::identity::IdentityQueries;
 use crate::queries::Queries;
 use crate::rollouts::RolloutQueries;
 use crate::sql::{self, Exec};
+use crate::webhooks::WebhookQueries;
 use crate::write::{self, Step};
 
 /// What one kind of backend does its own way.
@@ -82,6 +83,8 @@ pub(crate) struct QuerySet {
     pub identity: IdentityQueries,
     /// The audit trail.
     pub audit: AuditQueries,
+    /// Webhooks and their deliveries.
+    pub webhooks: WebhookQueries,
 }
 
 impl QuerySet {
@@ -94,6 +97,7 @@ impl QuerySet {
             schemas: SchemaQueries::new::<D>(),
             identity: IdentityQueries::new::<D>(),
             audit: AuditQueries::new::<D>(),
+            webhooks: WebhookQueries::new::<D>(),
         }
     }
 }
@@ -441,27 +445,27 @@ impl<B: Backend> Audit for Store<B> {
 #[async_trait]
 impl<B: Backend> Webhooks for Store<B> {
     async fn load_webhooks(&self) -> Result<Vec<Webhook>, StoreError> {
-        crate::webhooks::load(self.0.reader(), &self.0.queries().config).await
+        crate::webhooks::load(self.0.reader(), &self.0.queries().webhooks).await
     }
 
     async fn create_webhook(&self, hook: &Webhook) -> Result<i64, StoreError> {
-        crate::webhooks::create(self.0.writer(), &self.0.queries().config, hook).await
+        crate::webhooks::create(self.0.writer(), &self.0.queries().webhooks, hook).await
     }
 
     async fn update_webhook(&self, hook: &Webhook) -> Result<bool, StoreError> {
-        crate::webhooks::update(self.0.writer(), &self.0.queries().config, hook).await
+        crate::webhooks::update(self.0.writer(), &self.0.queries().webhooks, hook).await
     }
 
     async fn delete_webhook(&self, id: i64) -> Result<bool, StoreError> {
-        crate::webhooks::delete(self.0.writer(), &self.0.queries().config, id).await
+        crate::webhooks::delete(self.0.writer(), &self.0.queries().webhooks, id).await
     }
 
     async fn enqueue_deliveries(&self, deliveries: &[NewDelivery]) -> Result<(), StoreError> {
-        crate::webhooks::enqueue(self.0.writer(), &self.0.queries().config, deliveries).await
+        crate::webhooks::enqueue(self.0.writer(), &self.0.queries().webhooks, deliveries).await
     }
 
     async fn claim_deliveries(&self, claim: &DeliveryClaim) -> Result<Vec<Delivery>, StoreError> {
-        crate::webhooks::claim(self.0.writer(), &self.0.queries().config, claim).await
+        crate::webhooks::claim(self.0.writer(), &self.0.queries().webhooks, claim).await
     }
 
     async fn finish_delivery(
@@ -470,7 +474,14 @@ impl<B: Backend> Webhooks for Store<B> {
         owner: &str,
         result: &DeliveryResult,
     ) -> Result<bool, StoreError> {
-        crate::webhooks::finish(self.0.writer(), &self.0.queries().config, id, owner, result).await
+        crate::webhooks::finish(
+            self.0.writer(),
+            &self.0.queries().webhooks,
+            id,
+            owner,
+            result,
+        )
+        .await
     }
 
     async fn deliveries(
@@ -478,15 +489,21 @@ impl<B: Backend> Webhooks for Store<B> {
         hook_id: i64,
         page: PageRequest,
     ) -> Result<Page<Delivery>, StoreError> {
-        crate::webhooks::page(self.0.reader(), &self.0.queries().config, hook_id, page).await
+        crate::webhooks::page(self.0.reader(), &self.0.queries().webhooks, hook_id, page).await
     }
 
     async fn redeliver(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        crate::webhooks::redeliver(self.0.writer(), &self.0.queries().config, id, now_ms).await
+        crate::webhooks::redeliver(self.0.writer(), &self.0.queries().webhooks, id, now_ms).await
     }
 
     async fn purge_deliveries(&self, before_ms: i64, batch: u32) -> Result<u64, StoreError> {
-        crate::webhooks::purge(self.0.writer(), &self.0.queries().config, before_ms, batch).await
+        crate::webhooks::purge(
+            self.0.writer(),
+            &self.0.queries().webhooks,
+            before_ms,
+            batch,
+        )
+        .await
     }
 }
 

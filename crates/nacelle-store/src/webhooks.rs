@@ -1,6 +1,7 @@
 //! Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`; schema
-//! script 7; docs/webhooks.md), shared by every backend: reads on the reader pool, writes
-//! on the writer pool (SQLite: its one connection).
+//! script 7; docs/webhooks.md): their statements, spelled once per dialect, and the code
+//! shared by every backend: reads on the reader pool, writes on the writer pool (SQLite:
+//! its one connection).
 //!
 //! A delivery is sent by one sender at a time, on any number of nodes sharing the
 //! database: a claim reads due, unleased candidates and then takes each with a
@@ -16,10 +17,126 @@ use nacelle_core::webhook::{
 use nacelle_core::{NamespaceId, Page, PageRequest, StoreError};
 use sqlx::Pool;
 
-use crate::dialect::Arg;
+use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::queries::Queries;
 use crate::sql::{self, Exec};
+
+/// The columns of a webhook, in the order of [`WebhookQueries::insert`] after `id`.
+const WEBHOOK_COLUMNS: &str =
+    "tenant_id, group_pattern, data_id_pattern, url, secret, events, enabled, description, \
+     created_by, created_ms, updated_ms";
+
+/// The columns of a delivery as read.
+const DELIVERY_COLUMNS: &str =
+    "id, hook_id, event_id, kind, body, status, attempts, last_code, last_error, \
+     next_attempt_ms, created_ms, updated_ms";
+
+/// The statements of webhooks and their deliveries.
+#[derive(Debug, Clone)]
+pub(crate) struct WebhookQueries {
+    pub(crate) load: String,
+    /// A new webhook: [`WEBHOOK_COLUMNS`]; the id comes back as column `id` (MySQL:
+    /// `LAST_INSERT_ID()`, [`crate::sql::insert_returning_id`]).
+    pub(crate) insert: String,
+    pub(crate) exists: String,
+    /// Every column but `id`, `created_by` and `created_ms`, then the id.
+    pub(crate) update: String,
+    pub(crate) delete: String,
+    pub(crate) delete_deliveries_of: String,
+    /// hook, event id, kind, body, due (= created), created, updated.
+    pub(crate) insert_delivery: String,
+    /// Candidates of a claim: now (due), now (lease), limit.
+    pub(crate) claimable: String,
+    /// Compare-and-set of one row: owner, lease until, id, now.
+    pub(crate) claim_one: String,
+    /// The rows of an owner.
+    pub(crate) claimed: String,
+    /// status, code, error, next attempt, now, id, owner.
+    pub(crate) finish: String,
+    pub(crate) count_of_hook: String,
+    /// hook, limit, offset.
+    pub(crate) page_of_hook: String,
+    /// now (due), now (updated), id.
+    pub(crate) redeliver: String,
+    /// Purge candidates: before, limit.
+    pub(crate) purgeable: String,
+    /// `DELETE … WHERE id IN (` before the list of ids.
+    pub(crate) delete_prefix: &'static str,
+}
+
+impl WebhookQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        WebhookQueries {
+            load: q(format!(
+                "SELECT id, {WEBHOOK_COLUMNS} FROM nacelle_webhook ORDER BY id"
+            )),
+            insert: q(format!(
+                "INSERT INTO nacelle_webhook ({WEBHOOK_COLUMNS}) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){}",
+                D::RETURNING_ID
+            )),
+            exists: q(format!(
+                "SELECT {} AS n FROM nacelle_webhook WHERE id = ?",
+                D::signed("COUNT(*)")
+            )),
+            update: q(
+                "UPDATE nacelle_webhook SET tenant_id = ?, group_pattern = ?, \
+                 data_id_pattern = ?, url = ?, secret = ?, events = ?, enabled = ?, \
+                 description = ?, updated_ms = ? WHERE id = ?"
+                    .into(),
+            ),
+            delete: q("DELETE FROM nacelle_webhook WHERE id = ?".into()),
+            delete_deliveries_of: q("DELETE FROM nacelle_webhook_delivery WHERE hook_id = ?".into()),
+            insert_delivery: q(
+                "INSERT INTO nacelle_webhook_delivery (hook_id, event_id, kind, \
+                 body, status, attempts, last_code, last_error, next_attempt_ms, lease_owner, \
+                 lease_until_ms, created_ms, updated_ms) \
+                 VALUES (?, ?, ?, ?, 'pending', 0, 0, '', ?, '', 0, ?, ?)"
+                    .into(),
+            ),
+            claimable: q(
+                "SELECT id FROM nacelle_webhook_delivery WHERE status = 'pending' \
+                 AND next_attempt_ms <= ? AND lease_until_ms <= ? \
+                 ORDER BY next_attempt_ms, id LIMIT ?"
+                    .into(),
+            ),
+            claim_one: q("UPDATE nacelle_webhook_delivery SET lease_owner = ?, \
+                 lease_until_ms = ? WHERE id = ? AND status = 'pending' AND lease_until_ms <= ?"
+                .into()),
+            claimed: q(format!(
+                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery \
+                 WHERE lease_owner = ? AND status = 'pending' ORDER BY next_attempt_ms, id"
+            )),
+            finish: q(
+                "UPDATE nacelle_webhook_delivery SET status = ?, attempts = attempts + 1, \
+                 last_code = ?, last_error = ?, next_attempt_ms = ?, updated_ms = ?, \
+                 lease_owner = '', lease_until_ms = 0 WHERE id = ? AND lease_owner = ?"
+                    .into(),
+            ),
+            count_of_hook: q(format!(
+                "SELECT {} AS n FROM nacelle_webhook_delivery WHERE hook_id = ?",
+                D::signed("COUNT(*)")
+            )),
+            page_of_hook: q(format!(
+                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery WHERE hook_id = ? \
+                 ORDER BY id DESC LIMIT ? OFFSET ?"
+            )),
+            redeliver: q(
+                "UPDATE nacelle_webhook_delivery SET status = 'pending', attempts = 0, \
+                 next_attempt_ms = ?, updated_ms = ?, lease_owner = '', lease_until_ms = 0 \
+                 WHERE id = ? AND status <> 'pending'"
+                    .into(),
+            ),
+            purgeable: q(
+                "SELECT id FROM nacelle_webhook_delivery WHERE status <> 'pending' \
+                 AND created_ms < ? ORDER BY id LIMIT ?"
+                    .into(),
+            ),
+            delete_prefix: "DELETE FROM nacelle_webhook_delivery WHERE id IN (",
+        }
+    }
+}
 
 /// The longest error text kept of an attempt (the column's length).
 const MAX_ERROR_CHARS: usize = 1000;
@@ -64,22 +181,19 @@ fn delivery_of<DB: Exec>(row: &DB::Row) -> Result<Delivery, StoreError> {
 /// Every webhook, by id.
 pub(crate) async fn load<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
 ) -> Result<Vec<Webhook>, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    let rows = DB::rows(&mut conn, &q.webhooks.load, &[])
-        .await
-        .map_err(map_err)?;
+    let rows = DB::rows(&mut conn, &q.load, &[]).await.map_err(map_err)?;
     rows.iter().map(hook_of::<DB>).collect()
 }
 
 /// Inserts a webhook; its new id.
 pub(crate) async fn create<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<i64, StoreError> {
-    let q = &q.webhooks;
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     let events = h.events_text();
@@ -104,10 +218,9 @@ pub(crate) async fn create<DB: Exec>(
 /// Replaces a webhook's fields; whether it exists.
 pub(crate) async fn update<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<bool, StoreError> {
-    let q = &q.webhooks;
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     let events = h.events_text();
@@ -139,10 +252,9 @@ pub(crate) async fn update<DB: Exec>(
 /// Deletes a webhook and its deliveries in one transaction; whether it existed.
 pub(crate) async fn delete<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
 ) -> Result<bool, StoreError> {
-    let q = &q.webhooks;
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     DB::run(conn, &q.delete_deliveries_of, &[Arg::Int(id)])
@@ -158,13 +270,12 @@ pub(crate) async fn delete<DB: Exec>(
 /// Inserts pending deliveries in one transaction.
 pub(crate) async fn enqueue<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     deliveries: &[NewDelivery],
 ) -> Result<(), StoreError> {
     if deliveries.is_empty() {
         return Ok(());
     }
-    let q = &q.webhooks;
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     for d in deliveries {
@@ -188,10 +299,9 @@ pub(crate) async fn enqueue<DB: Exec>(
 /// lease; answers the rows won.
 pub(crate) async fn claim<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     claim: &DeliveryClaim,
 ) -> Result<Vec<Delivery>, StoreError> {
-    let q = &q.webhooks;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [
         Arg::Int(claim.now_ms),
@@ -227,7 +337,7 @@ pub(crate) async fn claim<DB: Exec>(
 /// Records an attempt of a delivery its owner still holds; whether it did.
 pub(crate) async fn finish<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
     owner: &str,
     r: &DeliveryResult,
@@ -243,7 +353,7 @@ pub(crate) async fn finish<DB: Exec>(
         Arg::Text(owner),
     ];
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    let done = DB::run(&mut conn, &q.webhooks.finish, &args)
+    let done = DB::run(&mut conn, &q.finish, &args)
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
@@ -252,11 +362,10 @@ pub(crate) async fn finish<DB: Exec>(
 /// The deliveries of one webhook, newest first.
 pub(crate) async fn page<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     hook_id: i64,
     page: PageRequest,
 ) -> Result<Page<Delivery>, StoreError> {
-    let q = &q.webhooks;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let total = match DB::row(&mut conn, &q.count_of_hook, &[Arg::Int(hook_id)])
         .await
@@ -288,13 +397,13 @@ pub(crate) async fn page<DB: Exec>(
 /// Makes a finished delivery pending again; whether it was finished.
 pub(crate) async fn redeliver<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [Arg::Int(now_ms), Arg::Int(now_ms), Arg::Int(id)];
-    let done = DB::run(&mut conn, &q.webhooks.redeliver, &args)
+    let done = DB::run(&mut conn, &q.redeliver, &args)
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
@@ -303,11 +412,10 @@ pub(crate) async fn redeliver<DB: Exec>(
 /// Deletes up to `batch` finished deliveries created before `before_ms`.
 pub(crate) async fn purge<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     before_ms: i64,
     batch: u32,
 ) -> Result<u64, StoreError> {
-    let q = &q.webhooks;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [Arg::Int(before_ms), Arg::Int(i64::from(batch.max(1)))];
     let rows = DB::rows(&mut conn, &q.purgeable, &args)
