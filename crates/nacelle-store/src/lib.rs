@@ -45,6 +45,7 @@ mod deadline;
 mod dialect;
 mod identity;
 pub mod mysql;
+mod namespaces;
 mod networked;
 mod options;
 mod plan;

@@ -26,11 +26,6 @@ pub(crate) struct Queries {
     pub history_previous: String,
     pub changes_since: String,
     pub max_nid: String,
-    pub list_namespaces: String,
-    pub namespace_exists: String,
-    pub create_namespace: String,
-    pub update_namespace: String,
-    pub delete_namespace: String,
     pub lock_current: String,
     pub insert_config: String,
     pub update_config: String,
@@ -289,23 +284,6 @@ impl Queries {
             }),
             changes_since: q(change_log::<D>("his_config_info")),
             max_nid: q(newest_nid::<D>("his_config_info")),
-            list_namespaces: q(
-                "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info \
-                 WHERE kp = '1' ORDER BY id"
-                    .into(),
-            ),
-            namespace_exists: q(format!(
-                "SELECT {} AS n FROM tenant_info WHERE kp = '1' AND tenant_id = ?",
-                D::signed("COUNT(*)")
-            )),
-            create_namespace: q("INSERT INTO tenant_info (kp, tenant_id, tenant_name, \
-                 tenant_desc, create_source, gmt_create, gmt_modified) \
-                 VALUES ('1', ?, ?, ?, 'nacos', ?, ?)"
-                .into()),
-            update_namespace: q("UPDATE tenant_info SET tenant_name = ?, tenant_desc = ?, \
-                 gmt_modified = ? WHERE kp = '1' AND tenant_id = ?"
-                .into()),
-            delete_namespace: q("DELETE FROM tenant_info WHERE kp = '1' AND tenant_id = ?".into()),
             lock_current: q(format!(
                 "SELECT {} AS id, content, md5, app_name, encrypted_data_key, \
                  {} AS gmt_create FROM config_info WHERE {KEY_MATCH}{}",

@@ -1,14 +1,16 @@
 //! The sqlx code every backend shares: [`Exec`] (the one place sqlx's generic bounds are
-//! written), the reads (configs, history, the change log, namespaces), namespace writes,
-//! history purges and row decoding. SQLite reads through it as MySQL and PostgreSQL do;
-//! writes of configs and grays go through the one executor (`write.rs`).
+//! written), the config core's reads (configs, grays, history, the change logs), history
+//! purges and row decoding, and the small helpers the features' modules use too (a
+//! connection, a count, an insert that returns its generated id). SQLite reads through it
+//! as MySQL and PostgreSQL do; writes of configs and grays go through the one executor
+//! (`write.rs`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigMeta, ConfigType, GrayHistoryEntry, HistoryEntry,
-    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError,
-    StoredConfig, StoredGray,
+    HistoryRetention, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig,
+    StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -125,7 +127,9 @@ where
 }
 
 /// A connection of `pool`, as an error a read reports.
-async fn conn<DB: Exec>(pool: &Pool<DB>) -> Result<sqlx::pool::PoolConnection<DB>, StoreError> {
+pub(crate) async fn conn<DB: Exec>(
+    pool: &Pool<DB>,
+) -> Result<sqlx::pool::PoolConnection<DB>, StoreError> {
     pool.acquire().await.map_err(map_err)
 }
 
@@ -401,7 +405,11 @@ pub(crate) async fn max_history_nid<DB: Exec>(
 }
 
 /// The integer column `n` of the first row of `sql`, 0 without a row.
-async fn count<DB: Exec>(pool: &Pool<DB>, sql: &str, args: &[Arg<'_>]) -> Result<i64, StoreError> {
+pub(crate) async fn count<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> Result<i64, StoreError> {
     match DB::row(&mut *conn(pool).await?, sql, args)
         .await
         .map_err(map_err)?
@@ -409,89 +417,6 @@ async fn count<DB: Exec>(pool: &Pool<DB>, sql: &str, args: &[Arg<'_>]) -> Result
         Some(r) => DB::int(&r, "n"),
         None => Ok(0),
     }
-}
-
-/// Custom namespaces, oldest first.
-pub(crate) async fn list_namespaces<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-) -> Result<Vec<Namespace>, StoreError> {
-    let rows = DB::rows(&mut *conn(pool).await?, &q.list_namespaces, &[])
-        .await
-        .map_err(map_err)?;
-    rows.iter()
-        .map(|r| {
-            Ok(Namespace {
-                id: nacelle_core::NamespaceId::from_trusted(&DB::text(r, "tenant_id")?),
-                name: DB::text(r, "tenant_name")?,
-                desc: DB::text(r, "tenant_desc")?,
-            })
-        })
-        .collect()
-}
-
-/// Creates a namespace; a taken id is a [`StoreError::Conflict`].
-pub(crate) async fn create_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    ns: &Namespace,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let args = [
-        Arg::Text(ns.id.as_str()),
-        Arg::Text(&ns.name),
-        Arg::Text(&ns.desc),
-        Arg::Int(now_ms),
-        Arg::Int(now_ms),
-    ];
-    DB::run(&mut *conn(pool).await?, &q.create_namespace, &args)
-        .await
-        .map_err(map_err)?;
-    Ok(())
-}
-
-/// Updates a namespace's name and description; [`StoreError::NotFound`] when absent.
-pub(crate) async fn update_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    ns: &Namespace,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let absent = || StoreError::NotFound(format!("namespace `{}`", ns.id));
-    if !DB::UPDATE_COUNTS_MATCHED_ROWS
-        && count(pool, &q.namespace_exists, &[Arg::Text(ns.id.as_str())]).await? == 0
-    {
-        return Err(absent());
-    }
-    let args = [
-        Arg::Text(&ns.name),
-        Arg::Text(&ns.desc),
-        Arg::Int(now_ms),
-        Arg::Text(ns.id.as_str()),
-    ];
-    let done = DB::run(&mut *conn(pool).await?, &q.update_namespace, &args)
-        .await
-        .map_err(map_err)?;
-    if DB::UPDATE_COUNTS_MATCHED_ROWS && DB::rows_affected(&done) == 0 {
-        return Err(absent());
-    }
-    Ok(())
-}
-
-/// Deletes a namespace; whether it existed.
-pub(crate) async fn delete_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    id: &str,
-) -> Result<bool, StoreError> {
-    let done = DB::run(
-        &mut *conn(pool).await?,
-        &q.delete_namespace,
-        &[Arg::Text(id)],
-    )
-    .await
-    .map_err(map_err)?;
-    Ok(DB::rows_affected(&done) > 0)
 }
 
 /// Most rows one purge batch deletes, whatever the caller asks.

@@ -33,6 +33,7 @@ use crate::changes::ChangeQueries;
 use crate::config_schema::SchemaQueries;
 use crate::dialect::Dialect;
 use crate::identity::IdentityQueries;
+use crate::namespaces::NamespaceQueries;
 use crate::queries::Queries;
 use crate::rollouts::RolloutQueries;
 use crate::sql::{self, Exec};
@@ -72,6 +73,8 @@ pub(crate) trait Backend: Send + Sync + Debug + 'static {
 pub(crate) struct QuerySet {
     /// Configs, grays, tags, history, the change logs and their purges.
     pub config: Queries,
+    /// Namespaces.
+    pub namespaces: NamespaceQueries,
     /// Change requests and review policies (shared with the publish step, which may run on
     /// SQLite's writer thread).
     pub changes: Arc<ChangeQueries>,
@@ -92,6 +95,7 @@ impl QuerySet {
     pub fn new<D: Dialect>() -> Self {
         QuerySet {
             config: Queries::new::<D>(),
+            namespaces: NamespaceQueries::new::<D>(),
             changes: Arc::new(ChangeQueries::new::<D>()),
             rollouts: RolloutQueries::new::<D>(),
             schemas: SchemaQueries::new::<D>(),
@@ -283,21 +287,21 @@ impl<B: Backend> ChangeLog for Store<B> {
 #[async_trait]
 impl<B: Backend> Namespaces for Store<B> {
     async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        sql::list_namespaces(self.0.reader(), &self.0.queries().config).await
+        crate::namespaces::list(self.0.reader(), &self.0.queries().namespaces).await
     }
 
     async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
         self.0.refuse(Checked::Namespace(ns))?;
-        sql::create_namespace(self.0.writer(), &self.0.queries().config, ns, now_ms).await
+        crate::namespaces::create(self.0.writer(), &self.0.queries().namespaces, ns, now_ms).await
     }
 
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
         self.0.refuse(Checked::Namespace(ns))?;
-        sql::update_namespace(self.0.writer(), &self.0.queries().config, ns, now_ms).await
+        crate::namespaces::update(self.0.writer(), &self.0.queries().namespaces, ns, now_ms).await
     }
 
     async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
-        sql::delete_namespace(self.0.writer(), &self.0.queries().config, id.as_str()).await
+        crate::namespaces::delete(self.0.writer(), &self.0.queries().namespaces, id.as_str()).await
     }
 }
 
