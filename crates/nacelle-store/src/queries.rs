@@ -1,5 +1,9 @@
-//! Every statement the backends run, written once with `?` placeholders and spelled per
-//! [`Dialect`], and the argument lists of the write statements in their column order.
+//! The config core's statements — configs, grays (and their Nacos 2.4 mirrors), tags,
+//! history and its notes, the change logs and their purges — written once with `?`
+//! placeholders and spelled per [`Dialect`], and the argument lists of the write
+//! statements in their column order. Each feature's statements live with the code that
+//! runs them (`changes.rs`, `rollouts.rs`, `audit.rs`, …); the backend holds them all in
+//! one `QuerySet` (`store.rs`).
 //!
 //! [`statements`] turns a write [`Plan`] into the statements that execute it, with their
 //! arguments in column order; every backend runs that list as it is.
@@ -15,7 +19,7 @@ use nacelle_core::StoreError;
 use crate::dialect::{spell, Arg, Dialect};
 use crate::plan::{Legacy, NewRow, Plan, RowWrite, Target};
 
-/// The statements of one dialect, built once when a store opens.
+/// The config core's statements in one dialect, built once when a store opens.
 #[derive(Debug, Clone)]
 pub(crate) struct Queries {
     pub load_all: String,
