@@ -15,7 +15,7 @@ use sqlx::Pool;
 
 use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 
 /// The columns of an audit entry, in the order of [`AuditQueries::insert`].
 const AUDIT_COLUMNS: &str =
@@ -237,37 +237,14 @@ pub(crate) async fn page<DB: Exec>(
     } else {
         format!(" WHERE {}", conds.join(" AND "))
     };
-    let mut conn = pool.acquire().await.map_err(map_err)?;
     let count_sql = spell::<DB>(&format!(
         "SELECT COUNT(*) AS n FROM nacelle_audit{filter_sql}"
     ));
-    let total = match DB::row(&mut conn, &count_sql, &args)
-        .await
-        .map_err(map_err)?
-    {
-        Some(r) => DB::int(&r, "n")?,
-        None => 0,
-    };
     let page_sql = spell::<DB>(&format!(
         "SELECT {AUDIT_COLUMNS} FROM nacelle_audit{filter_sql} ORDER BY seq DESC LIMIT ? OFFSET ?"
     ));
-    let limit = i64::try_from(page.page_size).unwrap_or(i64::MAX);
-    let offset = i64::try_from(page.offset()).unwrap_or(i64::MAX);
-    let mut page_args = args.clone();
-    page_args.extend([Arg::Int(limit), Arg::Int(offset)]);
-    let rows = DB::rows(&mut conn, &page_sql, &page_args)
-        .await
-        .map_err(map_err)?;
-    let items = rows
-        .iter()
-        .map(entry_from_row::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        page.page_size,
-        items,
-    ))
+    let sqls = (count_sql.as_str(), page_sql.as_str());
+    sql::read_page(pool, sqls, &args, page, entry_from_row::<DB>).await
 }
 
 /// The head, then up to `limit` entries after `after_seq` up to the head's last seq (so a

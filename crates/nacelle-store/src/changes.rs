@@ -310,31 +310,16 @@ pub(crate) async fn list<DB: Exec>(
         Arg::Text(&set),
         Arg::Text(&set),
     ];
-    let mut conn = pool.acquire().await.map_err(map_err)?;
-    let total = match DB::row(&mut conn, &q.count, &args).await.map_err(map_err)? {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
+    let page = PageRequest {
+        page_no: page.page_no,
+        page_size: page.page_size.max(1),
     };
-    let size = page.page_size.max(1);
-    let offset = page.page_no.saturating_sub(1).saturating_mul(size);
-    let mut paged = args.to_vec();
-    paged.push(Arg::Int(i64::try_from(size).unwrap_or(i64::MAX)));
-    paged.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-    let mut items = Vec::new();
-    for row in DB::rows(&mut conn, &q.list, &paged)
-        .await
-        .map_err(map_err)?
-    {
-        let mut change = change_of::<DB>(&row)?;
-        change.item_count = usize::try_from(DB::int(&row, "item_count")?).unwrap_or(0);
-        items.push(change);
-    }
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        size,
-        items,
-    ))
+    sql::read_page(pool, (&q.count, &q.list), &args, page, |row| {
+        let mut change = change_of::<DB>(row)?;
+        change.item_count = usize::try_from(DB::int(row, "item_count")?).unwrap_or(0);
+        Ok(change)
+    })
+    .await
 }
 
 /// Applies `update` if the request is still at its expected version: the new version.

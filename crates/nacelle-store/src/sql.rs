@@ -285,7 +285,7 @@ pub(crate) async fn history_page<DB: Exec>(
     page: PageRequest,
 ) -> Result<Page<HistoryEntry>, StoreError> {
     let sqls = (q.history_count.as_str(), q.history_page.as_str());
-    paged(pool, sqls, key, page, history_from_row::<DB>).await
+    read_page(pool, sqls, &key_args(key), page, history_from_row::<DB>).await
 }
 
 /// The gray change log of one key, newest first.
@@ -296,7 +296,7 @@ pub(crate) async fn gray_history<DB: Exec>(
     page: PageRequest,
 ) -> Result<Page<GrayHistoryEntry>, StoreError> {
     let sqls = (q.gray_history_count.as_str(), q.gray_history_page.as_str());
-    paged(pool, sqls, key, page, |row| {
+    read_page(pool, sqls, &key_args(key), page, |row| {
         let (rule_type, rule_expr, priority) =
             crate::plan::parse_gray_rule(&DB::text(row, "gray_rule")?)?;
         Ok(GrayHistoryEntry {
@@ -310,29 +310,25 @@ pub(crate) async fn gray_history<DB: Exec>(
     .await
 }
 
-/// A page of the rows of one key: `sqls` counts them (column `n`) and reads a page (key,
-/// limit, offset); `decode` turns a row into an item.
-async fn paged<DB: Exec, T>(
+/// A page of rows, on one connection: `sqls.0` counts them (column `n`), `sqls.1` reads
+/// the page; both bind `args`, the page read then the page's size and offset. `decode`
+/// turns a row into an item. Every paged listing of the store reads through it (history,
+/// the gray change log, change requests, audit entries, webhook deliveries).
+pub(crate) async fn read_page<DB: Exec, T>(
     pool: &Pool<DB>,
     sqls: (&str, &str),
-    key: &ConfigKey,
+    args: &[Arg<'_>],
     page: PageRequest,
     decode: impl Fn(&DB::Row) -> Result<T, StoreError>,
 ) -> Result<Page<T>, StoreError> {
     let mut c = conn(pool).await?;
-    let count = DB::row(&mut *c, sqls.0, &key_args(key))
-        .await
-        .map_err(map_err)?;
-    let total = match count {
-        Some(r) => DB::int(&r, "n")?,
-        None => 0,
-    };
-    let [d, g, t] = key_args(key);
-    let size = Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX));
-    let offset = Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX));
-    let rows = DB::rows(&mut *c, sqls.1, &[d, g, t, size, offset])
-        .await
-        .map_err(map_err)?;
+    let total = count_on::<DB>(&mut c, sqls.0, args).await?;
+    let mut paged = args.to_vec();
+    paged.extend([
+        Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX)),
+        Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX)),
+    ]);
+    let rows = DB::rows(&mut *c, sqls.1, &paged).await.map_err(map_err)?;
     let items = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
     Ok(Page::new(
         u64::try_from(total).unwrap_or(0),
@@ -410,10 +406,16 @@ pub(crate) async fn count<DB: Exec>(
     sql: &str,
     args: &[Arg<'_>],
 ) -> Result<i64, StoreError> {
-    match DB::row(&mut *conn(pool).await?, sql, args)
-        .await
-        .map_err(map_err)?
-    {
+    count_on::<DB>(&mut *conn(pool).await?, sql, args).await
+}
+
+/// [`count`] on a connection already held.
+async fn count_on<DB: Exec>(
+    conn: &mut DB::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> Result<i64, StoreError> {
+    match DB::row(conn, sql, args).await.map_err(map_err)? {
         Some(r) => DB::int(&r, "n"),
         None => Ok(0),
     }

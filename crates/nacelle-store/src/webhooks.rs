@@ -366,32 +366,8 @@ pub(crate) async fn page<DB: Exec>(
     hook_id: i64,
     page: PageRequest,
 ) -> Result<Page<Delivery>, StoreError> {
-    let mut conn = pool.acquire().await.map_err(map_err)?;
-    let total = match DB::row(&mut conn, &q.count_of_hook, &[Arg::Int(hook_id)])
-        .await
-        .map_err(map_err)?
-    {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
-    };
-    let args = [
-        Arg::Int(hook_id),
-        Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX)),
-        Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX)),
-    ];
-    let rows = DB::rows(&mut conn, &q.page_of_hook, &args)
-        .await
-        .map_err(map_err)?;
-    let items = rows
-        .iter()
-        .map(delivery_of::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        page.page_size,
-        items,
-    ))
+    let sqls = (q.count_of_hook.as_str(), q.page_of_hook.as_str());
+    sql::read_page(pool, sqls, &[Arg::Int(hook_id)], page, delivery_of::<DB>).await
 }
 
 /// Makes a finished delivery pending again; whether it was finished.
