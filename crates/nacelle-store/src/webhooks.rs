@@ -188,6 +188,21 @@ pub(crate) async fn load<DB: Exec>(
     rows.iter().map(hook_of::<DB>).collect()
 }
 
+/// The fields of a webhook its owner sets (`events`: its events as stored), in the column
+/// order the insert and the update share.
+fn settings<'a>(h: &'a Webhook, events: &'a str) -> [Arg<'a>; 8] {
+    [
+        Arg::Text(h.namespace.as_str()),
+        Arg::Text(&h.group_pattern),
+        Arg::Text(&h.data_id_pattern),
+        Arg::Text(&h.url),
+        Arg::Text(&h.secret),
+        Arg::Text(events),
+        Arg::Int(i64::from(h.enabled)),
+        Arg::Text(&h.description),
+    ]
+}
+
 /// Inserts a webhook; its new id.
 pub(crate) async fn create<DB: Exec>(
     pool: &Pool<DB>,
@@ -197,19 +212,12 @@ pub(crate) async fn create<DB: Exec>(
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     let events = h.events_text();
-    let args = [
-        Arg::Text(h.namespace.as_str()),
-        Arg::Text(&h.group_pattern),
-        Arg::Text(&h.data_id_pattern),
-        Arg::Text(&h.url),
-        Arg::Text(&h.secret),
-        Arg::Text(&events),
-        Arg::Int(i64::from(h.enabled)),
-        Arg::Text(&h.description),
+    let mut args = settings(h, &events).to_vec();
+    args.extend([
         Arg::Text(&h.created_by),
         Arg::Int(h.created_ms),
         Arg::Int(h.updated_ms),
-    ];
+    ]);
     let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "webhook").await?;
     tx.commit().await.map_err(map_err)?;
     Ok(id)
@@ -224,18 +232,8 @@ pub(crate) async fn update<DB: Exec>(
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     let events = h.events_text();
-    let args = [
-        Arg::Text(h.namespace.as_str()),
-        Arg::Text(&h.group_pattern),
-        Arg::Text(&h.data_id_pattern),
-        Arg::Text(&h.url),
-        Arg::Text(&h.secret),
-        Arg::Text(&events),
-        Arg::Int(i64::from(h.enabled)),
-        Arg::Text(&h.description),
-        Arg::Int(h.updated_ms),
-        Arg::Int(h.id),
-    ];
+    let mut args = settings(h, &events).to_vec();
+    args.extend([Arg::Int(h.updated_ms), Arg::Int(h.id)]);
     DB::run(conn, &q.update, &args).await.map_err(map_err)?;
     // MySQL counts only the rows an UPDATE changed: ask whether the row is there.
     let n = match DB::row(conn, &q.exists, &[Arg::Int(h.id)])
