@@ -112,55 +112,55 @@ pub(crate) async fn append<DB: Exec>(
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    DB::run(conn, &q.lock_head, &[]).await.map_err(map_err)?;
-    let head = head::<DB>(conn, &q.read_head).await?;
-    let (mut seq, mut prev) = (head.last_seq, head.last_hash);
-    let mut out = Vec::with_capacity(events.len());
-    for e in events {
-        seq += 1;
-        let event = AuditEvent {
-            time_ms: e.time_ms,
-            user: storable(&e.user, SHORT_FIELD),
-            address: storable(&e.address, SHORT_FIELD),
-            protocol: storable(&e.protocol, SHORT_FIELD),
-            action: storable(&e.action, SHORT_FIELD),
-            target: storable(&e.target, LONG_FIELD),
-            outcome: storable(&e.outcome, LONG_FIELD),
-            detail: storable(&e.detail, LONG_FIELD),
-            // Change requests are numbered from 1: 0 is stored, hashed and read as none.
-            change_id: e.change_id.filter(|&c| c != 0),
-        };
-        let hash = entry_hash(&fields(seq, &event, &prev));
-        let args = [
-            Arg::Int(seq),
-            Arg::Int(event.time_ms),
-            Arg::Text(&event.user),
-            Arg::Text(&event.address),
-            Arg::Text(&event.protocol),
-            Arg::Text(&event.action),
-            Arg::Text(&event.target),
-            Arg::Text(&event.outcome),
-            Arg::Text(&event.detail),
-            Arg::OptInt(event.change_id),
-            Arg::Text(&prev),
-            Arg::Text(&hash),
-        ];
-        DB::run(conn, &q.insert, &args).await.map_err(map_err)?;
-        out.push(AuditEntry {
-            seq,
-            event,
-            prev_hash: std::mem::replace(&mut prev, hash.clone()),
-            hash,
-        });
-    }
-    let args = [Arg::Int(seq), Arg::Text(&prev)];
-    DB::run(conn, &q.update_head, &args)
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(out)
+    sql::in_transaction(pool, async |conn| {
+        DB::run(conn, &q.lock_head, &[]).await.map_err(map_err)?;
+        let head = head::<DB>(conn, &q.read_head).await?;
+        let (mut seq, mut prev) = (head.last_seq, head.last_hash);
+        let mut out = Vec::with_capacity(events.len());
+        for e in events {
+            seq += 1;
+            let event = AuditEvent {
+                time_ms: e.time_ms,
+                user: storable(&e.user, SHORT_FIELD),
+                address: storable(&e.address, SHORT_FIELD),
+                protocol: storable(&e.protocol, SHORT_FIELD),
+                action: storable(&e.action, SHORT_FIELD),
+                target: storable(&e.target, LONG_FIELD),
+                outcome: storable(&e.outcome, LONG_FIELD),
+                detail: storable(&e.detail, LONG_FIELD),
+                // Change requests are numbered from 1: 0 is stored, hashed and read as none.
+                change_id: e.change_id.filter(|&c| c != 0),
+            };
+            let hash = entry_hash(&fields(seq, &event, &prev));
+            let args = [
+                Arg::Int(seq),
+                Arg::Int(event.time_ms),
+                Arg::Text(&event.user),
+                Arg::Text(&event.address),
+                Arg::Text(&event.protocol),
+                Arg::Text(&event.action),
+                Arg::Text(&event.target),
+                Arg::Text(&event.outcome),
+                Arg::Text(&event.detail),
+                Arg::OptInt(event.change_id),
+                Arg::Text(&prev),
+                Arg::Text(&hash),
+            ];
+            DB::run(conn, &q.insert, &args).await.map_err(map_err)?;
+            out.push(AuditEntry {
+                seq,
+                event,
+                prev_hash: std::mem::replace(&mut prev, hash.clone()),
+                hash,
+            });
+        }
+        let args = [Arg::Int(seq), Arg::Text(&prev)];
+        DB::run(conn, &q.update_head, &args)
+            .await
+            .map_err(map_err)?;
+        Ok(out)
+    })
+    .await
 }
 
 /// The fields the hash of entry `seq` covers.

@@ -522,6 +522,18 @@ pub(crate) async fn delete_history<DB: Exec>(
     Ok(DB::rows_affected(&done))
 }
 
+/// Runs `body` in one transaction on a connection of `pool`: committed when `body`
+/// succeeds, rolled back when it fails (the transaction is dropped unfinished).
+pub(crate) async fn in_transaction<DB: Exec, T>(
+    pool: &Pool<DB>,
+    body: impl AsyncFnOnce(&mut DB::Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tx = pool.begin().await.map_err(map_err)?;
+    let out = body(&mut tx).await?;
+    tx.commit().await.map_err(map_err)?;
+    Ok(out)
+}
+
 /// What MySQL, which has no `RETURNING`, answers for the id of this connection's last
 /// insert, as column `id`.
 const LAST_INSERT_ID: &str = "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id";

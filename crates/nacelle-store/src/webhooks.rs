@@ -274,23 +274,24 @@ pub(crate) async fn enqueue<DB: Exec>(
     if deliveries.is_empty() {
         return Ok(());
     }
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    for d in deliveries {
-        let args = [
-            Arg::Int(d.hook_id),
-            Arg::Text(&d.event_id),
-            Arg::Text(&d.kind),
-            Arg::Text(&d.body),
-            Arg::Int(d.created_ms),
-            Arg::Int(d.created_ms),
-            Arg::Int(d.created_ms),
-        ];
-        DB::run(conn, &q.insert_delivery, &args)
-            .await
-            .map_err(map_err)?;
-    }
-    tx.commit().await.map_err(map_err)
+    sql::in_transaction(pool, async |conn| {
+        for d in deliveries {
+            let args = [
+                Arg::Int(d.hook_id),
+                Arg::Text(&d.event_id),
+                Arg::Text(&d.kind),
+                Arg::Text(&d.body),
+                Arg::Int(d.created_ms),
+                Arg::Int(d.created_ms),
+                Arg::Int(d.created_ms),
+            ];
+            DB::run(conn, &q.insert_delivery, &args)
+                .await
+                .map_err(map_err)?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// Claims due deliveries for `claim.owner`: each candidate by a compare-and-set of its
