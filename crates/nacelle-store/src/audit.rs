@@ -255,21 +255,21 @@ pub(crate) async fn range<DB: Exec>(
     after_seq: i64,
     limit: u32,
 ) -> Result<AuditRange, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let head = head::<DB>(conn, &q.read_head_plain).await?;
-    let args = [
-        Arg::Int(after_seq),
-        Arg::Int(head.last_seq),
-        Arg::Int(i64::from(limit)),
-    ];
-    let rows = DB::rows(conn, &q.range, &args).await.map_err(map_err)?;
-    let entries = rows
-        .iter()
-        .map(entry_from_row::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(AuditRange { head, entries })
+    sql::in_transaction(pool, async |conn| {
+        let head = head::<DB>(conn, &q.read_head_plain).await?;
+        let args = [
+            Arg::Int(after_seq),
+            Arg::Int(head.last_seq),
+            Arg::Int(i64::from(limit)),
+        ];
+        let rows = DB::rows(conn, &q.range, &args).await.map_err(map_err)?;
+        let entries = rows
+            .iter()
+            .map(entry_from_row::<DB>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(AuditRange { head, entries })
+    })
+    .await
 }
 
 /// One batch of retention: the oldest entries after the anchor whose time is before

@@ -197,38 +197,38 @@ pub(crate) async fn create<DB: Exec>(
     q: &ChangeQueries,
     change: &NewChange,
 ) -> Result<ChangeId, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let args = [
-        Arg::Text(change.namespace.as_str()),
-        Arg::Text(&change.title),
-        Arg::Text(&change.description),
-        Arg::Text(&change.author),
-        Arg::Text(change.state.as_str()),
-        Arg::Int(change.now_ms),
-        Arg::Int(change.now_ms),
-    ];
-    let id =
-        sql::insert_returning_id::<DB>(conn, &q.insert_change, &args, "change request").await?;
-    for (ord, item) in change.items.iter().enumerate() {
-        DB::run(conn, &q.insert_item, &item_args(id, ord, item))
-            .await
-            .map_err(map_err)?;
-    }
-    let created = NewChangeEvent {
-        kind: ChangeEventKind::Created,
-        user: change.author.clone(),
-        text: String::new(),
-    };
-    DB::run(
-        conn,
-        &q.insert_event,
-        &event_args(id, &created, change.now_ms),
-    )
+    sql::in_transaction(pool, async |conn| {
+        let args = [
+            Arg::Text(change.namespace.as_str()),
+            Arg::Text(&change.title),
+            Arg::Text(&change.description),
+            Arg::Text(&change.author),
+            Arg::Text(change.state.as_str()),
+            Arg::Int(change.now_ms),
+            Arg::Int(change.now_ms),
+        ];
+        let id =
+            sql::insert_returning_id::<DB>(conn, &q.insert_change, &args, "change request").await?;
+        for (ord, item) in change.items.iter().enumerate() {
+            DB::run(conn, &q.insert_item, &item_args(id, ord, item))
+                .await
+                .map_err(map_err)?;
+        }
+        let created = NewChangeEvent {
+            kind: ChangeEventKind::Created,
+            user: change.author.clone(),
+            text: String::new(),
+        };
+        DB::run(
+            conn,
+            &q.insert_event,
+            &event_args(id, &created, change.now_ms),
+        )
+        .await
+        .map_err(map_err)?;
+        Ok(id)
+    })
     .await
-    .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
 }
 
 /// One change request with its items and events.
@@ -329,72 +329,72 @@ pub(crate) async fn update<DB: Exec>(
     id: ChangeId,
     update: &ChangeUpdate,
 ) -> Result<i64, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    // Write first: the version check takes the row's write lock (and SQLite's database
-    // lock) before anything is read, so no reader's snapshot has to be upgraded.
-    let bumped = DB::run(
-        conn,
-        &q.bump,
-        &[
-            Arg::Int(update.now_ms),
-            Arg::Int(id),
-            Arg::Int(update.expected_version),
-        ],
-    )
-    .await
-    .map_err(map_err)?;
-    let current = DB::row(conn, &q.get_change, &[Arg::Int(id)])
+    sql::in_transaction(pool, async |conn| {
+        // Write first: the version check takes the row's write lock (and SQLite's database
+        // lock) before anything is read, so no reader's snapshot has to be upgraded.
+        let bumped = DB::run(
+            conn,
+            &q.bump,
+            &[
+                Arg::Int(update.now_ms),
+                Arg::Int(id),
+                Arg::Int(update.expected_version),
+            ],
+        )
         .await
         .map_err(map_err)?;
-    let Some(row) = current else {
-        return Err(StoreError::NotFound(format!("change request {id}")));
-    };
-    if DB::rows_affected(&bumped) == 0 {
-        return Err(StoreError::CasMismatch);
-    }
-    let current = change_of::<DB>(&row)?;
-    let title = update.title.as_deref().unwrap_or(&current.title);
-    let description = update
-        .description
-        .as_deref()
-        .unwrap_or(&current.description);
-    let state = update.state.unwrap_or(current.state);
-    let stale = update.stale.unwrap_or(current.stale);
-    let publish_at = update.publish_at_ms.unwrap_or(current.publish_at_ms);
-    DB::run(
-        conn,
-        &q.set_fields,
-        &[
-            Arg::Text(title),
-            Arg::Text(description),
-            Arg::Text(state.as_str()),
-            Arg::Int(i64::from(stale)),
-            Arg::Int(publish_at.unwrap_or(0)),
-            Arg::Int(id),
-        ],
-    )
-    .await
-    .map_err(map_err)?;
-    if let Some(items) = &update.items {
-        DB::run(conn, &q.delete_items, &[Arg::Int(id)])
+        let current = DB::row(conn, &q.get_change, &[Arg::Int(id)])
             .await
             .map_err(map_err)?;
-        for (ord, item) in items.iter().enumerate() {
-            DB::run(conn, &q.insert_item, &item_args(id, ord, item))
+        let Some(row) = current else {
+            return Err(StoreError::NotFound(format!("change request {id}")));
+        };
+        if DB::rows_affected(&bumped) == 0 {
+            return Err(StoreError::CasMismatch);
+        }
+        let current = change_of::<DB>(&row)?;
+        let title = update.title.as_deref().unwrap_or(&current.title);
+        let description = update
+            .description
+            .as_deref()
+            .unwrap_or(&current.description);
+        let state = update.state.unwrap_or(current.state);
+        let stale = update.stale.unwrap_or(current.stale);
+        let publish_at = update.publish_at_ms.unwrap_or(current.publish_at_ms);
+        DB::run(
+            conn,
+            &q.set_fields,
+            &[
+                Arg::Text(title),
+                Arg::Text(description),
+                Arg::Text(state.as_str()),
+                Arg::Int(i64::from(stale)),
+                Arg::Int(publish_at.unwrap_or(0)),
+                Arg::Int(id),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+        if let Some(items) = &update.items {
+            DB::run(conn, &q.delete_items, &[Arg::Int(id)])
                 .await
                 .map_err(map_err)?;
+            for (ord, item) in items.iter().enumerate() {
+                DB::run(conn, &q.insert_item, &item_args(id, ord, item))
+                    .await
+                    .map_err(map_err)?;
+            }
         }
-    }
-    DB::run(
-        conn,
-        &q.insert_event,
-        &event_args(id, &update.event, update.now_ms),
-    )
+        DB::run(
+            conn,
+            &q.insert_event,
+            &event_args(id, &update.event, update.now_ms),
+        )
+        .await
+        .map_err(map_err)?;
+        Ok(current.version)
+    })
     .await
-    .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(current.version)
 }
 
 /// Approved requests due at `now_ms`, with their versions.
@@ -440,22 +440,24 @@ pub(crate) async fn set_policy<DB: Exec>(
     q: &ChangeQueries,
     p: &ReviewPolicy,
 ) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let key = [Arg::Text(p.namespace.as_str()), Arg::Text(&p.group_pattern)];
-    DB::run(&mut *tx, &q.delete_policy, &key)
-        .await
-        .map_err(map_err)?;
-    let args = [
-        key[0],
-        key[1],
-        Arg::Int(i64::from(p.required_approvals)),
-        Arg::Text(&p.updated_by),
-        Arg::Int(p.updated_ms),
-    ];
-    DB::run(&mut *tx, &q.insert_policy, &args)
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)
+    sql::in_transaction(pool, async |conn| {
+        let key = [Arg::Text(p.namespace.as_str()), Arg::Text(&p.group_pattern)];
+        DB::run(conn, &q.delete_policy, &key)
+            .await
+            .map_err(map_err)?;
+        let args = [
+            key[0],
+            key[1],
+            Arg::Int(i64::from(p.required_approvals)),
+            Arg::Text(&p.updated_by),
+            Arg::Int(p.updated_ms),
+        ];
+        DB::run(conn, &q.insert_policy, &args)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    })
+    .await
 }
 
 /// Deletes a policy; whether it existed.

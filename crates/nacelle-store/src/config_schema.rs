@@ -8,7 +8,7 @@ use sqlx::Pool;
 
 use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 
 /// The statements of `nacelle_config_schema`.
 #[derive(Debug, Clone)]
@@ -76,33 +76,35 @@ pub(crate) async fn put<DB: Exec>(
     q: &SchemaQueries,
     rec: &SchemaRecord,
 ) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let key = [
-        Arg::Text(rec.namespace.as_str()),
-        Arg::Text(&rec.group),
-        Arg::Text(&rec.data_id),
-    ];
-    DB::run(&mut tx, &q.delete, &key).await.map_err(map_err)?;
-    let args = [
-        Arg::Text(rec.namespace.as_str()),
-        Arg::Text(&rec.group),
-        Arg::Text(&rec.data_id),
-        Arg::Text(&rec.schema),
-        Arg::Text(&rec.description),
-        Arg::Text(&rec.src_user),
-        Arg::Int(rec.modified_ms),
-    ];
-    match DB::run(&mut tx, &q.insert, &args).await {
-        Ok(_) => {}
-        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-            return Err(StoreError::Conflict(format!(
-                "schema {}>>{}>>{} was set concurrently",
-                rec.namespace, rec.group, rec.data_id
-            )))
+    sql::in_transaction(pool, async |conn| {
+        let key = [
+            Arg::Text(rec.namespace.as_str()),
+            Arg::Text(&rec.group),
+            Arg::Text(&rec.data_id),
+        ];
+        DB::run(conn, &q.delete, &key).await.map_err(map_err)?;
+        let args = [
+            Arg::Text(rec.namespace.as_str()),
+            Arg::Text(&rec.group),
+            Arg::Text(&rec.data_id),
+            Arg::Text(&rec.schema),
+            Arg::Text(&rec.description),
+            Arg::Text(&rec.src_user),
+            Arg::Int(rec.modified_ms),
+        ];
+        match DB::run(conn, &q.insert, &args).await {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                return Err(StoreError::Conflict(format!(
+                    "schema {}>>{}>>{} was set concurrently",
+                    rec.namespace, rec.group, rec.data_id
+                )))
+            }
+            Err(e) => return Err(map_err(e)),
         }
-        Err(e) => return Err(map_err(e)),
-    }
-    tx.commit().await.map_err(map_err)
+        Ok(())
+    })
+    .await
 }
 
 /// Deletes one schema; whether it existed.

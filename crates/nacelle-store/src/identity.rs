@@ -12,7 +12,7 @@ use sqlx::Pool;
 
 use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
 
 /// The statements of users, roles and permissions.
 #[derive(Debug, Clone)]
@@ -124,81 +124,82 @@ pub(crate) async fn write<DB: Exec>(
     q: &IdentityQueries,
     write: &IdentityWrite,
 ) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let not_found = |what: String| Err(StoreError::NotFound(what));
-    macro_rules! run {
-        ($sql:expr, $($arg:expr),*) => {
-            DB::rows_affected(&DB::run(conn, $sql, &[$($arg),*]).await.map_err(map_err)?)
-        };
-    }
-    match write {
-        IdentityWrite::CreateUser { username, hash } => {
-            run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
-        }
-        IdentityWrite::CreateAdmin { username, hash } => {
-            run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
-            run!(&q.insert_role, Arg::Text(ADMIN_ROLE), Arg::Text(username));
-        }
-        IdentityWrite::SetPassword {
-            username,
-            hash,
-            not_before,
-        } => {
-            let exists = DB::row(conn, &q.user_exists, &[Arg::Text(username)])
-                .await
-                .map_err(map_err)?
-                .map(|r| DB::int(&r, "n"))
-                .transpose()?
-                .unwrap_or(0);
-            if exists == 0 {
-                return not_found(format!("user {username} not exist!"));
-            }
-            run!(&q.update_password, Arg::Text(hash), Arg::Text(username));
-            run!(&q.delete_state, Arg::Text(username));
-            run!(&q.insert_state, Arg::Text(username), Arg::Int(*not_before));
-        }
-        IdentityWrite::DeleteUser { username } => {
-            if run!(&q.delete_user, Arg::Text(username)) == 0 {
-                return not_found(format!("user {username} not exist!"));
-            }
-            run!(&q.delete_user_roles, Arg::Text(username));
-            run!(&q.delete_state, Arg::Text(username));
-        }
-        IdentityWrite::AddRole { role, username } => {
-            run!(&q.insert_role, Arg::Text(role), Arg::Text(username));
-        }
-        IdentityWrite::DeleteRole { role, username } => {
-            let removed = match username {
-                Some(user) => run!(&q.delete_role_of_user, Arg::Text(role), Arg::Text(user)),
-                None => {
-                    run!(&q.delete_role_permissions, Arg::Text(role));
-                    run!(&q.delete_role, Arg::Text(role))
-                }
+    sql::in_transaction(pool, async |conn| {
+        let not_found = |what: String| Err(StoreError::NotFound(what));
+        macro_rules! run {
+            ($sql:expr, $($arg:expr),*) => {
+                DB::rows_affected(&DB::run(conn, $sql, &[$($arg),*]).await.map_err(map_err)?)
             };
-            if removed == 0 {
-                return not_found(format!("role {role} not exist!"));
+        }
+        match write {
+            IdentityWrite::CreateUser { username, hash } => {
+                run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
+            }
+            IdentityWrite::CreateAdmin { username, hash } => {
+                run!(&q.insert_user, Arg::Text(username), Arg::Text(hash));
+                run!(&q.insert_role, Arg::Text(ADMIN_ROLE), Arg::Text(username));
+            }
+            IdentityWrite::SetPassword {
+                username,
+                hash,
+                not_before,
+            } => {
+                let exists = DB::row(conn, &q.user_exists, &[Arg::Text(username)])
+                    .await
+                    .map_err(map_err)?
+                    .map(|r| DB::int(&r, "n"))
+                    .transpose()?
+                    .unwrap_or(0);
+                if exists == 0 {
+                    return not_found(format!("user {username} not exist!"));
+                }
+                run!(&q.update_password, Arg::Text(hash), Arg::Text(username));
+                run!(&q.delete_state, Arg::Text(username));
+                run!(&q.insert_state, Arg::Text(username), Arg::Int(*not_before));
+            }
+            IdentityWrite::DeleteUser { username } => {
+                if run!(&q.delete_user, Arg::Text(username)) == 0 {
+                    return not_found(format!("user {username} not exist!"));
+                }
+                run!(&q.delete_user_roles, Arg::Text(username));
+                run!(&q.delete_state, Arg::Text(username));
+            }
+            IdentityWrite::AddRole { role, username } => {
+                run!(&q.insert_role, Arg::Text(role), Arg::Text(username));
+            }
+            IdentityWrite::DeleteRole { role, username } => {
+                let removed = match username {
+                    Some(user) => run!(&q.delete_role_of_user, Arg::Text(role), Arg::Text(user)),
+                    None => {
+                        run!(&q.delete_role_permissions, Arg::Text(role));
+                        run!(&q.delete_role, Arg::Text(role))
+                    }
+                };
+                if removed == 0 {
+                    return not_found(format!("role {role} not exist!"));
+                }
+            }
+            IdentityWrite::AddPermission(p) => {
+                run!(
+                    &q.insert_permission,
+                    Arg::Text(&p.role),
+                    Arg::Text(&p.resource),
+                    Arg::Text(&p.action)
+                );
+            }
+            IdentityWrite::DeletePermission(p) => {
+                let removed = run!(
+                    &q.delete_permission,
+                    Arg::Text(&p.role),
+                    Arg::Text(&p.resource),
+                    Arg::Text(&p.action)
+                );
+                if removed == 0 {
+                    return not_found("permission not exist!".into());
+                }
             }
         }
-        IdentityWrite::AddPermission(p) => {
-            run!(
-                &q.insert_permission,
-                Arg::Text(&p.role),
-                Arg::Text(&p.resource),
-                Arg::Text(&p.action)
-            );
-        }
-        IdentityWrite::DeletePermission(p) => {
-            let removed = run!(
-                &q.delete_permission,
-                Arg::Text(&p.role),
-                Arg::Text(&p.resource),
-                Arg::Text(&p.action)
-            );
-            if removed == 0 {
-                return not_found("permission not exist!".into());
-            }
-        }
-    }
-    tx.commit().await.map_err(map_err)
+        Ok(())
+    })
+    .await
 }

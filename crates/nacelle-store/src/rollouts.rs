@@ -119,34 +119,35 @@ pub(crate) async fn create<DB: Exec>(
     let state = RolloutState::Running;
     // Unique until the id is known: the `#…` form of a finished rollout never collides.
     let active = active_key(0, &new.key, state);
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let args = [
-        Arg::Text(new.key.tenant()),
-        Arg::Text(new.key.group()),
-        Arg::Text(new.key.data_id()),
-        Arg::Text(&new.content),
-        Arg::Text(new.config_type.as_str()),
-        Arg::Text(&new.base_md5),
-        Arg::Text(&plan),
-        Arg::Text(state.as_str()),
-        Arg::Text(&active),
-        Arg::Text(&new.author),
-        Arg::Int(new.now_ms),
-        Arg::Int(new.now_ms),
-        Arg::Int(new.now_ms),
-    ];
-    // Only the insert can meet a unique key: the active rollout of the key.
-    let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "rollout")
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(_) => {
-                StoreError::Conflict(format!("config {} has an active rollout already", new.key))
-            }
-            other => other,
-        })?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
+    sql::in_transaction(pool, async |conn| {
+        let args = [
+            Arg::Text(new.key.tenant()),
+            Arg::Text(new.key.group()),
+            Arg::Text(new.key.data_id()),
+            Arg::Text(&new.content),
+            Arg::Text(new.config_type.as_str()),
+            Arg::Text(&new.base_md5),
+            Arg::Text(&plan),
+            Arg::Text(state.as_str()),
+            Arg::Text(&active),
+            Arg::Text(&new.author),
+            Arg::Int(new.now_ms),
+            Arg::Int(new.now_ms),
+            Arg::Int(new.now_ms),
+        ];
+        // Only the insert can meet a unique key: the active rollout of the key.
+        let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "rollout")
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(_) => StoreError::Conflict(format!(
+                    "config {} has an active rollout already",
+                    new.key
+                )),
+                other => other,
+            })?;
+        Ok(id)
+    })
+    .await
 }
 
 /// One rollout.

@@ -209,18 +209,18 @@ pub(crate) async fn create<DB: Exec>(
     q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<i64, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let events = h.events_text();
-    let mut args = settings(h, &events).to_vec();
-    args.extend([
-        Arg::Text(&h.created_by),
-        Arg::Int(h.created_ms),
-        Arg::Int(h.updated_ms),
-    ]);
-    let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "webhook").await?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
+    sql::in_transaction(pool, async |conn| {
+        let events = h.events_text();
+        let mut args = settings(h, &events).to_vec();
+        args.extend([
+            Arg::Text(&h.created_by),
+            Arg::Int(h.created_ms),
+            Arg::Int(h.updated_ms),
+        ]);
+        let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "webhook").await?;
+        Ok(id)
+    })
+    .await
 }
 
 /// Replaces a webhook's fields; whether it exists.
@@ -229,22 +229,22 @@ pub(crate) async fn update<DB: Exec>(
     q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let events = h.events_text();
-    let mut args = settings(h, &events).to_vec();
-    args.extend([Arg::Int(h.updated_ms), Arg::Int(h.id)]);
-    DB::run(conn, &q.update, &args).await.map_err(map_err)?;
-    // MySQL counts only the rows an UPDATE changed: ask whether the row is there.
-    let n = match DB::row(conn, &q.exists, &[Arg::Int(h.id)])
-        .await
-        .map_err(map_err)?
-    {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
-    };
-    tx.commit().await.map_err(map_err)?;
-    Ok(n > 0)
+    sql::in_transaction(pool, async |conn| {
+        let events = h.events_text();
+        let mut args = settings(h, &events).to_vec();
+        args.extend([Arg::Int(h.updated_ms), Arg::Int(h.id)]);
+        DB::run(conn, &q.update, &args).await.map_err(map_err)?;
+        // MySQL counts only the rows an UPDATE changed: ask whether the row is there.
+        let n = match DB::row(conn, &q.exists, &[Arg::Int(h.id)])
+            .await
+            .map_err(map_err)?
+        {
+            Some(row) => DB::int(&row, "n")?,
+            None => 0,
+        };
+        Ok(n > 0)
+    })
+    .await
 }
 
 /// Deletes a webhook and its deliveries in one transaction; whether it existed.
@@ -253,16 +253,16 @@ pub(crate) async fn delete<DB: Exec>(
     q: &WebhookQueries,
     id: i64,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    DB::run(conn, &q.delete_deliveries_of, &[Arg::Int(id)])
-        .await
-        .map_err(map_err)?;
-    let done = DB::run(conn, &q.delete, &[Arg::Int(id)])
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(DB::rows_affected(&done) > 0)
+    sql::in_transaction(pool, async |conn| {
+        DB::run(conn, &q.delete_deliveries_of, &[Arg::Int(id)])
+            .await
+            .map_err(map_err)?;
+        let done = DB::run(conn, &q.delete, &[Arg::Int(id)])
+            .await
+            .map_err(map_err)?;
+        Ok(DB::rows_affected(&done) > 0)
+    })
+    .await
 }
 
 /// Inserts pending deliveries in one transaction.
