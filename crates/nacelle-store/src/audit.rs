@@ -2,7 +2,8 @@
 //! backend: append (one transaction that locks the head row first, so appenders on every
 //! node of a shared database take turns and `seq` stays contiguous; on SQLite the one
 //! connection of its writer pool serializes them as well), the filtered page, the range a
-//! verification walks, and the retention purge that moves the head's anchor.
+//! verification walks, and the retention purge that moves the head's anchor; their
+//! statements, spelled once per dialect (the filtered page's for each filter).
 //!
 //! The hash of each entry is `nacelle_proto::audit::entry_hash`, the function clients
 //! verify with.
@@ -12,9 +13,63 @@ use nacelle_core::{Page, PageRequest, StoreError};
 use nacelle_proto::audit::{entry_hash, EntryFields};
 use sqlx::Pool;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::queries::{Arg, Queries, AUDIT_COLUMNS};
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
+
+/// The columns of an audit entry, in the order of [`AuditQueries::insert`].
+const AUDIT_COLUMNS: &str =
+    "seq, time_ms, user_name, address, protocol, action, target, outcome, detail, change_id, \
+     prev_hash, hash";
+
+/// The statements of the audit trail.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditQueries {
+    /// Takes the head row's write lock (a no-op update: every dialect locks the row, and
+    /// SQLite starts its write transaction here rather than upgrading a read later).
+    pub(crate) lock_head: String,
+    /// The head row (locked again where the dialect has `FOR UPDATE`).
+    pub(crate) read_head: String,
+    pub(crate) read_head_plain: String,
+    pub(crate) insert: String,
+    pub(crate) update_head: String,
+    pub(crate) move_anchor: String,
+    pub(crate) range: String,
+    /// The oldest entries after the anchor, for a purge.
+    pub(crate) oldest: String,
+    pub(crate) delete_through: String,
+}
+
+impl AuditQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |sql: String| spell::<D>(&sql);
+        let head = "SELECT last_seq, last_hash, anchor_seq, anchor_hash FROM nacelle_audit_head \
+                    WHERE id = 1";
+        AuditQueries {
+            lock_head: q("UPDATE nacelle_audit_head SET last_seq = last_seq WHERE id = 1".into()),
+            read_head: q(format!("{head}{}", D::FOR_UPDATE)),
+            read_head_plain: q(head.into()),
+            insert: q(format!(
+                "INSERT INTO nacelle_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            )),
+            update_head: q(
+                "UPDATE nacelle_audit_head SET last_seq = ?, last_hash = ? WHERE id = 1".into(),
+            ),
+            move_anchor: q(
+                "UPDATE nacelle_audit_head SET anchor_seq = ?, anchor_hash = ? WHERE id = 1".into(),
+            ),
+            range: q(format!(
+                "SELECT {AUDIT_COLUMNS} FROM nacelle_audit WHERE seq > ? AND seq <= ? ORDER BY seq \
+                 LIMIT ?"
+            )),
+            oldest: q(
+                "SELECT seq, time_ms, hash FROM nacelle_audit WHERE seq > ? ORDER BY seq LIMIT ?"
+                    .into(),
+            ),
+            delete_through: q("DELETE FROM nacelle_audit WHERE seq > ? AND seq <= ?".into()),
+        }
+    }
+}
 
 /// The longest text kept of a short field (user, address, protocol, action).
 const SHORT_FIELD: usize = 255;
@@ -51,62 +106,61 @@ async fn head<DB: Exec>(conn: &mut DB::Connection, sql: &str) -> Result<AuditHea
 /// Appends `events` in one transaction and answers the stored entries.
 pub(crate) async fn append<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &AuditQueries,
     events: &[AuditEvent],
 ) -> Result<Vec<AuditEntry>, StoreError> {
-    let q = &q.audit;
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    DB::run(conn, &q.lock_head, &[]).await.map_err(map_err)?;
-    let head = head::<DB>(conn, &q.read_head).await?;
-    let (mut seq, mut prev) = (head.last_seq, head.last_hash);
-    let mut out = Vec::with_capacity(events.len());
-    for e in events {
-        seq += 1;
-        let event = AuditEvent {
-            time_ms: e.time_ms,
-            user: storable(&e.user, SHORT_FIELD),
-            address: storable(&e.address, SHORT_FIELD),
-            protocol: storable(&e.protocol, SHORT_FIELD),
-            action: storable(&e.action, SHORT_FIELD),
-            target: storable(&e.target, LONG_FIELD),
-            outcome: storable(&e.outcome, LONG_FIELD),
-            detail: storable(&e.detail, LONG_FIELD),
-            // Change requests are numbered from 1: 0 is stored, hashed and read as none.
-            change_id: e.change_id.filter(|&c| c != 0),
-        };
-        let hash = entry_hash(&fields(seq, &event, &prev));
-        let args = [
-            Arg::Int(seq),
-            Arg::Int(event.time_ms),
-            Arg::Text(&event.user),
-            Arg::Text(&event.address),
-            Arg::Text(&event.protocol),
-            Arg::Text(&event.action),
-            Arg::Text(&event.target),
-            Arg::Text(&event.outcome),
-            Arg::Text(&event.detail),
-            Arg::OptInt(event.change_id),
-            Arg::Text(&prev),
-            Arg::Text(&hash),
-        ];
-        DB::run(conn, &q.insert, &args).await.map_err(map_err)?;
-        out.push(AuditEntry {
-            seq,
-            event,
-            prev_hash: std::mem::replace(&mut prev, hash.clone()),
-            hash,
-        });
-    }
-    let args = [Arg::Int(seq), Arg::Text(&prev)];
-    DB::run(conn, &q.update_head, &args)
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(out)
+    sql::in_transaction(pool, async |conn| {
+        DB::run(conn, &q.lock_head, &[]).await.map_err(map_err)?;
+        let head = head::<DB>(conn, &q.read_head).await?;
+        let (mut seq, mut prev) = (head.last_seq, head.last_hash);
+        let mut out = Vec::with_capacity(events.len());
+        for e in events {
+            seq += 1;
+            let event = AuditEvent {
+                time_ms: e.time_ms,
+                user: storable(&e.user, SHORT_FIELD),
+                address: storable(&e.address, SHORT_FIELD),
+                protocol: storable(&e.protocol, SHORT_FIELD),
+                action: storable(&e.action, SHORT_FIELD),
+                target: storable(&e.target, LONG_FIELD),
+                outcome: storable(&e.outcome, LONG_FIELD),
+                detail: storable(&e.detail, LONG_FIELD),
+                // Change requests are numbered from 1: 0 is stored, hashed and read as none.
+                change_id: e.change_id.filter(|&c| c != 0),
+            };
+            let hash = entry_hash(&fields(seq, &event, &prev));
+            let args = [
+                Arg::Int(seq),
+                Arg::Int(event.time_ms),
+                Arg::Text(&event.user),
+                Arg::Text(&event.address),
+                Arg::Text(&event.protocol),
+                Arg::Text(&event.action),
+                Arg::Text(&event.target),
+                Arg::Text(&event.outcome),
+                Arg::Text(&event.detail),
+                Arg::OptInt(event.change_id),
+                Arg::Text(&prev),
+                Arg::Text(&hash),
+            ];
+            DB::run(conn, &q.insert, &args).await.map_err(map_err)?;
+            out.push(AuditEntry {
+                seq,
+                event,
+                prev_hash: std::mem::replace(&mut prev, hash.clone()),
+                hash,
+            });
+        }
+        let args = [Arg::Int(seq), Arg::Text(&prev)];
+        DB::run(conn, &q.update_head, &args)
+            .await
+            .map_err(map_err)?;
+        Ok(out)
+    })
+    .await
 }
 
 /// The fields the hash of entry `seq` covers.
@@ -148,14 +202,13 @@ fn entry_from_row<DB: Exec>(row: &DB::Row) -> Result<AuditEntry, StoreError> {
     })
 }
 
-/// Entries matching `filter`, newest first.
+/// Entries matching `filter`, newest first: the statements are built for the filter and
+/// spelled for `DB`.
 pub(crate) async fn page<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
     filter: &AuditFilter,
     page: PageRequest,
 ) -> Result<Page<AuditEntry>, StoreError> {
-    let q = &q.audit;
     let mut conds: Vec<String> = Vec::new();
     let mut args: Vec<Arg<'_>> = Vec::new();
     if let Some(since) = filter.since_ms {
@@ -184,79 +237,39 @@ pub(crate) async fn page<DB: Exec>(
     } else {
         format!(" WHERE {}", conds.join(" AND "))
     };
-    let numbered = |sql: &str| -> String {
-        if !q.numbered {
-            return sql.to_string();
-        }
-        let mut out = String::with_capacity(sql.len() + 8);
-        let mut n = 0;
-        for ch in sql.chars() {
-            if ch == '?' {
-                n += 1;
-                out.push_str(&format!("${n}"));
-            } else {
-                out.push(ch);
-            }
-        }
-        out
-    };
-    let mut conn = pool.acquire().await.map_err(map_err)?;
-    let count_sql = numbered(&format!(
+    let count_sql = spell::<DB>(&format!(
         "SELECT COUNT(*) AS n FROM nacelle_audit{filter_sql}"
     ));
-    let total = match DB::row(&mut conn, &count_sql, &args)
-        .await
-        .map_err(map_err)?
-    {
-        Some(r) => DB::int(&r, "n")?,
-        None => 0,
-    };
-    let page_sql = numbered(&format!(
+    let page_sql = spell::<DB>(&format!(
         "SELECT {AUDIT_COLUMNS} FROM nacelle_audit{filter_sql} ORDER BY seq DESC LIMIT ? OFFSET ?"
     ));
-    let limit = i64::try_from(page.page_size).unwrap_or(i64::MAX);
-    let offset = i64::try_from(page.offset()).unwrap_or(i64::MAX);
-    let mut page_args = args.clone();
-    page_args.extend([Arg::Int(limit), Arg::Int(offset)]);
-    let rows = DB::rows(&mut conn, &page_sql, &page_args)
-        .await
-        .map_err(map_err)?;
-    let items = rows
-        .iter()
-        .map(entry_from_row::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        page.page_size,
-        items,
-    ))
+    let sqls = (count_sql.as_str(), page_sql.as_str());
+    sql::read_page(pool, sqls, &args, page, entry_from_row::<DB>).await
 }
 
 /// The head, then up to `limit` entries after `after_seq` up to the head's last seq (so a
 /// concurrent append never shows an entry the head read does not cover).
 pub(crate) async fn range<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &AuditQueries,
     after_seq: i64,
     limit: u32,
 ) -> Result<AuditRange, StoreError> {
-    let q = &q.audit;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let head = head::<DB>(conn, &q.read_head_plain).await?;
-    let args = [
-        Arg::Int(after_seq),
-        Arg::Int(head.last_seq),
-        Arg::Int(i64::from(limit)),
-    ];
-    let rows = DB::rows(conn, &q.range, &args).await.map_err(map_err)?;
-    let entries = rows
-        .iter()
-        .map(entry_from_row::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(AuditRange { head, entries })
+    sql::in_transaction(pool, async |conn| {
+        let head = head::<DB>(conn, &q.read_head_plain).await?;
+        let args = [
+            Arg::Int(after_seq),
+            Arg::Int(head.last_seq),
+            Arg::Int(i64::from(limit)),
+        ];
+        let rows = DB::rows(conn, &q.range, &args).await.map_err(map_err)?;
+        let entries = rows
+            .iter()
+            .map(entry_from_row::<DB>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(AuditRange { head, entries })
+    })
+    .await
 }
 
 /// One batch of retention: the oldest entries after the anchor whose time is before
@@ -264,11 +277,10 @@ pub(crate) async fn range<DB: Exec>(
 /// moved to the last of them, in one transaction under the head's lock.
 pub(crate) async fn purge<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &AuditQueries,
     before_ms: i64,
     batch: u32,
 ) -> Result<AuditPurge, StoreError> {
-    let q = &q.audit;
     let mut tx = pool.begin().await.map_err(map_err)?;
     let conn = &mut *tx;
     DB::run(conn, &q.lock_head, &[]).await.map_err(map_err)?;

@@ -5,6 +5,8 @@
 //! (`write.rs`), so it runs in the SQLite writer's group transaction or a sqlx transaction
 //! like every other config write.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use nacelle_core::change::{
     ChangeEvent, ChangeEventKind, ChangeFilter, ChangeId, ChangeItem, ChangeOp,
@@ -14,11 +16,126 @@ use nacelle_core::change::{
 use nacelle_core::{ConfigType, NamespaceId, Page, PageRequest, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
 use crate::plan::{plan_publish, plan_remove};
-use crate::queries::{Arg, Param, Queries, Returns, Statement};
-use crate::sql::Exec;
+use crate::queries::{Param, Queries, Returns, Statement};
+use crate::sql::{self, Exec};
 use crate::write::{self, Step, WriteConn};
+
+/// The columns of a change request row.
+const CHANGE_COLUMNS: &str = "id, tenant_id, title, description, author, state, stale, \
+    version, created_ms, updated_ms, publish_at_ms";
+
+/// The statements of change requests and policies, spelled by one dialect.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeQueries {
+    pub(crate) insert_change: String,
+    pub(crate) insert_item: String,
+    pub(crate) insert_event: String,
+    pub(crate) get_change: String,
+    pub(crate) items_of: String,
+    pub(crate) events_of: String,
+    pub(crate) count: String,
+    pub(crate) list: String,
+    pub(crate) bump: String,
+    pub(crate) set_fields: String,
+    pub(crate) delete_items: String,
+    pub(crate) lock_change: String,
+    pub(crate) mark_published: String,
+    pub(crate) due: String,
+    pub(crate) policies: String,
+    pub(crate) delete_policy: String,
+    pub(crate) insert_policy: String,
+}
+
+impl ChangeQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        // The namespace set is one text `,ns1,ns2,` (namespace ids hold no comma).
+        let in_set = D::contains("?", &D::concat(&D::concat("','", "tenant_id"), "','"));
+        let filter = format!(
+            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?) \
+             AND (? = '' OR {in_set})"
+        );
+        ChangeQueries {
+            insert_change: q(format!(
+                "INSERT INTO nacelle_change (tenant_id, title, description, author, state, \
+                 stale, version, created_ms, updated_ms, publish_at_ms) \
+                 VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, 0){}",
+                D::RETURNING_ID
+            )),
+            insert_item: q(
+                "INSERT INTO nacelle_change_item (change_id, ord, group_id, data_id, \
+                 op, content, config_type, base_md5) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            insert_event: q(
+                "INSERT INTO nacelle_change_event (change_id, kind, username, \
+                 time_ms, text) VALUES (?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+            get_change: q(format!(
+                "SELECT {CHANGE_COLUMNS} FROM nacelle_change WHERE id = ?"
+            )),
+            items_of: q(
+                "SELECT group_id, data_id, op, content, config_type, base_md5 \
+                 FROM nacelle_change_item WHERE change_id = ? ORDER BY ord"
+                    .into(),
+            ),
+            events_of: q(
+                "SELECT kind, username, time_ms, text FROM nacelle_change_event \
+                 WHERE change_id = ? ORDER BY id"
+                    .into(),
+            ),
+            count: q(format!(
+                "SELECT COUNT(*) AS n FROM nacelle_change WHERE {filter}"
+            )),
+            list: q(format!(
+                "SELECT {CHANGE_COLUMNS}, (SELECT COUNT(*) FROM nacelle_change_item i \
+                 WHERE i.change_id = c.id) AS item_count FROM nacelle_change c \
+                 WHERE {filter} ORDER BY id DESC LIMIT ? OFFSET ?"
+            )),
+            bump: q(
+                "UPDATE nacelle_change SET version = version + 1, updated_ms = ? \
+                 WHERE id = ? AND version = ?"
+                    .into(),
+            ),
+            set_fields: q(
+                "UPDATE nacelle_change SET title = ?, description = ?, state = ?, \
+                 stale = ?, publish_at_ms = ? WHERE id = ?"
+                    .into(),
+            ),
+            delete_items: q("DELETE FROM nacelle_change_item WHERE change_id = ?".into()),
+            lock_change: q(format!(
+                "SELECT version, state FROM nacelle_change WHERE id = ?{}",
+                D::FOR_UPDATE
+            )),
+            mark_published: q(format!(
+                "UPDATE nacelle_change SET state = '{}', stale = 0, publish_at_ms = 0, \
+                 version = version + 1, updated_ms = ? WHERE id = ?",
+                nacelle_core::change::ChangeState::Published.as_str()
+            )),
+            due: q(format!(
+                "SELECT id, version FROM nacelle_change WHERE state = '{}' \
+                 AND publish_at_ms > 0 AND publish_at_ms <= ? ORDER BY publish_at_ms, id",
+                nacelle_core::change::ChangeState::Approved.as_str()
+            )),
+            policies: "SELECT tenant_id, group_pattern, required_approvals, updated_by, \
+                 updated_ms FROM nacelle_review_policy ORDER BY tenant_id, group_pattern"
+                .into(),
+            delete_policy: q(
+                "DELETE FROM nacelle_review_policy WHERE tenant_id = ? AND group_pattern = ?"
+                    .into(),
+            ),
+            insert_policy: q(
+                "INSERT INTO nacelle_review_policy (tenant_id, group_pattern, \
+                 required_approvals, updated_by, updated_ms) VALUES (?, ?, ?, ?, ?)"
+                    .into(),
+            ),
+        }
+    }
+}
 
 fn item_args<'a>(id: ChangeId, ord: usize, item: &'a ChangeItem) -> [Arg<'a>; 8] {
     let (content, ty) = match &item.op {
@@ -77,61 +194,49 @@ fn change_of<DB: Exec>(row: &DB::Row) -> Result<ChangeRequest, StoreError> {
 /// Creates a change request with its items and `created` event, in one transaction.
 pub(crate) async fn create<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     change: &NewChange,
 ) -> Result<ChangeId, StoreError> {
-    let q = &q.changes;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let args = [
-        Arg::Text(change.namespace.as_str()),
-        Arg::Text(&change.title),
-        Arg::Text(&change.description),
-        Arg::Text(&change.author),
-        Arg::Text(change.state.as_str()),
-        Arg::Int(change.now_ms),
-        Arg::Int(change.now_ms),
-    ];
-    let row = match DB::row(conn, &q.insert_change, &args)
+    sql::in_transaction(pool, async |conn| {
+        let args = [
+            Arg::Text(change.namespace.as_str()),
+            Arg::Text(&change.title),
+            Arg::Text(&change.description),
+            Arg::Text(&change.author),
+            Arg::Text(change.state.as_str()),
+            Arg::Int(change.now_ms),
+            Arg::Int(change.now_ms),
+        ];
+        let id =
+            sql::insert_returning_id::<DB>(conn, &q.insert_change, &args, "change request").await?;
+        for (ord, item) in change.items.iter().enumerate() {
+            DB::run(conn, &q.insert_item, &item_args(id, ord, item))
+                .await
+                .map_err(map_err)?;
+        }
+        let created = NewChangeEvent {
+            kind: ChangeEventKind::Created,
+            user: change.author.clone(),
+            text: String::new(),
+        };
+        DB::run(
+            conn,
+            &q.insert_event,
+            &event_args(id, &created, change.now_ms),
+        )
         .await
-        .map_err(map_err)?
-    {
-        Some(row) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        None => DB::row(conn, q.last_insert_id, &[])
-            .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new change request".into()))?,
-    };
-    let id = DB::int(&row, "id")?;
-    for (ord, item) in change.items.iter().enumerate() {
-        DB::run(conn, &q.insert_item, &item_args(id, ord, item))
-            .await
-            .map_err(map_err)?;
-    }
-    let created = NewChangeEvent {
-        kind: ChangeEventKind::Created,
-        user: change.author.clone(),
-        text: String::new(),
-    };
-    DB::run(
-        conn,
-        &q.insert_event,
-        &event_args(id, &created, change.now_ms),
-    )
+        .map_err(map_err)?;
+        Ok(id)
+    })
     .await
-    .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
 }
 
 /// One change request with its items and events.
 pub(crate) async fn get<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     id: ChangeId,
 ) -> Result<Option<ChangeRequest>, StoreError> {
-    let q = &q.changes;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let Some(row) = DB::row(&mut conn, &q.get_change, &[Arg::Int(id)])
         .await
@@ -178,11 +283,10 @@ pub(crate) async fn get<DB: Exec>(
 /// Change requests matching `filter`, newest first.
 pub(crate) async fn list<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     filter: &ChangeFilter,
     page: PageRequest,
 ) -> Result<Page<ChangeRequest>, StoreError> {
-    let q = &q.changes;
     let ns = filter.namespace.as_ref().map_or("", |n| n.as_str());
     let state = filter.state.map_or("", ChangeState::as_str);
     let author = filter.author.as_deref().unwrap_or("");
@@ -206,117 +310,101 @@ pub(crate) async fn list<DB: Exec>(
         Arg::Text(&set),
         Arg::Text(&set),
     ];
-    let mut conn = pool.acquire().await.map_err(map_err)?;
-    let total = match DB::row(&mut conn, &q.count, &args).await.map_err(map_err)? {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
+    let page = PageRequest {
+        page_no: page.page_no,
+        page_size: page.page_size.max(1),
     };
-    let size = page.page_size.max(1);
-    let offset = page.page_no.saturating_sub(1).saturating_mul(size);
-    let mut paged = args.to_vec();
-    paged.push(Arg::Int(i64::try_from(size).unwrap_or(i64::MAX)));
-    paged.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-    let mut items = Vec::new();
-    for row in DB::rows(&mut conn, &q.list, &paged)
-        .await
-        .map_err(map_err)?
-    {
-        let mut change = change_of::<DB>(&row)?;
-        change.item_count = usize::try_from(DB::int(&row, "item_count")?).unwrap_or(0);
-        items.push(change);
-    }
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        size,
-        items,
-    ))
+    sql::read_page(pool, (&q.count, &q.list), &args, page, |row| {
+        let mut change = change_of::<DB>(row)?;
+        change.item_count = usize::try_from(DB::int(row, "item_count")?).unwrap_or(0);
+        Ok(change)
+    })
+    .await
 }
 
 /// Applies `update` if the request is still at its expected version: the new version.
 pub(crate) async fn update<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     id: ChangeId,
     update: &ChangeUpdate,
 ) -> Result<i64, StoreError> {
-    let qs = &q.changes;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    // Write first: the version check takes the row's write lock (and SQLite's database
-    // lock) before anything is read, so no reader's snapshot has to be upgraded.
-    let bumped = DB::run(
-        conn,
-        &qs.bump,
-        &[
-            Arg::Int(update.now_ms),
-            Arg::Int(id),
-            Arg::Int(update.expected_version),
-        ],
-    )
-    .await
-    .map_err(map_err)?;
-    let current = DB::row(conn, &qs.get_change, &[Arg::Int(id)])
+    sql::in_transaction(pool, async |conn| {
+        // Write first: the version check takes the row's write lock (and SQLite's database
+        // lock) before anything is read, so no reader's snapshot has to be upgraded.
+        let bumped = DB::run(
+            conn,
+            &q.bump,
+            &[
+                Arg::Int(update.now_ms),
+                Arg::Int(id),
+                Arg::Int(update.expected_version),
+            ],
+        )
         .await
         .map_err(map_err)?;
-    let Some(row) = current else {
-        return Err(StoreError::NotFound(format!("change request {id}")));
-    };
-    if DB::rows_affected(&bumped) == 0 {
-        return Err(StoreError::CasMismatch);
-    }
-    let current = change_of::<DB>(&row)?;
-    let title = update.title.as_deref().unwrap_or(&current.title);
-    let description = update
-        .description
-        .as_deref()
-        .unwrap_or(&current.description);
-    let state = update.state.unwrap_or(current.state);
-    let stale = update.stale.unwrap_or(current.stale);
-    let publish_at = update.publish_at_ms.unwrap_or(current.publish_at_ms);
-    DB::run(
-        conn,
-        &qs.set_fields,
-        &[
-            Arg::Text(title),
-            Arg::Text(description),
-            Arg::Text(state.as_str()),
-            Arg::Int(i64::from(stale)),
-            Arg::Int(publish_at.unwrap_or(0)),
-            Arg::Int(id),
-        ],
-    )
-    .await
-    .map_err(map_err)?;
-    if let Some(items) = &update.items {
-        DB::run(conn, &qs.delete_items, &[Arg::Int(id)])
+        let current = DB::row(conn, &q.get_change, &[Arg::Int(id)])
             .await
             .map_err(map_err)?;
-        for (ord, item) in items.iter().enumerate() {
-            DB::run(conn, &qs.insert_item, &item_args(id, ord, item))
+        let Some(row) = current else {
+            return Err(StoreError::NotFound(format!("change request {id}")));
+        };
+        if DB::rows_affected(&bumped) == 0 {
+            return Err(StoreError::CasMismatch);
+        }
+        let current = change_of::<DB>(&row)?;
+        let title = update.title.as_deref().unwrap_or(&current.title);
+        let description = update
+            .description
+            .as_deref()
+            .unwrap_or(&current.description);
+        let state = update.state.unwrap_or(current.state);
+        let stale = update.stale.unwrap_or(current.stale);
+        let publish_at = update.publish_at_ms.unwrap_or(current.publish_at_ms);
+        DB::run(
+            conn,
+            &q.set_fields,
+            &[
+                Arg::Text(title),
+                Arg::Text(description),
+                Arg::Text(state.as_str()),
+                Arg::Int(i64::from(stale)),
+                Arg::Int(publish_at.unwrap_or(0)),
+                Arg::Int(id),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+        if let Some(items) = &update.items {
+            DB::run(conn, &q.delete_items, &[Arg::Int(id)])
                 .await
                 .map_err(map_err)?;
+            for (ord, item) in items.iter().enumerate() {
+                DB::run(conn, &q.insert_item, &item_args(id, ord, item))
+                    .await
+                    .map_err(map_err)?;
+            }
         }
-    }
-    DB::run(
-        conn,
-        &qs.insert_event,
-        &event_args(id, &update.event, update.now_ms),
-    )
+        DB::run(
+            conn,
+            &q.insert_event,
+            &event_args(id, &update.event, update.now_ms),
+        )
+        .await
+        .map_err(map_err)?;
+        Ok(current.version)
+    })
     .await
-    .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(current.version)
 }
 
 /// Approved requests due at `now_ms`, with their versions.
 pub(crate) async fn due<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     now_ms: i64,
 ) -> Result<Vec<(ChangeId, i64)>, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    DB::rows(&mut conn, &q.changes.due, &[Arg::Int(now_ms)])
+    DB::rows(&mut conn, &q.due, &[Arg::Int(now_ms)])
         .await
         .map_err(map_err)?
         .iter()
@@ -327,10 +415,10 @@ pub(crate) async fn due<DB: Exec>(
 /// Every review policy.
 pub(crate) async fn policies<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
 ) -> Result<Vec<ReviewPolicy>, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    DB::rows(&mut conn, &q.changes.policies, &[])
+    DB::rows(&mut conn, &q.policies, &[])
         .await
         .map_err(map_err)?
         .iter()
@@ -349,38 +437,39 @@ pub(crate) async fn policies<DB: Exec>(
 /// Creates or replaces a policy (one transaction).
 pub(crate) async fn set_policy<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     p: &ReviewPolicy,
 ) -> Result<(), StoreError> {
-    let q = &q.changes;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let key = [Arg::Text(p.namespace.as_str()), Arg::Text(&p.group_pattern)];
-    DB::run(&mut *tx, &q.delete_policy, &key)
-        .await
-        .map_err(map_err)?;
-    let args = [
-        key[0],
-        key[1],
-        Arg::Int(i64::from(p.required_approvals)),
-        Arg::Text(&p.updated_by),
-        Arg::Int(p.updated_ms),
-    ];
-    DB::run(&mut *tx, &q.insert_policy, &args)
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)
+    sql::in_transaction(pool, async |conn| {
+        let key = [Arg::Text(p.namespace.as_str()), Arg::Text(&p.group_pattern)];
+        DB::run(conn, &q.delete_policy, &key)
+            .await
+            .map_err(map_err)?;
+        let args = [
+            key[0],
+            key[1],
+            Arg::Int(i64::from(p.required_approvals)),
+            Arg::Text(&p.updated_by),
+            Arg::Int(p.updated_ms),
+        ];
+        DB::run(conn, &q.insert_policy, &args)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    })
+    .await
 }
 
 /// Deletes a policy; whether it existed.
 pub(crate) async fn delete_policy<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &ChangeQueries,
     namespace: &NamespaceId,
     group_pattern: &str,
 ) -> Result<bool, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [Arg::Text(namespace.as_str()), Arg::Text(group_pattern)];
-    let done = DB::run(&mut conn, &q.changes.delete_policy, &args)
+    let done = DB::run(&mut conn, &q.delete_policy, &args)
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
@@ -397,8 +486,11 @@ async fn run_fixed<C: WriteConn>(c: &mut C, sql: &str, args: &[Arg<'_>]) -> Resu
     Ok(())
 }
 
-/// The publish of a change request: request id, expected version, writes, event, time.
+/// The publish of a change request: its statements, request id, expected version,
+/// writes, event, time.
 pub(crate) struct PublishChange {
+    /// The change requests' statements (the step may run on SQLite's writer thread).
+    pub sql: Arc<ChangeQueries>,
     pub id: ChangeId,
     pub version: i64,
     pub writes: Vec<ChangeWrite>,
@@ -418,7 +510,7 @@ impl Step for PublishChange {
         c: &mut C,
         q: &Queries,
     ) -> Result<ChangePublishOutcome, C::Error> {
-        let qs = &q.changes;
+        let qs = &*self.sql;
         let Some((version, state)) = c.lock_change(&qs.lock_change, &[Arg::Int(self.id)]).await?
         else {
             return Err(StoreError::NotFound(format!("change request {}", self.id)).into());

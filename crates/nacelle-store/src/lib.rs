@@ -6,7 +6,8 @@
 //! - [`mysql`]: MySQL/MariaDB on Nacos 2.4's own tables, so an existing Nacos database works.
 //! - [`postgres`]: PostgreSQL with the same tables and columns.
 //! - `store`: every store role implemented once (`Store` over a `Backend`: pools, how a
-//!   write step runs, how a purge deletes, refused values) for all three backends.
+//!   write step runs, how a purge deletes, refused values) for all three backends; the
+//!   `QuerySet`, every statement of a backend's dialect, built once when a store opens.
 //! - `networked`: the backend of MySQL and PostgreSQL (`ServerBackend` over a `Server`
 //!   dialect: pool, migrations, schema check, retried transactions); `mysql.rs` and
 //!   `postgres.rs` hold only what differs (connecting, schema locks, generated ids,
@@ -17,22 +18,33 @@
 //!   relations, the history row with Nacos's rules), computed once for every backend.
 //! - `write`: the one write executor (lock the rows, plan, execute), used by the sqlx
 //!   backends and the SQLite writer thread alike through a `WriteConn`.
-//! - `queries`: every statement, written once and spelled per `Dialect`; the statement list
+//! - `dialect`: how the databases differ in our SQL (`Dialect`: placeholders, time
+//!   conversion, casts, row locks, generated ids), `spell` and the bound value `Arg`.
+//! - `queries`: the config core's statements (configs, grays, tags, history, the change
+//!   logs and their purges), written once and spelled per `Dialect`; the statement list
 //!   that executes a plan.
-//! - `sql`: the sqlx code all three share: reads, namespaces, the change log, purges,
-//!   row decoding.
+//! - `sql`: the sqlx code all three share: the config core's reads, purges, row decoding,
+//!   and the small helpers the feature modules use.
 //! - `options`: [`StoreOptions`] (pool size, timeouts) and the URL parameters that set them.
 //! - `schema`: the columns an existing database must have; schema scripts split into
 //!   statements.
-//! - `changes`: change requests and review policies: statements, reads and small writes,
-//!   and their publish as a step of the one write executor.
+//!
+//! Each feature keeps its statements beside the code that runs them, shared by every
+//! backend:
+//! - `namespaces`: namespaces (`tenant_info`): list, create, update, delete.
+//! - `identity`: users, roles, permissions and token states.
+//! - `config_schema`: JSON Schemas of config keys.
+//! - `changes`: change requests and review policies: reads and small writes, and their
+//!   publish as a step of the one write executor.
 //! - `rollouts`: staged rollouts (`nacelle_rollout`): create, read, version-checked
 //!   transitions and the drivers' lease, on a sqlx pool.
+//! - `audit`: the hash-chained audit trail: append, page, range, purge.
+//! - `webhooks`: webhooks and their deliveries: claims by lease, outcomes, purge.
 //! - [`backup`]: backup, restore and check of the SQLite file while a server runs on it.
 //! - [`open`] / [`open_with`]: pick a backend from a database URL.
 //!
-//! Every backend implements every role of [`nacelle_core::ConfigStore`] with Nacos's table layout, so rows
-//! written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
+//! Every backend implements every role of [`nacelle_core::ConfigStore`] with Nacos's table
+//! layout, so rows written here look like rows written by Java Nacos. `docs/storage.md` describes URLs,
 //! options, schemas and time handling.
 
 mod audit;
@@ -40,8 +52,10 @@ pub mod backup;
 mod changes;
 mod config_schema;
 mod deadline;
+mod dialect;
 mod identity;
 pub mod mysql;
+mod namespaces;
 mod networked;
 mod options;
 mod plan;

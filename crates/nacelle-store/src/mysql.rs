@@ -21,9 +21,9 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlQueryResult};
 use sqlx::{MySql, Pool};
 
 use crate::deadline::Deadline;
+use crate::dialect::{Arg, Dialect};
 use crate::networked::{self, Migration, Server, ServerBackend};
 use crate::options::split_url;
-use crate::queries::{Arg, Dialect};
 use crate::sql::{Exec, GeneratedIds};
 use crate::store::Store;
 use crate::{map_err, OpenError, StoreOptions};

@@ -15,11 +15,12 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Pool, Row};
 
 use crate::deadline::{timed, Deadline};
+use crate::dialect::Arg;
 use crate::plan::Current;
-use crate::queries::{Arg, Queries, Returns, Statement};
+use crate::queries::{Queries, Returns, Statement};
 use crate::retry::{with_retries, TxError};
 use crate::sql::{self, GeneratedIds};
-use crate::store::{Backend, Checked, Store};
+use crate::store::{Backend, Checked, QuerySet, Store};
 use crate::write::{Step, WriteConn};
 use crate::{map_err, schema, OpenError, StoreOptions};
 
@@ -70,7 +71,7 @@ pub trait Server: GeneratedIds + std::fmt::Debug + 'static {
 #[derive(Debug)]
 pub struct ServerBackend<DB: Server> {
     pool: Pool<DB>,
-    queries: Queries,
+    queries: QuerySet,
 }
 
 /// Opens the store of `DB` behind the deadline layer: every call is bounded by
@@ -104,7 +105,7 @@ impl<DB: Server> ServerBackend<DB> {
             .map_err(|e| OpenError::Store(map_err(e)))?;
         let mut store = ServerBackend {
             pool,
-            queries: Queries::new::<DB>(),
+            queries: QuerySet::new::<DB>(),
         };
         timed("migrate", options.op_timeout * 6, store.migrate())
             .await
@@ -115,7 +116,7 @@ impl<DB: Server> ServerBackend<DB> {
                 "his_config_info has publish_type (Nacos 2.5/3.0): gray writes are also \
                  recorded there, formal history reads only formal rows"
             );
-            store.queries = Queries::for_schema::<DB>(true);
+            store.queries.config = Queries::for_schema::<DB>(true);
         }
         Ok(store)
     }
@@ -217,7 +218,7 @@ impl<DB: Server> ServerBackend<DB> {
     async fn write_once<S: Step>(&self, step: &S) -> Result<S::Out, TxError> {
         let mut tx = self.pool.begin().await?;
         let out = step
-            .run(&mut SqlxWrite::<DB> { conn: &mut tx }, &self.queries)
+            .run(&mut SqlxWrite::<DB> { conn: &mut tx }, &self.queries.config)
             .await?;
         if S::commits(&out) {
             tx.commit().await?;
@@ -234,7 +235,7 @@ impl<DB: Server> Backend for ServerBackend<DB> {
         DB::BACKEND
     }
 
-    fn queries(&self) -> &Queries {
+    fn queries(&self) -> &QuerySet {
         &self.queries
     }
 

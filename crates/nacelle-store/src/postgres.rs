@@ -19,9 +19,9 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgQueryResult};
 use sqlx::{Pool, Postgres};
 
 use crate::deadline::Deadline;
+use crate::dialect::{Arg, Dialect};
 use crate::networked::{self, Migration, Server, ServerBackend};
 use crate::options::split_url;
-use crate::queries::{Arg, Dialect};
 use crate::sql::{Exec, GeneratedIds};
 use crate::store::{Checked, Store};
 use crate::{map_err, OpenError, StoreOptions};

@@ -1,5 +1,9 @@
-//! Every statement the backends run, written once with `?` placeholders and spelled per
-//! [`Dialect`], and the argument lists of the write statements in their column order.
+//! The config core's statements — configs, grays (and their Nacos 2.4 mirrors), tags,
+//! history and its notes, the change logs and their purges — written once with `?`
+//! placeholders and spelled per [`Dialect`], and the argument lists of the write
+//! statements in their column order. Each feature's statements live with the code that
+//! runs them (`changes.rs`, `rollouts.rs`, `audit.rs`, …); the backend holds them all in
+//! one `QuerySet` (`store.rs`).
 //!
 //! [`statements`] turns a write [`Plan`] into the statements that execute it, with their
 //! arguments in column order; every backend runs that list as it is.
@@ -12,67 +16,10 @@ use nacelle_core::{ConfigKey, HistoryLog};
 
 use nacelle_core::StoreError;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::plan::{Legacy, NewRow, Plan, RowWrite, Target};
 
-/// How a database spells what differs in our SQL. Implemented by sqlx's database types
-/// (`sqlx::Sqlite`, `sqlx::MySql`, `sqlx::Postgres`).
-pub trait Dialect: sqlx::Database {
-    /// Placeholders are `$1, $2…` (PostgreSQL) rather than `?`.
-    const NUMBERED_PLACEHOLDERS: bool;
-    /// A bound time value (see [`Dialect::time_value`]) as the column's SQL type.
-    const TIME_PARAM: &'static str;
-    /// What follows `FROM config_info … WHERE …` to lock the row until the transaction ends.
-    const FOR_UPDATE: &'static str;
-    /// Ends the config insert: the generated id comes back as column `id`, or no row
-    /// when the unique key is taken (where the dialect can say so).
-    const INSERT_CONFIG_TAIL: &'static str;
-    /// Ends the history insert: the generated `nid` comes back as column `nid`.
-    const INSERT_HISTORY_TAIL: &'static str;
-    /// `UPDATE` reports the rows it matched (not only those it changed, as MySQL does).
-    const UPDATE_COUNTS_MATCHED_ROWS: bool;
-    /// Ends an insert into a table of Nacelle's whose generated `id` comes back as column
-    /// `id` (`""` where the dialect cannot: MySQL, which reads `LAST_INSERT_ID()`).
-    const RETURNING_ID: &'static str;
-    /// A time column as ms since the epoch.
-    fn ms(col: &str) -> String;
-    /// An integer expression as a signed 64-bit value (MySQL's ids are unsigned); the
-    /// expression itself where integers are signed already.
-    fn signed(expr: &str) -> String {
-        expr.to_string()
-    }
-    /// The tag names of config row `c`, comma-separated in relation order.
-    fn tag_list() -> &'static str;
-    /// The value bound for a time of `ms` milliseconds: `ms` itself unless the dialect
-    /// keeps another unit.
-    fn time_value(ms: i64) -> i64 {
-        ms
-    }
-    /// `ms` as the backend keeps it (MySQL's `DATETIME`: whole seconds); exact by default.
-    fn stored_ms(ms: i64) -> i64 {
-        ms
-    }
-    /// Rows an `UPDATE`/`DELETE` reported.
-    fn rows_affected(done: &Self::QueryResult) -> u64;
-    /// String concatenation of two expressions (`||` by default, MySQL's `CONCAT`).
-    fn concat(a: &str, b: &str) -> String {
-        format!("({a} || {b})")
-    }
-    /// Whether text `haystack` contains `needle` (`instr`, PostgreSQL's `strpos`).
-    fn contains(haystack: &str, needle: &str) -> String {
-        format!("instr({haystack}, {needle}) > 0")
-    }
-}
-
-/// One bound value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arg<'a> {
-    Text(&'a str),
-    Int(i64),
-    /// An integer column that may be NULL.
-    OptInt(Option<i64>),
-}
-
-/// The statements of one dialect, built once when a store opens.
+/// The config core's statements in one dialect, built once when a store opens.
 #[derive(Debug, Clone)]
 pub(crate) struct Queries {
     pub load_all: String,
@@ -83,11 +30,6 @@ pub(crate) struct Queries {
     pub history_previous: String,
     pub changes_since: String,
     pub max_nid: String,
-    pub list_namespaces: String,
-    pub namespace_exists: String,
-    pub create_namespace: String,
-    pub update_namespace: String,
-    pub delete_namespace: String,
     pub lock_current: String,
     pub insert_config: String,
     pub update_config: String,
@@ -131,54 +73,10 @@ pub(crate) struct Queries {
     pub insert_legacy_beta: String,
     pub delete_legacy_tag: String,
     pub insert_legacy_tag: String,
-    /// Users, roles, permissions (Nacos's tables) and `nacelle_user_state`.
-    pub identity: IdentityQueries,
-    pub changes: ChangeQueries,
-    /// Staged rollouts (`nacelle_rollout`).
-    pub rollouts: RolloutQueries,
-    /// JSON Schemas of config keys (`nacelle_config_schema`).
-    pub schemas: SchemaQueries,
-    /// The audit trail (`nacelle_audit`, `nacelle_audit_head`).
-    pub audit: AuditQueries,
-    /// Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`).
-    pub webhooks: WebhookQueries,
     /// The note (message, change request) of a history row (`nacelle_history_note`).
     pub insert_note: String,
     /// The note of a gray change-log row (`nacelle_gray_note`, schema script 8).
     pub insert_gray_note: String,
-}
-
-/// The statements of `nacelle_config_schema`.
-#[derive(Debug, Clone)]
-pub(crate) struct SchemaQueries {
-    /// Every schema, by namespace and patterns.
-    pub load: String,
-    /// Deletes one by (tenant, group pattern, dataId pattern).
-    pub delete: String,
-    /// Inserts one: tenant, group pattern, dataId pattern, schema, description, user, ms.
-    pub insert: String,
-}
-
-/// The statements of users, roles and permissions.
-#[derive(Debug, Clone)]
-pub(crate) struct IdentityQueries {
-    pub users: String,
-    pub roles: String,
-    pub permissions: String,
-    pub states: String,
-    pub insert_user: String,
-    pub update_password: String,
-    pub user_exists: String,
-    pub delete_user: String,
-    pub delete_user_roles: String,
-    pub delete_state: String,
-    pub insert_state: String,
-    pub insert_role: String,
-    pub delete_role_of_user: String,
-    pub delete_role: String,
-    pub delete_role_permissions: String,
-    pub insert_permission: String,
-    pub delete_permission: String,
 }
 
 const KEY_MATCH: &str = "data_id = ? AND group_id = ? AND tenant_id = ?";
@@ -390,23 +288,6 @@ impl Queries {
             }),
             changes_since: q(change_log::<D>("his_config_info")),
             max_nid: q(newest_nid::<D>("his_config_info")),
-            list_namespaces: q(
-                "SELECT tenant_id, tenant_name, tenant_desc FROM tenant_info \
-                 WHERE kp = '1' ORDER BY id"
-                    .into(),
-            ),
-            namespace_exists: q(format!(
-                "SELECT {} AS n FROM tenant_info WHERE kp = '1' AND tenant_id = ?",
-                D::signed("COUNT(*)")
-            )),
-            create_namespace: q("INSERT INTO tenant_info (kp, tenant_id, tenant_name, \
-                 tenant_desc, create_source, gmt_create, gmt_modified) \
-                 VALUES ('1', ?, ?, ?, 'nacos', ?, ?)"
-                .into()),
-            update_namespace: q("UPDATE tenant_info SET tenant_name = ?, tenant_desc = ?, \
-                 gmt_modified = ? WHERE kp = '1' AND tenant_id = ?"
-                .into()),
-            delete_namespace: q("DELETE FROM tenant_info WHERE kp = '1' AND tenant_id = ?".into()),
             lock_current: q(format!(
                 "SELECT {} AS id, content, md5, app_name, encrypted_data_key, \
                  {} AS gmt_create FROM config_info WHERE {KEY_MATCH}{}",
@@ -497,64 +378,6 @@ impl Queries {
                  content, md5, src_ip, src_user, gmt_create, gmt_modified) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {time}, {time})"
             )),
-            changes: ChangeQueries::new::<D>(),
-            rollouts: RolloutQueries::new::<D>(),
-            identity: IdentityQueries {
-                // `enabled` is a boolean in PostgreSQL and an integer elsewhere: read as text.
-                users: q("SELECT username, password, \
-                     CASE WHEN enabled THEN 'Y' ELSE 'N' END AS enabled \
-                     FROM users ORDER BY username"
-                    .into()),
-                roles: q("SELECT role, username FROM roles ORDER BY role, username".into()),
-                permissions: q(
-                    "SELECT role, resource, action FROM permissions ORDER BY role, resource".into(),
-                ),
-                states: q("SELECT username, tokens_not_before FROM nacelle_user_state".into()),
-                insert_user: q(
-                    "INSERT INTO users (username, password, enabled) VALUES (?, ?, TRUE)".into(),
-                ),
-                update_password: q("UPDATE users SET password = ? WHERE username = ?".into()),
-                user_exists: q(format!(
-                    "SELECT {} AS n FROM users WHERE username = ?",
-                    D::signed("COUNT(*)")
-                )),
-                delete_user: q("DELETE FROM users WHERE username = ?".into()),
-                delete_user_roles: q("DELETE FROM roles WHERE username = ?".into()),
-                delete_state: q("DELETE FROM nacelle_user_state WHERE username = ?".into()),
-                insert_state: q(
-                    "INSERT INTO nacelle_user_state (username, tokens_not_before) VALUES (?, ?)"
-                        .into(),
-                ),
-                insert_role: q("INSERT INTO roles (role, username) VALUES (?, ?)".into()),
-                delete_role_of_user: q("DELETE FROM roles WHERE role = ? AND username = ?".into()),
-                delete_role: q("DELETE FROM roles WHERE role = ?".into()),
-                delete_role_permissions: q("DELETE FROM permissions WHERE role = ?".into()),
-                insert_permission: q(
-                    "INSERT INTO permissions (role, resource, action) VALUES (?, ?, ?)".into(),
-                ),
-                delete_permission: q(
-                    "DELETE FROM permissions WHERE role = ? AND resource = ? AND action = ?".into(),
-                ),
-            },
-            schemas: SchemaQueries {
-                load: q(format!(
-                    "SELECT tenant_id, group_pattern, data_id_pattern, schema_json, \
-                     description, src_user, {} AS gmt_modified FROM nacelle_config_schema \
-                     ORDER BY tenant_id, group_pattern, data_id_pattern",
-                    D::signed("gmt_modified")
-                )),
-                delete: q("DELETE FROM nacelle_config_schema WHERE tenant_id = ? \
-                     AND group_pattern = ? AND data_id_pattern = ?"
-                    .into()),
-                insert: q(
-                    "INSERT INTO nacelle_config_schema (tenant_id, group_pattern, \
-                     data_id_pattern, schema_json, description, src_user, gmt_modified) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?)"
-                        .into(),
-                ),
-            },
-            audit: AuditQueries::new::<D>(),
-            webhooks: WebhookQueries::new::<D>(),
             insert_note: q(
                 "INSERT INTO nacelle_history_note (nid, message, change_id) VALUES (?, ?, ?)"
                     .into(),
@@ -610,26 +433,6 @@ const DELETE_GRAY_LOG: &str = "DELETE FROM nacelle_gray_log WHERE nid IN (";
 pub(crate) fn delete_logged(purge: &PurgeSql, nids: &[i64]) -> String {
     let list: Vec<String> = nids.iter().map(i64::to_string).collect();
     format!("{}{})", purge.delete_prefix, list.join(", "))
-}
-
-/// `sql` with `?` turned into `$1, $2…` where the dialect numbers its placeholders. Our
-/// statements hold no `?` inside strings or comments.
-pub(crate) fn spell<D: Dialect>(sql: &str) -> String {
-    if !D::NUMBERED_PLACEHOLDERS {
-        return sql.to_string();
-    }
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut n = 0;
-    for ch in sql.chars() {
-        if ch == '?' {
-            n += 1;
-            out.push('$');
-            out.push_str(&n.to_string());
-        } else {
-            out.push(ch);
-        }
-    }
-    out
 }
 
 /// The key's three columns, in [`KEY_MATCH`] order.
@@ -1038,373 +841,9 @@ impl Written {
     }
 }
 
-/// The columns of a change request row.
-pub(crate) const CHANGE_COLUMNS: &str = "id, tenant_id, title, description, author, state, stale, \
-    version, created_ms, updated_ms, publish_at_ms";
-
-/// The statements of change requests and policies, spelled by one dialect.
-#[derive(Debug, Clone)]
-pub(crate) struct ChangeQueries {
-    pub(crate) insert_change: String,
-    pub(crate) last_insert_id: &'static str,
-    pub(crate) insert_item: String,
-    pub(crate) insert_event: String,
-    pub(crate) get_change: String,
-    pub(crate) items_of: String,
-    pub(crate) events_of: String,
-    pub(crate) count: String,
-    pub(crate) list: String,
-    pub(crate) bump: String,
-    pub(crate) set_fields: String,
-    pub(crate) delete_items: String,
-    pub(crate) lock_change: String,
-    pub(crate) mark_published: String,
-    pub(crate) due: String,
-    pub(crate) policies: String,
-    pub(crate) delete_policy: String,
-    pub(crate) insert_policy: String,
-}
-
-impl ChangeQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        // The namespace set is one text `,ns1,ns2,` (namespace ids hold no comma).
-        let in_set = D::contains("?", &D::concat(&D::concat("','", "tenant_id"), "','"));
-        let filter = format!(
-            "(? = 0 OR tenant_id = ?) AND (? = '' OR state = ?) AND (? = '' OR author = ?) \
-             AND (? = '' OR {in_set})"
-        );
-        ChangeQueries {
-            insert_change: q(format!(
-                "INSERT INTO nacelle_change (tenant_id, title, description, author, state, \
-                 stale, version, created_ms, updated_ms, publish_at_ms) \
-                 VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, 0){}",
-                D::RETURNING_ID
-            )),
-            last_insert_id: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id",
-            insert_item: q(
-                "INSERT INTO nacelle_change_item (change_id, ord, group_id, data_id, \
-                 op, content, config_type, base_md5) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-            insert_event: q(
-                "INSERT INTO nacelle_change_event (change_id, kind, username, \
-                 time_ms, text) VALUES (?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-            get_change: q(format!(
-                "SELECT {CHANGE_COLUMNS} FROM nacelle_change WHERE id = ?"
-            )),
-            items_of: q(
-                "SELECT group_id, data_id, op, content, config_type, base_md5 \
-                 FROM nacelle_change_item WHERE change_id = ? ORDER BY ord"
-                    .into(),
-            ),
-            events_of: q(
-                "SELECT kind, username, time_ms, text FROM nacelle_change_event \
-                 WHERE change_id = ? ORDER BY id"
-                    .into(),
-            ),
-            count: q(format!(
-                "SELECT COUNT(*) AS n FROM nacelle_change WHERE {filter}"
-            )),
-            list: q(format!(
-                "SELECT {CHANGE_COLUMNS}, (SELECT COUNT(*) FROM nacelle_change_item i \
-                 WHERE i.change_id = c.id) AS item_count FROM nacelle_change c \
-                 WHERE {filter} ORDER BY id DESC LIMIT ? OFFSET ?"
-            )),
-            bump: q(
-                "UPDATE nacelle_change SET version = version + 1, updated_ms = ? \
-                 WHERE id = ? AND version = ?"
-                    .into(),
-            ),
-            set_fields: q(
-                "UPDATE nacelle_change SET title = ?, description = ?, state = ?, \
-                 stale = ?, publish_at_ms = ? WHERE id = ?"
-                    .into(),
-            ),
-            delete_items: q("DELETE FROM nacelle_change_item WHERE change_id = ?".into()),
-            lock_change: q(format!(
-                "SELECT version, state FROM nacelle_change WHERE id = ?{}",
-                D::FOR_UPDATE
-            )),
-            mark_published: q(format!(
-                "UPDATE nacelle_change SET state = '{}', stale = 0, publish_at_ms = 0, \
-                 version = version + 1, updated_ms = ? WHERE id = ?",
-                nacelle_core::change::ChangeState::Published.as_str()
-            )),
-            due: q(format!(
-                "SELECT id, version FROM nacelle_change WHERE state = '{}' \
-                 AND publish_at_ms > 0 AND publish_at_ms <= ? ORDER BY publish_at_ms, id",
-                nacelle_core::change::ChangeState::Approved.as_str()
-            )),
-            policies: "SELECT tenant_id, group_pattern, required_approvals, updated_by, \
-                 updated_ms FROM nacelle_review_policy ORDER BY tenant_id, group_pattern"
-                .into(),
-            delete_policy: q(
-                "DELETE FROM nacelle_review_policy WHERE tenant_id = ? AND group_pattern = ?"
-                    .into(),
-            ),
-            insert_policy: q(
-                "INSERT INTO nacelle_review_policy (tenant_id, group_pattern, \
-                 required_approvals, updated_by, updated_ms) VALUES (?, ?, ?, ?, ?)"
-                    .into(),
-            ),
-        }
-    }
-}
-
-/// The columns of a rollout row.
-pub(crate) const ROLLOUT_COLUMNS: &str = "id, tenant_id, group_id, data_id, content, \
-    config_type, base_md5, plan, state, step, step_started_ms, advanced_to, reason, \
-    lease_holder, lease_until_ms, author, version, created_ms, updated_ms";
-
-/// The statements of staged rollouts, spelled by one dialect.
-#[derive(Debug, Clone)]
-pub(crate) struct RolloutQueries {
-    /// tenant, group, dataId, content, type, base md5, plan, state, active key, author,
-    /// step started, created, updated.
-    pub(crate) insert: String,
-    pub(crate) get: String,
-    /// Newest first: limit.
-    pub(crate) list_all: String,
-    /// Only running or paused: limit.
-    pub(crate) list_active: String,
-    /// state, step, step started, advanced to, reason, active key, updated, id, version.
-    pub(crate) update: String,
-    /// holder, until, id, holder, now.
-    pub(crate) claim: String,
-}
-
-impl RolloutQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        RolloutQueries {
-            insert: q(format!(
-                "INSERT INTO nacelle_rollout (tenant_id, group_id, data_id, content, \
-                 config_type, base_md5, plan, state, active_key, author, step, \
-                 step_started_ms, advanced_to, reason, lease_holder, lease_until_ms, version, \
-                 created_ms, updated_ms) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, -1, '', '', 0, 1, ?, ?){}",
-                D::RETURNING_ID
-            )),
-            get: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE id = ?"
-            )),
-            list_all: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout ORDER BY id DESC LIMIT ?"
-            )),
-            list_active: q(format!(
-                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE state IN ('{}', '{}') \
-                 ORDER BY id DESC LIMIT ?",
-                nacelle_core::rollout::RolloutState::Running.as_str(),
-                nacelle_core::rollout::RolloutState::Paused.as_str()
-            )),
-            update: q(
-                "UPDATE nacelle_rollout SET state = ?, step = ?, step_started_ms = ?, \
-                 advanced_to = ?, reason = ?, active_key = ?, updated_ms = ?, \
-                 version = version + 1 WHERE id = ? AND version = ?"
-                    .into(),
-            ),
-            claim: q(format!(
-                "UPDATE nacelle_rollout SET lease_holder = ?, lease_until_ms = ? \
-                 WHERE id = ? AND state IN ('{}', '{}') \
-                 AND (lease_holder = ? OR lease_until_ms < ?)",
-                nacelle_core::rollout::RolloutState::Running.as_str(),
-                nacelle_core::rollout::RolloutState::Paused.as_str()
-            )),
-        }
-    }
-}
-
-/// The statements of the audit trail.
-/// The columns of an audit entry, in the order of [`AuditQueries::insert`].
-pub(crate) const AUDIT_COLUMNS: &str =
-    "seq, time_ms, user_name, address, protocol, action, target, outcome, detail, change_id, \
-     prev_hash, hash";
-
-#[derive(Debug, Clone)]
-pub(crate) struct AuditQueries {
-    /// Takes the head row's write lock (a no-op update: every dialect locks the row, and
-    /// SQLite starts its write transaction here rather than upgrading a read later).
-    pub(crate) lock_head: String,
-    /// The head row (locked again where the dialect has `FOR UPDATE`).
-    pub(crate) read_head: String,
-    pub(crate) read_head_plain: String,
-    pub(crate) insert: String,
-    pub(crate) update_head: String,
-    pub(crate) move_anchor: String,
-    pub(crate) range: String,
-    /// The oldest entries after the anchor, for a purge.
-    pub(crate) oldest: String,
-    pub(crate) delete_through: String,
-    /// The dialect's numbered placeholders, for the filtered page built per query.
-    pub(crate) numbered: bool,
-}
-
-impl AuditQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |sql: String| spell::<D>(&sql);
-        let head = "SELECT last_seq, last_hash, anchor_seq, anchor_hash FROM nacelle_audit_head \
-                    WHERE id = 1";
-        AuditQueries {
-            lock_head: q("UPDATE nacelle_audit_head SET last_seq = last_seq WHERE id = 1".into()),
-            read_head: q(format!("{head}{}", D::FOR_UPDATE)),
-            read_head_plain: q(head.into()),
-            insert: q(format!(
-                "INSERT INTO nacelle_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            )),
-            update_head: q(
-                "UPDATE nacelle_audit_head SET last_seq = ?, last_hash = ? WHERE id = 1".into(),
-            ),
-            move_anchor: q(
-                "UPDATE nacelle_audit_head SET anchor_seq = ?, anchor_hash = ? WHERE id = 1".into(),
-            ),
-            range: q(format!(
-                "SELECT {AUDIT_COLUMNS} FROM nacelle_audit WHERE seq > ? AND seq <= ? ORDER BY seq \
-                 LIMIT ?"
-            )),
-            oldest: q(
-                "SELECT seq, time_ms, hash FROM nacelle_audit WHERE seq > ? ORDER BY seq LIMIT ?"
-                    .into(),
-            ),
-            delete_through: q("DELETE FROM nacelle_audit WHERE seq > ? AND seq <= ?".into()),
-            numbered: D::NUMBERED_PLACEHOLDERS,
-        }
-    }
-}
-
-/// The columns of a webhook, in the order of [`WebhookQueries::insert`] after `id`.
-pub(crate) const WEBHOOK_COLUMNS: &str =
-    "tenant_id, group_pattern, data_id_pattern, url, secret, events, enabled, description, \
-     created_by, created_ms, updated_ms";
-
-/// The columns of a delivery as read.
-pub(crate) const DELIVERY_COLUMNS: &str =
-    "id, hook_id, event_id, kind, body, status, attempts, last_code, last_error, \
-     next_attempt_ms, created_ms, updated_ms";
-
-/// The statements of webhooks and their deliveries.
-#[derive(Debug, Clone)]
-pub(crate) struct WebhookQueries {
-    pub(crate) load: String,
-    /// A new webhook: [`WEBHOOK_COLUMNS`]; the id comes back as column `id` (MySQL:
-    /// [`WebhookQueries::last_insert_id`]).
-    pub(crate) insert: String,
-    pub(crate) last_insert_id: &'static str,
-    pub(crate) exists: String,
-    /// Every column but `id`, `created_by` and `created_ms`, then the id.
-    pub(crate) update: String,
-    pub(crate) delete: String,
-    pub(crate) delete_deliveries_of: String,
-    /// hook, event id, kind, body, due (= created), created, updated.
-    pub(crate) insert_delivery: String,
-    /// Candidates of a claim: now (due), now (lease), limit.
-    pub(crate) claimable: String,
-    /// Compare-and-set of one row: owner, lease until, id, now.
-    pub(crate) claim_one: String,
-    /// The rows of an owner.
-    pub(crate) claimed: String,
-    /// status, code, error, next attempt, now, id, owner.
-    pub(crate) finish: String,
-    pub(crate) count_of_hook: String,
-    /// hook, limit, offset.
-    pub(crate) page_of_hook: String,
-    /// now (due), now (updated), id.
-    pub(crate) redeliver: String,
-    /// Purge candidates: before, limit.
-    pub(crate) purgeable: String,
-    /// `DELETE … WHERE id IN (` before the list of ids.
-    pub(crate) delete_prefix: &'static str,
-}
-
-impl WebhookQueries {
-    pub(crate) fn new<D: Dialect>() -> Self {
-        let q = |s: String| spell::<D>(&s);
-        WebhookQueries {
-            load: q(format!(
-                "SELECT id, {WEBHOOK_COLUMNS} FROM nacelle_webhook ORDER BY id"
-            )),
-            insert: q(format!(
-                "INSERT INTO nacelle_webhook ({WEBHOOK_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){}",
-                D::RETURNING_ID
-            )),
-            last_insert_id: "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id",
-            exists: q(format!(
-                "SELECT {} AS n FROM nacelle_webhook WHERE id = ?",
-                D::signed("COUNT(*)")
-            )),
-            update: q(
-                "UPDATE nacelle_webhook SET tenant_id = ?, group_pattern = ?, \
-                 data_id_pattern = ?, url = ?, secret = ?, events = ?, enabled = ?, \
-                 description = ?, updated_ms = ? WHERE id = ?"
-                    .into(),
-            ),
-            delete: q("DELETE FROM nacelle_webhook WHERE id = ?".into()),
-            delete_deliveries_of: q("DELETE FROM nacelle_webhook_delivery WHERE hook_id = ?".into()),
-            insert_delivery: q(
-                "INSERT INTO nacelle_webhook_delivery (hook_id, event_id, kind, \
-                 body, status, attempts, last_code, last_error, next_attempt_ms, lease_owner, \
-                 lease_until_ms, created_ms, updated_ms) \
-                 VALUES (?, ?, ?, ?, 'pending', 0, 0, '', ?, '', 0, ?, ?)"
-                    .into(),
-            ),
-            claimable: q(
-                "SELECT id FROM nacelle_webhook_delivery WHERE status = 'pending' \
-                 AND next_attempt_ms <= ? AND lease_until_ms <= ? \
-                 ORDER BY next_attempt_ms, id LIMIT ?"
-                    .into(),
-            ),
-            claim_one: q("UPDATE nacelle_webhook_delivery SET lease_owner = ?, \
-                 lease_until_ms = ? WHERE id = ? AND status = 'pending' AND lease_until_ms <= ?"
-                .into()),
-            claimed: q(format!(
-                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery \
-                 WHERE lease_owner = ? AND status = 'pending' ORDER BY next_attempt_ms, id"
-            )),
-            finish: q(
-                "UPDATE nacelle_webhook_delivery SET status = ?, attempts = attempts + 1, \
-                 last_code = ?, last_error = ?, next_attempt_ms = ?, updated_ms = ?, \
-                 lease_owner = '', lease_until_ms = 0 WHERE id = ? AND lease_owner = ?"
-                    .into(),
-            ),
-            count_of_hook: q(format!(
-                "SELECT {} AS n FROM nacelle_webhook_delivery WHERE hook_id = ?",
-                D::signed("COUNT(*)")
-            )),
-            page_of_hook: q(format!(
-                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery WHERE hook_id = ? \
-                 ORDER BY id DESC LIMIT ? OFFSET ?"
-            )),
-            redeliver: q(
-                "UPDATE nacelle_webhook_delivery SET status = 'pending', attempts = 0, \
-                 next_attempt_ms = ?, updated_ms = ?, lease_owner = '', lease_until_ms = 0 \
-                 WHERE id = ? AND status <> 'pending'"
-                    .into(),
-            ),
-            purgeable: q(
-                "SELECT id FROM nacelle_webhook_delivery WHERE status <> 'pending' \
-                 AND created_ms < ? ORDER BY id LIMIT ?"
-                    .into(),
-            ),
-            delete_prefix: "DELETE FROM nacelle_webhook_delivery WHERE id IN (",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_numbered_for_postgres() {
-        assert_eq!(
-            spell::<sqlx::Postgres>("a = ? AND b = ? LIMIT ?"),
-            "a = $1 AND b = $2 LIMIT $3"
-        );
-        assert_eq!(spell::<sqlx::MySql>("a = ?"), "a = ?");
-    }
 
     #[test]
     fn every_planned_statement_binds_one_value_per_placeholder() -> Result<(), StoreError> {

@@ -1,7 +1,7 @@
 //! Staged rollouts (`nacelle_rollout`, docs/rollouts.md): create, read, version-checked
 //! transitions and the lease of the node driving each, on a sqlx pool shared by every
-//! backend (small writes, each its own statement or short transaction). The statements
-//! are `RolloutQueries` in `queries.rs`.
+//! backend (small writes, each its own statement or short transaction); their statements,
+//! spelled once per dialect.
 
 use nacelle_core::rollout::{
     active_key, NewRollout, Rollout, RolloutId, RolloutPlan, RolloutState, RolloutUpdate,
@@ -9,9 +9,72 @@ use nacelle_core::rollout::{
 use nacelle_core::{ConfigKey, ConfigType, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::queries::{Arg, Queries};
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
+
+/// The columns of a rollout row.
+const ROLLOUT_COLUMNS: &str = "id, tenant_id, group_id, data_id, content, \
+    config_type, base_md5, plan, state, step, step_started_ms, advanced_to, reason, \
+    lease_holder, lease_until_ms, author, version, created_ms, updated_ms";
+
+/// The statements of staged rollouts, spelled by one dialect.
+#[derive(Debug, Clone)]
+pub(crate) struct RolloutQueries {
+    /// tenant, group, dataId, content, type, base md5, plan, state, active key, author,
+    /// step started, created, updated.
+    pub(crate) insert: String,
+    pub(crate) get: String,
+    /// Newest first: limit.
+    pub(crate) list_all: String,
+    /// Only running or paused: limit.
+    pub(crate) list_active: String,
+    /// state, step, step started, advanced to, reason, active key, updated, id, version.
+    pub(crate) update: String,
+    /// holder, until, id, holder, now.
+    pub(crate) claim: String,
+}
+
+impl RolloutQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        RolloutQueries {
+            insert: q(format!(
+                "INSERT INTO nacelle_rollout (tenant_id, group_id, data_id, content, \
+                 config_type, base_md5, plan, state, active_key, author, step, \
+                 step_started_ms, advanced_to, reason, lease_holder, lease_until_ms, version, \
+                 created_ms, updated_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, -1, '', '', 0, 1, ?, ?){}",
+                D::RETURNING_ID
+            )),
+            get: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE id = ?"
+            )),
+            list_all: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout ORDER BY id DESC LIMIT ?"
+            )),
+            list_active: q(format!(
+                "SELECT {ROLLOUT_COLUMNS} FROM nacelle_rollout WHERE state IN ('{}', '{}') \
+                 ORDER BY id DESC LIMIT ?",
+                nacelle_core::rollout::RolloutState::Running.as_str(),
+                nacelle_core::rollout::RolloutState::Paused.as_str()
+            )),
+            update: q(
+                "UPDATE nacelle_rollout SET state = ?, step = ?, step_started_ms = ?, \
+                 advanced_to = ?, reason = ?, active_key = ?, updated_ms = ?, \
+                 version = version + 1 WHERE id = ? AND version = ?"
+                    .into(),
+            ),
+            claim: q(format!(
+                "UPDATE nacelle_rollout SET lease_holder = ?, lease_until_ms = ? \
+                 WHERE id = ? AND state IN ('{}', '{}') \
+                 AND (lease_holder = ? OR lease_until_ms < ?)",
+                nacelle_core::rollout::RolloutState::Running.as_str(),
+                nacelle_core::rollout::RolloutState::Paused.as_str()
+            )),
+        }
+    }
+}
 
 fn bad_row(what: &str, value: &str) -> StoreError {
     StoreError::Unavailable(format!("unreadable rollout row: {what} `{value}`"))
@@ -49,61 +112,52 @@ fn rollout_of<DB: Exec>(row: &DB::Row) -> Result<Rollout, StoreError> {
 /// `Conflict` (the unique `active_key`).
 pub(crate) async fn create<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &RolloutQueries,
     new: &NewRollout,
 ) -> Result<RolloutId, StoreError> {
     let plan = new.plan.to_json();
     let state = RolloutState::Running;
     // Unique until the id is known: the `#…` form of a finished rollout never collides.
     let active = active_key(0, &new.key, state);
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let args = [
-        Arg::Text(new.key.tenant()),
-        Arg::Text(new.key.group()),
-        Arg::Text(new.key.data_id()),
-        Arg::Text(&new.content),
-        Arg::Text(new.config_type.as_str()),
-        Arg::Text(&new.base_md5),
-        Arg::Text(&plan),
-        Arg::Text(state.as_str()),
-        Arg::Text(&active),
-        Arg::Text(&new.author),
-        Arg::Int(new.now_ms),
-        Arg::Int(new.now_ms),
-        Arg::Int(new.now_ms),
-    ];
-    let inserted = DB::row(conn, &q.rollouts.insert, &args).await;
-    let row = match inserted {
-        Ok(Some(row)) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        Ok(None) => DB::row(conn, q.changes.last_insert_id, &[])
+    sql::in_transaction(pool, async |conn| {
+        let args = [
+            Arg::Text(new.key.tenant()),
+            Arg::Text(new.key.group()),
+            Arg::Text(new.key.data_id()),
+            Arg::Text(&new.content),
+            Arg::Text(new.config_type.as_str()),
+            Arg::Text(&new.base_md5),
+            Arg::Text(&plan),
+            Arg::Text(state.as_str()),
+            Arg::Text(&active),
+            Arg::Text(&new.author),
+            Arg::Int(new.now_ms),
+            Arg::Int(new.now_ms),
+            Arg::Int(new.now_ms),
+        ];
+        // Only the insert can meet a unique key: the active rollout of the key.
+        let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "rollout")
             .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new rollout".into()))?,
-        Err(e) => {
-            return Err(match map_err(e) {
+            .map_err(|e| match e {
                 StoreError::Conflict(_) => StoreError::Conflict(format!(
                     "config {} has an active rollout already",
                     new.key
                 )),
                 other => other,
-            })
-        }
-    };
-    let id = DB::int(&row, "id")?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
+            })?;
+        Ok(id)
+    })
+    .await
 }
 
 /// One rollout.
 pub(crate) async fn get<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &RolloutQueries,
     id: RolloutId,
 ) -> Result<Option<Rollout>, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    match DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+    match DB::row(&mut conn, &q.get, &[Arg::Int(id)])
         .await
         .map_err(map_err)?
     {
@@ -115,14 +169,14 @@ pub(crate) async fn get<DB: Exec>(
 /// Rollouts, newest first.
 pub(crate) async fn list<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &RolloutQueries,
     active_only: bool,
     limit: u32,
 ) -> Result<Vec<Rollout>, StoreError> {
     let sql = if active_only {
-        &q.rollouts.list_active
+        &q.list_active
     } else {
-        &q.rollouts.list_all
+        &q.list_all
     };
     let mut conn = pool.acquire().await.map_err(map_err)?;
     DB::rows(&mut conn, sql, &[Arg::Int(i64::from(limit.max(1)))])
@@ -136,12 +190,12 @@ pub(crate) async fn list<DB: Exec>(
 /// Applies a transition if the version is still the expected one.
 pub(crate) async fn update<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &RolloutQueries,
     id: RolloutId,
     u: &RolloutUpdate,
 ) -> Result<Rollout, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    let Some(row) = DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+    let Some(row) = DB::row(&mut conn, &q.get, &[Arg::Int(id)])
         .await
         .map_err(map_err)?
     else {
@@ -151,7 +205,7 @@ pub(crate) async fn update<DB: Exec>(
     let active = active_key(id, &current.key, u.state);
     let done = DB::run(
         &mut conn,
-        &q.rollouts.update,
+        &q.update,
         &[
             Arg::Text(u.state.as_str()),
             Arg::Int(i64::from(u.step)),
@@ -169,7 +223,7 @@ pub(crate) async fn update<DB: Exec>(
     if DB::rows_affected(&done) == 0 {
         return Err(StoreError::CasMismatch);
     }
-    let row = DB::row(&mut conn, &q.rollouts.get, &[Arg::Int(id)])
+    let row = DB::row(&mut conn, &q.get, &[Arg::Int(id)])
         .await
         .map_err(map_err)?
         .ok_or_else(|| StoreError::NotFound(format!("rollout {id}")))?;
@@ -179,7 +233,7 @@ pub(crate) async fn update<DB: Exec>(
 /// Takes or renews the lease; whether `node` holds it.
 pub(crate) async fn claim<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &RolloutQueries,
     id: RolloutId,
     node: &str,
     now_ms: i64,
@@ -188,7 +242,7 @@ pub(crate) async fn claim<DB: Exec>(
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let done = DB::run(
         &mut conn,
-        &q.rollouts.claim,
+        &q.claim,
         &[
             Arg::Text(node),
             Arg::Int(now_ms.saturating_add(lease_ms)),

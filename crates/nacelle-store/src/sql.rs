@@ -1,20 +1,23 @@
 //! The sqlx code every backend shares: [`Exec`] (the one place sqlx's generic bounds are
-//! written), the reads (configs, history, the change log, namespaces), namespace writes,
-//! history purges and row decoding. SQLite reads through it as MySQL and PostgreSQL do;
-//! writes of configs and grays go through the one executor (`write.rs`).
+//! written), the config core's reads (configs, grays, history, the change logs), history
+//! purges and row decoding, and the small helpers the features' modules use too (a
+//! connection, a count, an insert that returns its generated id). SQLite reads through it
+//! as MySQL and PostgreSQL do; writes of configs and grays go through the one executor
+//! (`write.rs`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use nacelle_core::{
     ChangeRecord, ConfigKey, ConfigMeta, ConfigType, GrayHistoryEntry, HistoryEntry,
-    HistoryRetention, Namespace, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError,
-    StoredConfig, StoredGray,
+    HistoryRetention, OpSource, OpType, Page, PageRequest, PurgeStep, StoreError, StoredConfig,
+    StoredGray,
 };
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
+use crate::dialect::{Arg, Dialect};
 use crate::map_err;
-use crate::queries::{self, key_args, Arg, Dialect, PurgeSql, Queries};
+use crate::queries::{self, key_args, PurgeSql, Queries};
 
 /// What the shared code does with a database: run a statement with [`Arg`]s, read columns.
 /// Implemented once, for every sqlx database that our [`Dialect`] spells.
@@ -124,7 +127,9 @@ where
 }
 
 /// A connection of `pool`, as an error a read reports.
-async fn conn<DB: Exec>(pool: &Pool<DB>) -> Result<sqlx::pool::PoolConnection<DB>, StoreError> {
+pub(crate) async fn conn<DB: Exec>(
+    pool: &Pool<DB>,
+) -> Result<sqlx::pool::PoolConnection<DB>, StoreError> {
     pool.acquire().await.map_err(map_err)
 }
 
@@ -280,7 +285,7 @@ pub(crate) async fn history_page<DB: Exec>(
     page: PageRequest,
 ) -> Result<Page<HistoryEntry>, StoreError> {
     let sqls = (q.history_count.as_str(), q.history_page.as_str());
-    paged(pool, sqls, key, page, history_from_row::<DB>).await
+    read_page(pool, sqls, &key_args(key), page, history_from_row::<DB>).await
 }
 
 /// The gray change log of one key, newest first.
@@ -291,7 +296,7 @@ pub(crate) async fn gray_history<DB: Exec>(
     page: PageRequest,
 ) -> Result<Page<GrayHistoryEntry>, StoreError> {
     let sqls = (q.gray_history_count.as_str(), q.gray_history_page.as_str());
-    paged(pool, sqls, key, page, |row| {
+    read_page(pool, sqls, &key_args(key), page, |row| {
         let (rule_type, rule_expr, priority) =
             crate::plan::parse_gray_rule(&DB::text(row, "gray_rule")?)?;
         Ok(GrayHistoryEntry {
@@ -305,29 +310,25 @@ pub(crate) async fn gray_history<DB: Exec>(
     .await
 }
 
-/// A page of the rows of one key: `sqls` counts them (column `n`) and reads a page (key,
-/// limit, offset); `decode` turns a row into an item.
-async fn paged<DB: Exec, T>(
+/// A page of rows, on one connection: `sqls.0` counts them (column `n`), `sqls.1` reads
+/// the page; both bind `args`, the page read then the page's size and offset. `decode`
+/// turns a row into an item. Every paged listing of the store reads through it (history,
+/// the gray change log, change requests, audit entries, webhook deliveries).
+pub(crate) async fn read_page<DB: Exec, T>(
     pool: &Pool<DB>,
     sqls: (&str, &str),
-    key: &ConfigKey,
+    args: &[Arg<'_>],
     page: PageRequest,
     decode: impl Fn(&DB::Row) -> Result<T, StoreError>,
 ) -> Result<Page<T>, StoreError> {
     let mut c = conn(pool).await?;
-    let count = DB::row(&mut *c, sqls.0, &key_args(key))
-        .await
-        .map_err(map_err)?;
-    let total = match count {
-        Some(r) => DB::int(&r, "n")?,
-        None => 0,
-    };
-    let [d, g, t] = key_args(key);
-    let size = Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX));
-    let offset = Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX));
-    let rows = DB::rows(&mut *c, sqls.1, &[d, g, t, size, offset])
-        .await
-        .map_err(map_err)?;
+    let total = count_on::<DB>(&mut c, sqls.0, args).await?;
+    let mut paged = args.to_vec();
+    paged.extend([
+        Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX)),
+        Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX)),
+    ]);
+    let rows = DB::rows(&mut *c, sqls.1, &paged).await.map_err(map_err)?;
     let items = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
     Ok(Page::new(
         u64::try_from(total).unwrap_or(0),
@@ -400,97 +401,24 @@ pub(crate) async fn max_history_nid<DB: Exec>(
 }
 
 /// The integer column `n` of the first row of `sql`, 0 without a row.
-async fn count<DB: Exec>(pool: &Pool<DB>, sql: &str, args: &[Arg<'_>]) -> Result<i64, StoreError> {
-    match DB::row(&mut *conn(pool).await?, sql, args)
-        .await
-        .map_err(map_err)?
-    {
+pub(crate) async fn count<DB: Exec>(
+    pool: &Pool<DB>,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> Result<i64, StoreError> {
+    count_on::<DB>(&mut *conn(pool).await?, sql, args).await
+}
+
+/// [`count`] on a connection already held.
+async fn count_on<DB: Exec>(
+    conn: &mut DB::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+) -> Result<i64, StoreError> {
+    match DB::row(conn, sql, args).await.map_err(map_err)? {
         Some(r) => DB::int(&r, "n"),
         None => Ok(0),
     }
-}
-
-/// Custom namespaces, oldest first.
-pub(crate) async fn list_namespaces<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-) -> Result<Vec<Namespace>, StoreError> {
-    let rows = DB::rows(&mut *conn(pool).await?, &q.list_namespaces, &[])
-        .await
-        .map_err(map_err)?;
-    rows.iter()
-        .map(|r| {
-            Ok(Namespace {
-                id: nacelle_core::NamespaceId::from_trusted(&DB::text(r, "tenant_id")?),
-                name: DB::text(r, "tenant_name")?,
-                desc: DB::text(r, "tenant_desc")?,
-            })
-        })
-        .collect()
-}
-
-/// Creates a namespace; a taken id is a [`StoreError::Conflict`].
-pub(crate) async fn create_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    ns: &Namespace,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let args = [
-        Arg::Text(ns.id.as_str()),
-        Arg::Text(&ns.name),
-        Arg::Text(&ns.desc),
-        Arg::Int(now_ms),
-        Arg::Int(now_ms),
-    ];
-    DB::run(&mut *conn(pool).await?, &q.create_namespace, &args)
-        .await
-        .map_err(map_err)?;
-    Ok(())
-}
-
-/// Updates a namespace's name and description; [`StoreError::NotFound`] when absent.
-pub(crate) async fn update_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    ns: &Namespace,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    let absent = || StoreError::NotFound(format!("namespace `{}`", ns.id));
-    if !DB::UPDATE_COUNTS_MATCHED_ROWS
-        && count(pool, &q.namespace_exists, &[Arg::Text(ns.id.as_str())]).await? == 0
-    {
-        return Err(absent());
-    }
-    let args = [
-        Arg::Text(&ns.name),
-        Arg::Text(&ns.desc),
-        Arg::Int(now_ms),
-        Arg::Text(ns.id.as_str()),
-    ];
-    let done = DB::run(&mut *conn(pool).await?, &q.update_namespace, &args)
-        .await
-        .map_err(map_err)?;
-    if DB::UPDATE_COUNTS_MATCHED_ROWS && DB::rows_affected(&done) == 0 {
-        return Err(absent());
-    }
-    Ok(())
-}
-
-/// Deletes a namespace; whether it existed.
-pub(crate) async fn delete_namespace<DB: Exec>(
-    pool: &Pool<DB>,
-    q: &Queries,
-    id: &str,
-) -> Result<bool, StoreError> {
-    let done = DB::run(
-        &mut *conn(pool).await?,
-        &q.delete_namespace,
-        &[Arg::Text(id)],
-    )
-    .await
-    .map_err(map_err)?;
-    Ok(DB::rows_affected(&done) > 0)
 }
 
 /// Most rows one purge batch deletes, whatever the caller asks.
@@ -592,6 +520,42 @@ pub(crate) async fn delete_history<DB: Exec>(
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done))
+}
+
+/// Runs `body` in one transaction on a connection of `pool`: committed when `body`
+/// succeeds, rolled back when it fails (the transaction is dropped unfinished).
+pub(crate) async fn in_transaction<DB: Exec, T>(
+    pool: &Pool<DB>,
+    body: impl AsyncFnOnce(&mut DB::Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tx = pool.begin().await.map_err(map_err)?;
+    let out = body(&mut tx).await?;
+    tx.commit().await.map_err(map_err)?;
+    Ok(out)
+}
+
+/// What MySQL, which has no `RETURNING`, answers for the id of this connection's last
+/// insert, as column `id`.
+const LAST_INSERT_ID: &str = "SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id";
+
+/// Runs an insert into a table of Nacelle's that ends in [`Dialect::RETURNING_ID`] and
+/// answers the new row's id: from the row the insert returned or, where the dialect returns
+/// none (MySQL), the id of this connection's last insert. `what` names the row for the
+/// error when neither gives an id.
+pub(crate) async fn insert_returning_id<DB: Exec>(
+    conn: &mut DB::Connection,
+    sql: &str,
+    args: &[Arg<'_>],
+    what: &str,
+) -> Result<i64, StoreError> {
+    let row = match DB::row(conn, sql, args).await.map_err(map_err)? {
+        Some(row) => row,
+        None => DB::row(conn, LAST_INSERT_ID, &[])
+            .await
+            .map_err(map_err)?
+            .ok_or_else(|| StoreError::Unavailable(format!("no id for the new {what}")))?,
+    };
+    DB::int(&row, "id")
 }
 
 /// Checks that the database answers.

@@ -25,10 +25,11 @@ use sqlx::sqlite::{
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::dialect::Dialect;
 use crate::map_err;
-use crate::queries::{Dialect, Queries};
+use crate::queries::Queries;
 use crate::sqlite_writer::{self, queued, writer_gone, WriteOp};
-use crate::store::{Backend, Store};
+use crate::store::{Backend, QuerySet, Store};
 use crate::write::Step;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -42,7 +43,7 @@ pub type SqliteStore = Store<SqliteBackend>;
 pub struct SqliteBackend {
     writer: SqlitePool,
     reader: SqlitePool,
-    queries: Queries,
+    queries: QuerySet,
     /// Queue of the group-commit writer thread.
     writes: mpsc::Sender<WriteOp>,
 }
@@ -111,8 +112,8 @@ impl Store<SqliteBackend> {
             .connect_with(opts.clone().read_only(true))
             .await
             .map_err(map_err)?;
-        let queries = Queries::new::<Sqlite>();
-        let writes = start_writer(opts.get_filename(), queries.clone())?;
+        let queries = QuerySet::new::<Sqlite>();
+        let writes = start_writer(opts.get_filename(), queries.config.clone())?;
         Ok(Store(SqliteBackend {
             writer,
             reader,
@@ -136,7 +137,7 @@ impl Backend for SqliteBackend {
         "sqlite"
     }
 
-    fn queries(&self) -> &Queries {
+    fn queries(&self) -> &QuerySet {
         &self.queries
     }
 

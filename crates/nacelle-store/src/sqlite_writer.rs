@@ -29,8 +29,9 @@ use rusqlite::{params_from_iter, Connection, OptionalExtension};
 use sqlx::Sqlite;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::dialect::Arg;
 use crate::plan::Current;
-use crate::queries::{Arg, Queries, Returns, Statement};
+use crate::queries::{Queries, Returns, Statement};
 use crate::write::{Step, WriteConn};
 
 /// Most writes committed in one transaction.
@@ -44,7 +45,7 @@ pub(crate) enum WriteOp {
     /// promotion, metadata), run inside the group's transaction: it commits or rolls back
     /// with the group, never in part.
     Step(Box<dyn Queued>),
-    /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_history`),
+    /// One batch of a history purge: a `DELETE` by primary key (`queries::delete_logged`),
     /// run in a transaction of its own between groups, so a failing purge never rolls back
     /// a publish; answers the rows deleted.
     PurgeHistory(String, oneshot::Sender<Result<u64, StoreError>>),

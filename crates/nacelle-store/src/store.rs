@@ -6,6 +6,7 @@
 //! executor (`write.rs`).
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use nacelle_core::audit::{AuditEntry, AuditEvent, AuditFilter, AuditPurge, AuditRange};
@@ -27,8 +28,16 @@ use nacelle_core::{
 };
 use sqlx::Pool;
 
+use crate::audit::AuditQueries;
+use crate::changes::ChangeQueries;
+use crate::config_schema::SchemaQueries;
+use crate::dialect::Dialect;
+use crate::identity::IdentityQueries;
+use crate::namespaces::NamespaceQueries;
 use crate::queries::Queries;
+use crate::rollouts::RolloutQueries;
 use crate::sql::{self, Exec};
+use crate::webhooks::WebhookQueries;
 use crate::write::{self, Step};
 
 /// What one kind of backend does its own way.
@@ -40,7 +49,7 @@ pub(crate) trait Backend: Send + Sync + Debug + 'static {
     /// The backend's name for logs ("sqlite", "mysql", "postgres").
     fn name(&self) -> &'static str;
     /// Its statements.
-    fn queries(&self) -> &Queries;
+    fn queries(&self) -> &QuerySet;
     /// The pool reads use.
     fn reader(&self) -> &Pool<Self::Db>;
     /// The pool namespace and identity writes use.
@@ -54,6 +63,46 @@ pub(crate) trait Backend: Send + Sync + Debug + 'static {
     /// database.
     fn refuse(&self, _write: Checked<'_>) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+/// Every statement of the store as one dialect spells it, built once when a store opens:
+/// the config core's ([`Queries`], `queries.rs`) and each feature's, which lives with the
+/// code that runs it.
+#[derive(Debug, Clone)]
+pub(crate) struct QuerySet {
+    /// Configs, grays, tags, history, the change logs and their purges.
+    pub config: Queries,
+    /// Namespaces.
+    pub namespaces: NamespaceQueries,
+    /// Change requests and review policies (shared with the publish step, which may run on
+    /// SQLite's writer thread).
+    pub changes: Arc<ChangeQueries>,
+    /// Staged rollouts.
+    pub rollouts: RolloutQueries,
+    /// JSON Schemas of config keys.
+    pub schemas: SchemaQueries,
+    /// Users, roles, permissions and token states.
+    pub identity: IdentityQueries,
+    /// The audit trail.
+    pub audit: AuditQueries,
+    /// Webhooks and their deliveries.
+    pub webhooks: WebhookQueries,
+}
+
+impl QuerySet {
+    /// The statements as `D` spells them, for Nacelle's own schema.
+    pub fn new<D: Dialect>() -> Self {
+        QuerySet {
+            config: Queries::new::<D>(),
+            namespaces: NamespaceQueries::new::<D>(),
+            changes: Arc::new(ChangeQueries::new::<D>()),
+            rollouts: RolloutQueries::new::<D>(),
+            schemas: SchemaQueries::new::<D>(),
+            identity: IdentityQueries::new::<D>(),
+            audit: AuditQueries::new::<D>(),
+            webhooks: WebhookQueries::new::<D>(),
+        }
     }
 }
 
@@ -84,11 +133,11 @@ impl<B: Backend> ConfigStore for Store<B> {
 #[async_trait]
 impl<B: Backend> Configs for Store<B> {
     async fn load_all(&self) -> Result<Vec<StoredConfig>, StoreError> {
-        sql::load_all(self.0.reader(), self.0.queries()).await
+        sql::load_all(self.0.reader(), &self.0.queries().config).await
     }
 
     async fn get(&self, key: &ConfigKey) -> Result<Option<StoredConfig>, StoreError> {
-        sql::get(self.0.reader(), self.0.queries(), key).await
+        sql::get(self.0.reader(), &self.0.queries().config, key).await
     }
 
     async fn publish(&self, rec: &PublishRecord) -> Result<StoredConfig, StoreError> {
@@ -136,11 +185,11 @@ impl<B: Backend> Configs for Store<B> {
 #[async_trait]
 impl<B: Backend> Grays for Store<B> {
     async fn load_grays(&self) -> Result<Vec<StoredGray>, StoreError> {
-        sql::load_grays(self.0.reader(), self.0.queries()).await
+        sql::load_grays(self.0.reader(), &self.0.queries().config).await
     }
 
     async fn grays_of(&self, key: &ConfigKey) -> Result<Vec<StoredGray>, StoreError> {
-        sql::grays_of(self.0.reader(), self.0.queries(), key).await
+        sql::grays_of(self.0.reader(), &self.0.queries().config, key).await
     }
 
     async fn remove_gray(
@@ -170,7 +219,7 @@ impl<B: Backend> Grays for Store<B> {
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<GrayHistoryEntry>, StoreError> {
-        sql::gray_history(self.0.reader(), self.0.queries(), key, page).await
+        sql::gray_history(self.0.reader(), &self.0.queries().config, key, page).await
     }
 }
 
@@ -181,15 +230,15 @@ impl<B: Backend> History for Store<B> {
         key: &ConfigKey,
         page: PageRequest,
     ) -> Result<Page<HistoryEntry>, StoreError> {
-        sql::history_page(self.0.reader(), self.0.queries(), key, page).await
+        sql::history_page(self.0.reader(), &self.0.queries().config, key, page).await
     }
 
     async fn history_entry(&self, nid: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_entry(self.0.reader(), self.0.queries(), nid).await
+        sql::history_entry(self.0.reader(), &self.0.queries().config, nid).await
     }
 
     async fn history_previous(&self, config_id: i64) -> Result<Option<HistoryEntry>, StoreError> {
-        sql::history_previous(self.0.reader(), self.0.queries(), config_id).await
+        sql::history_previous(self.0.reader(), &self.0.queries().config, config_id).await
     }
 
     /// Candidates are read through the reader pool with the shared code; the `DELETE` is
@@ -203,7 +252,7 @@ impl<B: Backend> History for Store<B> {
         batch: u32,
     ) -> Result<PurgeStep, StoreError> {
         let delete = |sql| self.0.delete_logged(sql);
-        let (q, position) = (self.0.queries().purge_of(log), (after_nid, batch));
+        let (q, position) = (self.0.queries().config.purge_of(log), (after_nid, batch));
         sql::purge_batch(self.0.reader(), q, rule, position, delete).await
     }
 }
@@ -215,11 +264,11 @@ impl<B: Backend> ChangeLog for Store<B> {
         after_nid: i64,
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::changes_since(self.0.reader(), self.0.queries(), after_nid, limit).await
+        sql::changes_since(self.0.reader(), &self.0.queries().config, after_nid, limit).await
     }
 
     async fn max_history_nid(&self) -> Result<i64, StoreError> {
-        sql::max_history_nid(self.0.reader(), self.0.queries()).await
+        sql::max_history_nid(self.0.reader(), &self.0.queries().config).await
     }
 
     async fn gray_changes_since(
@@ -227,54 +276,54 @@ impl<B: Backend> ChangeLog for Store<B> {
         after_nid: i64,
         limit: u32,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
-        sql::gray_changes_since(self.0.reader(), self.0.queries(), after_nid, limit).await
+        sql::gray_changes_since(self.0.reader(), &self.0.queries().config, after_nid, limit).await
     }
 
     async fn max_gray_nid(&self) -> Result<i64, StoreError> {
-        sql::max_gray_nid(self.0.reader(), self.0.queries()).await
+        sql::max_gray_nid(self.0.reader(), &self.0.queries().config).await
     }
 }
 
 #[async_trait]
 impl<B: Backend> Namespaces for Store<B> {
     async fn list_namespaces(&self) -> Result<Vec<Namespace>, StoreError> {
-        sql::list_namespaces(self.0.reader(), self.0.queries()).await
+        crate::namespaces::list(self.0.reader(), &self.0.queries().namespaces).await
     }
 
     async fn create_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
         self.0.refuse(Checked::Namespace(ns))?;
-        sql::create_namespace(self.0.writer(), self.0.queries(), ns, now_ms).await
+        crate::namespaces::create(self.0.writer(), &self.0.queries().namespaces, ns, now_ms).await
     }
 
     async fn update_namespace(&self, ns: &Namespace, now_ms: i64) -> Result<(), StoreError> {
         self.0.refuse(Checked::Namespace(ns))?;
-        sql::update_namespace(self.0.writer(), self.0.queries(), ns, now_ms).await
+        crate::namespaces::update(self.0.writer(), &self.0.queries().namespaces, ns, now_ms).await
     }
 
     async fn delete_namespace(&self, id: &NamespaceId) -> Result<bool, StoreError> {
-        sql::delete_namespace(self.0.writer(), self.0.queries(), id.as_str()).await
+        crate::namespaces::delete(self.0.writer(), &self.0.queries().namespaces, id.as_str()).await
     }
 }
 
 #[async_trait]
 impl<B: Backend> Identities for Store<B> {
     async fn load_identities(&self) -> Result<IdentityRecords, StoreError> {
-        crate::identity::load(self.0.reader(), self.0.queries()).await
+        crate::identity::load(self.0.reader(), &self.0.queries().identity).await
     }
 
     async fn write_identity(&self, write: &IdentityWrite) -> Result<(), StoreError> {
-        crate::identity::write(self.0.writer(), self.0.queries(), write).await
+        crate::identity::write(self.0.writer(), &self.0.queries().identity, write).await
     }
 }
 
 #[async_trait]
 impl<B: Backend> ChangeRequests for Store<B> {
     async fn create_change(&self, change: &NewChange) -> Result<ChangeId, StoreError> {
-        crate::changes::create(self.0.writer(), self.0.queries(), change).await
+        crate::changes::create(self.0.writer(), &self.0.queries().changes, change).await
     }
 
     async fn get_change(&self, id: ChangeId) -> Result<Option<ChangeRequest>, StoreError> {
-        crate::changes::get(self.0.reader(), self.0.queries(), id).await
+        crate::changes::get(self.0.reader(), &self.0.queries().changes, id).await
     }
 
     async fn list_changes(
@@ -282,11 +331,11 @@ impl<B: Backend> ChangeRequests for Store<B> {
         filter: &ChangeFilter,
         page: PageRequest,
     ) -> Result<Page<ChangeRequest>, StoreError> {
-        crate::changes::list(self.0.reader(), self.0.queries(), filter, page).await
+        crate::changes::list(self.0.reader(), &self.0.queries().changes, filter, page).await
     }
 
     async fn update_change(&self, id: ChangeId, update: &ChangeUpdate) -> Result<i64, StoreError> {
-        crate::changes::update(self.0.writer(), self.0.queries(), id, update).await
+        crate::changes::update(self.0.writer(), &self.0.queries().changes, id, update).await
     }
 
     async fn publish_change(
@@ -306,6 +355,7 @@ impl<B: Backend> ChangeRequests for Store<B> {
             }
         }
         let step = crate::changes::PublishChange {
+            sql: Arc::clone(&self.0.queries().changes),
             id,
             version: expected_version,
             writes: writes.to_vec(),
@@ -316,15 +366,15 @@ impl<B: Backend> ChangeRequests for Store<B> {
     }
 
     async fn due_changes(&self, now_ms: i64) -> Result<Vec<(ChangeId, i64)>, StoreError> {
-        crate::changes::due(self.0.reader(), self.0.queries(), now_ms).await
+        crate::changes::due(self.0.reader(), &self.0.queries().changes, now_ms).await
     }
 
     async fn review_policies(&self) -> Result<Vec<ReviewPolicy>, StoreError> {
-        crate::changes::policies(self.0.reader(), self.0.queries()).await
+        crate::changes::policies(self.0.reader(), &self.0.queries().changes).await
     }
 
     async fn set_review_policy(&self, policy: &ReviewPolicy) -> Result<(), StoreError> {
-        crate::changes::set_policy(self.0.writer(), self.0.queries(), policy).await
+        crate::changes::set_policy(self.0.writer(), &self.0.queries().changes, policy).await
     }
 
     async fn delete_review_policy(
@@ -332,19 +382,24 @@ impl<B: Backend> ChangeRequests for Store<B> {
         namespace: &NamespaceId,
         group_pattern: &str,
     ) -> Result<bool, StoreError> {
-        crate::changes::delete_policy(self.0.writer(), self.0.queries(), namespace, group_pattern)
-            .await
+        crate::changes::delete_policy(
+            self.0.writer(),
+            &self.0.queries().changes,
+            namespace,
+            group_pattern,
+        )
+        .await
     }
 }
 
 #[async_trait]
 impl<B: Backend> Schemas for Store<B> {
     async fn load_schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
-        crate::config_schema::load(self.0.reader(), self.0.queries()).await
+        crate::config_schema::load(self.0.reader(), &self.0.queries().schemas).await
     }
 
     async fn put_schema(&self, record: &SchemaRecord) -> Result<(), StoreError> {
-        crate::config_schema::put(self.0.writer(), self.0.queries(), record).await
+        crate::config_schema::put(self.0.writer(), &self.0.queries().schemas, record).await
     }
 
     async fn delete_schema(
@@ -353,8 +408,14 @@ impl<B: Backend> Schemas for Store<B> {
         group: &str,
         data_id: &str,
     ) -> Result<bool, StoreError> {
-        crate::config_schema::delete(self.0.writer(), self.0.queries(), namespace, group, data_id)
-            .await
+        crate::config_schema::delete(
+            self.0.writer(),
+            &self.0.queries().schemas,
+            namespace,
+            group,
+            data_id,
+        )
+        .await
     }
 }
 
@@ -364,7 +425,7 @@ impl<B: Backend> Audit for Store<B> {
     /// never touches the audit tables; MySQL/PostgreSQL: the pool, the head row's lock
     /// serializing appenders across nodes).
     async fn append_audit(&self, events: &[AuditEvent]) -> Result<Vec<AuditEntry>, StoreError> {
-        crate::audit::append(self.0.writer(), self.0.queries(), events).await
+        crate::audit::append(self.0.writer(), &self.0.queries().audit, events).await
     }
 
     async fn audit_page(
@@ -372,15 +433,15 @@ impl<B: Backend> Audit for Store<B> {
         filter: &AuditFilter,
         page: PageRequest,
     ) -> Result<Page<AuditEntry>, StoreError> {
-        crate::audit::page(self.0.reader(), self.0.queries(), filter, page).await
+        crate::audit::page(self.0.reader(), filter, page).await
     }
 
     async fn audit_range(&self, after_seq: i64, limit: u32) -> Result<AuditRange, StoreError> {
-        crate::audit::range(self.0.reader(), self.0.queries(), after_seq, limit).await
+        crate::audit::range(self.0.reader(), &self.0.queries().audit, after_seq, limit).await
     }
 
     async fn purge_audit(&self, before_ms: i64, batch: u32) -> Result<AuditPurge, StoreError> {
-        crate::audit::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
+        crate::audit::purge(self.0.writer(), &self.0.queries().audit, before_ms, batch).await
     }
 }
 
@@ -388,27 +449,27 @@ impl<B: Backend> Audit for Store<B> {
 #[async_trait]
 impl<B: Backend> Webhooks for Store<B> {
     async fn load_webhooks(&self) -> Result<Vec<Webhook>, StoreError> {
-        crate::webhooks::load(self.0.reader(), self.0.queries()).await
+        crate::webhooks::load(self.0.reader(), &self.0.queries().webhooks).await
     }
 
     async fn create_webhook(&self, hook: &Webhook) -> Result<i64, StoreError> {
-        crate::webhooks::create(self.0.writer(), self.0.queries(), hook).await
+        crate::webhooks::create(self.0.writer(), &self.0.queries().webhooks, hook).await
     }
 
     async fn update_webhook(&self, hook: &Webhook) -> Result<bool, StoreError> {
-        crate::webhooks::update(self.0.writer(), self.0.queries(), hook).await
+        crate::webhooks::update(self.0.writer(), &self.0.queries().webhooks, hook).await
     }
 
     async fn delete_webhook(&self, id: i64) -> Result<bool, StoreError> {
-        crate::webhooks::delete(self.0.writer(), self.0.queries(), id).await
+        crate::webhooks::delete(self.0.writer(), &self.0.queries().webhooks, id).await
     }
 
     async fn enqueue_deliveries(&self, deliveries: &[NewDelivery]) -> Result<(), StoreError> {
-        crate::webhooks::enqueue(self.0.writer(), self.0.queries(), deliveries).await
+        crate::webhooks::enqueue(self.0.writer(), &self.0.queries().webhooks, deliveries).await
     }
 
     async fn claim_deliveries(&self, claim: &DeliveryClaim) -> Result<Vec<Delivery>, StoreError> {
-        crate::webhooks::claim(self.0.writer(), self.0.queries(), claim).await
+        crate::webhooks::claim(self.0.writer(), &self.0.queries().webhooks, claim).await
     }
 
     async fn finish_delivery(
@@ -417,7 +478,14 @@ impl<B: Backend> Webhooks for Store<B> {
         owner: &str,
         result: &DeliveryResult,
     ) -> Result<bool, StoreError> {
-        crate::webhooks::finish(self.0.writer(), self.0.queries(), id, owner, result).await
+        crate::webhooks::finish(
+            self.0.writer(),
+            &self.0.queries().webhooks,
+            id,
+            owner,
+            result,
+        )
+        .await
     }
 
     async fn deliveries(
@@ -425,26 +493,32 @@ impl<B: Backend> Webhooks for Store<B> {
         hook_id: i64,
         page: PageRequest,
     ) -> Result<Page<Delivery>, StoreError> {
-        crate::webhooks::page(self.0.reader(), self.0.queries(), hook_id, page).await
+        crate::webhooks::page(self.0.reader(), &self.0.queries().webhooks, hook_id, page).await
     }
 
     async fn redeliver(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        crate::webhooks::redeliver(self.0.writer(), self.0.queries(), id, now_ms).await
+        crate::webhooks::redeliver(self.0.writer(), &self.0.queries().webhooks, id, now_ms).await
     }
 
     async fn purge_deliveries(&self, before_ms: i64, batch: u32) -> Result<u64, StoreError> {
-        crate::webhooks::purge(self.0.writer(), self.0.queries(), before_ms, batch).await
+        crate::webhooks::purge(
+            self.0.writer(),
+            &self.0.queries().webhooks,
+            before_ms,
+            batch,
+        )
+        .await
     }
 }
 
 #[async_trait]
 impl<B: Backend> Rollouts for Store<B> {
     async fn create_rollout(&self, rollout: &NewRollout) -> Result<RolloutId, StoreError> {
-        crate::rollouts::create(self.0.writer(), self.0.queries(), rollout).await
+        crate::rollouts::create(self.0.writer(), &self.0.queries().rollouts, rollout).await
     }
 
     async fn get_rollout(&self, id: RolloutId) -> Result<Option<Rollout>, StoreError> {
-        crate::rollouts::get(self.0.reader(), self.0.queries(), id).await
+        crate::rollouts::get(self.0.reader(), &self.0.queries().rollouts, id).await
     }
 
     async fn list_rollouts(
@@ -452,7 +526,13 @@ impl<B: Backend> Rollouts for Store<B> {
         active_only: bool,
         limit: u32,
     ) -> Result<Vec<Rollout>, StoreError> {
-        crate::rollouts::list(self.0.reader(), self.0.queries(), active_only, limit).await
+        crate::rollouts::list(
+            self.0.reader(),
+            &self.0.queries().rollouts,
+            active_only,
+            limit,
+        )
+        .await
     }
 
     async fn update_rollout(
@@ -460,7 +540,7 @@ impl<B: Backend> Rollouts for Store<B> {
         id: RolloutId,
         update: &RolloutUpdate,
     ) -> Result<Rollout, StoreError> {
-        crate::rollouts::update(self.0.writer(), self.0.queries(), id, update).await
+        crate::rollouts::update(self.0.writer(), &self.0.queries().rollouts, id, update).await
     }
 
     async fn claim_rollout(
@@ -472,7 +552,7 @@ impl<B: Backend> Rollouts for Store<B> {
     ) -> Result<bool, StoreError> {
         crate::rollouts::claim(
             self.0.writer(),
-            self.0.queries(),
+            &self.0.queries().rollouts,
             id,
             node,
             now_ms,

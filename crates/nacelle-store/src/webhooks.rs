@@ -1,6 +1,7 @@
 //! Webhooks and their deliveries (`nacelle_webhook`, `nacelle_webhook_delivery`; schema
-//! script 7; docs/webhooks.md), shared by every backend: reads on the reader pool, writes
-//! on the writer pool (SQLite: its one connection).
+//! script 7; docs/webhooks.md): their statements, spelled once per dialect, and the code
+//! shared by every backend: reads on the reader pool, writes on the writer pool (SQLite:
+//! its one connection).
 //!
 //! A delivery is sent by one sender at a time, on any number of nodes sharing the
 //! database: a claim reads due, unleased candidates and then takes each with a
@@ -16,9 +17,126 @@ use nacelle_core::webhook::{
 use nacelle_core::{NamespaceId, Page, PageRequest, StoreError};
 use sqlx::Pool;
 
+use crate::dialect::{spell, Arg, Dialect};
 use crate::map_err;
-use crate::queries::{Arg, Queries};
-use crate::sql::Exec;
+use crate::sql::{self, Exec};
+
+/// The columns of a webhook, in the order of [`WebhookQueries::insert`] after `id`.
+const WEBHOOK_COLUMNS: &str =
+    "tenant_id, group_pattern, data_id_pattern, url, secret, events, enabled, description, \
+     created_by, created_ms, updated_ms";
+
+/// The columns of a delivery as read.
+const DELIVERY_COLUMNS: &str =
+    "id, hook_id, event_id, kind, body, status, attempts, last_code, last_error, \
+     next_attempt_ms, created_ms, updated_ms";
+
+/// The statements of webhooks and their deliveries.
+#[derive(Debug, Clone)]
+pub(crate) struct WebhookQueries {
+    pub(crate) load: String,
+    /// A new webhook: [`WEBHOOK_COLUMNS`]; the id comes back as column `id` (MySQL:
+    /// `LAST_INSERT_ID()`, [`crate::sql::insert_returning_id`]).
+    pub(crate) insert: String,
+    pub(crate) exists: String,
+    /// Every column but `id`, `created_by` and `created_ms`, then the id.
+    pub(crate) update: String,
+    pub(crate) delete: String,
+    pub(crate) delete_deliveries_of: String,
+    /// hook, event id, kind, body, due (= created), created, updated.
+    pub(crate) insert_delivery: String,
+    /// Candidates of a claim: now (due), now (lease), limit.
+    pub(crate) claimable: String,
+    /// Compare-and-set of one row: owner, lease until, id, now.
+    pub(crate) claim_one: String,
+    /// The rows of an owner.
+    pub(crate) claimed: String,
+    /// status, code, error, next attempt, now, id, owner.
+    pub(crate) finish: String,
+    pub(crate) count_of_hook: String,
+    /// hook, limit, offset.
+    pub(crate) page_of_hook: String,
+    /// now (due), now (updated), id.
+    pub(crate) redeliver: String,
+    /// Purge candidates: before, limit.
+    pub(crate) purgeable: String,
+    /// `DELETE … WHERE id IN (` before the list of ids.
+    pub(crate) delete_prefix: &'static str,
+}
+
+impl WebhookQueries {
+    pub(crate) fn new<D: Dialect>() -> Self {
+        let q = |s: String| spell::<D>(&s);
+        WebhookQueries {
+            load: q(format!(
+                "SELECT id, {WEBHOOK_COLUMNS} FROM nacelle_webhook ORDER BY id"
+            )),
+            insert: q(format!(
+                "INSERT INTO nacelle_webhook ({WEBHOOK_COLUMNS}) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){}",
+                D::RETURNING_ID
+            )),
+            exists: q(format!(
+                "SELECT {} AS n FROM nacelle_webhook WHERE id = ?",
+                D::signed("COUNT(*)")
+            )),
+            update: q(
+                "UPDATE nacelle_webhook SET tenant_id = ?, group_pattern = ?, \
+                 data_id_pattern = ?, url = ?, secret = ?, events = ?, enabled = ?, \
+                 description = ?, updated_ms = ? WHERE id = ?"
+                    .into(),
+            ),
+            delete: q("DELETE FROM nacelle_webhook WHERE id = ?".into()),
+            delete_deliveries_of: q("DELETE FROM nacelle_webhook_delivery WHERE hook_id = ?".into()),
+            insert_delivery: q(
+                "INSERT INTO nacelle_webhook_delivery (hook_id, event_id, kind, \
+                 body, status, attempts, last_code, last_error, next_attempt_ms, lease_owner, \
+                 lease_until_ms, created_ms, updated_ms) \
+                 VALUES (?, ?, ?, ?, 'pending', 0, 0, '', ?, '', 0, ?, ?)"
+                    .into(),
+            ),
+            claimable: q(
+                "SELECT id FROM nacelle_webhook_delivery WHERE status = 'pending' \
+                 AND next_attempt_ms <= ? AND lease_until_ms <= ? \
+                 ORDER BY next_attempt_ms, id LIMIT ?"
+                    .into(),
+            ),
+            claim_one: q("UPDATE nacelle_webhook_delivery SET lease_owner = ?, \
+                 lease_until_ms = ? WHERE id = ? AND status = 'pending' AND lease_until_ms <= ?"
+                .into()),
+            claimed: q(format!(
+                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery \
+                 WHERE lease_owner = ? AND status = 'pending' ORDER BY next_attempt_ms, id"
+            )),
+            finish: q(
+                "UPDATE nacelle_webhook_delivery SET status = ?, attempts = attempts + 1, \
+                 last_code = ?, last_error = ?, next_attempt_ms = ?, updated_ms = ?, \
+                 lease_owner = '', lease_until_ms = 0 WHERE id = ? AND lease_owner = ?"
+                    .into(),
+            ),
+            count_of_hook: q(format!(
+                "SELECT {} AS n FROM nacelle_webhook_delivery WHERE hook_id = ?",
+                D::signed("COUNT(*)")
+            )),
+            page_of_hook: q(format!(
+                "SELECT {DELIVERY_COLUMNS} FROM nacelle_webhook_delivery WHERE hook_id = ? \
+                 ORDER BY id DESC LIMIT ? OFFSET ?"
+            )),
+            redeliver: q(
+                "UPDATE nacelle_webhook_delivery SET status = 'pending', attempts = 0, \
+                 next_attempt_ms = ?, updated_ms = ?, lease_owner = '', lease_until_ms = 0 \
+                 WHERE id = ? AND status <> 'pending'"
+                    .into(),
+            ),
+            purgeable: q(
+                "SELECT id FROM nacelle_webhook_delivery WHERE status <> 'pending' \
+                 AND created_ms < ? ORDER BY id LIMIT ?"
+                    .into(),
+            ),
+            delete_prefix: "DELETE FROM nacelle_webhook_delivery WHERE id IN (",
+        }
+    }
+}
 
 /// The longest error text kept of an attempt (the column's length).
 const MAX_ERROR_CHARS: usize = 1000;
@@ -63,142 +181,126 @@ fn delivery_of<DB: Exec>(row: &DB::Row) -> Result<Delivery, StoreError> {
 /// Every webhook, by id.
 pub(crate) async fn load<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
 ) -> Result<Vec<Webhook>, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    let rows = DB::rows(&mut conn, &q.webhooks.load, &[])
-        .await
-        .map_err(map_err)?;
+    let rows = DB::rows(&mut conn, &q.load, &[]).await.map_err(map_err)?;
     rows.iter().map(hook_of::<DB>).collect()
+}
+
+/// The fields of a webhook its owner sets (`events`: its events as stored), in the column
+/// order the insert and the update share.
+fn settings<'a>(h: &'a Webhook, events: &'a str) -> [Arg<'a>; 8] {
+    [
+        Arg::Text(h.namespace.as_str()),
+        Arg::Text(&h.group_pattern),
+        Arg::Text(&h.data_id_pattern),
+        Arg::Text(&h.url),
+        Arg::Text(&h.secret),
+        Arg::Text(events),
+        Arg::Int(i64::from(h.enabled)),
+        Arg::Text(&h.description),
+    ]
 }
 
 /// Inserts a webhook; its new id.
 pub(crate) async fn create<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<i64, StoreError> {
-    let q = &q.webhooks;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let events = h.events_text();
-    let args = [
-        Arg::Text(h.namespace.as_str()),
-        Arg::Text(&h.group_pattern),
-        Arg::Text(&h.data_id_pattern),
-        Arg::Text(&h.url),
-        Arg::Text(&h.secret),
-        Arg::Text(&events),
-        Arg::Int(i64::from(h.enabled)),
-        Arg::Text(&h.description),
-        Arg::Text(&h.created_by),
-        Arg::Int(h.created_ms),
-        Arg::Int(h.updated_ms),
-    ];
-    let row = match DB::row(conn, &q.insert, &args).await.map_err(map_err)? {
-        Some(row) => row,
-        // MySQL: no RETURNING; the id of this connection's last insert.
-        None => DB::row(conn, q.last_insert_id, &[])
-            .await
-            .map_err(map_err)?
-            .ok_or_else(|| StoreError::Unavailable("no id for the new webhook".into()))?,
-    };
-    let id = DB::int(&row, "id")?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(id)
+    sql::in_transaction(pool, async |conn| {
+        let events = h.events_text();
+        let mut args = settings(h, &events).to_vec();
+        args.extend([
+            Arg::Text(&h.created_by),
+            Arg::Int(h.created_ms),
+            Arg::Int(h.updated_ms),
+        ]);
+        let id = sql::insert_returning_id::<DB>(conn, &q.insert, &args, "webhook").await?;
+        Ok(id)
+    })
+    .await
 }
 
 /// Replaces a webhook's fields; whether it exists.
 pub(crate) async fn update<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     h: &Webhook,
 ) -> Result<bool, StoreError> {
-    let q = &q.webhooks;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    let events = h.events_text();
-    let args = [
-        Arg::Text(h.namespace.as_str()),
-        Arg::Text(&h.group_pattern),
-        Arg::Text(&h.data_id_pattern),
-        Arg::Text(&h.url),
-        Arg::Text(&h.secret),
-        Arg::Text(&events),
-        Arg::Int(i64::from(h.enabled)),
-        Arg::Text(&h.description),
-        Arg::Int(h.updated_ms),
-        Arg::Int(h.id),
-    ];
-    DB::run(conn, &q.update, &args).await.map_err(map_err)?;
-    // MySQL counts only the rows an UPDATE changed: ask whether the row is there.
-    let n = match DB::row(conn, &q.exists, &[Arg::Int(h.id)])
-        .await
-        .map_err(map_err)?
-    {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
-    };
-    tx.commit().await.map_err(map_err)?;
-    Ok(n > 0)
+    sql::in_transaction(pool, async |conn| {
+        let events = h.events_text();
+        let mut args = settings(h, &events).to_vec();
+        args.extend([Arg::Int(h.updated_ms), Arg::Int(h.id)]);
+        DB::run(conn, &q.update, &args).await.map_err(map_err)?;
+        // MySQL counts only the rows an UPDATE changed: ask whether the row is there.
+        let n = match DB::row(conn, &q.exists, &[Arg::Int(h.id)])
+            .await
+            .map_err(map_err)?
+        {
+            Some(row) => DB::int(&row, "n")?,
+            None => 0,
+        };
+        Ok(n > 0)
+    })
+    .await
 }
 
 /// Deletes a webhook and its deliveries in one transaction; whether it existed.
 pub(crate) async fn delete<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
 ) -> Result<bool, StoreError> {
-    let q = &q.webhooks;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    DB::run(conn, &q.delete_deliveries_of, &[Arg::Int(id)])
-        .await
-        .map_err(map_err)?;
-    let done = DB::run(conn, &q.delete, &[Arg::Int(id)])
-        .await
-        .map_err(map_err)?;
-    tx.commit().await.map_err(map_err)?;
-    Ok(DB::rows_affected(&done) > 0)
+    sql::in_transaction(pool, async |conn| {
+        DB::run(conn, &q.delete_deliveries_of, &[Arg::Int(id)])
+            .await
+            .map_err(map_err)?;
+        let done = DB::run(conn, &q.delete, &[Arg::Int(id)])
+            .await
+            .map_err(map_err)?;
+        Ok(DB::rows_affected(&done) > 0)
+    })
+    .await
 }
 
 /// Inserts pending deliveries in one transaction.
 pub(crate) async fn enqueue<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     deliveries: &[NewDelivery],
 ) -> Result<(), StoreError> {
     if deliveries.is_empty() {
         return Ok(());
     }
-    let q = &q.webhooks;
-    let mut tx = pool.begin().await.map_err(map_err)?;
-    let conn = &mut *tx;
-    for d in deliveries {
-        let args = [
-            Arg::Int(d.hook_id),
-            Arg::Text(&d.event_id),
-            Arg::Text(&d.kind),
-            Arg::Text(&d.body),
-            Arg::Int(d.created_ms),
-            Arg::Int(d.created_ms),
-            Arg::Int(d.created_ms),
-        ];
-        DB::run(conn, &q.insert_delivery, &args)
-            .await
-            .map_err(map_err)?;
-    }
-    tx.commit().await.map_err(map_err)
+    sql::in_transaction(pool, async |conn| {
+        for d in deliveries {
+            let args = [
+                Arg::Int(d.hook_id),
+                Arg::Text(&d.event_id),
+                Arg::Text(&d.kind),
+                Arg::Text(&d.body),
+                Arg::Int(d.created_ms),
+                Arg::Int(d.created_ms),
+                Arg::Int(d.created_ms),
+            ];
+            DB::run(conn, &q.insert_delivery, &args)
+                .await
+                .map_err(map_err)?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// Claims due deliveries for `claim.owner`: each candidate by a compare-and-set of its
 /// lease; answers the rows won.
 pub(crate) async fn claim<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     claim: &DeliveryClaim,
 ) -> Result<Vec<Delivery>, StoreError> {
-    let q = &q.webhooks;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [
         Arg::Int(claim.now_ms),
@@ -234,7 +336,7 @@ pub(crate) async fn claim<DB: Exec>(
 /// Records an attempt of a delivery its owner still holds; whether it did.
 pub(crate) async fn finish<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
     owner: &str,
     r: &DeliveryResult,
@@ -250,7 +352,7 @@ pub(crate) async fn finish<DB: Exec>(
         Arg::Text(owner),
     ];
     let mut conn = pool.acquire().await.map_err(map_err)?;
-    let done = DB::run(&mut conn, &q.webhooks.finish, &args)
+    let done = DB::run(&mut conn, &q.finish, &args)
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
@@ -259,49 +361,24 @@ pub(crate) async fn finish<DB: Exec>(
 /// The deliveries of one webhook, newest first.
 pub(crate) async fn page<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     hook_id: i64,
     page: PageRequest,
 ) -> Result<Page<Delivery>, StoreError> {
-    let q = &q.webhooks;
-    let mut conn = pool.acquire().await.map_err(map_err)?;
-    let total = match DB::row(&mut conn, &q.count_of_hook, &[Arg::Int(hook_id)])
-        .await
-        .map_err(map_err)?
-    {
-        Some(row) => DB::int(&row, "n")?,
-        None => 0,
-    };
-    let args = [
-        Arg::Int(hook_id),
-        Arg::Int(i64::try_from(page.page_size).unwrap_or(i64::MAX)),
-        Arg::Int(i64::try_from(page.offset()).unwrap_or(i64::MAX)),
-    ];
-    let rows = DB::rows(&mut conn, &q.page_of_hook, &args)
-        .await
-        .map_err(map_err)?;
-    let items = rows
-        .iter()
-        .map(delivery_of::<DB>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::new(
-        u64::try_from(total).unwrap_or(0),
-        page.page_no,
-        page.page_size,
-        items,
-    ))
+    let sqls = (q.count_of_hook.as_str(), q.page_of_hook.as_str());
+    sql::read_page(pool, sqls, &[Arg::Int(hook_id)], page, delivery_of::<DB>).await
 }
 
 /// Makes a finished delivery pending again; whether it was finished.
 pub(crate) async fn redeliver<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     id: i64,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [Arg::Int(now_ms), Arg::Int(now_ms), Arg::Int(id)];
-    let done = DB::run(&mut conn, &q.webhooks.redeliver, &args)
+    let done = DB::run(&mut conn, &q.redeliver, &args)
         .await
         .map_err(map_err)?;
     Ok(DB::rows_affected(&done) > 0)
@@ -310,11 +387,10 @@ pub(crate) async fn redeliver<DB: Exec>(
 /// Deletes up to `batch` finished deliveries created before `before_ms`.
 pub(crate) async fn purge<DB: Exec>(
     pool: &Pool<DB>,
-    q: &Queries,
+    q: &WebhookQueries,
     before_ms: i64,
     batch: u32,
 ) -> Result<u64, StoreError> {
-    let q = &q.webhooks;
     let mut conn = pool.acquire().await.map_err(map_err)?;
     let args = [Arg::Int(before_ms), Arg::Int(i64::from(batch.max(1)))];
     let rows = DB::rows(&mut conn, &q.purgeable, &args)

@@ -16,11 +16,12 @@ use nacelle_core::{
     StoredConfig,
 };
 
+use crate::dialect::{Arg, Dialect};
 use crate::plan::{
     batch_order, plan_batch, plan_publish, plan_remove, plan_remove_gray, split_tags, BatchPlan,
     Current, Plan,
 };
-use crate::queries::{self, key_args, Arg, Dialect, Queries, Statement, Written};
+use crate::queries::{self, key_args, Queries, Statement, Written};
 
 /// A connection inside a write transaction, as the executor uses it.
 #[async_trait]
