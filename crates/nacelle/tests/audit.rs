@@ -7,11 +7,13 @@
 //! in the SQLite file — as does the server's own verification.
 
 use std::process::Command;
-use std::time::Instant;
 
+mod common;
+
+use common::audit::audit_until;
 use nacelle_client::{Client, PublishOptions, ServerAddr};
 use nacelle_testkit::server::{secure, TestServer};
-use nacelle_testkit::{TestResult, SOON};
+use nacelle_testkit::TestResult;
 use serde_json::Value;
 
 const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
@@ -75,40 +77,6 @@ async fn newest_history(ts: &TestServer, token: &str, data_id: &str) -> TestResu
     .await?;
     assert_eq!(status, 200, "{page}");
     Ok(page["pageItems"][0].clone())
-}
-
-/// The audit entries matching `params` (as the administrator), waiting until `ready` holds
-/// (the appender writes in the background).
-async fn audit_until(
-    ts: &TestServer,
-    admin: &str,
-    params: &[(&str, &str)],
-    ready: impl Fn(&[Value]) -> bool,
-) -> TestResult<Vec<Value>> {
-    let deadline = Instant::now() + SOON;
-    loop {
-        let (status, body) = send(
-            ts,
-            reqwest::Method::GET,
-            "/nacos/nacelle/v1/audit",
-            admin,
-            params,
-        )
-        .await?;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(body["code"], 0, "{body}");
-        let items = body["data"]["pageItems"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if ready(&items) {
-            return Ok(items);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("audit entries never matched: {params:?} → {items:?}").into());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
 }
 
 /// `nacelle audit verify` (the real binary) as the administrator: its exit status and

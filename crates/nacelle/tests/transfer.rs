@@ -14,7 +14,7 @@ use nacelle_testkit::server::TestServer;
 use nacelle_testkit::{per_backend, Backend, TestResult};
 use serde_json::{json, Value};
 
-use common::archive::{multipart, unzip, zip_of, Entry};
+use common::archive::{import, multipart, unzip, zip_of, Entry};
 
 const CONFIGS: &str = "/nacos/v1/cs/configs";
 
@@ -26,32 +26,6 @@ const TYPES: [(&str, &str); 5] = [
     ("text", "txt"),
     ("xml", "xml"),
 ];
-
-/// `POST ?import=true` with `zip` into `namespace` under `policy` (none: the default):
-/// (status, body as JSON).
-async fn import(
-    s: &TestServer,
-    namespace: &str,
-    policy: Option<&str>,
-    zip: Option<&[u8]>,
-) -> TestResult<(u16, Value)> {
-    let mut fields = vec![("namespace", namespace)];
-    if let Some(p) = policy {
-        fields.push(("policy", p));
-    }
-    let (ct, body) = multipart(zip, &fields);
-    let r = s
-        .http
-        .post(s.url(&format!("{CONFIGS}?import=true")))
-        .header("Content-Type", ct)
-        .body(body)
-        .send()
-        .await?;
-    let status = r.status().as_u16();
-    let text = r.text().await?;
-    let v = serde_json::from_str(&text).map_err(|e| format!("{status} {text}: {e}"))?;
-    Ok((status, v))
-}
 
 /// `GET ?export=true` (v1) or `?exportV2=true` with `params`: the archive's bytes.
 async fn export(s: &TestServer, v2: bool, params: &[(&str, &str)]) -> TestResult<Vec<u8>> {

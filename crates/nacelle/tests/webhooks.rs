@@ -7,27 +7,20 @@
 //! the attempts; two nodes on one database (MariaDB, PostgreSQL) deliver each event once.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
-use axum::Router;
-use hmac::{Hmac, Mac};
+mod common;
+
+use common::webhook::{Receiver, SECRET};
 use nacelle_testkit::api::Reply;
 use nacelle_testkit::server::{secure, settings_for, TestServer};
 use nacelle_testkit::{per_backend, Api, Backend, TestResult, SOON};
 use reqwest::Method;
 use serde_json::{json, Value};
-use sha2::Sha256;
-use tokio::sync::mpsc;
 
 const WEBHOOKS: &str = "/nacos/nacelle/v1/webhooks";
 const DELIVERIES: &str = "/nacos/nacelle/v1/webhook/deliveries";
-const SECRET: &str = "a-test-secret-of-the-receiver";
 
 per_backend!(
     with run:
@@ -42,121 +35,6 @@ where
 {
     let s = TestServer::start_with_on(backend, secure).await?;
     body(s).await
-}
-
-/// What a receiver got: the request's headers and body.
-#[derive(Debug)]
-struct Got {
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-
-    fn json(&self) -> TestResult<Value> {
-        Ok(serde_json::from_slice(&self.body)?)
-    }
-}
-
-/// A webhook receiver: a real HTTP server answering every POST with `status`.
-struct Receiver {
-    addr: SocketAddr,
-    got: mpsc::UnboundedReceiver<Got>,
-    status: Arc<AtomicU16>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-#[derive(Clone)]
-struct ReceiverState {
-    tx: mpsc::UnboundedSender<Got>,
-    status: Arc<AtomicU16>,
-}
-
-async fn receive(State(st): State<ReceiverState>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let status = st.status.load(Ordering::SeqCst);
-    if status == 200 {
-        // The test may be over; nobody to tell then.
-        let _gone = st.tx.send(Got { headers, body });
-    }
-    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
-impl Receiver {
-    /// A receiver on `addr` (port 0: any).
-    async fn bind(addr: SocketAddr) -> TestResult<Receiver> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let (tx, got) = mpsc::unbounded_channel();
-        let status = Arc::new(AtomicU16::new(200));
-        let state = ReceiverState {
-            tx,
-            status: status.clone(),
-        };
-        let app = Router::new()
-            .route("/hook", post(receive))
-            .with_state(state);
-        let task = tokio::spawn(async move {
-            let _ended = axum::serve(listener, app).await;
-        });
-        Ok(Receiver {
-            addr,
-            got,
-            status,
-            task,
-        })
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/hook", self.addr)
-    }
-
-    /// The next request received (a hang detector, not a timing assertion).
-    async fn next(&mut self) -> TestResult<Got> {
-        let got = tokio::time::timeout(SOON, self.got.recv())
-            .await
-            .map_err(|_| "no webhook request received")?;
-        Ok(got.ok_or("the receiver stopped")?)
-    }
-
-    /// The next `n` requests, each checked for its signature.
-    async fn signed(&mut self, n: usize) -> TestResult<Vec<Value>> {
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let got = self.next().await?;
-            assert_eq!(got.header("x-nacelle-signature"), sign(SECRET, &got.body));
-            assert_eq!(got.header("content-type"), "application/json");
-            let body = got.json()?;
-            assert_eq!(got.header("x-nacelle-event"), body["kind"], "{body}");
-            assert!(!got.header("x-nacelle-delivery").is_empty());
-            out.push(body);
-        }
-        Ok(out)
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// `sha256=` and the hex HMAC-SHA256 of `body` under `secret`, computed here.
-fn sign(secret: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
-    mac.update(body);
-    let hex: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
 }
 
 /// A request with `token`: query parameters for GET and DELETE, a form otherwise.

@@ -1,8 +1,10 @@
-//! Zip archives and multipart bodies as the import/export tests build and read them.
+//! Zip archives and multipart bodies as the import/export tests build and read them, and
+//! the v1 import that sends them.
 
 use std::io::{Cursor, Read, Write};
 
-use nacelle_testkit::TestResult;
+use nacelle_testkit::{Api, TestResult};
+use serde_json::Value;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
@@ -59,4 +61,31 @@ pub fn multipart(file: Option<&[u8]>, fields: &[(&str, &str)]) -> (String, Vec<u
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// `POST /nacos/v1/cs/configs?import=true` with `zip` into `namespace` under `policy`
+/// (none: the default), through `api` (a client with a token where authentication is on):
+/// (status, body as JSON).
+pub async fn import(
+    api: &Api,
+    namespace: &str,
+    policy: Option<&str>,
+    zip: Option<&[u8]>,
+) -> TestResult<(u16, Value)> {
+    let mut fields = vec![("namespace", namespace)];
+    if let Some(p) = policy {
+        fields.push(("policy", p));
+    }
+    let (ct, body) = multipart(zip, &fields);
+    let r = api
+        .http
+        .post(api.url("/nacos/v1/cs/configs?import=true"))
+        .header("Content-Type", ct)
+        .body(body)
+        .send()
+        .await?;
+    let status = r.status().as_u16();
+    let text = r.text().await?;
+    let v = serde_json::from_str(&text).map_err(|e| format!("{status} {text}: {e}"))?;
+    Ok((status, v))
 }

@@ -4,4 +4,10 @@
 #[allow(dead_code)]
 pub mod archive;
 #[allow(dead_code)]
+pub mod audit;
+#[allow(dead_code)]
 pub mod grpc;
+#[allow(dead_code)]
+pub mod metrics;
+#[allow(dead_code)]
+pub mod webhook;
