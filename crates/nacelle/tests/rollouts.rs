@@ -208,6 +208,20 @@ async fn tiny_http(
     Ok(addr)
 }
 
+/// Waits until `asked` has counted three more than now (within [`SOON`]).
+async fn three_more(asked: &AtomicU64, what: &str) -> TestResult {
+    let mark = asked.load(Ordering::SeqCst);
+    let deadline = Instant::now() + SOON;
+    while asked.load(Ordering::SeqCst) < mark + 3 {
+        if Instant::now() > deadline {
+            let n = asked.load(Ordering::SeqCst) - mark;
+            return Err(format!("{what} was asked {n} times, not 3").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
 /// A real Prometheus (Debian's `prometheus`) scraping `target` every second, with its own
 /// config and data directory on a free port; killed when dropped.
 struct Prometheus {
@@ -260,6 +274,26 @@ impl Prometheus {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// How many instant queries (`/api/v1/query`) it has answered, by its own metrics.
+    async fn queries_answered(&self) -> TestResult<u64> {
+        let text = reqwest::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let mut n = 0.0;
+        for line in text.lines() {
+            if line.starts_with("prometheus_http_requests_total{")
+                && line.contains("handler=\"/api/v1/query\"")
+            {
+                let value = line.rsplit(' ').next().unwrap_or("");
+                n += value.parse::<f64>().map_err(|e| format!("{line}: {e}"))?;
+            }
+        }
+        Ok(n as u64)
     }
 
     /// The number of series `query` returns now.
@@ -481,8 +515,13 @@ async fn a_healthy_rollout_promotes_and_history_shows_each_step() -> TestResult 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_health_url_rolls_back() -> TestResult {
     let status = Arc::new(AtomicU16::new(200));
-    let flag = status.clone();
-    let health = tiny_http(move || (flag.load(Ordering::SeqCst), "health".into())).await?;
+    let asked = Arc::new(AtomicU64::new(0));
+    let (flag, count) = (status.clone(), asked.clone());
+    let health = tiny_http(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        (flag.load(Ordering::SeqCst), "health".into())
+    })
+    .await?;
     let s = TestServer::start().await?;
     s.publish("", G, "svc.yaml", "v: old").await?;
     let id = start_ok(
@@ -500,8 +539,10 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Healthy for a while: nothing happens.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Healthy for a while: nothing happens. The guard is asked three more times — once
+    // a tick, ticks one after the other — so at least two ticks evaluated it, healthy, and
+    // handled the rollout to the end.
+    three_more(&asked, "the health guard").await?;
     assert_eq!(rollout(&s, id).await?["state"], "running");
     status.store(503, Ordering::SeqCst);
     let r = until(&s, id, "rolled back", state_is("rolled-back")).await?;
@@ -819,8 +860,18 @@ async fn a_prometheus_alarm_rolls_back_every_cohort_client() -> TestResult {
     )
     .await?;
     assert_eq!(r["cohort"]["nodes"][0]["holding"], n, "{r}");
-    // Quiet while the alarm is off.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Quiet while the alarm is off. Prometheus answers the guard's query three more
+    // times — once a tick, ticks one after the other — so at least two ticks evaluated
+    // it, the alarm off, and handled the rollout to the end.
+    let mark = prom.queries_answered().await?;
+    let deadline = Instant::now() + SOON;
+    while prom.queries_answered().await? < mark + 3 {
+        assert!(
+            Instant::now() < deadline,
+            "prometheus did not answer the guard's query three times"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(rollout(&s, id).await?["state"], "running");
 
     alarm.store(3, Ordering::SeqCst);
