@@ -222,6 +222,52 @@ async fn three_more(asked: &AtomicU64, what: &str) -> TestResult {
     Ok(())
 }
 
+/// The rollout driver's ticks, as a test can see them: a rollout of a key of its own
+/// (`ticks.yaml`, one step, a bake of 10 minutes) whose health guard, an endpoint of the
+/// test, the driver asks once per tick. A node's driver handles its rollouts tick after
+/// tick — a tick lists them only once every rollout of the one before was handled — so
+/// when the endpoint has been asked three more times than at some moment, the tick of the
+/// second of those asks listed the rollouts after that moment and has handled them all.
+/// (The first may come from a tick that was under way at that moment.)
+struct Ticks {
+    id: i64,
+    asked: Arc<AtomicU64>,
+}
+
+impl Ticks {
+    /// Starts the ticking rollout on `api`'s server.
+    async fn start(api: &Api) -> TestResult<Ticks> {
+        let asked = Arc::new(AtomicU64::new(0));
+        let count = asked.clone();
+        let health = tiny_http(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+            (200, "ok".into())
+        })
+        .await?;
+        api.publish("", G, "ticks.yaml", "ticks: 0").await?;
+        let id = start_ok(
+            api,
+            &json!({"dataId": "ticks.yaml", "content": "ticks: 1", "steps": [100],
+                    "bakeMs": 600000, "guards": {"http": format!("http://{health}/ticks")}}),
+        )
+        .await?;
+        Ok(Ticks { id, asked })
+    }
+
+    /// Waits until a whole tick of the driver has listed and handled the rollouts after
+    /// this call.
+    async fn a_whole_one(&self) -> TestResult {
+        three_more(&self.asked, "the ticking rollout's guard").await
+    }
+
+    /// Aborts the ticking rollout.
+    async fn stop(self, api: &Api) -> TestResult {
+        let (status, v) = act(api, "abort", self.id).await?;
+        assert_eq!(status, 200, "{v}");
+        Ok(())
+    }
+}
+
 /// A real Prometheus (Debian's `prometheus`) scraping `target` every second, with its own
 /// config and data directory on a free port; killed when dropped.
 struct Prometheus {
@@ -388,6 +434,7 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
                 "bakeMs": 0, "manual": true}),
     )
     .await?;
+    let ticks = Ticks::start(&s).await?;
     let clients = sources(200)
         .into_iter()
         .map(|ip| client_from(&s, ip))
@@ -423,9 +470,10 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
             );
         }
         previous = inside;
-        // Nothing advances by itself (bake 0, manual).
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        assert_eq!(rollout(&s, id).await?["step"], step);
+        // Nothing advances by itself (bake 0, manual), not in a whole tick of the driver.
+        ticks.a_whole_one().await?;
+        let r = rollout(&s, id).await?;
+        assert!(at_step(step)(&r), "{r}");
         let (status, v) = act(&s, "advance", id).await?;
         assert_eq!(status, 200, "{v}");
     }
@@ -635,6 +683,7 @@ async fn a_cohort_client_that_never_takes_the_step_rolls_back_by_the_delivery_gu
 async fn pause_resume_abort_and_bad_input() -> TestResult {
     let s = TestServer::start().await?;
     s.publish("", G, "ops.yaml", "v: 1").await?;
+    let ticks = Ticks::start(&s).await?;
     for (body, words) in [
         (
             json!({"dataId": "ops.yaml", "content": "v: 2", "steps": [], "bakeMs": 0}),
@@ -707,9 +756,9 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         "{v}"
     );
     assert_eq!(act(&s, "pause", id).await?.0, 409);
-    // Released while paused: it stays until resumed.
+    // Released while paused: it stays until resumed, through a whole tick of the driver.
     assert_eq!(act(&s, "advance", id).await?.0, 200);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    ticks.a_whole_one().await?;
     let r = rollout(&s, id).await?;
     assert_eq!(
         (r["state"].as_str(), r["step"].as_u64()),
@@ -721,6 +770,7 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         metrics.contains(&format!("nacelle_rollout_step{{rollout=\"{id}\"}} 1")),
         "{metrics}"
     );
+    ticks.stop(&s).await?;
     assert_eq!(act(&s, "resume", id).await?.0, 200);
     until(&s, id, "at step 2", at_step(2)).await?;
     let (status, v) = act(&s, "abort", id).await?;
