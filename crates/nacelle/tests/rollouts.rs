@@ -807,10 +807,16 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         assert_eq!(resp.status().as_u16(), 400, "{verb} {path}");
     }
     assert_eq!(act(&s, "abort", id + 100).await?.0, 404);
-    // The driver's next tick drops the ended rollout's series.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let metrics = s.http.get(s.url("/metrics")).send().await?.text().await?;
-    assert!(!metrics.contains("nacelle_rollout_step{"), "{metrics}");
+    // The driver's next tick drops the ended rollouts' series.
+    let deadline = Instant::now() + SOON;
+    loop {
+        let metrics = s.http.get(s.url("/metrics")).send().await?.text().await?;
+        if !metrics.contains("nacelle_rollout_step{") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Ok(())
 }
 
