@@ -222,6 +222,23 @@ async fn three_more(asked: &AtomicU64, what: &str) -> TestResult {
     Ok(())
 }
 
+/// Waits until `api`'s server holds `rule` (`type:expr`) as rollout `id`'s gray of
+/// `data_id`.
+async fn until_gray(api: &Api, data_id: &str, id: i64, rule: &str) -> TestResult {
+    let deadline = Instant::now() + SOON;
+    while gray_rule(api, data_id, &format!("rollout-{id}"))
+        .await?
+        .as_deref()
+        != Some(rule)
+    {
+        if Instant::now() > deadline {
+            return Err(format!("{data_id} never held {rule}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
 /// The rollout driver's ticks, as a test can see them: a rollout of a key of its own
 /// (`ticks.yaml`, one step, a bake of 10 minutes) whose health guard, an endpoint of the
 /// test, the driver asks once per tick. A node's driver handles its rollouts tick after
@@ -1053,12 +1070,6 @@ async fn another_node_takes_over_a_killed_driver_and_resumes_the_step() -> TestR
         (Some("running"), Some(2)),
         "{r}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        gray_history(&api, "lease.yaml").await?.len(),
-        rows_before,
-        "the new driver resumed the step without publishing it again"
-    );
     // The killed node comes back on its data directory and sees the same step.
     nodes[driver] = spawn(driver)?;
     nodes[driver].api.wait_ready().await?;
@@ -1070,6 +1081,15 @@ async fn another_node_takes_over_a_killed_driver_and_resumes_the_step() -> TestR
     );
     assert_eq!(act(&nodes[driver].api, "advance", id).await?.0, 200);
     until(&api, id, "at step 3", at_step(3)).await?;
+    // The new driver resumed step 2 without publishing it again: the key's gray history
+    // goes on with step 3.
+    until_gray(&api, "lease.yaml", id, &format!("percent:100@rollout-{id}")).await?;
+    let rows = gray_history(&api, "lease.yaml").await?;
+    assert_eq!(
+        rows.get(rows_before..),
+        Some(&[("U".to_string(), format!("100@rollout-{id}"))][..]),
+        "the new driver resumed the step without publishing it again: {rows:?}"
+    );
     assert_eq!(act(&api, "advance", id).await?.0, 200);
     until(&api, id, "promoted", state_is("promoted")).await?;
     for n in &nodes {
@@ -1276,14 +1296,23 @@ async fn a_restarted_server_resumes_the_step() -> TestResult {
         (Some("running"), Some(2)),
         "{r}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        gray_history(&server.api, "restart.yaml").await?.len(),
-        rows,
-        "the restarted server resumed the step without publishing it again"
-    );
     assert_eq!(act(&server.api, "advance", id).await?.0, 200);
     until(&server.api, id, "at step 3", at_step(3)).await?;
+    // The restarted server resumed step 2 without publishing it again: the key's gray
+    // history goes on with step 3.
+    until_gray(
+        &server.api,
+        "restart.yaml",
+        id,
+        &format!("percent:100@rollout-{id}"),
+    )
+    .await?;
+    let history = gray_history(&server.api, "restart.yaml").await?;
+    assert_eq!(
+        history.get(rows..),
+        Some(&[("U".to_string(), format!("100@rollout-{id}"))][..]),
+        "the restarted server resumed the step without publishing it again: {history:?}"
+    );
     assert_eq!(act(&server.api, "advance", id).await?.0, 200);
     until(&server.api, id, "promoted", state_is("promoted")).await?;
     assert_eq!(
