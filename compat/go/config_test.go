@@ -428,7 +428,18 @@ func TestAuth(t *testing.T) {
 		goodRec := NewRecorder(t, "good listener")
 		goodRec.Listen(good, "go-secret", group)
 		goodRec.WaitFor("go-secret", "top secret", waitCB)
-		time.Sleep(6 * time.Second) // one more SDK listen round (5 s) for the bad client
+		// A whole SDK listen round (every 5 s) of the bad client after that: the server
+		// refuses its listen requests (the only ones refused here), and the second one
+		// refused from now on was sent once the first had been answered.
+		refused := func() float64 {
+			return srv.Metric("nacelle_grpc_requests_total", `request="ConfigBatchListenRequest"`, `code="403"`)
+		}
+		mark := refused()
+		for deadline := time.Now().Add(waitCB); refused() < mark+2; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the bad client's listen was refused %v times in %v, not twice", refused()-mark, waitCB)
+			}
+		}
 		if rec.Saw("go-secret", "top secret") {
 			t.Fatalf("a client with a wrong password received the content")
 		}

@@ -574,9 +574,8 @@ func (s *Server) WaitListening(dataID, group, tenant string, within time.Duratio
 	s.t.Fatalf("no listener of %s/%s/%q registered at %s within %v", tenant, group, dataID, s.Addr(), within)
 }
 
-// Metrics reads the Prometheus text at /metrics: each sample's value summed by metric name
-// (labels dropped).
-func (s *Server) Metrics() map[string]float64 {
+// metricsText is the Prometheus text at /metrics.
+func (s *Server) metricsText() string {
 	s.t.Helper()
 	resp, err := s.http.Get(s.scheme() + "://" + s.Addr() + "/metrics")
 	if err != nil {
@@ -587,8 +586,42 @@ func (s *Server) Metrics() map[string]float64 {
 	if resp.StatusCode != 200 {
 		s.t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
 	}
+	return string(b)
+}
+
+// Metric is the sum of the samples of metric name (as /metrics spells it, `_total`
+// included) whose labels include every one of labels, each written as in the text
+// (`code="403"`).
+func (s *Server) Metric(name string, labels ...string) float64 {
+	s.t.Helper()
+	sum := 0.0
+	for _, line := range strings.Split(s.metricsText(), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		set := rest[:i]
+		matches := true
+		for _, l := range labels {
+			if !strings.Contains(set, "{"+l) && !strings.Contains(set, ","+l) {
+				matches = false
+				break
+			}
+		}
+		if v, err := strconv.ParseFloat(rest[i+1:], 64); matches && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// Metrics reads the Prometheus text at /metrics: each sample's value summed by metric name
+// (labels dropped).
+func (s *Server) Metrics() map[string]float64 {
+	s.t.Helper()
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(s.metricsText(), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

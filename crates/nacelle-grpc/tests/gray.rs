@@ -10,6 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -20,7 +21,6 @@ use nacelle_testkit::md5;
 use serde_json::json;
 
 const G: &str = "DEFAULT_GROUP";
-const QUIET: Duration = Duration::from_millis(800);
 const SOON: Duration = Duration::from_secs(5);
 
 /// A registered raw client from `source` (reporting it as its IP) with `labels`, listening
@@ -53,12 +53,25 @@ async fn pushed(c: &mut RawClient, key: &str) -> anyhow::Result<()> {
     c.respond("ConfigChangeNotifyResponse", id).await
 }
 
-/// Asserts that nothing is pushed for a while.
-async fn quiet(c: &mut RawClient, who: &str) -> anyhow::Result<()> {
-    if let Ok(m) = c.next(QUIET).await {
+/// Asserts that `c` has been pushed nothing. Rather than waiting a while for a push that
+/// should not come, `c` listens to a key of its own that is then changed: that change must
+/// be the next thing `c` is pushed. A publish has handed its pushes to the connections
+/// when it returns (few listeners: no background walk), and a connection's stream carries
+/// them in that order, so a push of an earlier change would come first.
+async fn quiet(s: &TestServer, c: &mut RawClient, who: &str) -> anyhow::Result<()> {
+    static MARKERS: AtomicUsize = AtomicUsize::new(0);
+    let marker = format!("quiet-{}.txt", MARKERS.fetch_add(1, Ordering::Relaxed));
+    let r = c.listen(&[(&marker, G, "", "")], true).await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    s.publish("", G, &marker, "marker").await?;
+    let Some(m) = c.next(SOON).await? else {
+        bail!("{who}: the stream ended");
+    };
+    if m.type_name != "ConfigChangeNotifyRequest" || m.str("dataId") != Some(marker.as_str()) {
         bail!("{who} was pushed to: {m:?}");
     }
-    Ok(())
+    let id = m.str("requestId").context("push without requestId")?;
+    c.respond("ConfigChangeNotifyResponse", id).await
 }
 
 /// `ConfigQueryRequest` of `key`: (content, beta).
@@ -116,7 +129,7 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
     )
     .await?;
     pushed(&mut a, key).await?;
-    quiet(&mut b, "the client outside the beta").await?;
+    quiet(&s, &mut b, "the client outside the beta").await?;
     assert_eq!(query(&mut a, key).await?, ("{\"v\":\"beta\"}".into(), true));
     assert_eq!(query(&mut b, key).await?, ("{\"v\":1}".into(), false));
 
@@ -125,7 +138,7 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
         .listen(&[(key, G, "", &md5("{\"v\":\"beta\"}"))], true)
         .await?;
     assert_eq!(r.body["changedConfigs"], json!([]));
-    quiet(&mut a, "the beta client holding the beta").await?;
+    quiet(&s, &mut a, "the beta client holding the beta").await?;
 
     // Stop: the beta client is pushed and gets the formal content back; the other is not.
     let service = &s.service;
@@ -133,7 +146,7 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
         .stop_beta(&Caller::internal(), &ConfigKey::from_trusted("", G, key))
         .await?;
     pushed(&mut a, key).await?;
-    quiet(&mut b, "the client outside the stopped beta").await?;
+    quiet(&s, &mut b, "the client outside the stopped beta").await?;
     assert_eq!(query(&mut a, key).await?, ("{\"v\":1}".into(), false));
 
     // Promote: the beta's client already has the content; every other one is pushed once.
@@ -156,8 +169,8 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
         )
         .await?;
     pushed(&mut b, key).await?;
-    quiet(&mut a, "the beta client after its beta was promoted").await?;
-    quiet(&mut b, "the other client after one push").await?;
+    quiet(&s, &mut a, "the beta client after its beta was promoted").await?;
+    quiet(&s, &mut b, "the other client after one push").await?;
     assert_eq!(query(&mut b, key).await?, ("{\"v\":2}".into(), false));
     assert_eq!(query(&mut a, key).await?, ("{\"v\":2}".into(), false));
     Ok(())
@@ -213,8 +226,8 @@ async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
     )
     .await?;
     pushed(&mut java, key).await?;
-    quiet(&mut plain, "the client without labels").await?;
-    quiet(&mut python, "the blue client").await?;
+    quiet(&s, &mut plain, "the client without labels").await?;
+    quiet(&s, &mut python, "the blue client").await?;
     assert_eq!(query(&mut java, key).await?.0, "l: pre");
     notes.wait_for("l: pre", SOON).await?;
 
@@ -226,7 +239,12 @@ async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
     )
     .await?;
     notes.wait_for("l: shop", SOON).await?;
-    quiet(&mut java, "the env=pre client (its variant did not change)").await?;
+    quiet(
+        &s,
+        &mut java,
+        "the env=pre client (its variant did not change)",
+    )
+    .await?;
     let shop = sdk
         .get_config(key.into(), G.into())
         .await
@@ -242,7 +260,7 @@ async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
     .await?;
     pushed(&mut python, key).await?;
     assert_eq!(query(&mut python, key).await?.0, "l: blue");
-    quiet(&mut plain, "the client without labels").await?;
+    quiet(&s, &mut plain, "the client without labels").await?;
     assert_eq!(query(&mut plain, key).await?.0, "l: formal");
     Ok(())
 }

@@ -705,8 +705,15 @@ async fn a_connection_with_an_open_bi_stream_is_not_idle() -> anyhow::Result<()>
     let server = TestServer::start(idle_opts()).await?;
     let c = H2Conn::connect(server.port).await?;
     let (_resp, mut out) = c.open_registered_stream().await?;
-    // Several idle limits without any call but the open stream: still connected.
-    tokio::time::sleep(IDLE * 4).await;
+    // Several idle limits without any call but the open stream: still connected. The
+    // limits are those of connections opened after its last call, one after the other,
+    // each closed once it went without a call for the limit.
+    for _ in 0..3 {
+        let idle = H2Conn::connect(server.port).await?;
+        idle.assert_serves().await?;
+        idle.wait_closed("a connection without calls was kept open")
+            .await?;
+    }
     ensure!(!c.task.is_finished(), "the connection was closed");
     assert_eq!(server.stats.snapshot().connections, 1);
     c.assert_serves().await?;

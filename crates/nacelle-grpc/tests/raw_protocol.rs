@@ -120,12 +120,19 @@ async fn ability_negotiation_as_the_java_client_expects() -> anyhow::Result<()> 
     let r = java.call("HealthCheckRequest", json!({})).await?;
     assert_eq!(r.int("resultCode"), Some(200));
 
-    // Without an ability table (older clients, the Rust SDK): registered, no ack.
+    // Without an ability table (older clients, the Rust SDK): registered, no ack. An ack
+    // would be on the stream before anything sent later: the first message is the push of
+    // a change made after the setup.
     let mut old = server.raw().await?;
     old.setup("127.0.0.1").await?;
-    assert!(
-        old.next(Duration::from_millis(300)).await.is_err(),
-        "nothing is sent to a client that does not negotiate"
+    let r = old.listen(&[("after-setup", "G", "", "")], true).await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    server.publish("", "G", "after-setup", "v").await?;
+    let first = old.next(SOON).await?.expect("the stream stays open");
+    assert_eq!(
+        (first.type_name.as_str(), first.str("dataId")),
+        ("ConfigChangeNotifyRequest", Some("after-setup")),
+        "nothing is sent to a client that does not negotiate: {first:?}"
     );
     Ok(())
 }
@@ -497,9 +504,28 @@ async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyho
     for ip in ["10.0.0.12", "10.0.0.13"] {
         good.push(listener_of_k(&server, ip).await?);
     }
-    // Registered and listening, nothing pushed: nothing for the sweeper.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(server.stats.snapshot().unacked_connections, 0);
+    // Registered and listening, nothing pushed: nothing for the sweeper. A witness
+    // connection listening to another key is pushed a change it does not ack at once: the
+    // sweeper's next pass lists it, and it alone.
+    let mut witness = server.raw().await?;
+    witness.setup("10.0.0.14").await?;
+    let r = witness.listen(&[("w", "G", "", "")], true).await?;
+    assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
+    server.publish("", "G", "w", "w1").await?;
+    let push = witness
+        .next(SOON)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no push"))?;
+    let s = stats_until(&server, |s| s.unacked_connections > 0).await;
+    assert_eq!(s.unacked_connections, 1, "the witness only: {s:?}");
+    witness
+        .respond(
+            "ConfigChangeNotifyResponse",
+            push.str("requestId").unwrap_or_default(),
+        )
+        .await?;
+    let s = stats_until(&server, |s| s.push_acks == 1 && s.unacked_connections == 0).await;
+    assert_eq!((s.push_acks, s.unacked_connections), (1, 0), "{s:?}");
 
     server.publish("", "G", "k", "v1").await?;
     for c in &mut good {
@@ -514,9 +540,9 @@ async fn the_push_sweeper_visits_only_connections_with_pushes_pending() -> anyho
         .await?;
     }
     // The acked connections leave the sweeper's list; the mute one stays while it is
-    // retried.
-    let s = stats_until(&server, |s| s.push_acks == 2 && s.unacked_connections == 1).await;
-    assert_eq!((s.push_acks, s.unacked_connections), (2, 1), "{s:?}");
+    // retried. (Acks: the witness's and these two.)
+    let s = stats_until(&server, |s| s.push_acks == 3 && s.unacked_connections == 1).await;
+    assert_eq!((s.push_acks, s.unacked_connections), (3, 1), "{s:?}");
     // Given up on and unregistered, it leaves too.
     let s = stats_until(&server, |s| {
         s.dropped_unacked == 1 && s.unacked_connections == 0

@@ -208,6 +208,83 @@ async fn tiny_http(
     Ok(addr)
 }
 
+/// Waits until `asked` has counted three more than now (within [`SOON`]).
+async fn three_more(asked: &AtomicU64, what: &str) -> TestResult {
+    let mark = asked.load(Ordering::SeqCst);
+    let deadline = Instant::now() + SOON;
+    while asked.load(Ordering::SeqCst) < mark + 3 {
+        if Instant::now() > deadline {
+            let n = asked.load(Ordering::SeqCst) - mark;
+            return Err(format!("{what} was asked {n} times, not 3").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Waits until `api`'s server holds `rule` (`type:expr`) as rollout `id`'s gray of
+/// `data_id`.
+async fn until_gray(api: &Api, data_id: &str, id: i64, rule: &str) -> TestResult {
+    let deadline = Instant::now() + SOON;
+    while gray_rule(api, data_id, &format!("rollout-{id}"))
+        .await?
+        .as_deref()
+        != Some(rule)
+    {
+        if Instant::now() > deadline {
+            return Err(format!("{data_id} never held {rule}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// The rollout driver's ticks, as a test can see them: a rollout of a key of its own
+/// (`ticks.yaml`, one step, a bake of 10 minutes) whose health guard, an endpoint of the
+/// test, the driver asks once per tick. A node's driver handles its rollouts tick after
+/// tick — a tick lists them only once every rollout of the one before was handled — so
+/// when the endpoint has been asked three more times than at some moment, the tick of the
+/// second of those asks listed the rollouts after that moment and has handled them all.
+/// (The first may come from a tick that was under way at that moment.)
+struct Ticks {
+    id: i64,
+    asked: Arc<AtomicU64>,
+}
+
+impl Ticks {
+    /// Starts the ticking rollout on `api`'s server.
+    async fn start(api: &Api) -> TestResult<Ticks> {
+        let asked = Arc::new(AtomicU64::new(0));
+        let count = asked.clone();
+        let health = tiny_http(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+            (200, "ok".into())
+        })
+        .await?;
+        api.publish("", G, "ticks.yaml", "ticks: 0").await?;
+        let id = start_ok(
+            api,
+            &json!({"dataId": "ticks.yaml", "content": "ticks: 1", "steps": [100],
+                    "bakeMs": 600000, "guards": {"http": format!("http://{health}/ticks")}}),
+        )
+        .await?;
+        Ok(Ticks { id, asked })
+    }
+
+    /// Waits until a whole tick of the driver has listed and handled the rollouts after
+    /// this call.
+    async fn a_whole_one(&self) -> TestResult {
+        three_more(&self.asked, "the ticking rollout's guard").await
+    }
+
+    /// Aborts the ticking rollout.
+    async fn stop(self, api: &Api) -> TestResult {
+        let (status, v) = act(api, "abort", self.id).await?;
+        assert_eq!(status, 200, "{v}");
+        Ok(())
+    }
+}
+
 /// A real Prometheus (Debian's `prometheus`) scraping `target` every second, with its own
 /// config and data directory on a free port; killed when dropped.
 struct Prometheus {
@@ -260,6 +337,26 @@ impl Prometheus {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// How many instant queries (`/api/v1/query`) it has answered, by its own metrics.
+    async fn queries_answered(&self) -> TestResult<u64> {
+        let text = reqwest::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let mut n = 0.0;
+        for line in text.lines() {
+            if line.starts_with("prometheus_http_requests_total{")
+                && line.contains("handler=\"/api/v1/query\"")
+            {
+                let value = line.rsplit(' ').next().unwrap_or("");
+                n += value.parse::<f64>().map_err(|e| format!("{line}: {e}"))?;
+            }
+        }
+        Ok(n as u64)
     }
 
     /// The number of series `query` returns now.
@@ -354,6 +451,7 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
                 "bakeMs": 0, "manual": true}),
     )
     .await?;
+    let ticks = Ticks::start(&s).await?;
     let clients = sources(200)
         .into_iter()
         .map(|ip| client_from(&s, ip))
@@ -389,9 +487,10 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
             );
         }
         previous = inside;
-        // Nothing advances by itself (bake 0, manual).
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        assert_eq!(rollout(&s, id).await?["step"], step);
+        // Nothing advances by itself (bake 0, manual), not in a whole tick of the driver.
+        ticks.a_whole_one().await?;
+        let r = rollout(&s, id).await?;
+        assert!(at_step(step)(&r), "{r}");
         let (status, v) = act(&s, "advance", id).await?;
         assert_eq!(status, 200, "{v}");
     }
@@ -481,8 +580,13 @@ async fn a_healthy_rollout_promotes_and_history_shows_each_step() -> TestResult 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_health_url_rolls_back() -> TestResult {
     let status = Arc::new(AtomicU16::new(200));
-    let flag = status.clone();
-    let health = tiny_http(move || (flag.load(Ordering::SeqCst), "health".into())).await?;
+    let asked = Arc::new(AtomicU64::new(0));
+    let (flag, count) = (status.clone(), asked.clone());
+    let health = tiny_http(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        (flag.load(Ordering::SeqCst), "health".into())
+    })
+    .await?;
     let s = TestServer::start().await?;
     s.publish("", G, "svc.yaml", "v: old").await?;
     let id = start_ok(
@@ -500,8 +604,10 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Healthy for a while: nothing happens.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Healthy for a while: nothing happens. The guard is asked three more times — once
+    // a tick, ticks one after the other — so at least two ticks evaluated it, healthy, and
+    // handled the rollout to the end.
+    three_more(&asked, "the health guard").await?;
     assert_eq!(rollout(&s, id).await?["state"], "running");
     status.store(503, Ordering::SeqCst);
     let r = until(&s, id, "rolled back", state_is("rolled-back")).await?;
@@ -594,6 +700,7 @@ async fn a_cohort_client_that_never_takes_the_step_rolls_back_by_the_delivery_gu
 async fn pause_resume_abort_and_bad_input() -> TestResult {
     let s = TestServer::start().await?;
     s.publish("", G, "ops.yaml", "v: 1").await?;
+    let ticks = Ticks::start(&s).await?;
     for (body, words) in [
         (
             json!({"dataId": "ops.yaml", "content": "v: 2", "steps": [], "bakeMs": 0}),
@@ -666,9 +773,9 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         "{v}"
     );
     assert_eq!(act(&s, "pause", id).await?.0, 409);
-    // Released while paused: it stays until resumed.
+    // Released while paused: it stays until resumed, through a whole tick of the driver.
     assert_eq!(act(&s, "advance", id).await?.0, 200);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    ticks.a_whole_one().await?;
     let r = rollout(&s, id).await?;
     assert_eq!(
         (r["state"].as_str(), r["step"].as_u64()),
@@ -680,6 +787,7 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         metrics.contains(&format!("nacelle_rollout_step{{rollout=\"{id}\"}} 1")),
         "{metrics}"
     );
+    ticks.stop(&s).await?;
     assert_eq!(act(&s, "resume", id).await?.0, 200);
     until(&s, id, "at step 2", at_step(2)).await?;
     let (status, v) = act(&s, "abort", id).await?;
@@ -716,10 +824,16 @@ async fn pause_resume_abort_and_bad_input() -> TestResult {
         assert_eq!(resp.status().as_u16(), 400, "{verb} {path}");
     }
     assert_eq!(act(&s, "abort", id + 100).await?.0, 404);
-    // The driver's next tick drops the ended rollout's series.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let metrics = s.http.get(s.url("/metrics")).send().await?.text().await?;
-    assert!(!metrics.contains("nacelle_rollout_step{"), "{metrics}");
+    // The driver's next tick drops the ended rollouts' series.
+    let deadline = Instant::now() + SOON;
+    loop {
+        let metrics = s.http.get(s.url("/metrics")).send().await?.text().await?;
+        if !metrics.contains("nacelle_rollout_step{") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Ok(())
 }
 
@@ -819,8 +933,18 @@ async fn a_prometheus_alarm_rolls_back_every_cohort_client() -> TestResult {
     )
     .await?;
     assert_eq!(r["cohort"]["nodes"][0]["holding"], n, "{r}");
-    // Quiet while the alarm is off.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Quiet while the alarm is off. Prometheus answers the guard's query three more
+    // times — once a tick, ticks one after the other — so at least two ticks evaluated
+    // it, the alarm off, and handled the rollout to the end.
+    let mark = prom.queries_answered().await?;
+    let deadline = Instant::now() + SOON;
+    while prom.queries_answered().await? < mark + 3 {
+        assert!(
+            Instant::now() < deadline,
+            "prometheus did not answer the guard's query three times"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(rollout(&s, id).await?["state"], "running");
 
     alarm.store(3, Ordering::SeqCst);
@@ -946,12 +1070,6 @@ async fn another_node_takes_over_a_killed_driver_and_resumes_the_step() -> TestR
         (Some("running"), Some(2)),
         "{r}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        gray_history(&api, "lease.yaml").await?.len(),
-        rows_before,
-        "the new driver resumed the step without publishing it again"
-    );
     // The killed node comes back on its data directory and sees the same step.
     nodes[driver] = spawn(driver)?;
     nodes[driver].api.wait_ready().await?;
@@ -963,6 +1081,15 @@ async fn another_node_takes_over_a_killed_driver_and_resumes_the_step() -> TestR
     );
     assert_eq!(act(&nodes[driver].api, "advance", id).await?.0, 200);
     until(&api, id, "at step 3", at_step(3)).await?;
+    // The new driver resumed step 2 without publishing it again: the key's gray history
+    // goes on with step 3.
+    until_gray(&api, "lease.yaml", id, &format!("percent:100@rollout-{id}")).await?;
+    let rows = gray_history(&api, "lease.yaml").await?;
+    assert_eq!(
+        rows.get(rows_before..),
+        Some(&[("U".to_string(), format!("100@rollout-{id}"))][..]),
+        "the new driver resumed the step without publishing it again: {rows:?}"
+    );
     assert_eq!(act(&api, "advance", id).await?.0, 200);
     until(&api, id, "promoted", state_is("promoted")).await?;
     for n in &nodes {
@@ -1169,14 +1296,23 @@ async fn a_restarted_server_resumes_the_step() -> TestResult {
         (Some("running"), Some(2)),
         "{r}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        gray_history(&server.api, "restart.yaml").await?.len(),
-        rows,
-        "the restarted server resumed the step without publishing it again"
-    );
     assert_eq!(act(&server.api, "advance", id).await?.0, 200);
     until(&server.api, id, "at step 3", at_step(3)).await?;
+    // The restarted server resumed step 2 without publishing it again: the key's gray
+    // history goes on with step 3.
+    until_gray(
+        &server.api,
+        "restart.yaml",
+        id,
+        &format!("percent:100@rollout-{id}"),
+    )
+    .await?;
+    let history = gray_history(&server.api, "restart.yaml").await?;
+    assert_eq!(
+        history.get(rows..),
+        Some(&[("U".to_string(), format!("100@rollout-{id}"))][..]),
+        "the restarted server resumed the step without publishing it again: {history:?}"
+    );
     assert_eq!(act(&server.api, "advance", id).await?.0, 200);
     until(&server.api, id, "promoted", state_is("promoted")).await?;
     assert_eq!(
