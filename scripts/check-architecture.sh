@@ -145,6 +145,17 @@ while IFS=$'\t' read -r line span; do
   report "$line" "$span" "$verdict"
 done <"$work/spans"
 
+# The service crate's layering (ARCHITECTURE.md, nacelle-service): the config core in
+# `src/config/` imports no feature folder of the crate; features reach it, never the
+# other way (the core asks them through the traits of `src/config/gates.rs`).
+core_dir=crates/nacelle-service/src/config
+upward=$(grep -rnE '^[^/]*crate::(audit|changes|schemas|webhooks|rollouts|services)\b' "$core_dir" || true)
+if [ -n "$upward" ]; then
+  echo "check-architecture: $core_dir imports a feature of the service crate:" >&2
+  echo "$upward" >&2
+  dead=$((dead + 1))
+fi
+
 if [ "$dead" -gt 0 ]; then
   echo "check-architecture: $dead of $checked names in $DOC no longer exist (the rules: the header of $0)"
   exit 1

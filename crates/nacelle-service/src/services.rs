@@ -9,10 +9,10 @@ use nacelle_core::{ConfigStore, CoreError};
 use tokio_util::task::TaskTracker;
 
 use crate::changes::{ChangeRequests, POLICY_REFRESH};
-use crate::limits::Limits;
+use crate::config::limits::Limits;
+use crate::config::service::ConfigService;
 use crate::rollouts::{DriverConfig, GuardProbe, Rollouts};
 use crate::schemas::{Schemas, SCHEMA_REFRESH};
-use crate::service::ConfigService;
 use crate::webhooks::{WebhookTransport, Webhooks};
 
 /// The config core and its features. Cheap to clone: every component is a handle.
@@ -101,7 +101,8 @@ impl Services {
             if self.config.auth_enabled() {
                 let core = self.config.clone();
                 tracker.spawn(async move {
-                    core.follow_identities(crate::auth::IDENTITY_REFRESH).await
+                    core.follow_identities(crate::config::auth::IDENTITY_REFRESH)
+                        .await
                 });
             }
         }

@@ -18,21 +18,16 @@
 
 use std::time::Duration;
 
-use nacelle_core::audit::{AuditAction, AuditEntry, AuditEvent, AuditFilter, AuditRange};
+use nacelle_core::audit::{AuditEntry, AuditEvent, AuditFilter, AuditRange};
 use nacelle_core::{Caller, CoreError, Page, PageRequest};
 use nacelle_metrics::StoreOp;
 use nacelle_proto::audit::{Break, EntryFields, Verifier};
 use tokio_util::sync::CancellationToken;
 
-use crate::batches::{drain, with_retry};
-use crate::service::ConfigService;
+use crate::config::batches::{drain, with_retry};
+use crate::config::service::ConfigService;
 
-mod event;
-pub(crate) mod log;
-
-pub use event::key_target;
-pub(crate) use event::{Audited, ChangeSubject, Subject};
-pub use log::QUEUE_CAPACITY;
+pub use crate::config::audit::{key_target, QUEUE_CAPACITY};
 /// Events appended in one transaction at most.
 pub const APPEND_BATCH: usize = 200;
 /// How long the appender keeps retrying a batch the database refuses (backoff from
@@ -42,28 +37,6 @@ pub const RETRY_BOUND: Duration = Duration::from_secs(60);
 pub const VERIFY_PAGE: u32 = 500;
 
 impl ConfigService {
-    /// Records `event` for `caller` in the audit trail ([`log::AuditLog::record`]).
-    pub(crate) fn audit(&self, caller: &Caller, event: Audited<'_>) {
-        self.inner.audit.record(caller, event);
-    }
-
-    /// The audit entry of an operation on `target` that succeeded (`ok`) or was not
-    /// applied.
-    pub(crate) fn audit_outcome(
-        &self,
-        action: AuditAction,
-        event: &str,
-        caller: &Caller,
-        target: &str,
-        ok: bool,
-    ) {
-        let mut entry = Audited::new(action, event, target.to_string());
-        if !ok {
-            entry = entry.refused("not applied");
-        }
-        self.audit(caller, entry);
-    }
-
     /// The appender: takes queued events in batches of up to [`APPEND_BATCH`] and appends
     /// each batch in one transaction, retrying with backoff for up to [`RETRY_BOUND`];
     /// ends after [`ConfigService::finish_audit`], once the queue is empty. Run it once per

@@ -28,17 +28,17 @@ use nacelle_core::{
 };
 use nacelle_metrics::StoreOp;
 
-use crate::audit::Audited;
-use crate::audit::ChangeSubject;
-use crate::commit::{Effect, WriteKind};
-use crate::request::PublishRequest;
-use crate::service::ConfigService;
-use crate::transfer::type_from_extension;
+use crate::config::audit::Audited;
+use crate::config::audit::ChangeSubject;
+use crate::config::commit::{Effect, WriteKind};
+use crate::config::request::PublishRequest;
+use crate::config::service::ConfigService;
+use crate::config::transfer::type_from_extension;
 use nacelle_core::store::ChangeRequests as ChangeStore;
 
 mod policies;
 
-use crate::gates::ReviewPolicies;
+use crate::config::gates::ReviewPolicies;
 use policies::PolicyState;
 
 /// Most keys in one change request.
@@ -147,7 +147,7 @@ fn store_err(e: StoreError, id: ChangeId) -> CoreError {
 }
 
 /// Change requests and review policies: a component that owns the policies in memory
-/// (the core asks them through [`crate::gates::ReviewPolicies`] before every direct
+/// (the core asks them through [`crate::config::gates::ReviewPolicies`] before every direct
 /// write) and reaches the config core through its handle. Cheap to clone.
 #[derive(Clone)]
 pub struct ChangeRequests {

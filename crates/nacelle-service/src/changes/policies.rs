@@ -8,7 +8,7 @@ use nacelle_core::change::ReviewPolicy;
 use nacelle_core::ConfigKey;
 use parking_lot::RwLock;
 
-use crate::gates::ReviewPolicies;
+use crate::config::gates::ReviewPolicies;
 
 #[derive(Default)]
 pub(crate) struct PolicyState {

@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 
 use super::ops::{step_label, Rollouts, MAX_ACTIVE_ROLLOUTS};
 use super::state::{DriverConfig, GuardProbe, RolloutRuntime};
-use crate::request::{PublishRequest, WriteNote};
+use crate::config::request::{PublishRequest, WriteNote};
 
 /// What the driver remembers of a rollout between ticks (lost with the lease, which is
 /// harmless: it only delays the delivery guard).
@@ -179,7 +179,7 @@ impl Rollouts {
     }
 
     /// This node's listeners of the rollout's key served its gray.
-    fn cohort_views(&self, r: &Rollout) -> Vec<crate::watch::ListenerView> {
+    fn cohort_views(&self, r: &Rollout) -> Vec<crate::config::watch::ListenerView> {
         let name = gray_name(r.id);
         let internal = Caller::internal();
         let views = self

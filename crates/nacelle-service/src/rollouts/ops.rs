@@ -16,9 +16,9 @@ use nacelle_core::{
 };
 use nacelle_metrics::StoreOp;
 
-use crate::audit::{key_target, Audited};
-use crate::request::{PublishRequest, WriteNote};
-use crate::service::ConfigService;
+use crate::config::audit::{key_target, Audited};
+use crate::config::request::{PublishRequest, WriteNote};
+use crate::config::service::ConfigService;
 use nacelle_core::store::Rollouts as RolloutStore;
 use std::sync::{Arc, OnceLock};
 

@@ -1,6 +1,6 @@
 //! The JSON Schemas a node holds, compiled ([`SchemaState`]), and the check content passes
 //! against them: the config core's content gate on every publish
-//! ([`crate::gates::ContentGate`]), and the dry run callers ask for.
+//! ([`crate::config::gates::ContentGate`]), and the dry run callers ask for.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,7 +13,7 @@ use nacelle_core::{ConfigKey, ConfigType, CoreError, NamespaceId, SchemaRecord};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::gates::{ContentGate, GateFuture};
+use crate::config::gates::{ContentGate, GateFuture};
 
 /// The largest schema document accepted, in bytes.
 pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;

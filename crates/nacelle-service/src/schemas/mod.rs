@@ -29,7 +29,7 @@ mod compiled;
 
 pub use compiled::{SchemaCheck, SchemaProblem, MAX_REPORTED_PROBLEMS, MAX_SCHEMA_BYTES};
 
-use crate::service::ConfigService;
+use crate::config::service::ConfigService;
 use compiled::{compile, schema_name, SchemaState};
 
 /// The most schemas a server holds, all namespaces together.

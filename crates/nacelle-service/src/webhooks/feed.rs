@@ -7,8 +7,8 @@ use nacelle_core::webhook::{NewDelivery, EVENT_KINDS};
 use nacelle_core::NamespaceId;
 use serde_json::{json, Map, Value};
 
-use crate::audit::log::AuditSubscriber;
-use crate::audit::Subject;
+use crate::config::audit::log::AuditSubscriber;
+use crate::config::audit::Subject;
 use crate::webhooks::state::{LiveHook, WebhookState};
 
 impl LiveHook {

@@ -3,7 +3,7 @@
 //! changes, imports and clones, and the events of change requests.
 //!
 //! **Fed from the audit trail.** The webhooks subscribe to the audit log
-//! (`crate::audit::log::AuditSubscriber`, in `feed.rs`): every event that happened (outcome
+//! (`crate::config::audit::log::AuditSubscriber`, in `feed.rs`): every event that happened (outcome
 //! `ok`) and names a subject (a key, or a change request with its keys) reaches the feed,
 //! and the matching enabled hooks get one delivery each, put
 //! on a bounded in-memory queue without waiting (full: dropped, logged and counted in
@@ -38,8 +38,8 @@ use nacelle_metrics::StoreOp;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::batches::{drain, with_retry};
-use crate::service::ConfigService;
+use crate::config::batches::{drain, with_retry};
+use crate::config::service::ConfigService;
 use nacelle_core::pattern::{check_pattern, MAX_DATA_ID_PATTERN_CHARS, MAX_GROUP_PATTERN_CHARS};
 mod feed;
 use feed::namespace_label;

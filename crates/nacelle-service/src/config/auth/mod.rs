@@ -34,8 +34,8 @@ use nacelle_metrics::StoreOp;
 
 use nacelle_core::audit::AuditAction;
 
-use crate::audit::Audited;
-use crate::service::ConfigService;
+use crate::config::audit::Audited;
+use crate::config::service::ConfigService;
 use state::AuthState;
 pub use state::{decode_secret, AuthConfig, DEFAULT_TOKEN_TTL_S, MIN_SECRET_BYTES};
 pub use throttle::{ADDRESS_FREE_FAILURES, MAX_WAIT, PAIR_FREE_FAILURES};

@@ -19,14 +19,14 @@ use nacelle_core::{
     StoreError, StoredConfig, Variant,
 };
 
-use crate::read::wildcard_match;
-use crate::request::PublishRequest;
+use crate::config::read::wildcard_match;
+use crate::config::request::PublishRequest;
 use nacelle_core::audit::AuditAction;
 
-use crate::audit::Audited;
-use crate::commit::{Effect, WriteKind};
-use crate::service::ConfigService;
-use crate::view::ConfigView;
+use crate::config::audit::Audited;
+use crate::config::commit::{Effect, WriteKind};
+use crate::config::service::ConfigService;
+use crate::config::view::ConfigView;
 
 /// Most configs one import or clone may hold: the batch is one transaction and is
 /// validated in memory before it is written.
@@ -308,7 +308,7 @@ impl ConfigService {
                 change_id: None,
             };
             let record = self.validate_publish(caller, req).map_err(in_entry)?;
-            // Checked by type on the plaintext, and sealed when encrypted (crate::cipher),
+            // Checked by type on the plaintext, and sealed when encrypted (crate::config::cipher),
             // as a publish is.
             let record = self.checked_and_sealed(record).await.map_err(in_entry)?;
             records.push(record);

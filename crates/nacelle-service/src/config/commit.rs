@@ -30,8 +30,8 @@ use nacelle_core::{Caller, ConfigKey, StoreError, StoredConfig};
 use nacelle_metrics::StoreOp;
 use tokio::sync::MutexGuard;
 
-use crate::audit::Audited;
-use crate::service::ConfigService;
+use crate::config::audit::Audited;
+use crate::config::service::ConfigService;
 
 /// The kind of a write: the `op` label of `nacelle_config_writes_total` and the store
 /// operation its call is timed under.

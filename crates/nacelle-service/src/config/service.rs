@@ -1,12 +1,12 @@
 //! [`ConfigService`]: the state every operation shares, start-up (`load`), the one
 //! readiness guard, shutdown and the wiring hooks. The operations live one concern per
-//! file: [`crate::read`], [`crate::write`], [`crate::history`], [`crate::namespaces`],
-//! [`crate::watch`].
+//! file: [`crate::config::read`], [`crate::config::write`], [`crate::config::history`], [`crate::config::namespaces`],
+//! [`crate::config::watch`].
 //!
 //! Write path: validate → take the key's write lock → store (one transaction) → update the
 //! cache if the revision is newer than what it holds → release the lock → notify that key's
 //! subscribers (before the call returns, or — for a key with more than
-//! [`crate::hub::INLINE_WALK_MAX`] subscribers — on a task of its own).
+//! [`crate::config::hub::INLINE_WALK_MAX`] subscribers — on a task of its own).
 //! Read path: a map lookup returning a shared, immutable `Arc<StoredConfig>`.
 //!
 //! Every operation takes the [`Caller`](nacelle_core::Caller) it acts for and starts with
@@ -29,16 +29,19 @@ use nacelle_metrics::{names, Metrics, Samples, Source, StoreOp};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::log::{AuditLog, AuditSubscriber};
-use crate::auth::state::AuthState;
-use crate::cipher_state::CipherState;
-use crate::cluster::{MemberInfo, MembershipView};
-use crate::gates::{ContentGate, Gates, ReviewPolicies};
-use crate::hub::WatchHub;
-use crate::limits::{HeldPolls, Limits, RateLimiter};
-use crate::patterns::PatternHub;
+use crate::config::audit::log::{AuditLog, AuditSubscriber};
+use crate::config::audit::Audited;
+use crate::config::auth::state::AuthState;
+use crate::config::cipher_state::CipherState;
+use crate::config::cluster::{MemberInfo, MembershipView};
+use crate::config::gates::{ContentGate, Gates, ReviewPolicies};
+use crate::config::hub::WatchHub;
+use crate::config::limits::{HeldPolls, Limits, RateLimiter};
+use crate::config::patterns::PatternHub;
+use nacelle_core::audit::AuditAction;
+use nacelle_core::Caller;
 
-use crate::key_map::KeyMap;
+use crate::config::key_map::KeyMap;
 
 /// Number of write-lock stripes; writes of different keys rarely share one.
 const WRITE_STRIPES: usize = 256;
@@ -65,9 +68,9 @@ pub(crate) struct Inner {
     pub(crate) held_polls: Arc<HeldPolls>,
     /// The write rate limit per client IP (`Limits::write_rate_per_ip`); `None`: off.
     pub(crate) write_rate: Option<RateLimiter>,
-    /// The master key and the opened versions of encrypted configs (`crate::cipher`).
+    /// The master key and the opened versions of encrypted configs (`crate::config::cipher`).
     pub(crate) cipher: CipherState,
-    /// Users, roles, permissions, verified tokens and the login throttle (`crate::auth`).
+    /// Users, roles, permissions, verified tokens and the login throttle (`crate::config::auth`).
     pub(crate) auth: AuthState,
     /// What features decide for the core (schemas, review policies), installed at wiring.
     pub(crate) gates: Gates,
@@ -82,7 +85,7 @@ pub(crate) struct Inner {
     /// The cluster membership, when this node runs in a cluster.
     membership: OnceLock<Arc<dyn MembershipView>>,
     /// Asks the other members for their part of a live view (installed by the cluster).
-    pub(crate) peer_queries: OnceLock<Arc<dyn crate::live::PeerQueries>>,
+    pub(crate) peer_queries: OnceLock<Arc<dyn crate::config::gates::PeerQueries>>,
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
     metrics: Metrics,
     /// The audit log: events on their way to the database and to the webhooks
@@ -270,6 +273,28 @@ impl ConfigService {
     /// call takes effect.
     pub(crate) fn set_review_policies(&self, policies: Arc<dyn ReviewPolicies>) -> bool {
         self.inner.gates.review.set(policies).is_ok()
+    }
+
+    /// Records `event` for `caller` in the audit trail ([`AuditLog::record`]).
+    pub(crate) fn audit(&self, caller: &Caller, event: Audited<'_>) {
+        self.inner.audit.record(caller, event);
+    }
+
+    /// The audit entry of an operation on `target` that succeeded (`ok`) or was not
+    /// applied.
+    pub(crate) fn audit_outcome(
+        &self,
+        action: AuditAction,
+        event: &str,
+        caller: &Caller,
+        target: &str,
+        ok: bool,
+    ) {
+        let mut entry = Audited::new(action, event, target.to_string());
+        if !ok {
+            entry = entry.refused("not applied");
+        }
+        self.audit(caller, entry);
     }
 
     /// Installs the subscriber of the audit log (the webhooks); only the first call takes
@@ -464,7 +489,7 @@ impl Source for ServiceGauges {
         // Members are configured (`--members`, cluster.conf): a bounded label.
         for m in view.members().into_iter().filter(|m| !m.is_self) {
             let member = m.address();
-            let up = if m.state == crate::cluster::MemberState::Up {
+            let up = if m.state == crate::config::cluster::MemberState::Up {
                 1.0
             } else {
                 0.0

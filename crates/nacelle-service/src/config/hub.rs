@@ -21,7 +21,7 @@ use bytes::Bytes;
 use nacelle_core::{now_millis, Caller, ConfigKey};
 use rustc_hash::FxBuildHasher;
 
-use crate::key_map::KeyMap;
+use crate::config::key_map::KeyMap;
 
 /// Most subscribers of a key that [`WatchHub::publish`] notifies itself before returning.
 pub const INLINE_WALK_MAX: usize = 1024;

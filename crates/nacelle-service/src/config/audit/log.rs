@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::event::{Audited, Subject};
+use crate::config::audit::event::{Audited, Subject};
 
 /// Events queued at most; beyond, new events are dropped (and counted).
 pub const QUEUE_CAPACITY: usize = 10_000;

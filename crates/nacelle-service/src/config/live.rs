@@ -4,8 +4,6 @@
 //! ([`ConfigService::key_clients`], which asks the other members through the
 //! [`PeerQueries`] the cluster module installs).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use nacelle_core::{Action, Caller, ConfigKey, CoreError};
@@ -14,16 +12,9 @@ use nacelle_proto::clients::{
     HOLDS_UNKNOWN,
 };
 
-use crate::{ConfigService, Listeners};
-
-/// Asks the other cluster members for their part of a live view; implemented by the
-/// cluster module, installed at wiring time ([`ConfigService::set_peer_queries`]).
-pub trait PeerQueries: Send + Sync + 'static {
-    /// Every other member's [`NodeClients`] for `key`; a member that cannot be asked is
-    /// in the answer with its `error` set, never left out.
-    fn clients_of(&self, key: &ConfigKey)
-        -> Pin<Box<dyn Future<Output = Vec<NodeClients>> + Send>>;
-}
+pub use crate::config::gates::PeerQueries;
+use crate::config::service::ConfigService;
+use crate::config::watch::Listeners;
 
 /// The md5s a key has now: its formal config's and each gray's.
 struct Versions {

@@ -1,5 +1,5 @@
 //! The state of encrypted configs the service holds (the master key, the opened versions),
-//! apart from the operations on it (`crate::cipher`), so that `service.rs` can hold it
+//! apart from the operations on it (`crate::config::cipher`), so that `service.rs` can hold it
 //! without depending on those operations.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ pub(crate) struct CipherState {
     /// The opened version of each encrypted key, checked against the stored version on
     /// every read (md5 and stored data key), so a new version — or another variant of the
     /// key — is opened afresh.
-    pub(crate) opened: crate::key_map::KeyMap<Arc<Opened>>,
+    pub(crate) opened: crate::config::key_map::KeyMap<Arc<Opened>>,
 }
 
 /// One stored version of an encrypted config, opened. Its `Debug` shows neither the key

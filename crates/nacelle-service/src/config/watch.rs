@@ -24,12 +24,12 @@ use nacelle_core::Action;
 use nacelle_core::{Caller, ConfigKey, CoreError, GroupPattern, NamespaceId};
 use parking_lot::Mutex;
 
-pub use crate::hub::{ChangeEvent, Subscriber};
-use crate::key_map::KeySet;
-use crate::limits::{HoldRefused, PollHold};
-pub use crate::patterns::{GroupChange, GroupSubscriber};
-use crate::patterns::{KeyState, PatternSub};
-use crate::service::ConfigService;
+pub use crate::config::hub::{ChangeEvent, Subscriber};
+use crate::config::key_map::KeySet;
+use crate::config::limits::{HoldRefused, PollHold};
+pub use crate::config::patterns::{GroupChange, GroupSubscriber};
+use crate::config::patterns::{KeyState, PatternSub};
+use crate::config::service::ConfigService;
 
 /// What [`Watch::watch_pattern`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use nacelle_core::auth::Directory;
 use nacelle_core::CoreError;
 use parking_lot::RwLock;
 
-use crate::auth::password::PasswordCache;
-use crate::auth::throttle::Throttle;
+use crate::config::auth::password::PasswordCache;
+use crate::config::auth::throttle::Throttle;
 
 /// Nacos's default token lifetime.
 pub const DEFAULT_TOKEN_TTL_S: u64 = 18_000;

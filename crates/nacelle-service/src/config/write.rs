@@ -25,11 +25,11 @@ use nacelle_metrics::StoreOp;
 use nacelle_core::audit::AuditAction;
 use nacelle_core::rules::check_message;
 
-use crate::audit::Audited;
-use crate::commit::{Effect, WriteKind};
-use crate::request::{PublishRequest, WriteNote};
-use crate::service::ConfigService;
-use crate::view::Published;
+use crate::config::audit::Audited;
+use crate::config::commit::{Effect, WriteKind};
+use crate::config::request::{PublishRequest, WriteNote};
+use crate::config::service::ConfigService;
+use crate::config::view::Published;
 
 /// Content up to this many bytes is parsed on the publishing task; larger content on the
 /// blocking pool, so that a large document (a 1 MiB YAML or TOML file takes tens of
@@ -102,7 +102,7 @@ impl ConfigService {
 
     /// Validates and publishes a config for `caller`; answers once the version is
     /// committed and visible to readers, after its listeners were notified (or their walk
-    /// started, see [`crate::hub`]). History records the caller's IP.
+    /// started, see [`crate::config::hub`]). History records the caller's IP.
     pub async fn publish(
         &self,
         caller: &Caller,
@@ -150,7 +150,7 @@ impl ConfigService {
         // hearing why it was refused, not "over the write rate limit".
         self.write_allowed(caller)?;
         // The content is checked by its type on the plaintext; an encrypted dataId's is
-        // then encrypted (crate::cipher).
+        // then encrypted (crate::config::cipher).
         let record = self.checked_and_sealed(record).await?;
         let gray = record.gray.is_some();
         let kind = if gray {

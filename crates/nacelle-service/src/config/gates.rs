@@ -5,6 +5,8 @@
 //! - [`ContentGate`]: content a publish would write is checked (the JSON Schemas).
 //! - [`ReviewPolicies`]: the review policy governing a key, if any (the change requests'
 //!   policies); the core refuses a direct write of a governed key.
+//! - [`PeerQueries`]: the other cluster members' part of a live view (the cluster
+//!   module, `crate::live`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use nacelle_core::change::ReviewPolicy;
 use nacelle_core::{ConfigKey, ConfigType, CoreError};
+use nacelle_proto::clients::NodeClients;
 
 /// The answer of a [`ContentGate`].
 pub(crate) type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CoreError>> + Send + 'a>>;
@@ -40,4 +43,13 @@ pub(crate) trait ReviewPolicies: Send + Sync + 'static {
 pub(crate) struct Gates {
     pub(crate) content: OnceLock<Arc<dyn ContentGate>>,
     pub(crate) review: OnceLock<Arc<dyn ReviewPolicies>>,
+}
+
+/// Asks the other cluster members for their part of a live view; implemented by the
+/// cluster module, installed at wiring time (`ConfigService::set_peer_queries`).
+pub trait PeerQueries: Send + Sync + 'static {
+    /// Every other member's `NodeClients` for `key`; a member that cannot be asked is
+    /// in the answer with its `error` set, never left out.
+    fn clients_of(&self, key: &ConfigKey)
+        -> Pin<Box<dyn Future<Output = Vec<NodeClients>> + Send>>;
 }

@@ -8,7 +8,7 @@ use nacelle_core::{
 
 use nacelle_metrics::StoreOp;
 
-use crate::service::ConfigService;
+use crate::config::service::ConfigService;
 
 /// Why one history entry was not served.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use nacelle_core::{Caller, CoreError, Page, PageRequest, StoreError};
 use nacelle_core::audit::AuditAction;
 
 use super::{generate_password, now_s, password};
-use crate::service::ConfigService;
+use crate::config::service::ConfigService;
 
 /// Longest user and role name (Nacos's `varchar(50)`).
 pub const MAX_NAME: usize = 50;

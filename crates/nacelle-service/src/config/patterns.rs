@@ -1,5 +1,5 @@
 //! The pattern hub: who watches which group pattern (`namespace>>group>>dataId`, Nacos 3.0's
-//! fuzzy watch), beside the per-key [`crate::hub`].
+//! fuzzy watch), beside the per-key [`crate::config::hub`].
 //!
 //! Index: namespace → (exact group → subscriptions, and the subscriptions whose group part
 //! is a wildcard). A change of a key takes a read lock, looks up its namespace and its

@@ -13,10 +13,10 @@ use nacelle_core::key::tag_of;
 use nacelle_core::Action;
 use nacelle_core::{Caller, ConfigKey, CoreError, Gray, NamespaceId, Page, StoredConfig};
 
-use crate::hub::Visible;
-use crate::request::{SearchMode, SearchQuery};
-use crate::service::ConfigService;
-use crate::view::ConfigView;
+use crate::config::hub::Visible;
+use crate::config::request::{SearchMode, SearchQuery};
+use crate::config::service::ConfigService;
+use crate::config::view::ConfigView;
 
 /// The label (gRPC connection label, or HTTP header) by which a client names the tag it
 /// wants when a request names none, as Nacos's `Vipserver-Tag`.

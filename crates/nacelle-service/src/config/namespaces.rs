@@ -12,8 +12,8 @@ use nacelle_metrics::StoreOp;
 
 use nacelle_core::audit::AuditAction;
 
-use crate::audit::Audited;
-use crate::service::ConfigService;
+use crate::config::audit::Audited;
+use crate::config::service::ConfigService;
 
 /// Description of the built-in default namespace, as Nacos shows it.
 const DEFAULT_NAMESPACE_DESC: &str = "Public Namespace";

@@ -30,9 +30,9 @@ use nacelle_core::{
     md5_hex, Caller, ConfigKey, CoreError, HistoryEntry, Protocol, PublishRecord, StoredConfig,
 };
 
-use crate::cipher_state::Opened;
-use crate::service::ConfigService;
-use crate::view::ConfigView;
+use crate::config::cipher_state::Opened;
+use crate::config::service::ConfigService;
+use crate::config::view::ConfigView;
 
 /// How many stored encrypted configs there are, by how their data key is kept.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

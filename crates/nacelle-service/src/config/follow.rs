@@ -14,7 +14,7 @@ use nacelle_core::{ConfigKey, CoreError};
 
 use nacelle_metrics::StoreOp;
 
-use crate::service::ConfigService;
+use crate::config::service::ConfigService;
 
 /// How long a missing `nid` is waited for before it is taken as rolled back.
 pub const GAP_PATIENCE: Duration = Duration::from_secs(30);
