@@ -11,8 +11,9 @@
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
-//! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope, errors, param check in
-//!   `v3/mod.rs`; one file per controller).
+//! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope and errors in
+//!   `v3/mod.rs`; credentials, permission and param check in `v3/admission.rs`, one
+//!   extractor every handler takes; one file per controller).
 //! - `nacelle`: Nacelle's own API under `/nacos/nacelle/v1` (the v3 envelope and errors;
 //!   one file per resource: `changes`, `schemas`, `audit`).
 //! - `console`: the web console's JSON API (`/nacos/console/api/…`) and its pages

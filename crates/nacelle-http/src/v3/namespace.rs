@@ -17,8 +17,8 @@ use nacelle_core::Action;
 use nacelle_service::{NamespaceError, NamespaceInfo};
 use serde::Serialize;
 
-use super::{admit, namespace_id, request_param, success, ErrorCode, Extractor, Secured, V3Error};
-use crate::error::ApiError;
+use super::admission::{Admitted, Extractor, Gate, Secured};
+use super::{namespace_id, request_param, success, ErrorCode, V3Error};
 use crate::params::Params;
 use crate::AppState;
 
@@ -31,6 +31,30 @@ const DEFAULT_QUOTA: u32 = 200;
 /// administrator, or a permission whose pattern matches the string (`*`), passes.
 const NAMESPACE_LIST: &str = "/v3/admin/core/namespace";
 const NAMESPACE: &str = "/v3/admin/corenamespaces";
+
+/// One namespace, `/check` (no param check extractor: `NamespaceControllerV3` has none).
+pub(crate) struct ReadNamespace;
+
+impl Gate for ReadNamespace {
+    const SECURED: Secured = Secured::Resource(Action::Read, NAMESPACE);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
+
+/// `/list`, secured under its own resource string.
+pub(crate) struct ListNamespaces;
+
+impl Gate for ListNamespaces {
+    const SECURED: Secured = Secured::Resource(Action::Read, NAMESPACE_LIST);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
+
+/// Create, update, delete.
+pub(crate) struct WriteNamespace;
+
+impl Gate for WriteNamespace {
+    const SECURED: Secured = Secured::Resource(Action::Write, NAMESPACE);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
 /// How Nacos 3 describes the built-in default namespace
 /// (`NamespaceOperationService.DEFAULT_NAMESPACE_DESCRIPTION`; Nacos 2's v1 API, and so
 /// Nacelle's, says "Public Namespace").
@@ -108,14 +132,8 @@ fn form_field<'p>(p: &'p Params, name: &str) -> Result<&'p str, V3Error> {
 /// unknown too (Nacos looks it up without checking it).
 pub(crate) async fn get(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     match match st.service.namespaces(&p.caller) {
         Ok(n) => n.get(id).await,
@@ -130,14 +148,8 @@ pub(crate) async fn get(
 /// `GET /list` → `List<Namespace>`, the default namespace first.
 pub(crate) async fn list(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ListNamespaces>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE_LIST),
-    )?;
     let all = st.service.namespaces(&p.caller)?.list().await?;
     Ok(success(
         all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
@@ -148,14 +160,8 @@ pub(crate) async fn list(
 /// `data: true`.
 pub(crate) async fn create(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -169,14 +175,8 @@ pub(crate) async fn create(
 /// `PUT namespaceId, namespaceName[, namespaceDesc]` → `data: true`.
 pub(crate) async fn update(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
     let id = form_field(&p, "namespaceId")?;
     let name = form_field(&p, "namespaceName")?;
     st.service
@@ -191,14 +191,8 @@ pub(crate) async fn update(
 /// answers); the default namespace is refused (400/22002).
 pub(crate) async fn delete(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     let _existed = st
         .service
@@ -212,14 +206,8 @@ pub(crate) async fn delete(
 /// `GET /check?namespaceId=` → `data`: the number of namespaces with this id (0 or 1).
 pub(crate) async fn check(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     let exists = st.service.namespaces(&p.caller)?.exists(id).await?;
     Ok(success(u8::from(exists)))
