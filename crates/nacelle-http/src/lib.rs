@@ -6,7 +6,8 @@
 //! - [`serve`]: the accept loop (hyper, HTTP/1.1, graceful shutdown); each connection
 //!   hands a long poll (`POST /nacos/v1/cs/configs/listener`) straight to its handler
 //!   and every other request to the router built by [`api`].
-//! - `params`: strict form/query decoding shared by every handler.
+//! - `params`: strict form/query decoding shared by every handler; `page`: Nacos's page
+//!   JSON, which every family writes.
 //! - `error`: the two wire error formats (v1 plain text, v2 JSON envelope), one mapping each.
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
@@ -29,6 +30,7 @@ mod error;
 pub mod fuzzing;
 mod nacelle;
 mod observe;
+mod page;
 mod params;
 mod server;
 mod v1;

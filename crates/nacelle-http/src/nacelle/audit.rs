@@ -11,8 +11,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
-use crate::v3::{page, params, success, Page, V3Error};
+use crate::v3::{page, params, success, V3Error};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -119,12 +120,7 @@ async fn list(
     let trail = st.service.audit_trail(&p.caller)?;
     let filter = filter_of(&p)?;
     let page = trail.list(&filter, page(&p, Some(MAX_PAGE_SIZE))?).await?;
-    Ok(success(Page {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.iter().map(EntryJson::of).collect(),
-    }))
+    Ok(success(PageJson::of(&page, EntryJson::of)))
 }
 
 /// `GET [afterSeq (default 0), limit (default and at most 1000)]` → `{head: {lastSeq,

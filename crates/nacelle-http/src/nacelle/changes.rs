@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::console::configs::unified;
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
-use crate::v3::{namespace_id, page, params, success, Page, V3Error};
+use crate::v3::{namespace_id, page, params, success, V3Error};
 use crate::AppState;
 
 pub(crate) const ROUTES: &[&str] = &[
@@ -284,12 +285,7 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
         namespaces: None,
     };
     let found = changes.list(&filter, page(&p, Some(500))?).await?;
-    Ok(success(Page {
-        total_count: found.total_count,
-        page_number: found.page_number,
-        pages_available: found.pages_available,
-        page_items: found.items.iter().map(ChangeJson::summary).collect(),
-    }))
+    Ok(success(PageJson::of(&found, ChangeJson::summary)))
 }
 
 async fn create(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {

@@ -20,8 +20,9 @@ use serde_json::Value;
 
 use super::fields::Fields;
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
-use crate::v3::{namespace_id, page, params, success, Page, V3Error};
+use crate::v3::{namespace_id, page, params, success, V3Error};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -106,21 +107,21 @@ struct DeliveryJson {
 }
 
 impl DeliveryJson {
-    fn of(d: Delivery) -> Self {
+    fn of(d: &Delivery) -> Self {
         let pending = d.status == nacelle_core::webhook::DeliveryStatus::Pending;
         DeliveryJson {
             id: d.id,
             hook_id: d.hook_id,
-            event_id: d.event_id,
-            kind: d.kind,
+            event_id: d.event_id.clone(),
+            kind: d.kind.clone(),
             status: d.status.as_str(),
             attempts: d.attempts,
             last_code: (d.last_code != 0).then_some(d.last_code),
-            last_error: d.last_error,
+            last_error: d.last_error.clone(),
             next_attempt_time: pending.then_some(d.next_attempt_ms),
             created_time: d.created_ms,
             modified_time: d.updated_ms,
-            body: serde_json::from_str(&d.body).unwrap_or(Value::String(d.body)),
+            body: serde_json::from_str(&d.body).unwrap_or_else(|_| Value::String(d.body.clone())),
         }
     }
 }
@@ -227,12 +228,7 @@ async fn deliveries(
     let admin = st.service.webhooks(&p.caller)?;
     let id = Fields::of(&p)?.id("id")?;
     let page = admin.deliveries(id, page(&p, Some(MAX_PAGE_SIZE))?).await?;
-    Ok(success(Page {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.into_iter().map(DeliveryJson::of).collect(),
-    }))
+    Ok(success(PageJson::of(&page, DeliveryJson::of)))
 }
 
 /// `POST deliveryId` → `true`: a delivered or failed delivery is sent again.

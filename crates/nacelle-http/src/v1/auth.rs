@@ -9,13 +9,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::auth::PermissionRecord;
-use nacelle_core::{CoreError, Page, PageRequest};
+use nacelle_core::{CoreError, PageRequest};
 use nacelle_service::auth::admin::NameFilter;
 use serde::Serialize;
 use serde_json::json;
 
 use super::{json, RestResult};
 use crate::error::{ApiError, V2Error};
+use crate::page::PageJson;
 use crate::params::Params;
 use crate::AppState;
 
@@ -186,24 +187,6 @@ fn filter(p: &Params, name: &str) -> NameFilter {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PageJson<T: Serialize> {
-    total_count: u64,
-    page_number: u64,
-    pages_available: u64,
-    page_items: Vec<T>,
-}
-
-fn page_json<T, U: Serialize>(page: Page<T>, f: impl Fn(T) -> U) -> PageJson<U> {
-    PageJson {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.into_iter().map(f).collect(),
-    }
-}
-
 async fn login(State(st): State<AppState>, p: Params) -> Response {
     let (user, password) = match (p.required("username"), p.required("password")) {
         (Ok(u), Ok(pw)) => (u.to_string(), pw.to_string()),
@@ -244,7 +227,7 @@ async fn list_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
         .auth_admin(&p.caller)?
         .users(&filter(&p, "username"), page)?;
     // The password hash is never shown (Nacos lists it).
-    Ok(F::reply(page_json(users, |u| json!({"username": u}))))
+    Ok(F::reply(PageJson::of(&users, |u| json!({"username": u}))))
 }
 
 async fn search_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
@@ -298,8 +281,8 @@ async fn list_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
         .service
         .auth_admin(&p.caller)?
         .roles(&role, &user, page)?;
-    Ok(F::reply(page_json(
-        roles,
+    Ok(F::reply(PageJson::of(
+        &roles,
         |r| json!({"role": r.role, "username": r.username}),
     )))
 }
@@ -348,8 +331,8 @@ async fn list_permissions<F: Family>(State(st): State<AppState>, p: Params) -> A
         .service
         .auth_admin(&p.caller)?
         .permissions(&filter(&p, "role"), page)?;
-    Ok(F::reply(page_json(
-        permissions,
+    Ok(F::reply(PageJson::of(
+        &permissions,
         |r| json!({"role": r.role, "resource": r.resource, "action": r.action}),
     )))
 }

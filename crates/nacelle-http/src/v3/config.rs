@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::admission::{Admitted, ReadConfig, SearchConfigs, WriteConfig};
-use super::{config_key, failure, namespace_id, page, success, ErrorCode, Page, V3Error};
+use super::{config_key, failure, namespace_id, page, success, ErrorCode, V3Error};
 use crate::archive::{self, ArchiveError, Layout};
+use crate::page::PageJson;
 use crate::params::{Params, PublishNames};
 use crate::v1::transfer::report_data;
 use crate::AppState;
@@ -193,12 +194,7 @@ pub(crate) async fn list(
         page,
     };
     let result = st.service.search(&p.caller, &q)?;
-    Ok(success(Page {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: result.items.iter().map(ConfigBasicInfo::of).collect(),
-    }))
+    Ok(success(PageJson::of(&result, ConfigBasicInfo::of)))
 }
 
 /// `PUT /nacos/v3/admin/cs/config/metadata?dataId&groupName[&namespaceId][&desc]

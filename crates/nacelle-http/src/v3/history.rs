@@ -19,7 +19,8 @@ use serde::Serialize;
 
 use super::admission::{Admitted, ReadConfig};
 use super::config::ConfigBasicInfo;
-use super::{config_key, namespace_id, page, request_param, success, ErrorCode, Page, V3Error};
+use super::{config_key, namespace_id, page, request_param, success, ErrorCode, V3Error};
+use crate::page::PageJson;
 use crate::params::Params;
 use crate::AppState;
 
@@ -143,16 +144,7 @@ pub(crate) async fn list(
     let key = config_key(&p)?;
     let page = page(&p, Some(MAX_HISTORY_PAGE_SIZE))?;
     let result = st.service.history(&p.caller, &key, page).await?;
-    Ok(success(Page {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: result
-            .items
-            .iter()
-            .map(|h| HistoryInfo::of(h, None))
-            .collect(),
-    }))
+    Ok(success(PageJson::of(&result, |h| HistoryInfo::of(h, None))))
 }
 
 /// `GET ?dataId&groupName[&namespaceId]&nid` → `ConfigHistoryDetailInfo`.

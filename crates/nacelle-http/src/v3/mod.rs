@@ -399,17 +399,6 @@ pub(crate) fn page(p: &Params, max_size: Option<u64>) -> Result<PageRequest, V3E
     })
 }
 
-/// `Page<T>` (`api/model/Page.java`): `totalCount`, `pageNumber`, `pagesAvailable`,
-/// `pageItems`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Page<T: Serialize> {
-    pub total_count: u64,
-    pub page_number: u64,
-    pub pages_available: u64,
-    pub page_items: Vec<T>,
-}
-
 /// A namespace id as Nacos 3 writes it in its models: the default namespace is `public`.
 pub(crate) fn namespace_id(ns: &NamespaceId) -> &str {
     if ns.is_default() {
