@@ -29,7 +29,8 @@ pub(crate) fn content_type_of(t: ConfigType) -> &'static str {
     }
 }
 
-fn no_cache(h: &mut HeaderMap) {
+/// Nacos's no-cache headers (`Pragma`, `Expires`, `Cache-Control`).
+pub(crate) fn no_cache(h: &mut HeaderMap) {
     h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     h.insert(
         header::EXPIRES,

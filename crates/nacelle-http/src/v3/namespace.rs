@@ -15,15 +15,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use nacelle_core::Action;
 use nacelle_service::{NamespaceError, NamespaceInfo};
-use serde::Serialize;
 
 use super::admission::{Admitted, Extractor, Gate, Secured};
 use super::{namespace_id, request_param, success, ErrorCode, V3Error};
 use crate::params::Params;
+use crate::v1::namespaces::{NamespaceJson, DEFAULT_QUOTA};
 use crate::AppState;
-
-/// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
-const DEFAULT_QUOTA: u32 = 200;
 
 /// The resources `NamespaceControllerV3` secures its endpoints with (`@Secured(resource =
 /// Commons.NACOS_ADMIN_CORE_CONTEXT_V3 + …)`): `/list` names `/namespace`, every other
@@ -55,6 +52,7 @@ impl Gate for WriteNamespace {
     const SECURED: Secured = Secured::Resource(Action::Write, NAMESPACE);
     const EXTRACTOR: Extractor = Extractor::None;
 }
+
 /// How Nacos 3 describes the built-in default namespace
 /// (`NamespaceOperationService.DEFAULT_NAMESPACE_DESCRIPTION`; Nacos 2's v1 API, and so
 /// Nacelle's, says "Public Namespace").
@@ -63,37 +61,25 @@ const DEFAULT_NAMESPACE_DESC: &str = "Default Namespace";
 const TYPE_GLOBAL: u8 = 0;
 const TYPE_CUSTOM: u8 = 1;
 
-/// `Namespace`, Jackson's field order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NamespaceJson<'a> {
-    namespace: &'a str,
-    namespace_show_name: &'a str,
-    namespace_desc: &'a str,
-    quota: u32,
-    config_count: usize,
-    r#type: u8,
-}
-
-impl<'a> NamespaceJson<'a> {
-    fn of(n: &'a NamespaceInfo) -> Self {
-        let id = &n.namespace.id;
-        NamespaceJson {
-            namespace: namespace_id(id),
-            namespace_show_name: &n.namespace.name,
-            namespace_desc: if id.is_default() {
-                DEFAULT_NAMESPACE_DESC
-            } else {
-                &n.namespace.desc
-            },
-            quota: DEFAULT_QUOTA,
-            config_count: n.config_count,
-            r#type: if id.is_default() {
-                TYPE_GLOBAL
-            } else {
-                TYPE_CUSTOM
-            },
-        }
+/// `Namespace` as Nacos 3 writes it: the default namespace's id is `public`, its
+/// description Nacos 3's, its type `GLOBAL`.
+fn namespace_json(n: &NamespaceInfo) -> NamespaceJson<'_> {
+    let id = &n.namespace.id;
+    NamespaceJson {
+        namespace: namespace_id(id),
+        namespace_show_name: &n.namespace.name,
+        namespace_desc: if id.is_default() {
+            DEFAULT_NAMESPACE_DESC
+        } else {
+            &n.namespace.desc
+        },
+        quota: DEFAULT_QUOTA,
+        config_count: n.config_count,
+        r#type: if id.is_default() {
+            TYPE_GLOBAL
+        } else {
+            TYPE_CUSTOM
+        },
     }
 }
 
@@ -117,15 +103,31 @@ fn namespace_error(e: NamespaceError) -> V3Error {
     }
 }
 
-/// A form field `NamespaceForm.validate()` requires to be sent (it may be empty).
-fn form_field<'p>(p: &'p Params, name: &str) -> Result<&'p str, V3Error> {
-    p.get(name).ok_or_else(|| {
-        V3Error::api(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::PARAMETER_MISSING,
-            format!("required parameter '{name}' is missing"),
-        )
-    })
+/// `NamespaceForm` of a create or an update, as `validate()` checks it: `namespaceId`,
+/// then `namespaceName`, must be sent (either may be empty); `namespaceDesc` is optional.
+struct NamespaceForm<'p> {
+    id: &'p str,
+    name: &'p str,
+    desc: &'p str,
+}
+
+impl<'p> NamespaceForm<'p> {
+    fn of(p: &'p Params) -> Result<Self, V3Error> {
+        let sent = |name: &str| {
+            p.get(name).ok_or_else(|| {
+                V3Error::api(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::PARAMETER_MISSING,
+                    format!("required parameter '{name}' is missing"),
+                )
+            })
+        };
+        Ok(NamespaceForm {
+            id: sent("namespaceId")?,
+            name: sent("namespaceName")?,
+            desc: p.get("namespaceDesc").unwrap_or(""),
+        })
+    }
 }
 
 /// `GET ?namespaceId=` → `Namespace`; unknown: 404/22001. An id no namespace can have is
@@ -139,7 +141,7 @@ pub(crate) async fn get(
         Ok(n) => n.get(id).await,
         Err(e) => Err(e.into()),
     } {
-        Ok(n) => Ok(success(NamespaceJson::of(&n))),
+        Ok(n) => Ok(success(namespace_json(&n))),
         Err(NamespaceError::IllegalId(m)) => Err(namespace_error(NamespaceError::Missing(m))),
         Err(e) => Err(namespace_error(e)),
     }
@@ -151,9 +153,7 @@ pub(crate) async fn list(
     p: Admitted<ListNamespaces>,
 ) -> Result<Response, V3Error> {
     let all = st.service.namespaces(&p.caller)?.list().await?;
-    Ok(success(
-        all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
-    ))
+    Ok(success(all.iter().map(namespace_json).collect::<Vec<_>>()))
 }
 
 /// `POST namespaceId (sent, may be blank: a UUID), namespaceName[, namespaceDesc]` →
@@ -162,11 +162,10 @@ pub(crate) async fn create(
     State(st): State<AppState>,
     p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let id = form_field(&p, "namespaceId")?;
-    let name = form_field(&p, "namespaceName")?;
-    st.service
-        .namespaces(&p.caller)?
-        .create(Some(id), name, p.get("namespaceDesc").unwrap_or(""))
+    let f = NamespaceForm::of(&p)?;
+    let namespaces = st.service.namespaces(&p.caller)?;
+    namespaces
+        .create(Some(f.id), f.name, f.desc)
         .await
         .map_err(namespace_error)?;
     Ok(success(true))
@@ -177,11 +176,10 @@ pub(crate) async fn update(
     State(st): State<AppState>,
     p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let id = form_field(&p, "namespaceId")?;
-    let name = form_field(&p, "namespaceName")?;
-    st.service
-        .namespaces(&p.caller)?
-        .update(id, name, p.get("namespaceDesc").unwrap_or(""))
+    let f = NamespaceForm::of(&p)?;
+    let namespaces = st.service.namespaces(&p.caller)?;
+    namespaces
+        .update(f.id, f.name, f.desc)
         .await
         .map_err(namespace_error)?;
     Ok(success(true))
