@@ -103,6 +103,12 @@ fn namespace_error(e: NamespaceError) -> V3Error {
     }
 }
 
+/// A namespace write's answer: `data: true`, or its refusal ([`namespace_error`]).
+fn written<T>(result: Result<T, NamespaceError>) -> Result<Response, V3Error> {
+    result.map_err(namespace_error)?;
+    Ok(success(true))
+}
+
 /// `NamespaceForm` of a create or an update, as `validate()` checks it: `namespaceId`,
 /// then `namespaceName`, must be sent (either may be empty); `namespaceDesc` is optional.
 struct NamespaceForm<'p> {
@@ -164,11 +170,7 @@ pub(crate) async fn create(
 ) -> Result<Response, V3Error> {
     let f = NamespaceForm::of(&p)?;
     let namespaces = st.service.namespaces(&p.caller)?;
-    namespaces
-        .create(Some(f.id), f.name, f.desc)
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    written(namespaces.create(Some(f.id), f.name, f.desc).await)
 }
 
 /// `PUT namespaceId, namespaceName[, namespaceDesc]` → `data: true`.
@@ -178,11 +180,7 @@ pub(crate) async fn update(
 ) -> Result<Response, V3Error> {
     let f = NamespaceForm::of(&p)?;
     let namespaces = st.service.namespaces(&p.caller)?;
-    namespaces
-        .update(f.id, f.name, f.desc)
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    written(namespaces.update(f.id, f.name, f.desc).await)
 }
 
 /// `DELETE ?namespaceId=` → `data: true`, whether or not the namespace existed (as Nacos
@@ -192,13 +190,8 @@ pub(crate) async fn delete(
     p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
     let id = request_param(&p, "namespaceId", "String")?;
-    let _existed = st
-        .service
-        .namespaces(&p.caller)?
-        .delete(id)
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    // Whether the namespace existed is not answered.
+    written(st.service.namespaces(&p.caller)?.delete(id).await)
 }
 
 /// `GET /check?namespaceId=` → `data`: the number of namespaces with this id (0 or 1).
