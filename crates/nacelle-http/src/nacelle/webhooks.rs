@@ -19,10 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::Fields;
-use crate::error::ApiError;
 use crate::page::PageJson;
-use crate::params::Params;
-use crate::v3::{namespace_id, page, params, success, V3Error};
+use crate::v3::{namespace_id, page, success, V3Error, V3Params};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -166,11 +164,7 @@ impl Fields<'_> {
 }
 
 /// `GET [id]` → every webhook, or the one of `id`.
-async fn list(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.service.webhooks(&p.caller)?;
     let f = Fields::of(&p)?;
     if f.list("id").is_some_and(|v| !v.trim().is_empty()) {
@@ -185,11 +179,7 @@ async fn list(
 
 /// `POST namespaceId, group, dataId, url, secret, events, enabled, description` → the
 /// webhook created (`url` and `secret` required; patterns default to `*`).
-async fn create(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn create(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.service.webhooks(&p.caller)?;
     let spec = Fields::of(&p)?.spec()?;
     Ok(success(HookJson::of(admin.create(spec).await?)))
@@ -197,11 +187,7 @@ async fn create(
 
 /// `PUT id, [group, dataId, url, secret, events, enabled, description]` → the webhook
 /// changed.
-async fn update(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn update(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.service.webhooks(&p.caller)?;
     let f = Fields::of(&p)?;
     let id = f.id("id")?;
@@ -209,11 +195,7 @@ async fn update(
 }
 
 /// `DELETE id` → `true`.
-async fn remove(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn remove(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.service.webhooks(&p.caller)?;
     admin.delete(Fields::of(&p)?.id("id")?).await?;
     Ok(success(true))
@@ -222,9 +204,8 @@ async fn remove(
 /// `GET id, [pageNo, pageSize]` → a `Page` of the hook's deliveries, newest first.
 async fn deliveries(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    V3Params(p): V3Params,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
     let admin = st.service.webhooks(&p.caller)?;
     let id = Fields::of(&p)?.id("id")?;
     let page = admin.deliveries(id, page(&p, Some(MAX_PAGE_SIZE))?).await?;
@@ -232,11 +213,7 @@ async fn deliveries(
 }
 
 /// `POST deliveryId` → `true`: a delivered or failed delivery is sent again.
-async fn redeliver(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn redeliver(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.service.webhooks(&p.caller)?;
     admin.redeliver(Fields::of(&p)?.id("deliveryId")?).await?;
     Ok(success(true))

@@ -10,7 +10,7 @@ use std::ops::Deref;
 use axum::extract::{FromRequest, Request};
 use nacelle_core::Action;
 
-use super::{params, V3Error};
+use super::V3Error;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
@@ -113,7 +113,7 @@ fn admit(
     extractor: Extractor,
     secured: Secured,
 ) -> Result<Params, V3Error> {
-    let p = params(p)?;
+    let p = p?;
     st.service.authenticated(&p.caller)?;
     let first_non_blank = |names: &[&str]| -> Option<&str> {
         names

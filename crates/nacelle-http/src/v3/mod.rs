@@ -15,6 +15,7 @@ pub(crate) mod history;
 pub(crate) mod listener;
 pub(crate) mod namespace;
 
+use axum::extract::{FromRequest, Request};
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post, put};
@@ -334,9 +335,18 @@ async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     )
 }
 
-/// The parameters of a v3 request, or the v3 answer to a request that could not be read.
-pub(crate) fn params(p: Result<Params, ApiError>) -> Result<Params, V3Error> {
-    p.map_err(V3Error::from)
+/// The parameters of a request to an API answered in the v3 format (Nacelle's own API,
+/// `crate::nacelle`): a request that could not be read is refused in that format. The
+/// service checks the caller of each operation; the v3 admin API runs Nacos's filters
+/// first ([`admission`]).
+pub(crate) struct V3Params(pub Params);
+
+impl FromRequest<AppState> for V3Params {
+    type Rejection = V3Error;
+
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, V3Error> {
+        Ok(V3Params(Params::from_request(req, st).await?))
+    }
 }
 
 /// A parameter a controller requires with `@RequestParam` (present, possibly empty);
