@@ -12,7 +12,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle get`.
+// `nacelle get`.
 #[derive(Debug, clap::Args)]
 pub struct GetArgs {
     #[command(flatten)]
@@ -24,7 +24,7 @@ pub struct GetArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle put`.
+// `nacelle put`.
 #[derive(Debug, clap::Args)]
 pub struct PutArgs {
     #[command(flatten)]
@@ -54,7 +54,7 @@ pub struct PutArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle rm`.
+// `nacelle rm`.
 #[derive(Debug, clap::Args)]
 pub struct RmArgs {
     #[command(flatten)]
@@ -70,7 +70,7 @@ pub struct RmArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle ls`.
+// `nacelle ls`.
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
     /// Data id pattern (`*` matches anything); default: all.
@@ -89,7 +89,7 @@ pub struct LsArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle watch`.
+// `nacelle watch`.
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
     /// Data ids to watch.

@@ -12,14 +12,14 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle rollout`.
+// `nacelle rollout`.
 #[derive(Debug, clap::Args)]
 pub struct RolloutArgs {
     #[command(subcommand)]
     cmd: RolloutCommand,
 }
 
-/// A rollout named by its id, with a reason.
+// A rollout named by its id, with a reason.
 #[derive(Debug, clap::Args)]
 pub struct IdArgs {
     /// The rollout's id.
@@ -31,7 +31,7 @@ pub struct IdArgs {
     conn: Conn,
 }
 
-/// The rollout commands.
+// The rollout commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum RolloutCommand {
     /// Roll a new content of a key out in growing steps, each baked under guards.
@@ -76,7 +76,7 @@ pub enum RolloutCommand {
     Abort(IdArgs),
 }
 
-/// `nacelle rollout start`.
+// `nacelle rollout start`.
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
     #[command(flatten)]

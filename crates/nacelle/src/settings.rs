@@ -199,9 +199,9 @@ macro_rules! layer {
 }
 
 layer! {
-    /// `nacelle serve` flags, and the same settings as read from the TOML file (keys as the
-    /// long flags, with `_` for `-`). Every flag also reads a `NACELLE_*` variable; unset
-    /// ones fall back to the TOML file and then to the default (docs/configuration.md).
+    // `nacelle serve` flags, and the same settings as read from the TOML file (keys as the
+    // long flags, with `_` for `-`). Every flag also reads a `NACELLE_*` variable; unset
+    // ones fall back to the TOML file and then to the default (docs/configuration.md).
     #[derive(Debug, Clone, Default, Parser, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct ServeArgs {
