@@ -33,7 +33,7 @@ pub enum NsCommand {
         #[arg(long)]
         name: Option<String>,
         /// Description.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
     },
     /// Delete a namespace (asks first unless --yes).

@@ -119,7 +119,7 @@ pub struct CreateArgs {
     #[arg(long, short = 't')]
     title: String,
     /// Why (shown to reviewers).
-    #[arg(long, short = 'd', default_value = "")]
+    #[arg(long, short = 'd', default_value = "", hide_default_value = true)]
     description: String,
     /// Publish a file's content: DATA_ID=FILE (repeatable).
     #[arg(long = "put", value_name = "DATA_ID=FILE")]

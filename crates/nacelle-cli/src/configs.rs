@@ -73,11 +73,11 @@ pub struct RmArgs {
 // `nacelle ls`.
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// Data id pattern (`*` matches anything); default: all.
+    /// Data id pattern (`*` matches anything).
     #[arg(default_value = "*")]
     pattern: String,
-    /// Group pattern; default: all groups.
-    #[arg(long, short = 'g', default_value = "")]
+    /// Group pattern. Default: every group.
+    #[arg(long, short = 'g', default_value = "", hide_default_value = true)]
     group: String,
     /// Page number (from 1).
     #[arg(long, default_value_t = 1)]

@@ -24,8 +24,8 @@ pub struct RolloutArgs {
 pub struct IdArgs {
     /// The rollout's id.
     id: i64,
-    /// Why (recorded with the transition; pause and abort).
-    #[arg(long, short = 'm', default_value = "")]
+    /// Why (recorded with a pause or an abort).
+    #[arg(long, short = 'm', default_value = "", hide_default_value = true)]
     message: String,
     #[command(flatten)]
     conn: Conn,

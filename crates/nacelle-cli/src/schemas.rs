@@ -42,7 +42,7 @@ pub enum SchemaCommand {
         #[arg(long, short = 'f')]
         file: PathBuf,
         /// What the schema is for.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
     },
     /// Print a schema.

@@ -45,7 +45,7 @@ pub enum WebhookCommand {
         #[arg(long, value_delimiter = ',')]
         events: Vec<String>,
         /// What it is for.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
         /// Create it disabled.
         #[arg(long)]
