@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn};
 
-/// `nacelle ns`.
+// `nacelle ns`.
 #[derive(Debug, clap::Args)]
 pub struct NsArgs {
     #[command(subcommand)]
@@ -20,7 +20,7 @@ pub struct NsArgs {
     pub(crate) conn: Conn,
 }
 
-/// The namespace commands.
+// The namespace commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum NsCommand {
     /// List namespaces.
@@ -33,7 +33,7 @@ pub enum NsCommand {
         #[arg(long)]
         name: Option<String>,
         /// Description.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
     },
     /// Delete a namespace (asks first unless --yes).
@@ -46,7 +46,7 @@ pub enum NsCommand {
     },
 }
 
-/// `nacelle export`.
+// `nacelle export`.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// Only this group.
@@ -70,7 +70,7 @@ enum Policy {
     Overwrite,
 }
 
-/// `nacelle import`.
+// `nacelle import`.
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
     /// The Nacos zip.

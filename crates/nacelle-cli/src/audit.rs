@@ -9,7 +9,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn};
 
-/// `nacelle audit`.
+// `nacelle audit`.
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     #[command(subcommand)]

@@ -11,14 +11,14 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn};
 
-/// `nacelle change`.
+// `nacelle change`.
 #[derive(Debug, clap::Args)]
 pub struct ChangeArgs {
     #[command(subcommand)]
     cmd: ChangeCommand,
 }
 
-/// A request named by its id, with the version the user saw (optional).
+// A request named by its id, with the version the user saw (optional).
 #[derive(Debug, clap::Args)]
 pub struct IdArgs {
     /// The change request's id.
@@ -30,7 +30,7 @@ pub struct IdArgs {
     conn: Conn,
 }
 
-/// A request named by its id, with a text.
+// A request named by its id, with a text.
 #[derive(Debug, clap::Args)]
 pub struct TextArgs {
     /// The change request's id.
@@ -45,7 +45,7 @@ pub struct TextArgs {
     conn: Conn,
 }
 
-/// The change-request commands.
+// The change-request commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ChangeCommand {
     /// Open a change request over one or more keys.
@@ -112,14 +112,14 @@ pub enum ChangeCommand {
     },
 }
 
-/// `nacelle change create`.
+// `nacelle change create`.
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
     /// Its title.
     #[arg(long, short = 't')]
     title: String,
     /// Why (shown to reviewers).
-    #[arg(long, short = 'd', default_value = "")]
+    #[arg(long, short = 'd', default_value = "", hide_default_value = true)]
     description: String,
     /// Publish a file's content: DATA_ID=FILE (repeatable).
     #[arg(long = "put", value_name = "DATA_ID=FILE")]
@@ -395,14 +395,14 @@ async fn schedule(id: i64, at: Option<String>, conn: Conn) -> Result<()> {
     Ok(())
 }
 
-/// `nacelle policy`.
+// `nacelle policy`.
 #[derive(Debug, clap::Args)]
 pub struct PolicyArgs {
     #[command(subcommand)]
     cmd: PolicyCommand,
 }
 
-/// The review-policy commands.
+// The review-policy commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum PolicyCommand {
     /// List the review policies.

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle clients`.
+// `nacelle clients`.
 #[derive(Debug, clap::Args)]
 pub struct ClientsArgs {
     #[command(flatten)]

@@ -12,7 +12,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle get`.
+// `nacelle get`.
 #[derive(Debug, clap::Args)]
 pub struct GetArgs {
     #[command(flatten)]
@@ -24,7 +24,7 @@ pub struct GetArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle put`.
+// `nacelle put`.
 #[derive(Debug, clap::Args)]
 pub struct PutArgs {
     #[command(flatten)]
@@ -54,7 +54,7 @@ pub struct PutArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle rm`.
+// `nacelle rm`.
 #[derive(Debug, clap::Args)]
 pub struct RmArgs {
     #[command(flatten)]
@@ -70,14 +70,14 @@ pub struct RmArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle ls`.
+// `nacelle ls`.
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// Data id pattern (`*` matches anything); default: all.
+    /// Data id pattern (`*` matches anything).
     #[arg(default_value = "*")]
     pattern: String,
-    /// Group pattern; default: all groups.
-    #[arg(long, short = 'g', default_value = "")]
+    /// Group pattern. Default: every group.
+    #[arg(long, short = 'g', default_value = "", hide_default_value = true)]
     group: String,
     /// Page number (from 1).
     #[arg(long, default_value_t = 1)]
@@ -89,7 +89,7 @@ pub struct LsArgs {
     pub(crate) conn: Conn,
 }
 
-/// `nacelle watch`.
+// `nacelle watch`.
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
     /// Data ids to watch.

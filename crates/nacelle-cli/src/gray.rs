@@ -11,14 +11,14 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle gray`.
+// `nacelle gray`.
 #[derive(Debug, clap::Args)]
 pub struct GrayArgs {
     #[command(subcommand)]
     cmd: GrayCommand,
 }
 
-/// The gray commands.
+// The gray commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum GrayCommand {
     /// List a key's gray variants (highest priority first).
@@ -70,7 +70,7 @@ pub enum GrayCommand {
     },
 }
 
-/// `nacelle gray create`.
+// `nacelle gray create`.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("rule").required(true).args(["ips", "labels", "app"])))]
 pub struct CreateArgs {

@@ -16,6 +16,10 @@
 //!   `login.rs`: login, profile.
 //! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
+//!
+//! The help is for users: each command's text is its enum variant's doc comment, each
+//! flag's its field's. The clap types themselves carry `//` comments, since clap would take
+//! a type's doc comment as the help of the command it is added to.
 
 mod admin;
 mod audit;
@@ -40,10 +44,11 @@ use nacelle_client::{Client, DEFAULT_GROUP};
 pub use error::{exit, CliError, Result};
 pub use output::Output;
 
-/// How to reach the server; every client command takes these flags (`global`: also
-/// after a nested subcommand, as in `nacelle ns list -s host:8848`, and — with
-/// [`global_flags`] on the binary's top command — before the command, as in
-/// `nacelle -n dev ls`). Its `Debug` leaves the password out.
+// How to reach the server; every client command takes these flags (`global`: also
+// after a nested subcommand, as in `nacelle ns list -s host:8848`, and — with
+// `global_flags` on the binary's top command — before the command, as in
+// `nacelle -n dev ls`). Its `Debug` leaves the password out. (A `//` comment, as on every
+// clap type: as a doc comment it would open `nacelle --help`.)
 #[derive(Clone, clap::Args)]
 pub struct Conn {
     /// Server `host:port` (its HTTP port; gRPC on port + 1000), or `host:port/grpc_port`;
@@ -75,8 +80,7 @@ pub struct Conn {
     /// How long to wait for a server, in milliseconds.
     #[arg(long, default_value_t = 3000, global = true)]
     pub timeout_ms: u64,
-    /// `grpc` (Nacos 2.x, the default) or `http` (the 1.x HTTP API with long polling, for
-    /// servers without gRPC).
+    /// How to talk to the server.
     #[arg(
         long,
         value_enum,
@@ -146,11 +150,11 @@ pub fn client_flag_given(matches: &clap::ArgMatches) -> Option<String> {
 pub enum TransportArg {
     /// Nacos 2.x gRPC.
     Grpc,
-    /// Nacos 1.x HTTP with long polling.
+    /// Nacos 1.x HTTP with long polling, for servers without gRPC.
     Http,
 }
 
-/// A config's name: its data id and group.
+// A config's name: its data id and group.
 #[derive(Debug, Clone, clap::Args)]
 pub struct KeyArgs {
     /// The config's data id.
@@ -166,7 +170,7 @@ impl KeyArgs {
     }
 }
 
-/// The client commands.
+// The client commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Print a config's content.

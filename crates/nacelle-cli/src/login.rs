@@ -11,7 +11,7 @@ use crate::output::{self, Output};
 use crate::profile::{Profile, Profiles};
 use crate::{Conn, DEFAULT_SERVER};
 
-/// `nacelle login`.
+// `nacelle login`.
 #[derive(Debug, clap::Args)]
 pub struct LoginArgs {
     /// Save as this profile (default: the current one, else `default`); it becomes the
@@ -22,7 +22,7 @@ pub struct LoginArgs {
     conn: Conn,
 }
 
-/// `nacelle profile`.
+// `nacelle profile`.
 #[derive(Debug, clap::Args)]
 pub struct ProfileArgs {
     #[command(subcommand)]
@@ -31,7 +31,7 @@ pub struct ProfileArgs {
     conn: Conn,
 }
 
-/// The profile commands.
+// The profile commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ProfileCommand {
     /// List saved profiles (`*` marks the current one).

@@ -12,26 +12,26 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle rollout`.
+// `nacelle rollout`.
 #[derive(Debug, clap::Args)]
 pub struct RolloutArgs {
     #[command(subcommand)]
     cmd: RolloutCommand,
 }
 
-/// A rollout named by its id, with a reason.
+// A rollout named by its id, with a reason.
 #[derive(Debug, clap::Args)]
 pub struct IdArgs {
     /// The rollout's id.
     id: i64,
-    /// Why (recorded with the transition; pause and abort).
-    #[arg(long, short = 'm', default_value = "")]
+    /// Why (recorded with a pause or an abort).
+    #[arg(long, short = 'm', default_value = "", hide_default_value = true)]
     message: String,
     #[command(flatten)]
     conn: Conn,
 }
 
-/// The rollout commands.
+// The rollout commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum RolloutCommand {
     /// Roll a new content of a key out in growing steps, each baked under guards.
@@ -76,7 +76,7 @@ pub enum RolloutCommand {
     Abort(IdArgs),
 }
 
-/// `nacelle rollout start`.
+// `nacelle rollout start`.
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
     #[command(flatten)]

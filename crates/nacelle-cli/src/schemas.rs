@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn};
 
-/// `nacelle schema`.
+// `nacelle schema`.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
     #[command(subcommand)]
@@ -20,7 +20,7 @@ pub struct SchemaArgs {
     pub(crate) conn: Conn,
 }
 
-/// A schema's patterns (in the namespace of `-n`).
+// A schema's patterns (in the namespace of `-n`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Patterns {
     /// The group pattern: `*`, `x*`, `*x`, `*x*` or a group.
@@ -31,7 +31,7 @@ pub struct Patterns {
     data_id: String,
 }
 
-/// The schema commands.
+// The schema commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum SchemaCommand {
     /// Set (create or replace) the schema of a group and dataId pattern (administrators).
@@ -42,7 +42,7 @@ pub enum SchemaCommand {
         #[arg(long, short = 'f')]
         file: PathBuf,
         /// What the schema is for.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
     },
     /// Print a schema.

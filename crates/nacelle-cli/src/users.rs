@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn};
 
-/// Page flags of a listing.
+// Page flags of a listing.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PageArgs {
     /// Page number (from 1).
@@ -22,7 +22,7 @@ pub struct PageArgs {
     size: u32,
 }
 
-/// Where a new password comes from.
+// Where a new password comes from.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PasswordArgs {
     /// Read the password from the first line of stdin (for scripts) instead of asking on
@@ -31,14 +31,14 @@ pub struct PasswordArgs {
     password_stdin: bool,
 }
 
-/// `nacelle user`.
+// `nacelle user`.
 #[derive(Debug, clap::Args)]
 pub struct UserArgs {
     #[command(subcommand)]
     cmd: UserCommand,
 }
 
-/// The user commands.
+// The user commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum UserCommand {
     /// List users.
@@ -92,14 +92,14 @@ pub enum UserCommand {
     },
 }
 
-/// `nacelle role`.
+// `nacelle role`.
 #[derive(Debug, clap::Args)]
 pub struct RoleArgs {
     #[command(subcommand)]
     cmd: RoleCommand,
 }
 
-/// The role commands.
+// The role commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum RoleCommand {
     /// List role grants (optionally of one user).
@@ -145,14 +145,14 @@ pub enum RoleCommand {
     },
 }
 
-/// `nacelle perm`.
+// `nacelle perm`.
 #[derive(Debug, clap::Args)]
 pub struct PermArgs {
     #[command(subcommand)]
     cmd: PermCommand,
 }
 
-/// A permission: role, resource, action.
+// A permission: role, resource, action.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PermSpec {
     /// The role.
@@ -166,7 +166,7 @@ pub struct PermSpec {
     action: String,
 }
 
-/// The permission commands.
+// The permission commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum PermCommand {
     /// List permissions (optionally of one role).

@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
-/// `nacelle history`.
+// `nacelle history`.
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
     #[command(flatten)]
@@ -26,7 +26,7 @@ pub struct HistoryArgs {
     conn: Conn,
 }
 
-/// `nacelle diff`.
+// `nacelle diff`.
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     #[command(flatten)]
@@ -47,7 +47,7 @@ pub struct DiffArgs {
     conn: Conn,
 }
 
-/// `nacelle rollback`.
+// `nacelle rollback`.
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
     #[command(flatten)]

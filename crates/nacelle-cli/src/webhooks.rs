@@ -12,7 +12,7 @@ use crate::error::{CliError, Result};
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn};
 
-/// `nacelle webhook`.
+// `nacelle webhook`.
 #[derive(Debug, clap::Args)]
 pub struct WebhookArgs {
     #[command(subcommand)]
@@ -21,7 +21,7 @@ pub struct WebhookArgs {
     pub(crate) conn: Conn,
 }
 
-/// The webhook commands.
+// The webhook commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum WebhookCommand {
     /// Add a webhook to the namespace (`-n`): events of the keys matching the patterns
@@ -45,7 +45,7 @@ pub enum WebhookCommand {
         #[arg(long, value_delimiter = ',')]
         events: Vec<String>,
         /// What it is for.
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", hide_default_value = true)]
         desc: String,
         /// Create it disabled.
         #[arg(long)]

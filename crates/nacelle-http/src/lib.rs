@@ -6,13 +6,15 @@
 //! - [`serve`]: the accept loop (hyper, HTTP/1.1, graceful shutdown); each connection
 //!   hands a long poll (`POST /nacos/v1/cs/configs/listener`) straight to its handler
 //!   and every other request to the router built by [`api`].
-//! - `params`: strict form/query decoding shared by every handler.
+//! - `params`: strict form/query decoding shared by every handler; `page`: Nacos's page
+//!   JSON, which every family writes.
 //! - `error`: the two wire error formats (v1 plain text, v2 JSON envelope), one mapping each.
 //! - `v1::configs`, `v1::listener`, `v1::history`, `v1::namespaces`, `v1::health`:
 //!   the 1.x API under `/nacos/v1`.
 //! - `v2::config`: `/nacos/v2/cs/config`.
-//! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope, errors, param check in
-//!   `v3/mod.rs`; one file per controller).
+//! - `v3`: Nacos 3's `/nacos/v3` client and admin API (envelope and errors in
+//!   `v3/mod.rs`; credentials, permission and param check in `v3/admission.rs`, one
+//!   extractor every handler takes; one file per controller).
 //! - `nacelle`: Nacelle's own API under `/nacos/nacelle/v1` (the v3 envelope and errors;
 //!   one file per resource: `changes`, `schemas`, `audit`).
 //! - `console`: the web console's JSON API (`/nacos/console/api/…`) and its pages
@@ -28,6 +30,7 @@ mod error;
 pub mod fuzzing;
 mod nacelle;
 mod observe;
+mod page;
 mod params;
 mod server;
 mod v1;

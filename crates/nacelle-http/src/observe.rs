@@ -54,14 +54,13 @@ const CONSOLE_PAGES: &str = "/nacos/ (console pages)";
 fn route_label(path: &str) -> &'static str {
     if let Some(r) = ROUTES
         .iter()
-        .chain(crate::v1::auth::ROUTES)
         .chain(crate::console::ROUTES)
         .chain(crate::v3::ROUTES)
         .find(|r| **r == path)
     {
         return r;
     }
-    if let Some(r) = crate::nacelle::route(path) {
+    if let Some(r) = crate::v1::auth::route(path).or_else(|| crate::nacelle::route(path)) {
         return r;
     }
     if crate::console::assets::is_page(path) {
@@ -198,6 +197,14 @@ mod tests {
         assert_eq!(
             route_label("/nacos/console/api/config"),
             "/nacos/console/api/config"
+        );
+        assert_eq!(
+            route_label("/nacos/v1/auth/users/login"),
+            "/nacos/v1/auth/users/login"
+        );
+        assert_eq!(
+            route_label("/nacos/v3/auth/permission/list"),
+            "/nacos/v3/auth/permission/list"
         );
         assert_eq!(route_label("/nacos/assets/app.js"), CONSOLE_PAGES);
         assert_eq!(route_label("/"), CONSOLE_PAGES);

@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderMap;
 
-use nacelle_core::{Caller, ConfigKey, ConfigMeta, Protocol, TrustedProxies, Variant};
+use nacelle_core::{Caller, ConfigKey, ConfigMeta, PageRequest, Protocol, TrustedProxies, Variant};
 use nacelle_service::auth::Credentials;
 use nacelle_service::{PublishRequest, WriteNote};
 
@@ -74,6 +74,18 @@ impl Params {
                 ))),
             },
         }
+    }
+
+    /// `pageNo` and `pageSize` as the v1 and v2 APIs read them: 1 and 100 when absent,
+    /// else integers from 1 to `i32::MAX` (anything else is a 400); the size clamped to
+    /// `max_size` when there is one.
+    pub fn page_request(&self, max_size: Option<u64>) -> Result<PageRequest, ApiError> {
+        let page_no = self.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?;
+        let page_size = self.page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?;
+        Ok(PageRequest {
+            page_no,
+            page_size: max_size.map_or(page_size, |m| page_size.min(m)),
+        })
     }
 }
 

@@ -16,7 +16,10 @@ mod alloc;
 #[command(
     name = "nacelle",
     version,
-    about = "A Nacos-compatible configuration center"
+    about = "A Nacos-compatible configuration center",
+    long_about = "A Nacos-compatible configuration center.\n\n`nacelle serve` runs the server; \
+                  backup, restore and check maintain its SQLite database; the other commands \
+                  read and change the configs of a running server (docs/cli.md)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -52,13 +55,13 @@ enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// The client commands (nacelle-cli).
+    // The client commands (nacelle-cli).
     #[command(flatten)]
     Client(Box<nacelle_cli::Command>),
 }
 
-/// Which database a maintenance command works on: resolved as `serve` resolves it
-/// (flag > env > TOML file > default `nacelle.db` in the data directory).
+// Which database a maintenance command works on: resolved as `serve` resolves it
+// (flag > env > TOML file > default `nacelle.db` in the data directory).
 #[derive(Debug, clap::Args)]
 struct DbArgs {
     /// TOML settings file, as for `serve`.
@@ -258,4 +261,59 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command;
+
+    /// Every help text in the command tree, each with where it is shown.
+    fn help_texts(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        let path = format!("{path} {}", cmd.get_name());
+        for text in [cmd.get_about(), cmd.get_long_about()]
+            .into_iter()
+            .flatten()
+        {
+            out.push((path.clone(), text.to_string()));
+        }
+        for arg in cmd.get_arguments() {
+            for text in [arg.get_help(), arg.get_long_help()].into_iter().flatten() {
+                out.push((format!("{path} --{}", arg.get_id()), text.to_string()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            help_texts(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn help_opens_with_what_nacelle_is() {
+        for help in [command().render_help(), command().render_long_help()] {
+            let help = help.to_string();
+            assert!(
+                help.starts_with("A Nacos-compatible configuration center"),
+                "{help}"
+            );
+        }
+    }
+
+    /// A doc comment clap took as help shows itself by its rustdoc links; and a command
+    /// without a text of its own would show whatever its types' doc comments say.
+    #[test]
+    fn help_is_written_for_users() {
+        let mut texts = Vec::new();
+        help_texts(&command(), "", &mut texts);
+        for (place, text) in &texts {
+            assert!(!text.contains("[`"), "{place}: a developer's note: {text}");
+        }
+        let mut commands = vec![command()];
+        while let Some(cmd) = commands.pop() {
+            let name = cmd.get_name().to_string();
+            assert!(
+                cmd.get_about().is_some(),
+                "`{name}` has no text of its own in the help"
+            );
+            commands.extend(cmd.get_subcommands().cloned());
+        }
+    }
 }

@@ -199,9 +199,9 @@ macro_rules! layer {
 }
 
 layer! {
-    /// `nacelle serve` flags, and the same settings as read from the TOML file (keys as the
-    /// long flags, with `_` for `-`). Every flag also reads a `NACELLE_*` variable; unset
-    /// ones fall back to the TOML file and then to the default (docs/configuration.md).
+    // `nacelle serve` flags, and the same settings as read from the TOML file (keys as the
+    // long flags, with `_` for `-`). Every flag also reads a `NACELLE_*` variable; unset
+    // ones fall back to the TOML file and then to the default (docs/configuration.md).
     #[derive(Debug, Clone, Default, Parser, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct ServeArgs {
@@ -245,7 +245,8 @@ layer! {
         /// Log format.
         #[arg(long, env = "NACELLE_LOG_FORMAT", value_enum)]
         pub log_format: Option<LogFormat>,
-        /// Log filter (tracing `EnvFilter` syntax). Default `info`.
+        /// Log filter: a level (`warn`), or a level and per-module levels
+        /// (`warn,nacelle_http=debug`). Default `info`.
         #[arg(long, env = "NACELLE_LOG")]
         pub log: Option<String>,
         /// Largest config content in bytes. Default 10 MiB.
@@ -332,23 +333,23 @@ layer! {
         /// data keys are stored in clear, as Nacos does (docs/encryption.md).
         #[arg(long, env = "NACELLE_CIPHER_MASTER_KEY_FILE")]
         pub cipher_master_key_file: Option<PathBuf>,
-        /// TLS certificate chain (PEM) of the HTTP and gRPC client ports; with `tls_key`,
+        /// TLS certificate chain (PEM) of the HTTP and gRPC client ports; with --tls-key,
         /// turns TLS on (docs/security.md, "TLS"). Default: none, plain text.
         #[arg(long, env = "NACELLE_TLS_CERT")]
         pub tls_cert: Option<PathBuf>,
-        /// Private key (PEM) of `tls_cert`.
+        /// Private key (PEM) of --tls-cert.
         #[arg(long, env = "NACELLE_TLS_KEY")]
         pub tls_key: Option<PathBuf>,
         /// Mutual TLS: CA certificates (PEM) that client certificates must chain to; a
         /// client without a valid certificate is refused. Default: none.
         #[arg(long, env = "NACELLE_TLS_CLIENT_CA")]
         pub tls_client_ca: Option<PathBuf>,
-        /// Serve HTTPS on this port as well, keeping `port` plain (a migration). Default:
-        /// with TLS on, `port` serves TLS only.
+        /// Serve HTTPS on this port as well, keeping --port plain (a migration). Default:
+        /// with TLS on, --port serves TLS only.
         #[arg(long, env = "NACELLE_TLS_PORT")]
         pub tls_port: Option<u16>,
-        /// Serve gRPC over TLS on this port as well, keeping `grpc_port` plain. Default: with
-        /// TLS on, `grpc_port` serves TLS only.
+        /// Serve gRPC over TLS on this port as well, keeping --grpc-port plain. Default: with
+        /// TLS on, --grpc-port serves TLS only.
         #[arg(long, env = "NACELLE_GRPC_TLS_PORT")]
         pub grpc_tls_port: Option<u16>,
         /// How often the TLS files are checked for a change (then reloaded), in ms; 0: only
@@ -397,7 +398,8 @@ layer! {
         pub auth_token_ttl_s: Option<u64>,
         /// Password of the administrator `nacos` created at first start (when the database
         /// has no user). Default: a random one, written to
-        /// `<data-dir>/initial-admin-password`. Prefer the variable or the file.
+        /// `<data-dir>/initial-admin-password`. Prefer NACELLE_ADMIN_PASSWORD or
+        /// --admin-password-file: other users can see a flag in the process list.
         #[arg(long, env = "NACELLE_ADMIN_PASSWORD", hide_env_values = true)]
         pub admin_password: Option<String>,
         /// File holding that password (its first line).

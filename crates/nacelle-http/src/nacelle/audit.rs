@@ -10,9 +10,9 @@ use nacelle_core::audit::{AuditAction, AuditEntry, AuditFilter};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
-use crate::v3::{page, params, success, Page, V3Error};
+use crate::v3::{page, success, V3Error, V3Params};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -111,30 +111,17 @@ fn filter_of(p: &Params) -> Result<AuditFilter, V3Error> {
 
 /// `GET [since, until, user, key, action, pageNo, pageSize]` → a `Page` of entries, newest
 /// first (`pageSize` at most 500).
-async fn list(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let trail = st.service.audit_trail(&p.caller)?;
     let filter = filter_of(&p)?;
     let page = trail.list(&filter, page(&p, Some(MAX_PAGE_SIZE))?).await?;
-    Ok(success(Page {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.iter().map(EntryJson::of).collect(),
-    }))
+    Ok(success(PageJson::of(&page, EntryJson::of)))
 }
 
 /// `GET [afterSeq (default 0), limit (default and at most 1000)]` → `{head: {lastSeq,
 /// lastHash, anchorSeq, anchorHash}, entries}`: the entries after `afterSeq` in seq order,
 /// what `nacelle audit verify` walks.
-async fn chain(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn chain(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let trail = st.service.audit_trail(&p.caller)?;
     let after = int_param(&p, "afterSeq")?.unwrap_or(0);
     let limit = match int_param(&p, "limit")? {
@@ -163,11 +150,7 @@ async fn chain(
 
 /// `GET` → `{ok, checked, anchorSeq, lastSeq, broken: null | {seq, problem, message}}`:
 /// the server walks the whole chain from its anchor.
-async fn verify(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn verify(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let v = st.service.audit_trail(&p.caller)?.verify().await?;
     let broken = v.broken.as_ref().map(|b| {
         json!({

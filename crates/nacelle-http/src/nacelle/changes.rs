@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::console::configs::unified;
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
-use crate::v3::{namespace_id, page, params, success, Page, V3Error};
+use crate::v3::{namespace_id, page, success, V3Error, V3Params};
 use crate::AppState;
 
 pub(crate) const ROUTES: &[&str] = &[
@@ -263,8 +264,7 @@ fn answer(v: &ChangeView) -> Answer {
     Ok(success(ChangeJson::full(v)))
 }
 
-async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let changes = st.changes.changes(&p.caller)?;
     let state = match p.non_blank("state") {
         None => None,
@@ -284,22 +284,15 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
         namespaces: None,
     };
     let found = changes.list(&filter, page(&p, Some(500))?).await?;
-    Ok(success(Page {
-        total_count: found.total_count,
-        page_number: found.page_number,
-        pages_available: found.pages_available,
-        page_items: found.items.iter().map(ChangeJson::summary).collect(),
-    }))
+    Ok(success(PageJson::of(&found, ChangeJson::summary)))
 }
 
-async fn create(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn create(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let input = body(&p)?;
     answer(&st.changes.changes(&p.caller)?.create(input).await?)
 }
 
-async fn edit(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn edit(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let (id, version, input) = (id_of(&p)?, version_of(&p)?, body(&p)?);
     answer(
         &st.changes
@@ -309,8 +302,7 @@ async fn edit(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
     )
 }
 
-async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn one(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     answer(&st.changes.changes(&p.caller)?.get(id_of(&p)?).await?)
 }
 
@@ -329,8 +321,7 @@ struct DiffJson<'a> {
     diff: String,
 }
 
-async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn diff(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let items: Vec<ItemDiff> = st.changes.changes(&p.caller)?.diff(id_of(&p)?).await?;
     let rendered = tokio::task::spawn_blocking(move || {
         let diffs: Vec<String> = items
@@ -377,50 +368,42 @@ fn text_of(p: &Params) -> String {
         .to_string()
 }
 
-async fn open(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn open(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.open(id_of(&p)?, version_of(&p)?).await?)
 }
 
-async fn approve(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn approve(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.approve(id_of(&p)?, version_of(&p)?, text_of(&p)).await?)
 }
 
-async fn reject(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn reject(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.reject(id_of(&p)?, version_of(&p)?, text_of(&p)).await?)
 }
 
-async fn comment(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn comment(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.comment(id_of(&p)?, text_of(&p)).await?)
 }
 
-async fn rebase(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn rebase(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.rebase(id_of(&p)?, version_of(&p)?).await?)
 }
 
-async fn close(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn close(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.close(id_of(&p)?, text_of(&p)).await?)
 }
 
-async fn publish(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn publish(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let c = st.changes.changes(&p.caller)?;
     answer(&c.publish(id_of(&p)?, version_of(&p)?).await?)
 }
 
-async fn schedule(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn schedule(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let at =
         match p.non_blank("publishAt") {
             None => None,
@@ -454,14 +437,12 @@ impl<'a> PolicyJson<'a> {
     }
 }
 
-async fn policies(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn policies(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let all = st.changes.review_policies(&p.caller)?;
     Ok(success(all.iter().map(PolicyJson::of).collect::<Vec<_>>()))
 }
 
-async fn set_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn set_policy(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let raw = p
         .non_blank("requiredApprovals")
         .ok_or_else(|| V3Error::missing("requiredApprovals"))?;
@@ -476,8 +457,7 @@ async fn set_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> 
     Ok(success(true))
 }
 
-async fn delete_policy(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn delete_policy(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let pattern = p.non_blank("groupPattern").unwrap_or("*");
     st.changes
         .set_review_policy(&p.caller, p.get("namespaceId"), pattern, 0)

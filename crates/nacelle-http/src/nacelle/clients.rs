@@ -10,9 +10,7 @@ use axum::Router;
 use nacelle_core::Caller;
 use nacelle_service::cluster::SECRET_HEADER;
 
-use crate::error::ApiError;
-use crate::params::Params;
-use crate::v3::{config_key, params, success, V3Error};
+use crate::v3::{config_key, success, V3Error, V3Params};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -25,11 +23,7 @@ pub(crate) fn routes() -> Router<AppState> {
 /// `GET namespaceId, groupName, dataId [, scope=cluster|local]` → the live view of the
 /// key: `KeyClients` (cluster, the default) or this node's `NodeClients` (`local`). Read
 /// permission on the key, or the cluster secret for `local`.
-async fn of_key(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn of_key(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let key = config_key(&p)?;
     match p.non_blank("scope").map(str::trim).unwrap_or("cluster") {
         "cluster" => Ok(success(st.service.key_clients(&p.caller, &key).await?)),

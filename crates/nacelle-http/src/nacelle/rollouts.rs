@@ -14,9 +14,8 @@ use nacelle_core::rollout::{Canary, Guards, PromGuard, Rollout, RolloutPlan, Sta
 use nacelle_service::{CohortProgress, RolloutInput};
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
 use crate::params::Params;
-use crate::v3::{namespace_id, params, success, V3Error};
+use crate::v3::{namespace_id, success, V3Error, V3Params};
 use crate::AppState;
 
 pub(crate) const ROUTES: &[&str] = &[
@@ -301,8 +300,7 @@ fn answer(r: &Rollout) -> Answer {
     Ok(success(RolloutJson::of(r, true)))
 }
 
-async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let active = match p.non_blank("active").map(str::trim) {
         None | Some("false") => false,
         Some("true") => true,
@@ -326,14 +324,12 @@ async fn list(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer
     Ok(success(items))
 }
 
-async fn start(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn start(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let input = body(&p)?;
     answer(&st.rollouts.ops(&p.caller)?.start(input).await?)
 }
 
-async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn one(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let id = id_of(&p)?;
     let ops = st.rollouts.ops(&p.caller)?;
     let r = ops.get(id).await?;
@@ -344,27 +340,23 @@ async fn one(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer 
     Ok(success(json))
 }
 
-async fn pause(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn pause(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let id = id_of(&p)?;
     let reason = p.get("reason").unwrap_or("");
     answer(&st.rollouts.ops(&p.caller)?.pause(id, reason).await?)
 }
 
-async fn resume(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn resume(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let id = id_of(&p)?;
     answer(&st.rollouts.ops(&p.caller)?.resume(id).await?)
 }
 
-async fn advance(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn advance(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let id = id_of(&p)?;
     answer(&st.rollouts.ops(&p.caller)?.advance(id).await?)
 }
 
-async fn abort(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
-    let p = params(p)?;
+async fn abort(State(st): State<AppState>, V3Params(p): V3Params) -> Answer {
     let id = id_of(&p)?;
     let reason = p.get("reason").unwrap_or("");
     answer(&st.rollouts.ops(&p.caller)?.abort(id, reason).await?)

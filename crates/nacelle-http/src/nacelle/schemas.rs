@@ -20,9 +20,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::Fields;
-use crate::error::ApiError;
 use crate::params::Params;
-use crate::v3::{namespace_id, params, success, ErrorCode, V3Error};
+use crate::v3::{namespace_id, success, ErrorCode, V3Error, V3Params};
 use crate::AppState;
 
 /// The routes of this file.
@@ -124,8 +123,7 @@ impl Fields<'_> {
 }
 
 /// The parameters, with good credentials (the service checks every permission).
-fn admitted(st: &AppState, p: Result<Params, ApiError>) -> Result<Params, V3Error> {
-    let p = params(p)?;
+fn admitted(st: &AppState, p: Params) -> Result<Params, V3Error> {
     st.service.authenticated(&p.caller)?;
     Ok(p)
 }
@@ -134,7 +132,7 @@ fn admitted(st: &AppState, p: Result<Params, ApiError>) -> Result<Params, V3Erro
 /// → that one (404/20004 when there is none).
 async fn get_schemas(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    V3Params(p): V3Params,
 ) -> Result<Response, V3Error> {
     let p = admitted(&st, p)?;
     let f = Fields::of(&p)?;
@@ -159,7 +157,7 @@ async fn get_schemas(
 /// `PUT|POST namespaceId, group, dataId, schema[, description]` → the schema as stored.
 async fn set_schema(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    V3Params(p): V3Params,
 ) -> Result<Response, V3Error> {
     let p = admitted(&st, p)?;
     let f = Fields::of(&p)?;
@@ -178,7 +176,7 @@ async fn set_schema(
 /// `DELETE namespaceId, group, dataId` → `data: true`; 404/20004 when there was none.
 async fn remove_schema(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    V3Params(p): V3Params,
 ) -> Result<Response, V3Error> {
     let p = admitted(&st, p)?;
     let f = Fields::of(&p)?;
@@ -196,10 +194,7 @@ async fn remove_schema(
 
 /// `POST namespaceId, group, dataId, content[, type]` → `{valid, schemas, problems}`: the
 /// schemas that apply to the key and what fails (nothing is published).
-async fn check(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
+async fn check(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let p = admitted(&st, p)?;
     let f = Fields::of(&p)?;
     let ns = f.namespace()?;

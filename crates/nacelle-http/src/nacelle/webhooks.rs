@@ -19,9 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::Fields;
-use crate::error::ApiError;
-use crate::params::Params;
-use crate::v3::{namespace_id, page, params, success, Page, V3Error};
+use crate::page::PageJson;
+use crate::v3::{namespace_id, page, success, V3Error, V3Params};
 use crate::AppState;
 
 /// The paths of [`routes`].
@@ -106,21 +105,21 @@ struct DeliveryJson {
 }
 
 impl DeliveryJson {
-    fn of(d: Delivery) -> Self {
+    fn of(d: &Delivery) -> Self {
         let pending = d.status == nacelle_core::webhook::DeliveryStatus::Pending;
         DeliveryJson {
             id: d.id,
             hook_id: d.hook_id,
-            event_id: d.event_id,
-            kind: d.kind,
+            event_id: d.event_id.clone(),
+            kind: d.kind.clone(),
             status: d.status.as_str(),
             attempts: d.attempts,
             last_code: (d.last_code != 0).then_some(d.last_code),
-            last_error: d.last_error,
+            last_error: d.last_error.clone(),
             next_attempt_time: pending.then_some(d.next_attempt_ms),
             created_time: d.created_ms,
             modified_time: d.updated_ms,
-            body: serde_json::from_str(&d.body).unwrap_or(Value::String(d.body)),
+            body: serde_json::from_str(&d.body).unwrap_or_else(|_| Value::String(d.body.clone())),
         }
     }
 }
@@ -165,11 +164,7 @@ impl Fields<'_> {
 }
 
 /// `GET [id]` → every webhook, or the one of `id`.
-async fn list(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.webhooks.admin(&p.caller)?;
     let f = Fields::of(&p)?;
     if f.list("id").is_some_and(|v| !v.trim().is_empty()) {
@@ -184,11 +179,7 @@ async fn list(
 
 /// `POST namespaceId, group, dataId, url, secret, events, enabled, description` → the
 /// webhook created (`url` and `secret` required; patterns default to `*`).
-async fn create(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn create(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.webhooks.admin(&p.caller)?;
     let spec = Fields::of(&p)?.spec()?;
     Ok(success(HookJson::of(admin.create(spec).await?)))
@@ -196,11 +187,7 @@ async fn create(
 
 /// `PUT id, [group, dataId, url, secret, events, enabled, description]` → the webhook
 /// changed.
-async fn update(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn update(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.webhooks.admin(&p.caller)?;
     let f = Fields::of(&p)?;
     let id = f.id("id")?;
@@ -208,11 +195,7 @@ async fn update(
 }
 
 /// `DELETE id` → `true`.
-async fn remove(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn remove(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.webhooks.admin(&p.caller)?;
     admin.delete(Fields::of(&p)?.id("id")?).await?;
     Ok(success(true))
@@ -221,26 +204,16 @@ async fn remove(
 /// `GET id, [pageNo, pageSize]` → a `Page` of the hook's deliveries, newest first.
 async fn deliveries(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    V3Params(p): V3Params,
 ) -> Result<Response, V3Error> {
-    let p = params(p)?;
     let admin = st.webhooks.admin(&p.caller)?;
     let id = Fields::of(&p)?.id("id")?;
     let page = admin.deliveries(id, page(&p, Some(MAX_PAGE_SIZE))?).await?;
-    Ok(success(Page {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.into_iter().map(DeliveryJson::of).collect(),
-    }))
+    Ok(success(PageJson::of(&page, DeliveryJson::of)))
 }
 
 /// `POST deliveryId` → `true`: a delivered or failed delivery is sent again.
-async fn redeliver(
-    State(st): State<AppState>,
-    p: Result<Params, ApiError>,
-) -> Result<Response, V3Error> {
-    let p = params(p)?;
+async fn redeliver(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let admin = st.webhooks.admin(&p.caller)?;
     admin.redeliver(Fields::of(&p)?.id("deliveryId")?).await?;
     Ok(success(true))

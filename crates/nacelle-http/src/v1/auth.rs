@@ -9,165 +9,153 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::auth::PermissionRecord;
-use nacelle_core::{CoreError, Page, PageRequest};
+use nacelle_core::{CoreError, PageRequest};
 use nacelle_service::auth::admin::NameFilter;
 use serde::Serialize;
 use serde_json::json;
 
 use super::{json, RestResult};
 use crate::error::{ApiError, V2Error};
+use crate::page::PageJson;
 use crate::params::Params;
 use crate::AppState;
 
-/// Which API family a request came in on: its answer format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flavor {
-    /// Nacos 2.x `/nacos/v1/auth`.
-    V1,
-    /// Nacos 3.0 `/nacos/v3/auth`.
-    V3,
+/// An API family: its paths and its answer format. Every handler is written once, generic
+/// over the family, and registered under both.
+trait Family: Send + Sync + 'static {
+    /// Where each endpoint lives in this family.
+    const PATHS: Paths;
+    /// An error in the family's format.
+    type Error: From<ApiError> + From<CoreError> + IntoResponse + Send;
+    /// A successful answer.
+    fn reply<T: Serialize>(data: T) -> Response;
+    /// A write's answer.
+    fn done(message: &str) -> Response;
+}
+
+/// Nacos 2.x, `/nacos/v1/auth`: raw JSON, `RestResult` for writes, errors as the v1 API
+/// answers them.
+struct V1;
+
+/// Nacos 3.0, `/nacos/v3/auth`: the `{code: 0, message: "success", data}` envelope, errors
+/// as the v2 API answers them.
+struct V3;
+
+impl Family for V1 {
+    const PATHS: Paths = Paths {
+        login: &["/nacos/v1/auth/login", "/nacos/v1/auth/users/login"],
+        user: "/nacos/v1/auth/users",
+        user_list: "/nacos/v1/auth/users",
+        user_search: "/nacos/v1/auth/users/search",
+        user_admin: "/nacos/v1/auth/users/admin",
+        role: "/nacos/v1/auth/roles",
+        role_list: "/nacos/v1/auth/roles",
+        role_search: "/nacos/v1/auth/roles/search",
+        permission: "/nacos/v1/auth/permissions",
+        permission_list: "/nacos/v1/auth/permissions",
+    };
+    type Error = ApiError;
+    fn reply<T: Serialize>(data: T) -> Response {
+        json(&data)
+    }
+    fn done(message: &str) -> Response {
+        json(&RestResult::ok(message))
+    }
+}
+
+impl Family for V3 {
+    const PATHS: Paths = Paths {
+        login: &["/nacos/v3/auth/user/login"],
+        user: "/nacos/v3/auth/user",
+        user_list: "/nacos/v3/auth/user/list",
+        user_search: "/nacos/v3/auth/user/search",
+        user_admin: "/nacos/v3/auth/user/admin",
+        role: "/nacos/v3/auth/role",
+        role_list: "/nacos/v3/auth/role/list",
+        role_search: "/nacos/v3/auth/role/search",
+        permission: "/nacos/v3/auth/permission",
+        permission_list: "/nacos/v3/auth/permission/list",
+    };
+    type Error = V2Error;
+    fn reply<T: Serialize>(data: T) -> Response {
+        json(&json!({"code": 0, "message": "success", "data": data}))
+    }
+    fn done(message: &str) -> Response {
+        Self::reply(message)
+    }
+}
+
+/// One family's path of each endpoint. Nacos 3 renamed them (`users` → `user`) and gave
+/// each list a path of its own; 2.x lists with a `GET` of the collection.
+struct Paths {
+    login: &'static [&'static str],
+    /// Create (`POST`), change the password (`PUT`), delete (`DELETE`).
+    user: &'static str,
+    user_list: &'static str,
+    user_search: &'static str,
+    user_admin: &'static str,
+    /// Grant (`POST`), revoke (`DELETE`).
+    role: &'static str,
+    role_list: &'static str,
+    role_search: &'static str,
+    /// Add (`POST`), remove (`DELETE`).
+    permission: &'static str,
+    permission_list: &'static str,
+}
+
+impl Paths {
+    /// Every path, for the metrics' route label.
+    fn all(&self) -> impl Iterator<Item = &'static str> {
+        let paths = [
+            self.user,
+            self.user_list,
+            self.user_search,
+            self.user_admin,
+            self.role,
+            self.role_list,
+            self.role_search,
+            self.permission,
+            self.permission_list,
+        ];
+        self.login.iter().copied().chain(paths)
+    }
 }
 
 /// The routes of both families.
 pub(crate) fn routes() -> Router<AppState> {
-    use Flavor::{V1, V3};
-    Router::new()
-        .route(
-            "/nacos/v1/auth/login",
-            post(|s: State<AppState>, p: Params| login(s, p, V1)),
-        )
-        .route(
-            "/nacos/v1/auth/users/login",
-            post(|s: State<AppState>, p: Params| login(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/user/login",
-            post(|s: State<AppState>, p: Params| login(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/users",
-            get(|s: State<AppState>, p: Params| list_users(s, p, V1))
-                .post(|s: State<AppState>, p: Params| create_user(s, p, V1))
-                .put(|s: State<AppState>, p: Params| update_user(s, p, V1))
-                .delete(|s: State<AppState>, p: Params| delete_user(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/user",
-            post(|s: State<AppState>, p: Params| create_user(s, p, V3))
-                .put(|s: State<AppState>, p: Params| update_user(s, p, V3))
-                .delete(|s: State<AppState>, p: Params| delete_user(s, p, V3)),
-        )
-        .route(
-            "/nacos/v3/auth/user/list",
-            get(|s: State<AppState>, p: Params| list_users(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/users/search",
-            get(|s: State<AppState>, p: Params| search_users(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/user/search",
-            get(|s: State<AppState>, p: Params| search_users(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/users/admin",
-            post(|s: State<AppState>, p: Params| create_admin(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/user/admin",
-            post(|s: State<AppState>, p: Params| create_admin(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/roles",
-            get(|s: State<AppState>, p: Params| list_roles(s, p, V1))
-                .post(|s: State<AppState>, p: Params| add_role(s, p, V1))
-                .delete(|s: State<AppState>, p: Params| delete_role(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/role",
-            post(|s: State<AppState>, p: Params| add_role(s, p, V3))
-                .delete(|s: State<AppState>, p: Params| delete_role(s, p, V3)),
-        )
-        .route(
-            "/nacos/v3/auth/role/list",
-            get(|s: State<AppState>, p: Params| list_roles(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/roles/search",
-            get(|s: State<AppState>, p: Params| search_roles(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/role/search",
-            get(|s: State<AppState>, p: Params| search_roles(s, p, V3)),
-        )
-        .route(
-            "/nacos/v1/auth/permissions",
-            get(|s: State<AppState>, p: Params| list_permissions(s, p, V1))
-                .post(|s: State<AppState>, p: Params| add_permission(s, p, V1))
-                .delete(|s: State<AppState>, p: Params| delete_permission(s, p, V1)),
-        )
-        .route(
-            "/nacos/v3/auth/permission",
-            post(|s: State<AppState>, p: Params| add_permission(s, p, V3))
-                .delete(|s: State<AppState>, p: Params| delete_permission(s, p, V3)),
-        )
-        .route(
-            "/nacos/v3/auth/permission/list",
-            get(|s: State<AppState>, p: Params| list_permissions(s, p, V3)),
-        )
+    Router::new().merge(family::<V1>()).merge(family::<V3>())
 }
 
-/// The paths above, for the metrics' route label.
-pub(crate) const ROUTES: &[&str] = &[
-    "/nacos/v1/auth/login",
-    "/nacos/v1/auth/users/login",
-    "/nacos/v3/auth/user/login",
-    "/nacos/v1/auth/users",
-    "/nacos/v3/auth/user",
-    "/nacos/v3/auth/user/list",
-    "/nacos/v1/auth/users/search",
-    "/nacos/v3/auth/user/search",
-    "/nacos/v1/auth/users/admin",
-    "/nacos/v3/auth/user/admin",
-    "/nacos/v1/auth/roles",
-    "/nacos/v3/auth/role",
-    "/nacos/v3/auth/role/list",
-    "/nacos/v1/auth/roles/search",
-    "/nacos/v3/auth/role/search",
-    "/nacos/v1/auth/permissions",
-    "/nacos/v3/auth/permission",
-    "/nacos/v3/auth/permission/list",
-];
-
-/// An error in the family's format.
-fn fail(flavor: Flavor, e: impl Into<ApiError>) -> Response {
-    match flavor {
-        Flavor::V1 => e.into().into_response(),
-        Flavor::V3 => V2Error(e.into()).into_response(),
-    }
+/// The routes of family `F`: every endpoint, at its path in `F`.
+fn family<F: Family>() -> Router<AppState> {
+    let paths = F::PATHS;
+    let login_routes = paths
+        .login
+        .iter()
+        .fold(Router::new(), |r, path| r.route(path, post(login)));
+    login_routes
+        .route(
+            paths.user,
+            post(create_user::<F>)
+                .put(update_user::<F>)
+                .delete(delete_user::<F>),
+        )
+        .route(paths.user_list, get(list_users::<F>))
+        .route(paths.user_search, get(search_users::<F>))
+        .route(paths.user_admin, post(create_admin::<F>))
+        .route(paths.role, post(add_role::<F>).delete(delete_role::<F>))
+        .route(paths.role_list, get(list_roles::<F>))
+        .route(paths.role_search, get(search_roles::<F>))
+        .route(
+            paths.permission,
+            post(add_permission::<F>).delete(delete_permission::<F>),
+        )
+        .route(paths.permission_list, get(list_permissions::<F>))
 }
 
-/// A successful answer: v1 as given, v3 in the envelope.
-fn reply<T: Serialize>(flavor: Flavor, data: T) -> Response {
-    match flavor {
-        Flavor::V1 => json(&data),
-        Flavor::V3 => json(&json!({"code": 0, "message": "success", "data": data})),
-    }
-}
-
-/// A write's answer: v1 `RestResult` with the message as data, v3 the envelope.
-fn done(flavor: Flavor, message: &str) -> Response {
-    match flavor {
-        Flavor::V1 => json(&RestResult::ok(message)),
-        Flavor::V3 => reply(flavor, message),
-    }
-}
-
-fn answer(flavor: Flavor, result: Result<(), CoreError>, message: &str) -> Response {
-    match result {
-        Ok(()) => done(flavor, message),
-        Err(e) => fail(flavor, e),
-    }
+/// `path` when it is one of the routes above (its metric label).
+pub(crate) fn route(path: &str) -> Option<&'static str> {
+    V1::PATHS.all().chain(V3::PATHS.all()).find(|r| *r == path)
 }
 
 /// `pageNo` / `pageSize` (1 and 100 when absent; the size at most 500).
@@ -199,25 +187,7 @@ fn filter(p: &Params, name: &str) -> NameFilter {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PageJson<T: Serialize> {
-    total_count: u64,
-    page_number: u64,
-    pages_available: u64,
-    page_items: Vec<T>,
-}
-
-fn page_json<T, U: Serialize>(page: Page<T>, f: impl Fn(T) -> U) -> PageJson<U> {
-    PageJson {
-        total_count: page.total_count,
-        page_number: page.page_number,
-        pages_available: page.pages_available,
-        page_items: page.items.into_iter().map(f).collect(),
-    }
-}
-
-async fn login(State(st): State<AppState>, p: Params, _flavor: Flavor) -> Response {
+async fn login(State(st): State<AppState>, p: Params) -> Response {
     let (user, password) = match (p.required("username"), p.required("password")) {
         (Ok(u), Ok(pw)) => (u.to_string(), pw.to_string()),
         (Err(e), _) | (_, Err(e)) => return e.into_response(),
@@ -247,139 +217,104 @@ async fn login(State(st): State<AppState>, p: Params, _flavor: Flavor) -> Respon
     }
 }
 
-async fn list_users(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let page = match page(&p) {
-        Ok(page) => page,
-        Err(e) => return fail(flavor, e),
-    };
-    match st
+/// What every handler of a family answers: its format's success or its format's error.
+type Answer<F> = Result<Response, <F as Family>::Error>;
+
+async fn list_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let page = page(&p)?;
+    let users = st
         .service
-        .auth_admin(&p.caller)
-        .and_then(|a| a.users(&filter(&p, "username"), page))
-    {
-        // The password hash is never shown (Nacos lists it).
-        Ok(page) => reply(flavor, page_json(page, |u| json!({"username": u}))),
-        Err(e) => fail(flavor, e),
-    }
+        .auth_admin(&p.caller)?
+        .users(&filter(&p, "username"), page)?;
+    // The password hash is never shown (Nacos lists it).
+    Ok(F::reply(PageJson::of(&users, |u| json!({"username": u}))))
 }
 
-async fn search_users(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    match st
+async fn search_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let names = st
         .service
-        .auth_admin(&p.caller)
-        .and_then(|a| a.search_users(&p.or_empty("username")))
-    {
-        Ok(names) => reply(flavor, names),
-        Err(e) => fail(flavor, e),
-    }
+        .auth_admin(&p.caller)?
+        .search_users(&p.or_empty("username"))?;
+    Ok(F::reply(names))
 }
 
-async fn create_user(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let (user, password) = match (p.required("username"), p.required("password")) {
-        (Ok(u), Ok(pw)) => (u, pw),
-        (Err(e), _) | (_, Err(e)) => return fail(flavor, e),
-    };
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.create_user(user, password).await,
-        Err(e) => Err(e),
-    };
-    answer(flavor, result, "create user ok!")
+async fn create_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let (user, password) = (p.required("username")?, p.required("password")?);
+    let admin = st.service.auth_admin(&p.caller)?;
+    admin.create_user(user, password).await?;
+    Ok(F::done("create user ok!"))
 }
 
-async fn update_user(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let (user, password) = match (p.required("username"), p.required("newPassword")) {
-        (Ok(u), Ok(pw)) => (u, pw),
-        (Err(e), _) | (_, Err(e)) => return fail(flavor, e),
-    };
-    let result = st.service.change_password(&p.caller, user, password).await;
-    answer(flavor, result, "update user ok!")
+async fn update_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let (user, password) = (p.required("username")?, p.required("newPassword")?);
+    st.service
+        .change_password(&p.caller, user, password)
+        .await?;
+    Ok(F::done("update user ok!"))
 }
 
-async fn delete_user(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let user = match p.required("username") {
-        Ok(u) => u,
-        Err(e) => return fail(flavor, e),
-    };
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.delete_user(user).await,
-        Err(e) => Err(e),
-    };
-    answer(flavor, result, "delete user ok!")
+async fn delete_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let user = p.required("username")?;
+    st.service.auth_admin(&p.caller)?.delete_user(user).await?;
+    Ok(F::done("delete user ok!"))
 }
 
-async fn create_admin(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
+async fn create_admin<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     match st
         .service
         .create_admin(&p.caller, p.non_blank("password"))
         .await
     {
-        Ok(password) => reply(
-            flavor,
+        Ok(password) => Ok(F::reply(
             json!({"username": nacelle_core::auth::DEFAULT_ADMIN, "password": password}),
-        ),
+        )),
         // Nacos answers 200 with the code in the body.
-        Err(CoreError::Conflict(m)) => json(&json!({"code": 409, "message": m, "data": null})),
-        Err(e) => fail(flavor, e),
+        Err(CoreError::Conflict(m)) => Ok(json(&json!({"code": 409, "message": m, "data": null}))),
+        Err(e) => Err(e.into()),
     }
 }
 
-async fn list_roles(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let page = match page(&p) {
-        Ok(page) => page,
-        Err(e) => return fail(flavor, e),
-    };
+async fn list_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let page = page(&p)?;
     let (role, user) = (filter(&p, "role"), filter(&p, "username"));
-    match st
+    let roles = st
         .service
-        .auth_admin(&p.caller)
-        .and_then(|a| a.roles(&role, &user, page))
-    {
-        Ok(page) => reply(
-            flavor,
-            page_json(page, |r| json!({"role": r.role, "username": r.username})),
-        ),
-        Err(e) => fail(flavor, e),
-    }
+        .auth_admin(&p.caller)?
+        .roles(&role, &user, page)?;
+    Ok(F::reply(PageJson::of(
+        &roles,
+        |r| json!({"role": r.role, "username": r.username}),
+    )))
 }
 
-async fn search_roles(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    match st
+async fn search_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let names = st
         .service
-        .auth_admin(&p.caller)
-        .and_then(|a| a.search_roles(&p.or_empty("role")))
-    {
-        Ok(names) => reply(flavor, names),
-        Err(e) => fail(flavor, e),
-    }
+        .auth_admin(&p.caller)?
+        .search_roles(&p.or_empty("role"))?;
+    Ok(F::reply(names))
 }
 
-async fn add_role(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let (role, user) = match (p.required("role"), p.required("username")) {
-        (Ok(r), Ok(u)) => (r, u),
-        (Err(e), _) | (_, Err(e)) => return fail(flavor, e),
-    };
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.add_role(role, user).await,
-        Err(e) => Err(e),
-    };
-    answer(flavor, result, "add role ok!")
+async fn add_role<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let (role, user) = (p.required("role")?, p.required("username")?);
+    st.service
+        .auth_admin(&p.caller)?
+        .add_role(role, user)
+        .await?;
+    Ok(F::done("add role ok!"))
 }
 
-async fn delete_role(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let role = match p.required("role") {
-        Ok(r) => r,
-        Err(e) => return fail(flavor, e),
-    };
+async fn delete_role<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let role = p.required("role")?;
     let user = p.non_blank("username");
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.delete_role(role, user).await,
-        Err(e) => Err(e),
-    };
-    let message = match user {
+    st.service
+        .auth_admin(&p.caller)?
+        .delete_role(role, user)
+        .await?;
+    Ok(F::done(&match user {
         Some(u) => format!("delete role of user {u} ok!"),
         None => "delete role ok!".to_string(),
-    };
-    answer(flavor, result, &message)
+    }))
 }
 
 fn permission(p: &Params) -> Result<PermissionRecord, ApiError> {
@@ -390,47 +325,28 @@ fn permission(p: &Params) -> Result<PermissionRecord, ApiError> {
     })
 }
 
-async fn list_permissions(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let page = match page(&p) {
-        Ok(page) => page,
-        Err(e) => return fail(flavor, e),
-    };
-    match st
+async fn list_permissions<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let page = page(&p)?;
+    let permissions = st
         .service
-        .auth_admin(&p.caller)
-        .and_then(|a| a.permissions(&filter(&p, "role"), page))
-    {
-        Ok(page) => reply(
-            flavor,
-            page_json(
-                page,
-                |r| json!({"role": r.role, "resource": r.resource, "action": r.action}),
-            ),
-        ),
-        Err(e) => fail(flavor, e),
-    }
+        .auth_admin(&p.caller)?
+        .permissions(&filter(&p, "role"), page)?;
+    Ok(F::reply(PageJson::of(
+        &permissions,
+        |r| json!({"role": r.role, "resource": r.resource, "action": r.action}),
+    )))
 }
 
-async fn add_permission(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let permission = match permission(&p) {
-        Ok(perm) => perm,
-        Err(e) => return fail(flavor, e),
-    };
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.add_permission(permission).await,
-        Err(e) => Err(e),
-    };
-    answer(flavor, result, "add permission ok!")
+async fn add_permission<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let permission = permission(&p)?;
+    let admin = st.service.auth_admin(&p.caller)?;
+    admin.add_permission(permission).await?;
+    Ok(F::done("add permission ok!"))
 }
 
-async fn delete_permission(State(st): State<AppState>, p: Params, flavor: Flavor) -> Response {
-    let permission = match permission(&p) {
-        Ok(perm) => perm,
-        Err(e) => return fail(flavor, e),
-    };
-    let result = match st.service.auth_admin(&p.caller) {
-        Ok(a) => a.delete_permission(permission).await,
-        Err(e) => Err(e),
-    };
-    answer(flavor, result, "delete permission ok!")
+async fn delete_permission<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
+    let permission = permission(&p)?;
+    let admin = st.service.auth_admin(&p.caller)?;
+    admin.delete_permission(permission).await?;
+    Ok(F::done("delete permission ok!"))
 }

@@ -6,12 +6,13 @@ use std::time::{Duration, UNIX_EPOCH};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use nacelle_core::{ConfigType, NamespaceId, PageRequest};
+use nacelle_core::{ConfigType, NamespaceId};
 use nacelle_service::{ConfigView, SearchMode, SearchQuery};
 use serde::Serialize;
 
 use super::{json, key_from_params, ok_true, RestResult};
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::{Params, PublishNames};
 use crate::AppState;
 
@@ -28,7 +29,8 @@ pub(crate) fn content_type_of(t: ConfigType) -> &'static str {
     }
 }
 
-fn no_cache(h: &mut HeaderMap) {
+/// Nacos's no-cache headers (`Pragma`, `Expires`, `Cache-Control`).
+pub(crate) fn no_cache(h: &mut HeaderMap) {
     h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     h.insert(
         header::EXPIRES,
@@ -142,15 +144,6 @@ struct SearchItem<'a> {
     r#type: &'a str,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PageJson<T: Serialize> {
-    pub total_count: u64,
-    pub page_number: u64,
-    pub pages_available: u64,
-    pub page_items: Vec<T>,
-}
-
 /// `GET /nacos/v1/cs/configs`.
 pub(crate) async fn get_configs(
     State(st): State<AppState>,
@@ -227,11 +220,8 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
             )))
         }
     };
-    let page = PageRequest {
-        page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
-        // No cap on search pages, as in Nacos.
-        page_size: p.page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?,
-    };
+    // No cap on search pages, as in Nacos.
+    let page = p.page_request(None)?;
     let q = SearchQuery {
         mode,
         namespace: NamespaceId::parse(p.get("tenant"))?,
@@ -244,27 +234,18 @@ fn search(st: &AppState, p: &Params, mode: &str) -> Result<Response, ApiError> {
         page,
     };
     let result = st.service.search(&p.caller, &q)?;
-    Ok(json(&PageJson {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        // Plaintext of an encrypted config, as Nacos's search shows (the service shows
-        // it; one that cannot be opened fails the search with the reason).
-        page_items: result
-            .items
-            .iter()
-            .map(|c| SearchItem {
-                id: c.id().to_string(),
-                data_id: c.key().data_id(),
-                group: c.key().group(),
-                content: c.content_text(),
-                md5: c.md5(),
-                tenant: c.key().tenant(),
-                app_name: c.app_name(),
-                r#type: c.config_type().as_str(),
-            })
-            .collect(),
-    }))
+    // Plaintext of an encrypted config, as Nacos's search shows (the service shows it; one
+    // that cannot be opened fails the search with the reason).
+    Ok(json(&PageJson::of(&result, |c| SearchItem {
+        id: c.id().to_string(),
+        data_id: c.key().data_id(),
+        group: c.key().group(),
+        content: c.content_text(),
+        md5: c.md5(),
+        tenant: c.key().tenant(),
+        app_name: c.app_name(),
+        r#type: c.config_type().as_str(),
+    })))
 }
 
 /// `POST /nacos/v1/cs/configs`: publish (form body or query string).

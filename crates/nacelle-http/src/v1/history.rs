@@ -6,9 +6,9 @@ use axum::response::Response;
 use nacelle_core::{HistoryEntry, PageRequest};
 use serde::Serialize;
 
-use super::configs::PageJson;
 use super::{iso_time, json, key_from_params};
 use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::Params;
 use crate::AppState;
 
@@ -87,24 +87,10 @@ pub(crate) async fn history(State(st): State<AppState>, p: Params) -> Result<Res
             )));
         }
     }
-    let page = PageRequest {
-        page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
-        // Nacos clamps history pages to 500 items instead of rejecting larger sizes.
-        page_size: p
-            .page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?
-            .min(PageRequest::MAX_PAGE_SIZE),
-    };
+    // Nacos clamps history pages to 500 items instead of rejecting larger sizes.
+    let page = p.page_request(Some(PageRequest::MAX_PAGE_SIZE))?;
     let result = st.service.history(&p.caller, &key, page).await?;
-    Ok(json(&PageJson {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: result
-            .items
-            .iter()
-            .map(|h| HistoryJson::of(h, None))
-            .collect(),
-    }))
+    Ok(json(&PageJson::of(&result, |h| HistoryJson::of(h, None))))
 }
 
 /// `GET /nacos/v1/cs/history/previous?id=<config id>&dataId&group[&tenant]`.

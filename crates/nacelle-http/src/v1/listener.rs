@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::Notify;
 
+use super::configs::no_cache;
 use super::{json, key_from_params};
 use crate::error::ApiError;
 use crate::params::{java_url_encode, Params};
@@ -163,15 +164,7 @@ static POLL_HEADERS: LazyLock<HeaderMap> = LazyLock::new(|| {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html;charset=UTF-8"),
     );
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    h.insert(
-        header::EXPIRES,
-        HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"),
-    );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache,no-store"),
-    );
+    no_cache(&mut h);
     h
 });
 

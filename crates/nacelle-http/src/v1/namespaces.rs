@@ -10,21 +10,24 @@ use crate::error::ApiError;
 use crate::params::Params;
 use crate::AppState;
 
-/// Nacos's quota shown for every namespace.
-const DEFAULT_QUOTA: u32 = 200;
+/// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
+pub(crate) const DEFAULT_QUOTA: u32 = 200;
 
+/// Nacos's `Namespace` model, Jackson's field order: the 2.x and the 3.0 API write the same
+/// fields and fill them differently (this file's [`NamespaceJson::of`], and the v3 API's).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct NamespaceJson<'a> {
-    namespace: &'a str,
-    namespace_show_name: &'a str,
-    namespace_desc: &'a str,
-    quota: u32,
-    config_count: usize,
-    r#type: u8,
+pub(crate) struct NamespaceJson<'a> {
+    pub namespace: &'a str,
+    pub namespace_show_name: &'a str,
+    pub namespace_desc: &'a str,
+    pub quota: u32,
+    pub config_count: usize,
+    pub r#type: u8,
 }
 
 impl<'a> NamespaceJson<'a> {
+    /// As Nacos 2.x writes it: the default namespace's id empty, the service's kind.
     fn of(n: &'a NamespaceInfo) -> Self {
         NamespaceJson {
             namespace: n.namespace.id.as_str(),

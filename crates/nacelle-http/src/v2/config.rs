@@ -6,6 +6,7 @@ use nacelle_core::{ConfigKey, PageRequest};
 use serde::Serialize;
 
 use crate::error::{ApiError, V2Error};
+use crate::page::PageJson;
 use crate::params::{Params, PublishNames};
 use crate::v1::json;
 use crate::AppState;
@@ -141,15 +142,6 @@ struct GrayHistoryItem<'a> {
     message: &'a str,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PageOf<T: Serialize> {
-    total_count: u64,
-    page_number: u64,
-    pages_available: u64,
-    page_items: Vec<T>,
-}
-
 /// `GET /nacos/v2/cs/config/gray/history?dataId&group[&namespaceId][&pageNo][&pageSize]`
 /// (Nacelle's extension) → the key's gray operations, newest first, each with its rule.
 pub(crate) async fn gray_history(
@@ -158,37 +150,22 @@ pub(crate) async fn gray_history(
 ) -> Result<Response, V2Error> {
     let p = p?;
     let key = key_of(&p)?;
-    let page = PageRequest {
-        page_no: p.page_number("pageNo", 1, PageRequest::MAX_PAGE_PARAM)?,
-        page_size: p
-            .page_number("pageSize", 100, PageRequest::MAX_PAGE_PARAM)?
-            .min(PageRequest::MAX_PAGE_SIZE),
-    };
+    let page = p.page_request(Some(PageRequest::MAX_PAGE_SIZE))?;
     let result = st.service.gray_history(&p.caller, &key, page).await?;
-    let items = result
-        .items
-        .iter()
-        .map(|h| GrayHistoryItem {
-            id: h.entry.nid.to_string(),
-            gray_name: &h.gray_name,
-            r#type: &h.rule_type,
-            expr: &h.rule_expr,
-            priority: h.priority,
-            op_type: h.entry.op_type.as_str(),
-            content: &h.entry.content,
-            md5: &h.entry.md5,
-            src_user: &h.entry.source.src_user,
-            src_ip: &h.entry.source.src_ip,
-            last_modified_time: h.entry.modified_ms,
-            message: &h.entry.source.message,
-        })
-        .collect();
-    Ok(success(PageOf {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: items,
-    }))
+    Ok(success(PageJson::of(&result, |h| GrayHistoryItem {
+        id: h.entry.nid.to_string(),
+        gray_name: &h.gray_name,
+        r#type: &h.rule_type,
+        expr: &h.rule_expr,
+        priority: h.priority,
+        op_type: h.entry.op_type.as_str(),
+        content: &h.entry.content,
+        md5: &h.entry.md5,
+        src_user: &h.entry.source.src_user,
+        src_ip: &h.entry.source.src_ip,
+        last_modified_time: h.entry.modified_ms,
+        message: &h.entry.source.message,
+    })))
 }
 
 /// `POST /nacos/v2/cs/config/gray/promote` (Nacelle's extension; form `dataId`, `group`,

@@ -5,12 +5,10 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::Action;
 use serde::Serialize;
 
-use super::{admit, config_key, failure, success, ErrorCode, Extractor, Secured, V3Error};
-use crate::error::ApiError;
-use crate::params::Params;
+use super::admission::{Admitted, ClientReadConfig};
+use super::{config_key, failure, success, ErrorCode, V3Error};
 use crate::AppState;
 
 /// `ConfigQueryResponse` as Jackson writes it from its getters (null fields included):
@@ -36,15 +34,8 @@ struct ConfigQueryResponse<'a> {
 /// `GET /nacos/v3/client/cs/config?dataId&groupName[&namespaceId]`.
 pub(crate) async fn get_config(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ClientReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )
-    .map_err(V3Error::into_client)?;
     let key = config_key(&p).map_err(V3Error::into_client)?;
     // The served variant (beta by the caller's IP, …) is the service's choice; the client
     // API names no tag (Nacos's chain request carries only the client IP label).

@@ -9,17 +9,15 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{Action, GrayRule, NamespaceId, SamePolicy};
+use nacelle_core::{GrayRule, NamespaceId, SamePolicy};
 use nacelle_service::{CloneItem, ConfigView, SearchMode, SearchQuery, TransferError};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{
-    admit, config_key, failure, namespace_id, page, success, ErrorCode, Extractor, Page, Secured,
-    V3Error,
-};
+use super::admission::{Admitted, ReadConfig, SearchConfigs, WriteConfig};
+use super::{config_key, failure, namespace_id, page, success, ErrorCode, V3Error};
 use crate::archive::{self, ArchiveError, Layout};
-use crate::error::ApiError;
+use crate::page::PageJson;
 use crate::params::{Params, PublishNames};
 use crate::v1::transfer::report_data;
 use crate::AppState;
@@ -91,14 +89,8 @@ impl<'a> ConfigDetailInfo<'a> {
 /// of the formal config; absent: 404/20004.
 pub(crate) async fn get_config(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let key = config_key(&p)?;
     let Some(cfg) = st.service.formal(&p.caller, &key)? else {
         return Err(V3Error::api(
@@ -115,14 +107,8 @@ pub(crate) async fn get_config(
 /// `ConfigFormV3.validateWithContent()` does.
 pub(crate) async fn publish_config(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let key = config_key(&p)?;
     if p.non_blank("content").is_none() {
         return Err(V3Error::missing("content"));
@@ -136,14 +122,8 @@ pub(crate) async fn publish_config(
 /// true`, also when absent.
 pub(crate) async fn delete_config(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let key = config_key(&p)?;
     let note = p.write_note(PublishNames::V2);
     st.service
@@ -175,14 +155,8 @@ fn ids_of(p: &Params) -> Result<Vec<i64>, V3Error> {
 /// `DELETE /nacos/v3/admin/cs/config/batch?ids=1,2` → `data: true`; unknown ids skipped.
 pub(crate) async fn delete_batch(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let ids = ids_of(&p)?;
     let note = p.write_note(PublishNames::V2);
     st.service.remove_by_ids(&p.caller, &ids, &note).await?;
@@ -195,14 +169,8 @@ pub(crate) async fn delete_batch(
 /// pattern like `dataId`) filter further.
 pub(crate) async fn list(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<SearchConfigs>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigBlurSearch,
-        Secured::Config(Action::Read),
-    )?;
     let namespace = NamespaceId::parse(p.get("namespaceId"))?;
     let page = page(&p, None)?;
     let mode = match p.get("search").unwrap_or("blur") {
@@ -226,12 +194,7 @@ pub(crate) async fn list(
         page,
     };
     let result = st.service.search(&p.caller, &q)?;
-    Ok(success(Page {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: result.items.iter().map(ConfigBasicInfo::of).collect(),
-    }))
+    Ok(success(PageJson::of(&result, ConfigBasicInfo::of)))
 }
 
 /// `PUT /nacos/v3/admin/cs/config/metadata?dataId&groupName[&namespaceId][&desc]
@@ -241,14 +204,8 @@ pub(crate) async fn list(
 /// (so history shows the change and listeners, whose md5 is unchanged, are not woken).
 pub(crate) async fn update_metadata(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let key = config_key(&p)?;
     // Description and tags change in place: no new version, no history row (Nacos 3.1's
     // `updateConfigInfoMetadata`); an absent parameter keeps its field.
@@ -305,14 +262,8 @@ fn gray_rule_json(rule: &GrayRule, priority: i32) -> String {
 /// `ConfigGrayInfo` of the beta; none: 404/20004 "Config is not in beta.".
 pub(crate) async fn get_beta(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let key = config_key(&p)?;
     let grays = st.service.grays_of(&p.caller, &key)?;
     let Some(beta) = grays.iter().find(|g| matches!(g.rule, GrayRule::Beta(_))) else {
@@ -335,14 +286,8 @@ pub(crate) async fn get_beta(
 /// `DELETE /nacos/v3/admin/cs/config/beta?dataId&groupName[&namespaceId]` → `data: true`.
 pub(crate) async fn stop_beta(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let key = config_key(&p)?;
     st.service.stop_beta(&p.caller, &key).await?;
     Ok(success(true))
@@ -360,14 +305,8 @@ pub(crate) struct ConfigListenerInfo {
 /// `{"queryType":"config","listenersStatus":{"<ip>":"<md5>"}}`.
 pub(crate) async fn listeners(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let key = config_key(&p)?;
     let listeners = st.service.listeners(&p.caller)?.of_key(&key)?;
     Ok(success(ConfigListenerInfo {
@@ -381,14 +320,8 @@ pub(crate) async fn listeners(
 /// entries and `.metadata.yml`).
 pub(crate) async fn export(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let ids = match p.get("ids") {
         Some(_) => ids_of(&p)?,
         None => Vec::new(),
@@ -433,14 +366,8 @@ fn transfer_refusal(e: TransferError) -> Result<Response, V3Error> {
 /// unrecognizedData?}`; refusals with HTTP 200 (22001, 100002, 100004, 100005).
 pub(crate) async fn import(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let policy = policy_of(&p)?;
     let Some(file) = &p.file else {
         return Ok(failure(ErrorCode::DATA_EMPTY, json!({})));
@@ -497,14 +424,8 @@ fn long_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>,
 /// JSON body `[{configId, targetGroupName, targetDataId}]` → the import's `data`.
 pub(crate) async fn clone(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Write),
-    )?;
     let Some(namespace) = p.get("namespaceId") else {
         return Err(V3Error::api(
             StatusCode::BAD_REQUEST,

@@ -13,16 +13,14 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use nacelle_core::{Action, HistoryEntry, NamespaceId};
+use nacelle_core::{HistoryEntry, NamespaceId};
 use nacelle_service::HistoryLookupError;
 use serde::Serialize;
 
+use super::admission::{Admitted, ReadConfig};
 use super::config::ConfigBasicInfo;
-use super::{
-    admit, config_key, namespace_id, page, request_param, success, ErrorCode, Extractor, Page,
-    Secured, V3Error,
-};
-use crate::error::ApiError;
+use super::{config_key, namespace_id, page, request_param, success, ErrorCode, V3Error};
+use crate::page::PageJson;
 use crate::params::Params;
 use crate::AppState;
 
@@ -141,40 +139,19 @@ fn detail_of(h: &HistoryEntry) -> Result<Response, V3Error> {
 /// `Page<ConfigHistoryBasicInfo>`, newest first; a page holds at most 500 items.
 pub(crate) async fn list(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let key = config_key(&p)?;
     let page = page(&p, Some(MAX_HISTORY_PAGE_SIZE))?;
     let result = st.service.history(&p.caller, &key, page).await?;
-    Ok(success(Page {
-        total_count: result.total_count,
-        page_number: result.page_number,
-        pages_available: result.pages_available,
-        page_items: result
-            .items
-            .iter()
-            .map(|h| HistoryInfo::of(h, None))
-            .collect(),
-    }))
+    Ok(success(PageJson::of(&result, |h| HistoryInfo::of(h, None))))
 }
 
 /// `GET ?dataId&groupName[&namespaceId]&nid` → `ConfigHistoryDetailInfo`.
 pub(crate) async fn entry(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let key = config_key(&p)?;
     let nid = long_param(&p, "nid")?;
     let h = st
@@ -189,14 +166,8 @@ pub(crate) async fn entry(
 /// `ConfigHistoryDetailInfo` with the highest `nid` of that config row.
 pub(crate) async fn previous(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let key = config_key(&p)?;
     let id = long_param(&p, "id")?;
     let h = st
@@ -211,14 +182,8 @@ pub(crate) async fn previous(
 /// `List<ConfigBasicInfo>`, every config of the namespace the caller may read.
 pub(crate) async fn configs(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let namespace = NamespaceId::parse(Some(request_param(&p, "namespaceId", "String")?))?;
     let configs = st.service.configs_of_namespace(&p.caller, &namespace)?;
     let items: Vec<ConfigBasicInfo> = configs.iter().map(ConfigBasicInfo::of).collect();

@@ -9,11 +9,11 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::{Action, NamespaceId};
+use nacelle_core::NamespaceId;
 
+use super::admission::{Admitted, ReadConfig};
 use super::config::ConfigListenerInfo;
-use super::{admit, request_param, success, Extractor, Secured, V3Error};
-use crate::error::ApiError;
+use super::{request_param, success, V3Error};
 use crate::params::Params;
 use crate::AppState;
 
@@ -33,14 +33,8 @@ fn bool_param(p: &Params, name: &str, default: bool) -> Result<bool, V3Error> {
 /// `GET ?ip[&all][&namespaceId][&aggregation]` → `ConfigListenerInfo` by IP.
 pub(crate) async fn by_ip(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadConfig>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::ConfigDefault,
-        Secured::Config(Action::Read),
-    )?;
     let ip = request_param(&p, "ip", "String")?.trim().to_string();
     let all = bool_param(&p, "all", false)?;
     // Accepted and checked; this node's listeners are the answer either way.

@@ -1,24 +1,27 @@
 //! Nacos 3's HTTP API under `/nacos/v3` (the client API, `/v3/client/cs/…`, and the admin
 //! API, `/v3/admin/…`): the router, the `Result` envelope `{code, message, data}`, the
-//! error mapping (one place), Nacos's parameter check filter and the parameter helpers
-//! every v3 handler shares. The login routes (`/nacos/v3/auth/…`) live in `v1::auth`.
+//! error mapping (one place) and the parameter helpers every v3 handler shares; what a
+//! request must pass before its handler runs (credentials, permission, Nacos's parameter
+//! check filter) is in `admission`. The login routes (`/nacos/v3/auth/…`) live in `v1::auth`.
 //!
 //! Wire facts: `/work/shared/docs/nacos3-api.md`, read from alibaba/nacos 3.0.3
 //! (`NacosApiExceptionHandler`, `ParamCheckerFilter`, `DefaultParamChecker`,
 //! `ConfigFormV3`, `PageForm`, `ConfigControllerV3`, `ConfigOpenApiController`).
 
+mod admission;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod history;
 pub(crate) mod listener;
 pub(crate) mod namespace;
 
+use axum::extract::{FromRequest, Request};
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post, put};
 use axum::Router;
 use nacelle_core::key::DEFAULT_NAMESPACE_NAME;
-use nacelle_core::{Action, ConfigKey, CoreError, NamespaceId, PageRequest};
+use nacelle_core::{ConfigKey, CoreError, NamespaceId, PageRequest};
 use serde::Serialize;
 use serde_json::json;
 
@@ -332,55 +335,18 @@ async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     )
 }
 
-/// The parameters of a v3 request, or the v3 answer to a request that could not be read.
-pub(crate) fn params(p: Result<Params, ApiError>) -> Result<Params, V3Error> {
-    p.map_err(V3Error::from)
-}
+/// The parameters of a request to an API answered in the v3 format (Nacelle's own API,
+/// `crate::nacelle`): a request that could not be read is refused in that format. The
+/// service checks the caller of each operation; the v3 admin API runs Nacos's filters
+/// first ([`admission`]).
+pub(crate) struct V3Params(pub Params);
 
-/// What an endpoint's `@Secured` annotation checks, in Nacos's auth filter, before its
-/// parameters are validated.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Secured {
-    /// `signType = CONFIG`: `<namespace>:<group>:config/<dataId>` built from the raw
-    /// `namespaceId` (else `tenant`), `groupName` (else `group`) and `dataId` parameters.
-    Config(Action),
-    /// `resource = "…"`: a fixed resource string (the namespace API's).
-    Resource(Action, &'static str),
-}
+impl FromRequest<AppState> for V3Params {
+    type Rejection = V3Error;
 
-/// The parameters of a v3 request, admitted in Nacos's filter order: the request is read,
-/// then its credentials are checked (Nacos's auth filters, order 6: a missing or bad token
-/// is a 403 before anything else; the service decides, by the caller's protocol, whether
-/// an anonymous caller may go on), then the permission `secured` names (the same filter:
-/// 403 before any 400 of the parameters), then the param check filter (order 8) runs with
-/// `extractor`. The service operation still checks every key it touches.
-pub(crate) fn admit(
-    st: &AppState,
-    p: Result<Params, ApiError>,
-    extractor: Extractor,
-    secured: Secured,
-) -> Result<Params, V3Error> {
-    let p = params(p)?;
-    st.service.authenticated(&p.caller)?;
-    let first_non_blank = |names: &[&str]| -> Option<&str> {
-        names
-            .iter()
-            .find_map(|n| p.get(n).filter(|v| !v.trim().is_empty()))
-    };
-    match secured {
-        Secured::Config(action) => st.service.authorize_v3_scope(
-            &p.caller,
-            action,
-            first_non_blank(&["namespaceId", "tenant"]),
-            first_non_blank(&["groupName", "group"]),
-            p.get("dataId"),
-        )?,
-        Secured::Resource(action, resource) => {
-            st.service.authorize_resource(&p.caller, action, resource)?
-        }
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, V3Error> {
+        Ok(V3Params(Params::from_request(req, st).await?))
     }
-    check_params(&p, extractor)?;
-    Ok(p)
 }
 
 /// A parameter a controller requires with `@RequestParam` (present, possibly empty);
@@ -400,113 +366,6 @@ pub(crate) fn request_param<'p>(
             ),
         )
     })
-}
-
-/// Which of Nacos's param extractors guards an endpoint (`@ExtractorManager.Extractor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Extractor {
-    /// `ConfigDefaultHttpParamExtractor`: `namespaceId` (else `tenant`, else
-    /// `namespace`), `dataId`, `groupName` (else `group`), `ip`.
-    ConfigDefault,
-    /// `ConfigBlurSearchHttpParamExtractor` (`/list`): nothing when `search=blur` is sent,
-    /// else `tenant`, `dataId`, `group` (the legacy names, as in Nacos).
-    ConfigBlurSearch,
-    /// `ExtractorManager.DefaultHttpExtractor`, of a controller without an extractor
-    /// (`NamespaceControllerV3`): nothing is checked.
-    None,
-}
-
-/// Nacos's `ParamCheckRule` defaults (`nacos.core.param.check.enabled=true`).
-const MAX_NAMESPACE_ID_LEN: usize = 64;
-const MAX_DATA_ID_LEN: usize = 256;
-const MAX_GROUP_LEN: usize = 128;
-const MAX_IP_LEN: usize = 128;
-
-/// Nacos's `ParamCheckerFilter` (`DefaultParamChecker`), which answers before the
-/// controller: a value over its length or with a character outside its pattern is a
-/// plain-text 400. Blank values pass. Checked in Nacos's order: namespace, dataId, group,
-/// ip. Nacelle keeps its own (wider) name rules in `ConfigKey::parse` for v1/v2/gRPC;
-/// this filter is what Nacos 3 adds in front of its v3 controllers.
-pub(crate) fn check_params(p: &Params, extractor: Extractor) -> Result<(), V3Error> {
-    let first_non_blank = |names: &[&str]| -> Option<&str> {
-        names
-            .iter()
-            .find_map(|n| p.get(n).filter(|v| !v.trim().is_empty()))
-    };
-    let (ns, data_id, group, ip) = match extractor {
-        Extractor::ConfigDefault => (
-            first_non_blank(&["namespaceId", "tenant", "namespace"]),
-            p.get("dataId"),
-            first_non_blank(&["groupName", "group"]),
-            p.get("ip"),
-        ),
-        Extractor::ConfigBlurSearch => {
-            if p.get("search") == Some("blur") {
-                return Ok(());
-            }
-            (p.get("tenant"), p.get("dataId"), p.get("group"), None)
-        }
-        Extractor::None => return Ok(()),
-    };
-    let blank = |v: &Option<&str>| v.is_none_or(|v| v.trim().is_empty());
-    if let Some(ns) = ns.filter(|_| !blank(&ns)) {
-        if ns.chars().count() > MAX_NAMESPACE_ID_LEN {
-            return Err(too_long("namespaceId/tenant", MAX_NAMESPACE_ID_LEN));
-        }
-        if !ns
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(illegal("namespaceId/tenant"));
-        }
-    }
-    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.');
-    if let Some(d) = data_id.filter(|_| !blank(&data_id)) {
-        if d.chars().count() > MAX_DATA_ID_LEN {
-            return Err(too_long("dataId", MAX_DATA_ID_LEN));
-        }
-        if !d.chars().all(name_char) {
-            return Err(illegal("dataId"));
-        }
-    }
-    if let Some(g) = group.filter(|_| !blank(&group)) {
-        if g.chars().count() > MAX_GROUP_LEN {
-            return Err(too_long("group", MAX_GROUP_LEN));
-        }
-        if !g.chars().all(name_char) {
-            return Err(illegal("group"));
-        }
-    }
-    if let Some(ip) = ip.filter(|_| !blank(&ip)) {
-        if ip.chars().count() > MAX_IP_LEN {
-            return Err(too_long("ip", MAX_IP_LEN));
-        }
-        // `^[^\u4E00-\u9FA5\s]*$`
-        if ip
-            .chars()
-            .any(|c| ('\u{4E00}'..='\u{9FA5}').contains(&c) || is_java_whitespace(c))
-        {
-            return Err(illegal("ip"));
-        }
-    }
-    Ok(())
-}
-
-/// Java regex `\s`: `[ \t\n\x0B\f\r]`.
-fn is_java_whitespace(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r')
-}
-
-fn too_long(name: &str, max: usize) -> V3Error {
-    V3Error::plain_400(format!(
-        "Param '{name}' is illegal, the param length should not exceed {max}.\n"
-    ))
-}
-
-fn illegal(name: &str) -> V3Error {
-    V3Error::plain_400(format!(
-        "Param '{name}' is illegal, illegal characters should not appear in the param.\n"
-    ))
 }
 
 /// The key a `ConfigFormV3` names, validated as `ConfigFormV3.validate()` does:
@@ -548,17 +407,6 @@ pub(crate) fn page(p: &Params, max_size: Option<u64>) -> Result<PageRequest, V3E
         page_no,
         page_size: max_size.map_or(page_size, |m| page_size.min(m)),
     })
-}
-
-/// `Page<T>` (`api/model/Page.java`): `totalCount`, `pageNumber`, `pagesAvailable`,
-/// `pageItems`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Page<T: Serialize> {
-    pub total_count: u64,
-    pub page_number: u64,
-    pub pages_available: u64,
-    pub page_items: Vec<T>,
 }
 
 /// A namespace id as Nacos 3 writes it in its models: the default namespace is `public`.

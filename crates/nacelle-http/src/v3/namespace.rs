@@ -15,15 +15,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use nacelle_core::Action;
 use nacelle_service::{NamespaceError, NamespaceInfo};
-use serde::Serialize;
 
-use super::{admit, namespace_id, request_param, success, ErrorCode, Extractor, Secured, V3Error};
-use crate::error::ApiError;
+use super::admission::{Admitted, Extractor, Gate, Secured};
+use super::{namespace_id, request_param, success, ErrorCode, V3Error};
 use crate::params::Params;
+use crate::v1::namespaces::{NamespaceJson, DEFAULT_QUOTA};
 use crate::AppState;
-
-/// Nacos's quota shown for every namespace (`NamespaceOperationService.DEFAULT_QUOTA`).
-const DEFAULT_QUOTA: u32 = 200;
 
 /// The resources `NamespaceControllerV3` secures its endpoints with (`@Secured(resource =
 /// Commons.NACOS_ADMIN_CORE_CONTEXT_V3 + …)`): `/list` names `/namespace`, every other
@@ -31,6 +28,31 @@ const DEFAULT_QUOTA: u32 = 200;
 /// administrator, or a permission whose pattern matches the string (`*`), passes.
 const NAMESPACE_LIST: &str = "/v3/admin/core/namespace";
 const NAMESPACE: &str = "/v3/admin/corenamespaces";
+
+/// One namespace, `/check` (no param check extractor: `NamespaceControllerV3` has none).
+pub(crate) struct ReadNamespace;
+
+impl Gate for ReadNamespace {
+    const SECURED: Secured = Secured::Resource(Action::Read, NAMESPACE);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
+
+/// `/list`, secured under its own resource string.
+pub(crate) struct ListNamespaces;
+
+impl Gate for ListNamespaces {
+    const SECURED: Secured = Secured::Resource(Action::Read, NAMESPACE_LIST);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
+
+/// Create, update, delete.
+pub(crate) struct WriteNamespace;
+
+impl Gate for WriteNamespace {
+    const SECURED: Secured = Secured::Resource(Action::Write, NAMESPACE);
+    const EXTRACTOR: Extractor = Extractor::None;
+}
+
 /// How Nacos 3 describes the built-in default namespace
 /// (`NamespaceOperationService.DEFAULT_NAMESPACE_DESCRIPTION`; Nacos 2's v1 API, and so
 /// Nacelle's, says "Public Namespace").
@@ -39,37 +61,25 @@ const DEFAULT_NAMESPACE_DESC: &str = "Default Namespace";
 const TYPE_GLOBAL: u8 = 0;
 const TYPE_CUSTOM: u8 = 1;
 
-/// `Namespace`, Jackson's field order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NamespaceJson<'a> {
-    namespace: &'a str,
-    namespace_show_name: &'a str,
-    namespace_desc: &'a str,
-    quota: u32,
-    config_count: usize,
-    r#type: u8,
-}
-
-impl<'a> NamespaceJson<'a> {
-    fn of(n: &'a NamespaceInfo) -> Self {
-        let id = &n.namespace.id;
-        NamespaceJson {
-            namespace: namespace_id(id),
-            namespace_show_name: &n.namespace.name,
-            namespace_desc: if id.is_default() {
-                DEFAULT_NAMESPACE_DESC
-            } else {
-                &n.namespace.desc
-            },
-            quota: DEFAULT_QUOTA,
-            config_count: n.config_count,
-            r#type: if id.is_default() {
-                TYPE_GLOBAL
-            } else {
-                TYPE_CUSTOM
-            },
-        }
+/// `Namespace` as Nacos 3 writes it: the default namespace's id is `public`, its
+/// description Nacos 3's, its type `GLOBAL`.
+fn namespace_json(n: &NamespaceInfo) -> NamespaceJson<'_> {
+    let id = &n.namespace.id;
+    NamespaceJson {
+        namespace: namespace_id(id),
+        namespace_show_name: &n.namespace.name,
+        namespace_desc: if id.is_default() {
+            DEFAULT_NAMESPACE_DESC
+        } else {
+            &n.namespace.desc
+        },
+        quota: DEFAULT_QUOTA,
+        config_count: n.config_count,
+        r#type: if id.is_default() {
+            TYPE_GLOBAL
+        } else {
+            TYPE_CUSTOM
+        },
     }
 }
 
@@ -93,35 +103,51 @@ fn namespace_error(e: NamespaceError) -> V3Error {
     }
 }
 
-/// A form field `NamespaceForm.validate()` requires to be sent (it may be empty).
-fn form_field<'p>(p: &'p Params, name: &str) -> Result<&'p str, V3Error> {
-    p.get(name).ok_or_else(|| {
-        V3Error::api(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::PARAMETER_MISSING,
-            format!("required parameter '{name}' is missing"),
-        )
-    })
+/// A namespace write's answer: `data: true`, or its refusal ([`namespace_error`]).
+fn written<T>(result: Result<T, NamespaceError>) -> Result<Response, V3Error> {
+    result.map_err(namespace_error)?;
+    Ok(success(true))
+}
+
+/// `NamespaceForm` of a create or an update, as `validate()` checks it: `namespaceId`,
+/// then `namespaceName`, must be sent (either may be empty); `namespaceDesc` is optional.
+struct NamespaceForm<'p> {
+    id: &'p str,
+    name: &'p str,
+    desc: &'p str,
+}
+
+impl<'p> NamespaceForm<'p> {
+    fn of(p: &'p Params) -> Result<Self, V3Error> {
+        let sent = |name: &str| {
+            p.get(name).ok_or_else(|| {
+                V3Error::api(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::PARAMETER_MISSING,
+                    format!("required parameter '{name}' is missing"),
+                )
+            })
+        };
+        Ok(NamespaceForm {
+            id: sent("namespaceId")?,
+            name: sent("namespaceName")?,
+            desc: p.get("namespaceDesc").unwrap_or(""),
+        })
+    }
 }
 
 /// `GET ?namespaceId=` → `Namespace`; unknown: 404/22001. An id no namespace can have is
 /// unknown too (Nacos looks it up without checking it).
 pub(crate) async fn get(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     match match st.service.namespaces(&p.caller) {
         Ok(n) => n.get(id).await,
         Err(e) => Err(e.into()),
     } {
-        Ok(n) => Ok(success(NamespaceJson::of(&n))),
+        Ok(n) => Ok(success(namespace_json(&n))),
         Err(NamespaceError::IllegalId(m)) => Err(namespace_error(NamespaceError::Missing(m))),
         Err(e) => Err(namespace_error(e)),
     }
@@ -130,96 +156,49 @@ pub(crate) async fn get(
 /// `GET /list` → `List<Namespace>`, the default namespace first.
 pub(crate) async fn list(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ListNamespaces>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE_LIST),
-    )?;
     let all = st.service.namespaces(&p.caller)?.list().await?;
-    Ok(success(
-        all.iter().map(NamespaceJson::of).collect::<Vec<_>>(),
-    ))
+    Ok(success(all.iter().map(namespace_json).collect::<Vec<_>>()))
 }
 
 /// `POST namespaceId (sent, may be blank: a UUID), namespaceName[, namespaceDesc]` →
 /// `data: true`.
 pub(crate) async fn create(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
-    let id = form_field(&p, "namespaceId")?;
-    let name = form_field(&p, "namespaceName")?;
-    st.service
-        .namespaces(&p.caller)?
-        .create(Some(id), name, p.get("namespaceDesc").unwrap_or(""))
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    let f = NamespaceForm::of(&p)?;
+    let namespaces = st.service.namespaces(&p.caller)?;
+    written(namespaces.create(Some(f.id), f.name, f.desc).await)
 }
 
 /// `PUT namespaceId, namespaceName[, namespaceDesc]` → `data: true`.
 pub(crate) async fn update(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
-    let id = form_field(&p, "namespaceId")?;
-    let name = form_field(&p, "namespaceName")?;
-    st.service
-        .namespaces(&p.caller)?
-        .update(id, name, p.get("namespaceDesc").unwrap_or(""))
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    let f = NamespaceForm::of(&p)?;
+    let namespaces = st.service.namespaces(&p.caller)?;
+    written(namespaces.update(f.id, f.name, f.desc).await)
 }
 
 /// `DELETE ?namespaceId=` → `data: true`, whether or not the namespace existed (as Nacos
 /// answers); the default namespace is refused (400/22002).
 pub(crate) async fn delete(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<WriteNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Write, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
-    let _existed = st
-        .service
-        .namespaces(&p.caller)?
-        .delete(id)
-        .await
-        .map_err(namespace_error)?;
-    Ok(success(true))
+    // Whether the namespace existed is not answered.
+    written(st.service.namespaces(&p.caller)?.delete(id).await)
 }
 
 /// `GET /check?namespaceId=` → `data`: the number of namespaces with this id (0 or 1).
 pub(crate) async fn check(
     State(st): State<AppState>,
-    p: Result<Params, ApiError>,
+    p: Admitted<ReadNamespace>,
 ) -> Result<Response, V3Error> {
-    let p = admit(
-        &st,
-        p,
-        Extractor::None,
-        Secured::Resource(Action::Read, NAMESPACE),
-    )?;
     let id = request_param(&p, "namespaceId", "String")?;
     let exists = st.service.namespaces(&p.caller)?.exists(id).await?;
     Ok(success(u8::from(exists)))
