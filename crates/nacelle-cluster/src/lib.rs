@@ -113,20 +113,26 @@ impl Cluster {
             shutdown.clone(),
             tasks.clone(),
         );
-        if !service.set_commit_observer(notifier.clone()) {
+        if !service.replication().set_commit_observer(notifier.clone()) {
             return Err(ClusterError::AlreadyStarted);
         }
-        if !service.set_membership(Arc::new(MembersWithCounts {
-            membership: membership.clone(),
-            notifier: notifier.clone(),
-        })) {
+        if !service
+            .replication()
+            .set_membership(Arc::new(MembersWithCounts {
+                membership: membership.clone(),
+                notifier: notifier.clone(),
+            }))
+        {
             return Err(ClusterError::AlreadyStarted);
         }
-        if !service.set_peer_queries(Arc::new(peers::Peers {
-            membership: membership.clone(),
-            client: client_for_peers,
-            secret: opts.secret.clone(),
-        })) {
+        if !service
+            .replication()
+            .set_peer_queries(Arc::new(peers::Peers {
+                membership: membership.clone(),
+                client: client_for_peers,
+                secret: opts.secret.clone(),
+            }))
+        {
             return Err(ClusterError::AlreadyStarted);
         }
         notifier.follow_members();

@@ -667,7 +667,7 @@ async fn every_operation_kind_waits_for_the_cache_and_stops_at_shutdown() -> any
     };
     assert!(svc.history(&caller, &key, page).await.is_err());
     assert!(svc.namespaces(&caller).is_err());
-    assert!(svc.auth_admin(&caller).is_err());
+    assert!(svc.access().admin(&caller).is_err());
     assert!(svc.watch(&caller).is_err());
     Ok(())
 }

@@ -40,8 +40,10 @@ struct Env {
 async fn env() -> anyhow::Result<(Env, Tokens)> {
     let server = TestServer::start(GrpcOptions::default()).await?;
     let svc = &server.service;
-    svc.configure_auth(AuthConfig::on(SECRET, 18_000)?);
-    svc.ensure_initial_admin(Some(ADMIN_PASSWORD)).await?;
+    svc.access().configure_auth(AuthConfig::on(SECRET, 18_000)?);
+    svc.access()
+        .ensure_initial_admin(Some(ADMIN_PASSWORD))
+        .await?;
     let (base, stop) = server.start_http(HttpOptions::default()).await?;
     let env = Env {
         server,
@@ -837,6 +839,7 @@ async fn failed_logins_back_off_per_address_without_locking_the_user_out() -> Te
     let wait = env
         .server
         .service
+        .access()
         .login_wait("dev", "127.0.0.1".parse().ok())
         .unwrap_or_default();
     assert!(wait <= Duration::from_secs(60), "{wait:?}");

@@ -360,7 +360,7 @@ async fn a_row_in_nacos_format_is_served_decrypted() -> anyhow::Result<()> {
         rusqlite::params![VECTOR_CT, md5_hex(VECTOR_CT.as_bytes()), VECTOR_KEY],
     )?;
     let key = nacelle_core::ConfigKey::parse(None, "G", "cipher-aes-nacos.yml")?;
-    n.server.service.reload(&key).await?;
+    n.server.service.replication().reload(&key).await?;
     let (status, body, md5, got_key) = get(&n.http, &n.base, "cipher-aes-nacos.yml", &[]).await?;
     assert_eq!((status, body.as_str()), (200, VECTOR_PLAIN));
     assert_eq!(md5, md5_hex(VECTOR_CT.as_bytes()));

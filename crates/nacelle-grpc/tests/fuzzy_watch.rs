@@ -202,7 +202,13 @@ async fn sync_in_batches_then_added_changed_removed_and_cancel() -> TestResult {
         next_change(&mut c).await?,
         pair("marker+H+public", "ADD_CONFIG")
     );
-    assert_eq!(server.service.watched_patterns(), 1);
+    assert_eq!(
+        server
+            .service
+            .listeners(&Caller::internal())?
+            .watched_patterns(),
+        1
+    );
 
     // A re-sync (not initializing) of a pattern already watched: only the difference, no
     // closing message. The client holds app-h and a stale key.
@@ -227,7 +233,14 @@ async fn sync_in_batches_then_added_changed_removed_and_cancel() -> TestResult {
         next_change(&mut c).await?,
         pair("marker+H+public", "CONFIG_CHANGED")
     );
-    assert_eq!(server.service.watched_patterns(), 1, "replaced, not added");
+    assert_eq!(
+        server
+            .service
+            .listeners(&Caller::internal())?
+            .watched_patterns(),
+        1,
+        "replaced, not added"
+    );
     Ok(())
 }
 
@@ -286,7 +299,13 @@ async fn limits_and_bad_requests_answer_as_nacos_does() -> TestResult {
     );
     let r = watch(&mut c, &[], ">>G>>b*", "WATCH", &[], false).await?;
     assert_eq!(r.int("resultCode"), Some(200));
-    assert_eq!(server.service.watched_patterns(), 2);
+    assert_eq!(
+        server
+            .service
+            .listeners(&Caller::internal())?
+            .watched_patterns(),
+        2
+    );
 
     // Bad input: Nacos's 400 with the reason.
     for (pattern, watch_type, why) in [
@@ -320,9 +339,9 @@ const SECRET: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 async fn only_keys_the_caller_may_read_are_listed_or_notified() -> TestResult {
     let server = TestServer::start(GrpcOptions::default()).await?;
     let svc = &server.service;
-    svc.configure_auth(AuthConfig::on(SECRET, 18_000)?);
+    svc.access().configure_auth(AuthConfig::on(SECRET, 18_000)?);
     let admin = Caller::internal();
-    let admin = svc.auth_admin(&admin)?;
+    let admin = svc.access().admin(&admin)?;
     admin.create_user("reader", "reader-password").await?;
     admin.add_role("readers", "reader").await?;
     admin
@@ -336,6 +355,7 @@ async fn only_keys_the_caller_may_read_are_listed_or_notified() -> TestResult {
         server.publish("", "G", d, "v1").await?;
     }
     let token = svc
+        .access()
         .login("reader", "reader-password", &Caller::internal())
         .await?
         .token;
@@ -350,7 +370,13 @@ async fn only_keys_the_caller_may_read_are_listed_or_notified() -> TestResult {
         (Some(500), Some(403)),
         "{r:?}"
     );
-    assert_eq!(server.service.watched_patterns(), 0);
+    assert_eq!(
+        server
+            .service
+            .listeners(&Caller::internal())?
+            .watched_patterns(),
+        0
+    );
 
     let r = watch(&mut c, &auth, ">>G>>*", "WATCH", &["secret-1+G"], true).await?;
     assert_eq!(r.int("resultCode"), Some(200), "{r:?}");
@@ -382,10 +408,21 @@ async fn a_closed_connection_leaves_no_pattern_behind() -> TestResult {
         assert_eq!(r.int("resultCode"), Some(200));
         read_sync(&mut c).await?;
     }
-    assert_eq!(server.service.watched_patterns(), 2);
+    assert_eq!(
+        server
+            .service
+            .listeners(&Caller::internal())?
+            .watched_patterns(),
+        2
+    );
     c.close_stream();
     let deadline = Instant::now() + SOON;
-    while server.service.watched_patterns() > 0 {
+    while server
+        .service
+        .listeners(&Caller::internal())?
+        .watched_patterns()
+        > 0
+    {
         anyhow::ensure!(Instant::now() < deadline, "patterns left after the close");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -45,7 +45,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use nacelle_core::TrustedProxies;
 use nacelle_service::{
-    ChangeRequests, ConfigService, Limits, Rollouts, Schemas, Services, Webhooks,
+    Audit, ChangeRequests, ConfigService, Limits, Rollouts, Schemas, Services, Webhooks,
 };
 
 pub use server::{
@@ -114,6 +114,7 @@ pub(crate) struct Shared {
     pub schemas: Schemas,
     pub webhooks: Webhooks,
     pub rollouts: Rollouts,
+    pub audit: Audit,
     pub options: HttpOptions,
 }
 
@@ -142,6 +143,7 @@ pub fn api(services: Services, options: HttpOptions) -> HttpApi {
         schemas,
         webhooks,
         rollouts,
+        audit,
     } = services;
     let state = AppState(Arc::new(Shared {
         service,
@@ -149,6 +151,7 @@ pub fn api(services: Services, options: HttpOptions) -> HttpApi {
         schemas,
         webhooks,
         rollouts,
+        audit,
         options,
     }));
     let api = Router::new()

@@ -354,9 +354,9 @@ impl FromRequest<AppState> for Params {
         let ip = client_ip(&parts.headers, peer, &st.options.trusted_proxies);
         let mut caller = caller_of(parts.uri.path(), &parts.headers, ip);
         // A login checks its own user name and password (once, under the throttle).
-        if st.service.auth_enabled() && !parts.uri.path().ends_with("/login") {
+        if st.service.access().enabled() && !parts.uri.path().ends_with("/login") {
             let creds = credentials(&parts.headers, &values);
-            caller.identity = st.service.identify(&creds, &caller).await;
+            caller.identity = st.service.access().identify(&creds, &caller).await;
         }
         Ok(Params {
             values,

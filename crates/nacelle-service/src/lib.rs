@@ -34,6 +34,7 @@ pub mod webhooks;
 
 pub use config::{auth, cluster, commit, follow, limits, live, request, service, transfer, watch};
 
+pub use audit::Audit;
 pub use changes::{ChangeInput, ChangeRequests, ChangeView, Changes, ItemDiff, ItemInput};
 pub use config::cipher::CipherCensus;
 pub use config::cluster::{MemberInfo, MemberState, MembershipView, NotifyCounts};
@@ -45,6 +46,7 @@ pub use config::limits::{HoldRefused, Limits, PollHold};
 pub use config::live::PeerQueries;
 pub use config::namespaces::{NamespaceError, NamespaceInfo, Namespaces};
 pub use config::read::{Beta, GrayView, Served};
+pub use config::replication::Replication;
 pub use config::request::{PublishRequest, SearchMode, SearchQuery, WriteNote};
 pub use config::service::{CommitObserver, ConfigService};
 pub use config::transfer::{

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use nacelle_core::{ConfigStore, CoreError};
 use tokio_util::task::TaskTracker;
 
+use crate::audit::Audit;
 use crate::changes::{ChangeRequests, POLICY_REFRESH};
 use crate::config::limits::Limits;
 use crate::config::service::ConfigService;
@@ -29,6 +30,8 @@ pub struct Services {
     pub webhooks: Webhooks,
     /// Staged rollouts and their driver.
     pub rollouts: Rollouts,
+    /// The audit trail: its appender and its reading.
+    pub audit: Audit,
 }
 
 /// What the background work needs from the server: how it reaches the outside, and
@@ -68,6 +71,7 @@ impl Services {
             schemas: Schemas::new(&config)?,
             webhooks: Webhooks::new(&config)?,
             rollouts: Rollouts::new(&config),
+            audit: Audit::new(&config),
             config,
         })
     }
@@ -111,14 +115,14 @@ impl Services {
         let sender = self.webhooks.clone();
         let transport = bg.webhook_transport;
         tracker.spawn(async move { sender.run_sender(transport).await });
-        let core = self.config.clone();
-        tracker.spawn(async move { core.run_audit_appender().await });
+        let audit = self.audit.clone();
+        tracker.spawn(async move { audit.run_appender().await });
     }
 
     /// After the server stopped serving: the webhook enqueuer stores what is queued and
     /// the sender stops; the audit appender flushes its queue and ends.
     pub fn finish(&self) {
         self.webhooks.finish();
-        self.config.finish_audit();
+        self.audit.finish();
     }
 }

@@ -70,7 +70,7 @@ async fn a_gap_below_a_full_page_does_not_hold_the_follower(
     let a = ConfigService::new(nacelle_store::open(&db.url).await?, Limits::default());
     let b = ConfigService::new(nacelle_store::open(&db.url).await?, Limits::default());
     a.load().await?;
-    let position = b.change_log_position().await?;
+    let position = b.replication().change_log_position().await?;
     b.load().await?;
     // Pages of 4 rows: the gap, then more rows than a page holds.
     let mut follower = ChangeFollower::starting_at(position).with_batch(4);
@@ -78,7 +78,7 @@ async fn a_gap_below_a_full_page_does_not_hold_the_follower(
     let gap_key = ConfigKey::parse(None, "G", "gap")?;
     publish(&a, &ConfigKey::parse(None, "G", "before")?, "b").await?;
     publish(&a, &gap_key, "g").await?;
-    let gap = a.change_log_position().await?;
+    let gap = a.replication().change_log_position().await?;
     let keys: Vec<ConfigKey> = (0..10)
         .map(|i| ConfigKey::parse(None, "G", &format!("k{i}")))
         .collect::<Result<_, _>>()?;
@@ -96,7 +96,10 @@ async fn a_gap_below_a_full_page_does_not_hold_the_follower(
         assert_eq!(content(&b, key)?, Some(format!("v{i}")), "{key:?}");
     }
     assert_eq!(follower.applied(), gap - 1, "the gap is still waited for");
-    assert_eq!(follower.position(), a.change_log_position().await?);
+    assert_eq!(
+        follower.position(),
+        a.replication().change_log_position().await?
+    );
     Ok(())
 }
 
@@ -134,7 +137,7 @@ async fn a_failed_reload_is_retried_by_the_next_poll(backend: Backend) -> Result
     }));
     let b = ConfigService::new(store_b, Limits::default());
     a.load().await?;
-    let position = b.change_log_position().await?;
+    let position = b.replication().change_log_position().await?;
     b.load().await?;
     let mut follower = ChangeFollower::starting_at(position);
 
@@ -149,7 +152,10 @@ async fn a_failed_reload_is_retried_by_the_next_poll(backend: Backend) -> Result
     failing.store(false, Ordering::SeqCst);
     assert_eq!(follower.poll(&b).await?, 1);
     assert_eq!(content(&b, &key)?.as_deref(), Some("v1"));
-    assert_eq!(follower.position(), a.change_log_position().await?);
+    assert_eq!(
+        follower.position(),
+        a.replication().change_log_position().await?
+    );
     Ok(())
 }
 
@@ -206,7 +212,7 @@ async fn a_failover_that_lost_commits_the_node_read_is_noticed_and_resynchronize
     );
     on_primary.load().await?;
     on_replica.load().await?;
-    let position = node.change_log_position().await?;
+    let position = node.replication().change_log_position().await?;
     node.load().await?;
     let mut follower = ChangeFollower::starting_at(position);
 
@@ -229,21 +235,25 @@ async fn a_failover_that_lost_commits_the_node_read_is_noticed_and_resynchronize
     failed_over.store(true, Ordering::SeqCst);
     publish(&on_replica, &j, "j2").await?;
     assert_eq!(
-        on_replica.change_log_position().await?,
+        on_replica.replication().change_log_position().await?,
         follower.position(),
         "the replica's new row took the id of the lost one"
     );
     // The follower alone would never read that row (it is not above its position), and a
     // reload of k would keep the lost value (its revision is newer than the database's).
     assert_eq!(follower.poll(&node).await?, 0);
-    node.reload(&k).await?;
+    node.replication().reload(&k).await?;
     assert_eq!(content(&node, &k)?.as_deref(), Some("k2-lost"));
     assert_eq!(content(&node, &j)?.as_deref(), Some("j1"));
 
     // What the server does after an outage: notice, resynchronize, follow from there.
     assert!(follower.history_rewound(&node).await?);
-    let position = node.change_log_position().await?;
-    assert_eq!(node.resync().await?, 2, "k back to k1, j to j2");
+    let position = node.replication().change_log_position().await?;
+    assert_eq!(
+        node.replication().resync().await?,
+        2,
+        "k back to k1, j to j2"
+    );
     assert_eq!(content(&node, &k)?.as_deref(), Some("k1"));
     assert_eq!(content(&node, &j)?.as_deref(), Some("j2"));
     let mut follower = ChangeFollower::starting_at(position);

@@ -44,7 +44,7 @@ async fn a_change_after_a_purge_reaches_the_follower(backend: Backend) -> Result
     let a = ConfigService::new(store_a.clone(), Limits::default());
     let b = ConfigService::new(store_b, Limits::default());
     a.load().await?;
-    let position = b.change_log_position().await?;
+    let position = b.replication().change_log_position().await?;
     b.load().await?;
     let mut follower = ChangeFollower::starting_at(position);
 

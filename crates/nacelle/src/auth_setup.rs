@@ -83,11 +83,11 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
 /// administrator `nacos` when the database has no user, with the configured password or a
 /// random one written to `<data-dir>/initial-admin-password` (the log says where, never what).
 pub(crate) async fn ensure_admin(service: &ConfigService, settings: &Settings) {
-    if !service.auth_enabled() {
+    if !service.access().enabled() {
         return;
     }
     let given = settings.auth.admin_password.as_deref();
-    let created = match service.ensure_initial_admin(given).await {
+    let created = match service.access().ensure_initial_admin(given).await {
         Ok(created) => created,
         Err(e) => {
             tracing::error!(error = %e, "creating the first administrator failed");

@@ -170,7 +170,9 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
         .metrics()
         .set_slow_request_threshold(settings.slow_request);
 
-    service.configure_auth(auth_setup::auth_config(settings)?);
+    service
+        .access()
+        .configure_auth(auth_setup::auth_config(settings)?);
 
     let http_listener = bind_listener(SocketAddr::new(settings.bind, settings.port))
         .with_context(|| format!("binding HTTP on {}:{}", settings.bind, settings.port))?;
@@ -453,8 +455,8 @@ async fn load_then_follow(
     let position = loop {
         let attempt = async {
             // The position is read before the load, so no change can fall between them.
-            let position = service.change_log_position().await?;
-            let gray_position = service.gray_log_position().await?;
+            let position = service.replication().change_log_position().await?;
+            let gray_position = service.replication().gray_log_position().await?;
             // Before the load marks the service ready: a login right after readiness
             // finds the first administrator.
             auth_setup::ensure_admin(service, &settings).await;
@@ -552,9 +554,9 @@ async fn rewound_resync(
         "the database's change log no longer holds changes this node read (a failover to \
          a replica that lacked them?): reloading every config from it"
     );
-    let formal = service.change_log_position().await?;
-    let gray = service.gray_log_position().await?;
-    let changed = service.resync().await?;
+    let formal = service.replication().change_log_position().await?;
+    let gray = service.replication().gray_log_position().await?;
+    let changed = service.replication().resync().await?;
     tracing::warn!(
         changed,
         position = formal,

@@ -122,7 +122,7 @@ async fn wait_for_listeners(
 /// Number of keys 127.0.0.1 listens to, as `GET /v1/cs/listener?ip=` reports.
 async fn held_count(s: &TestServer) -> TestResult<usize> {
     let svc = s.server.as_ref().ok_or("stopped")?.service();
-    Ok(svc.listener_count() as usize)
+    Ok(svc.listeners(&nacelle_core::Caller::internal())?.count() as usize)
 }
 
 per_backend!(a_poll_on_another_key_is_not_woken);

@@ -168,7 +168,7 @@ async fn sync(ctx: &ClusterCtx, remote: Option<SocketAddr>, body: &[u8]) -> Payl
         tracing::warn!(%key, "fault injection: dropping a cluster notification (gRPC)");
         return sync_reply(ResponseHead::ok(req.request_id));
     }
-    match ctx.service.reload(&key).await {
+    match ctx.service.replication().reload(&key).await {
         Ok(_) => {
             ClusterSyncStats::inc(&ctx.stats.inner.reloaded);
             sync_reply(ResponseHead::ok(req.request_id))

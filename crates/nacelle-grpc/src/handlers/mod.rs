@@ -100,7 +100,7 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
 /// this request's `metadata.headers` (`accessToken`, else `username` + `password`, as
 /// Nacos reads them), which the service verifies.
 async fn request_caller<'a>(ctx: &Ctx, conn: &'a Caller, meta: &RequestMeta) -> Cow<'a, Caller> {
-    if !ctx.service.auth_enabled() {
+    if !ctx.service.access().enabled() {
         return Cow::Borrowed(conn);
     }
     let header = |name: &str| {
@@ -117,6 +117,6 @@ async fn request_caller<'a>(ctx: &Ctx, conn: &'a Caller, meta: &RequestMeta) -> 
     let mut caller = conn.clone();
     // Boxed for the reason the write handlers are (identification may read the store);
     // only a server with authentication on pays the allocation.
-    caller.identity = Box::pin(ctx.service.identify(&creds, conn)).await;
+    caller.identity = Box::pin(ctx.service.access().identify(&creds, conn)).await;
     Cow::Owned(caller)
 }

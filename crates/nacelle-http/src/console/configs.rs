@@ -181,7 +181,7 @@ pub(crate) async fn delete_many(State(st): State<AppState>, p: Result<Params, Ap
 pub(crate) async fn validate(State(st): State<AppState>, p: Result<Params, ApiError>) -> Answer {
     let p = p?;
     // Only for signed-in users when authentication is on, like every console request.
-    st.service.authenticated(&p.caller)?;
+    st.service.access().authenticated(&p.caller)?;
     let namespace = NamespaceId::parse(p.get("namespace"))?;
     let mode = st
         .service

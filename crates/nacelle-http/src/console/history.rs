@@ -155,7 +155,7 @@ pub(crate) async fn diff(State(st): State<AppState>, p: Result<Params, ApiError>
     let p = p?;
     let (old, new, old_name, new_name) = match (p.get("old"), p.get("new")) {
         (Some(a), Some(b)) => {
-            st.service.authenticated(&p.caller)?;
+            st.service.access().authenticated(&p.caller)?;
             (
                 a.to_string(),
                 b.to_string(),

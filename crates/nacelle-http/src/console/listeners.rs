@@ -61,7 +61,7 @@ pub(crate) async fn cluster(State(st): State<AppState>, p: Result<Params, ApiErr
     let p = p?;
     // Readiness and authentication like every other console read.
     st.service.namespaces(&p.caller)?.list().await?;
-    st.service.authenticated(&p.caller)?;
+    st.service.access().authenticated(&p.caller)?;
     let members = st.service.members();
     let clustered = members.is_some();
     let members = match members {
@@ -94,7 +94,7 @@ pub(crate) async fn cluster(State(st): State<AppState>, p: Result<Params, ApiErr
     ok(json!({
         "clustered": clustered,
         "members": members,
-        "listeners": st.service.listener_count(),
+        "listeners": st.service.listeners(&p.caller)?.count(),
         "configs": st.service.config_count(),
     }))
 }

@@ -112,7 +112,7 @@ fn filter_of(p: &Params) -> Result<AuditFilter, V3Error> {
 /// `GET [since, until, user, key, action, pageNo, pageSize]` → a `Page` of entries, newest
 /// first (`pageSize` at most 500).
 async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
-    let trail = st.service.audit_trail(&p.caller)?;
+    let trail = st.audit.trail(&p.caller)?;
     let filter = filter_of(&p)?;
     let page = trail.list(&filter, page(&p, Some(MAX_PAGE_SIZE))?).await?;
     Ok(success(PageJson::of(&page, EntryJson::of)))
@@ -122,7 +122,7 @@ async fn list(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Respo
 /// lastHash, anchorSeq, anchorHash}, entries}`: the entries after `afterSeq` in seq order,
 /// what `nacelle audit verify` walks.
 async fn chain(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
-    let trail = st.service.audit_trail(&p.caller)?;
+    let trail = st.audit.trail(&p.caller)?;
     let after = int_param(&p, "afterSeq")?.unwrap_or(0);
     let limit = match int_param(&p, "limit")? {
         None => MAX_CHAIN_LIMIT,
@@ -151,7 +151,7 @@ async fn chain(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Resp
 /// `GET` → `{ok, checked, anchorSeq, lastSeq, broken: null | {seq, problem, message}}`:
 /// the server walks the whole chain from its anchor.
 async fn verify(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
-    let v = st.service.audit_trail(&p.caller)?.verify().await?;
+    let v = st.audit.trail(&p.caller)?.verify().await?;
     let broken = v.broken.as_ref().map(|b| {
         json!({
             "seq": b.seq,

@@ -26,7 +26,9 @@ pub(crate) fn routes() -> Router<AppState> {
 async fn of_key(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let key = config_key(&p)?;
     match p.non_blank("scope").map(str::trim).unwrap_or("cluster") {
-        "cluster" => Ok(success(st.service.key_clients(&p.caller, &key).await?)),
+        "cluster" => Ok(success(
+            st.service.listeners(&p.caller)?.key_clients(&key).await?,
+        )),
         "local" => {
             // A member asking presents the cluster secret and is trusted; anyone else is
             // the user their credentials say.

@@ -124,7 +124,7 @@ impl Fields<'_> {
 
 /// The parameters, with good credentials (the service checks every permission).
 fn admitted(st: &AppState, p: Params) -> Result<Params, V3Error> {
-    st.service.authenticated(&p.caller)?;
+    st.service.access().authenticated(&p.caller)?;
     Ok(p)
 }
 

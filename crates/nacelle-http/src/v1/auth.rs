@@ -192,7 +192,7 @@ async fn login(State(st): State<AppState>, p: Params) -> Response {
         (Ok(u), Ok(pw)) => (u.to_string(), pw.to_string()),
         (Err(e), _) | (_, Err(e)) => return e.into_response(),
     };
-    match st.service.login(&user, &password, &p.caller).await {
+    match st.service.access().login(&user, &password, &p.caller).await {
         Ok(login) => {
             let body = json!({
                 "accessToken": login.token,
@@ -224,7 +224,8 @@ async fn list_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
     let page = page(&p)?;
     let users = st
         .service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .users(&filter(&p, "username"), page)?;
     // The password hash is never shown (Nacos lists it).
     Ok(F::reply(PageJson::of(&users, |u| json!({"username": u}))))
@@ -233,14 +234,15 @@ async fn list_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
 async fn search_users<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let names = st
         .service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .search_users(&p.or_empty("username"))?;
     Ok(F::reply(names))
 }
 
 async fn create_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let (user, password) = (p.required("username")?, p.required("password")?);
-    let admin = st.service.auth_admin(&p.caller)?;
+    let admin = st.service.access().admin(&p.caller)?;
     admin.create_user(user, password).await?;
     Ok(F::done("create user ok!"))
 }
@@ -248,6 +250,7 @@ async fn create_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer
 async fn update_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let (user, password) = (p.required("username")?, p.required("newPassword")?);
     st.service
+        .access()
         .change_password(&p.caller, user, password)
         .await?;
     Ok(F::done("update user ok!"))
@@ -255,13 +258,18 @@ async fn update_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer
 
 async fn delete_user<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let user = p.required("username")?;
-    st.service.auth_admin(&p.caller)?.delete_user(user).await?;
+    st.service
+        .access()
+        .admin(&p.caller)?
+        .delete_user(user)
+        .await?;
     Ok(F::done("delete user ok!"))
 }
 
 async fn create_admin<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     match st
         .service
+        .access()
         .create_admin(&p.caller, p.non_blank("password"))
         .await
     {
@@ -279,7 +287,8 @@ async fn list_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
     let (role, user) = (filter(&p, "role"), filter(&p, "username"));
     let roles = st
         .service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .roles(&role, &user, page)?;
     Ok(F::reply(PageJson::of(
         &roles,
@@ -290,7 +299,8 @@ async fn list_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<
 async fn search_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let names = st
         .service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .search_roles(&p.or_empty("role"))?;
     Ok(F::reply(names))
 }
@@ -298,7 +308,8 @@ async fn search_roles<F: Family>(State(st): State<AppState>, p: Params) -> Answe
 async fn add_role<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let (role, user) = (p.required("role")?, p.required("username")?);
     st.service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .add_role(role, user)
         .await?;
     Ok(F::done("add role ok!"))
@@ -308,7 +319,8 @@ async fn delete_role<F: Family>(State(st): State<AppState>, p: Params) -> Answer
     let role = p.required("role")?;
     let user = p.non_blank("username");
     st.service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .delete_role(role, user)
         .await?;
     Ok(F::done(&match user {
@@ -329,7 +341,8 @@ async fn list_permissions<F: Family>(State(st): State<AppState>, p: Params) -> A
     let page = page(&p)?;
     let permissions = st
         .service
-        .auth_admin(&p.caller)?
+        .access()
+        .admin(&p.caller)?
         .permissions(&filter(&p, "role"), page)?;
     Ok(F::reply(PageJson::of(
         &permissions,
@@ -339,14 +352,14 @@ async fn list_permissions<F: Family>(State(st): State<AppState>, p: Params) -> A
 
 async fn add_permission<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let permission = permission(&p)?;
-    let admin = st.service.auth_admin(&p.caller)?;
+    let admin = st.service.access().admin(&p.caller)?;
     admin.add_permission(permission).await?;
     Ok(F::done("add permission ok!"))
 }
 
 async fn delete_permission<F: Family>(State(st): State<AppState>, p: Params) -> Answer<F> {
     let permission = permission(&p)?;
-    let admin = st.service.auth_admin(&p.caller)?;
+    let admin = st.service.access().admin(&p.caller)?;
     admin.delete_permission(permission).await?;
     Ok(F::done("delete permission ok!"))
 }

@@ -44,7 +44,7 @@ pub(crate) async fn data_change(
         tracing::warn!(%key, "fault injection: dropping a cluster notification (HTTP)");
         return Ok(ok_true());
     }
-    st.service.reload(&key).await?;
+    st.service.replication().reload(&key).await?;
     Ok(ok_true())
 }
 

@@ -32,7 +32,7 @@ pub(crate) async fn server_state(State(st): State<AppState>) -> Response {
         "server": "nacelle",
         "standalone_mode": "standalone",
         "function_mode": "config",
-        "auth_enabled": st.service.auth_enabled().to_string(),
+        "auth_enabled": st.service.access().enabled().to_string(),
         "datasource_platform": st.service.backend(),
     }))
 }

@@ -114,23 +114,24 @@ fn admit(
     secured: Secured,
 ) -> Result<Params, V3Error> {
     let p = p?;
-    st.service.authenticated(&p.caller)?;
+    st.service.access().authenticated(&p.caller)?;
     let first_non_blank = |names: &[&str]| -> Option<&str> {
         names
             .iter()
             .find_map(|n| p.get(n).filter(|v| !v.trim().is_empty()))
     };
     match secured {
-        Secured::Config(action) => st.service.authorize_v3_scope(
+        Secured::Config(action) => st.service.access().authorize_v3_scope(
             &p.caller,
             action,
             first_non_blank(&["namespaceId", "tenant"]),
             first_non_blank(&["groupName", "group"]),
             p.get("dataId"),
         )?,
-        Secured::Resource(action, resource) => {
-            st.service.authorize_resource(&p.caller, action, resource)?
-        }
+        Secured::Resource(action, resource) => st
+            .service
+            .access()
+            .authorize_resource(&p.caller, action, resource)?,
     }
     check_params(&p, extractor)?;
     Ok(p)

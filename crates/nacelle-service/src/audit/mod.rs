@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::batches::{drain, with_retry};
 use crate::config::service::ConfigService;
+use nacelle_core::store::Audit as AuditStore;
+use std::sync::Arc;
 
 pub use crate::config::audit::{key_target, QUEUE_CAPACITY};
 /// Events appended in one transaction at most.
@@ -36,16 +38,38 @@ pub const RETRY_BOUND: Duration = Duration::from_secs(60);
 /// Entries read per step of a verification.
 pub const VERIFY_PAGE: u32 = 500;
 
-impl ConfigService {
+/// The audit trail as a feature: the appender that stores what the core's audit log
+/// queues, and the administrators' reading of the trail. Cheap to clone.
+#[derive(Clone)]
+pub struct Audit {
+    core: ConfigService,
+    store: Arc<dyn AuditStore>,
+}
+
+impl std::fmt::Debug for Audit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Audit").finish_non_exhaustive()
+    }
+}
+
+impl Audit {
+    /// The audit trail of `core`'s log.
+    pub fn new(core: &ConfigService) -> Audit {
+        Audit {
+            core: core.clone(),
+            store: core.store().clone(),
+        }
+    }
+
     /// The appender: takes queued events in batches of up to [`APPEND_BATCH`] and appends
     /// each batch in one transaction, retrying with backoff for up to [`RETRY_BOUND`];
     /// ends after [`ConfigService::finish_audit`], once the queue is empty. Run it once per
     /// service (a second call returns at once).
-    pub async fn run_audit_appender(&self) {
-        let Some(rx) = self.inner.audit.rx.lock().take() else {
+    pub async fn run_appender(&self) {
+        let Some(rx) = self.core.inner.audit.rx.lock().take() else {
             return;
         };
-        let finish = self.inner.audit.finish.clone();
+        let finish = self.core.inner.audit.finish.clone();
         drain(rx, APPEND_BATCH, &finish, |batch| {
             self.append(batch, &finish)
         })
@@ -56,11 +80,12 @@ impl ConfigService {
     /// (once only after shutdown began); then drops it, logged and counted.
     async fn append(&self, batch: Vec<AuditEvent>, finish: &CancellationToken) {
         let stored = with_retry("appending audit entries", RETRY_BOUND, finish, || {
-            self.store_call(StoreOp::Audit, self.inner.store.append_audit(&batch))
+            self.core
+                .store_call(StoreOp::Audit, self.store.append_audit(&batch))
         })
         .await;
         if let Err(e) = stored {
-            self.metrics().audit_dropped(batch.len() as u64);
+            self.core.metrics().audit_dropped(batch.len() as u64);
             tracing::error!(
                 target: "nacelle::audit",
                 dropped = batch.len(),
@@ -73,15 +98,15 @@ impl ConfigService {
 
     /// Tells the appender to flush the queue and end (after the server stopped serving,
     /// so the last writes' events are in it).
-    pub fn finish_audit(&self) {
-        self.inner.audit.finish.cancel();
+    pub fn finish(&self) {
+        self.core.inner.audit.finish.cancel();
     }
 
     /// The audit trail, for an administrator: a ready service and `ROLE_ADMIN` (with
     /// authentication on).
-    pub fn audit_trail<'a>(&'a self, caller: &'a Caller) -> Result<AuditTrail<'a>, CoreError> {
-        self.guard()?;
-        self.require_admin(caller)?;
+    pub fn trail<'a>(&'a self, caller: &'a Caller) -> Result<AuditTrail<'a>, CoreError> {
+        self.core.guard()?;
+        self.core.require_admin(caller)?;
         Ok(AuditTrail { service: self })
     }
 }
@@ -89,7 +114,7 @@ impl ConfigService {
 /// Reading the audit trail: what [`ConfigService::audit_trail`] hands an administrator.
 #[derive(Debug)]
 pub struct AuditTrail<'a> {
-    service: &'a ConfigService,
+    service: &'a Audit,
 }
 
 /// The result of a verification.
@@ -130,19 +155,17 @@ impl AuditTrail<'_> {
         page: PageRequest,
     ) -> Result<Page<AuditEntry>, CoreError> {
         let s = self.service;
-        Ok(
-            s.store_call(StoreOp::Audit, s.inner.store.audit_page(filter, page))
-                .await?,
-        )
+        Ok(s.core
+            .store_call(StoreOp::Audit, s.store.audit_page(filter, page))
+            .await?)
     }
 
     /// The head and up to `limit` entries after `after_seq`: what a client verifies.
     pub async fn range(&self, after_seq: i64, limit: u32) -> Result<AuditRange, CoreError> {
         let s = self.service;
-        Ok(
-            s.store_call(StoreOp::Audit, s.inner.store.audit_range(after_seq, limit))
-                .await?,
-        )
+        Ok(s.core
+            .store_call(StoreOp::Audit, s.store.audit_range(after_seq, limit))
+            .await?)
     }
 
     /// Walks the whole chain from its anchor: every hash recomputed, seq contiguity and

@@ -127,7 +127,7 @@ impl ChangeFollower {
                 }
             }
             for key in &keys {
-                service.reload(key).await?;
+                service.replication().reload(key).await?;
             }
             if let Some(newest) = newest {
                 if self.anchor.as_ref().is_none_or(|(n, _)| *n < newest.0) {

@@ -250,7 +250,7 @@ impl WatchHub {
     }
 
     /// Number of keys with at least one subscriber.
-    pub fn watched_keys(&self) -> usize {
+    pub(crate) fn watched_keys(&self) -> usize {
         self.index.len()
     }
 

@@ -4,9 +4,7 @@
 //! ([`ConfigService::key_clients`], which asks the other members through the
 //! [`PeerQueries`] the cluster module installs).
 
-use std::sync::Arc;
-
-use nacelle_core::{Action, Caller, ConfigKey, CoreError};
+use nacelle_core::{Action, ConfigKey, CoreError};
 use nacelle_proto::clients::{
     ClientInfo, GrayMd5, HoldCounts, KeyClients, NodeClients, HOLDS_FORMAL, HOLDS_GRAY_PREFIX,
     HOLDS_UNKNOWN,
@@ -70,27 +68,20 @@ impl ConfigService {
             .map(|m| m.address())
             .unwrap_or_else(|| "local".to_string())
     }
+}
 
-    /// Installs the cluster's peer queries; only the first call takes effect.
-    pub fn set_peer_queries(&self, peers: Arc<dyn PeerQueries>) -> bool {
-        self.inner.peer_queries.set(peers).is_ok()
-    }
-
+impl Listeners<'_> {
     /// The live view of `key` across the cluster: this node's clients, then every other
     /// member's (asked at once; one that cannot be asked is shown with its error), with
     /// the counts summed. Needs read permission on the key.
-    pub async fn key_clients(
-        &self,
-        caller: &Caller,
-        key: &ConfigKey,
-    ) -> Result<KeyClients, CoreError> {
-        let local = self.listeners(caller)?.clients_of_key(key)?;
-        let peers = self.inner.peer_queries.get().cloned();
+    pub async fn key_clients(&self, key: &ConfigKey) -> Result<KeyClients, CoreError> {
+        let local = self.clients_of_key(key)?;
+        let peers = self.service.inner.peer_queries.get().cloned();
         let mut nodes = vec![local];
         if let Some(peers) = peers {
             nodes.extend(peers.clients_of(key).await);
         }
-        let versions = self.versions_of(key);
+        let versions = self.service.versions_of(key);
         let mut view = KeyClients {
             namespace: key.tenant().to_string(),
             group: key.group().to_string(),
@@ -103,9 +94,6 @@ impl ConfigService {
         view.sum();
         Ok(view)
     }
-}
-
-impl Listeners<'_> {
     /// This node's part of the live view of `key`: each listening client, what it holds
     /// (formal, a gray, or unknown), what it would be served, since when; and the counts.
     pub fn clients_of_key(&self, key: &ConfigKey) -> Result<NodeClients, CoreError> {

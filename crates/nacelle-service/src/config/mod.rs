@@ -21,6 +21,7 @@ pub mod live;
 pub(crate) mod namespaces;
 mod patterns;
 pub(crate) mod read;
+pub mod replication;
 pub mod request;
 pub mod service;
 pub mod transfer;

@@ -81,9 +81,9 @@ pub(crate) struct Inner {
     hasher: std::collections::hash_map::RandomState,
     shutdown: CancellationToken,
     /// Told of every write this node commits (the cluster notifier), set once at wiring.
-    commit_observer: OnceLock<Arc<dyn CommitObserver>>,
+    pub(crate) commit_observer: OnceLock<Arc<dyn CommitObserver>>,
     /// The cluster membership, when this node runs in a cluster.
-    membership: OnceLock<Arc<dyn MembershipView>>,
+    pub(crate) membership: OnceLock<Arc<dyn MembershipView>>,
     /// Asks the other members for their part of a live view (installed by the cluster).
     pub(crate) peer_queries: OnceLock<Arc<dyn crate::config::gates::PeerQueries>>,
     /// This server's metrics; the adapters record theirs through [`ConfigService::metrics`].
@@ -303,16 +303,6 @@ impl ConfigService {
         self.inner.audit.subscriber.set(subscriber).is_ok()
     }
 
-    /// Installs the observer told of every local commit; only the first call takes effect.
-    pub fn set_commit_observer(&self, observer: Arc<dyn CommitObserver>) -> bool {
-        self.inner.commit_observer.set(observer).is_ok()
-    }
-
-    /// Installs the cluster membership view; only the first call takes effect.
-    pub fn set_membership(&self, view: Arc<dyn MembershipView>) -> bool {
-        self.inner.membership.set(view).is_ok()
-    }
-
     /// The cluster members, or `None` when this node runs alone.
     pub fn members(&self) -> Option<Vec<MemberInfo>> {
         self.inner.membership.get().map(|m| m.members())
@@ -344,22 +334,6 @@ impl ConfigService {
     /// The store, for the change-log follower.
     pub(crate) fn store(&self) -> &Arc<dyn ConfigStore> {
         &self.inner.store
-    }
-
-    /// The newest history `nid` in the database: where following the change log starts.
-    /// Read it *before* [`ConfigService::load`] so no change falls between the two.
-    pub async fn change_log_position(&self) -> Result<i64, CoreError> {
-        Ok(self
-            .store_call(StoreOp::ChangeLog, self.inner.store.max_history_nid())
-            .await?)
-    }
-
-    /// The newest gray change-log `nid`: where following it starts (read it before
-    /// [`ConfigService::load`], as [`ConfigService::change_log_position`]).
-    pub async fn gray_log_position(&self) -> Result<i64, CoreError> {
-        Ok(self
-            .store_call(StoreOp::ChangeLog, self.inner.store.max_gray_nid())
-            .await?)
     }
 
     /// The limits in force.
@@ -405,13 +379,6 @@ impl ConfigService {
     /// Number of configs in memory.
     pub fn config_count(&self) -> usize {
         self.inner.cache.len()
-    }
-
-    /// Checks the database answers (readiness probes; no caller, no guard).
-    pub async fn ping_store(&self) -> Result<(), CoreError> {
-        Ok(self
-            .store_call(StoreOp::Ping, self.inner.store.ping())
-            .await?)
     }
 
     pub(crate) fn write_lock(&self, key: &ConfigKey) -> &Mutex<()> {

@@ -132,11 +132,6 @@ impl ConfigService {
         )
     }
 
-    /// Long polls held now.
-    pub fn held_polls(&self) -> usize {
-        self.inner.held_polls.count()
-    }
-
     /// Opens an empty watch for `caller`.
     /// Opening one checks nothing of the caller's credentials (a gRPC connection opens
     /// its watch at setup, before any request): every [`Watch::add`] is authorized.
@@ -191,21 +186,6 @@ impl ConfigService {
             listener,
             key,
         }
-    }
-
-    /// Number of (listener, key) pairs watched, for stats.
-    pub fn listener_count(&self) -> u64 {
-        self.inner.hub.listener_count()
-    }
-
-    /// Number of (watch, group pattern) subscriptions, for stats.
-    pub fn watched_patterns(&self) -> usize {
-        self.inner.patterns.len()
-    }
-
-    /// Number of keys with at least one listener, for stats.
-    pub fn watched_keys(&self) -> usize {
-        self.inner.hub.watched_keys()
     }
 
     fn check_listen_limit(&self, keys: usize) -> Result<(), CoreError> {
@@ -409,6 +389,16 @@ impl ConfigService {
 }
 
 impl Listeners<'_> {
+    /// Number of (listener, key) pairs watched, for stats.
+    pub fn count(&self) -> u64 {
+        self.service.inner.hub.listener_count()
+    }
+
+    /// Number of (watch, group pattern) subscriptions, for stats.
+    pub fn watched_patterns(&self) -> usize {
+        self.service.inner.patterns.len()
+    }
+
     /// Client IP → md5 reported, for every listener of `key`.
     pub fn of_key(&self, key: &ConfigKey) -> Result<Vec<(String, String)>, CoreError> {
         self.service.authorize_key(self.caller, key, Action::Read)?;

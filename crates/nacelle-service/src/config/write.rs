@@ -4,7 +4,6 @@
 //! mode) → the key's write lock → store (one transaction) → cache (only if the revision
 //! is newer) → release the lock → notify the key's listeners → tell the cluster observer.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -524,44 +523,9 @@ impl ConfigService {
         Ok(keys.len())
     }
 
-    /// Re-reads `key` from the database and updates the cache (never trusting any content
-    /// from elsewhere); notifies listeners when it changed. Used by cluster sync and the
-    /// change-log follower, on behalf of no client: it has no caller and no readiness
-    /// guard, because a change must reach the cache also while it is loading.
-    pub async fn reload(&self, key: &ConfigKey) -> Result<bool, CoreError> {
-        self.reload_key(key, false).await
-    }
-
-    /// Replaces the whole cache by what the database holds now, whatever the revisions,
-    /// key by key under each key's write lock, and tells the listeners of every key that
-    /// changed; returns how many changed. For a node whose database lost commits it had
-    /// already read (a failover to a replica that lacked them, [`crate::ChangeFollower::
-    /// history_rewound`]): their revisions are gone from the database, so the rule that
-    /// an older change never overwrites a newer one would keep serving the lost values.
-    pub async fn resync(&self) -> Result<usize, CoreError> {
-        let mut keys: HashSet<ConfigKey> =
-            self.inner.cache.iter().map(|e| e.key().clone()).collect();
-        keys.extend(self.inner.grays.iter().map(|e| e.key().clone()));
-        let all = self
-            .store_call(StoreOp::LoadAll, self.inner.store.load_all())
-            .await?;
-        keys.extend(all.into_iter().map(|c| c.key));
-        let grays = self
-            .store_call(StoreOp::GrayRead, self.inner.store.load_grays())
-            .await?;
-        keys.extend(grays.into_iter().map(|g| g.config.key));
-        let mut changed = 0;
-        for key in &keys {
-            if self.reload_key(key, true).await? {
-                changed += 1;
-            }
-        }
-        Ok(changed)
-    }
-
     /// [`ConfigService::reload`]; `force`: the database's row replaces the cached one even
     /// when its revision is older ([`ConfigService::resync`]).
-    async fn reload_key(&self, key: &ConfigKey, force: bool) -> Result<bool, CoreError> {
+    pub(crate) async fn reload_key(&self, key: &ConfigKey, force: bool) -> Result<bool, CoreError> {
         // The revision to tell listeners of, if the cache changed.
         let event = {
             // A reload is no commit (it only copies the database), but it holds the

@@ -331,7 +331,12 @@ impl RolloutOps<'_> {
     /// rollout has a cohort; after it ended the counts are those of a gray that is gone
     /// (0 in the cohort).
     pub async fn progress(&self, r: &Rollout) -> Result<CohortProgress, CoreError> {
-        let view = self.service.core.key_clients(self.caller, &r.key).await?;
+        let view = self
+            .service
+            .core
+            .listeners(self.caller)?
+            .key_clients(&r.key)
+            .await?;
         let gray = gray_name(r.id);
         let md5 = md5_hex(r.content.as_bytes());
         let mut p = CohortProgress {

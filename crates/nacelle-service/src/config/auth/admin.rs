@@ -116,130 +116,6 @@ impl ConfigService {
         }
         result
     }
-
-    /// Changes a password (an administrator, or the user themself). Tokens issued before
-    /// are refused from now on.
-    pub async fn change_password(
-        &self,
-        caller: &Caller,
-        username: &str,
-        new_password: &str,
-    ) -> Result<(), CoreError> {
-        self.guard()?;
-        if caller.user() != Some(username) {
-            self.require_admin(caller)?;
-        } else {
-            self.authenticated(caller)?;
-        }
-        check_password(new_password)?;
-        if self.directory().user(username).is_none() {
-            return Err(CoreError::NotFound(format!("user {username} not exist!")));
-        }
-        let hash = password::hash(new_password.to_string()).await?;
-        let result = self
-            .identity_write(IdentityWrite::SetPassword {
-                username: username.into(),
-                hash,
-                // A token issued in this very second predates the change: refused too.
-                not_before: now_s() + 1,
-            })
-            .await;
-        self.auth().passwords.forget(username);
-        self.audit_outcome(
-            AuditAction::PasswordChange,
-            "user.password",
-            caller,
-            username,
-            result.is_ok(),
-        );
-        result
-    }
-
-    /// Creates the administrator `nacos` when no administrator exists (Nacos's
-    /// `users/admin`): with `password`, or a random one; answers the password.
-    /// [`CoreError::Conflict`] once an administrator exists.
-    pub async fn create_admin(
-        &self,
-        caller: &Caller,
-        password: Option<&str>,
-    ) -> Result<String, CoreError> {
-        self.guard()?;
-        if self.directory().admin_count() > 0 {
-            return Err(CoreError::Conflict("have admin user cannot use it".into()));
-        }
-        let (password, hash) = admin_password(password).await?;
-        let created = self
-            .identity_write(IdentityWrite::CreateUser {
-                username: DEFAULT_ADMIN.into(),
-                hash: hash.clone(),
-            })
-            .await;
-        match created {
-            Ok(()) => {}
-            // `nacos` exists without the role: give it a new password, then the role.
-            Err(CoreError::Store(StoreError::Conflict(_))) => {
-                self.identity_write(IdentityWrite::SetPassword {
-                    username: DEFAULT_ADMIN.into(),
-                    hash,
-                    not_before: now_s(),
-                })
-                .await?;
-            }
-            Err(e) => return Err(e),
-        }
-        let bound = self
-            .identity_write(IdentityWrite::AddRole {
-                role: ADMIN_ROLE.into(),
-                username: DEFAULT_ADMIN.into(),
-            })
-            .await;
-        match bound {
-            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
-            Err(e) => return Err(e),
-        }
-        self.audit_outcome(
-            AuditAction::UserCreate,
-            "user.admin",
-            caller,
-            DEFAULT_ADMIN,
-            true,
-        );
-        Ok(password)
-    }
-
-    /// At first start: when the database has no user at all, creates the administrator
-    /// `nacos` with `password` (or a random one) and answers the password; otherwise
-    /// `None`. Members of a cluster starting together race for it: one creates it, the
-    /// others find it taken and answer `None` (only the creator knows the password).
-    pub async fn ensure_initial_admin(
-        &self,
-        password: Option<&str>,
-    ) -> Result<Option<String>, CoreError> {
-        self.refresh_identities().await?;
-        if self.directory().user_count() > 0 {
-            return Ok(None);
-        }
-        let (password, hash) = admin_password(password).await?;
-        let created = self
-            .identity_write(IdentityWrite::CreateAdmin {
-                username: DEFAULT_ADMIN.into(),
-                hash,
-            })
-            .await;
-        match created {
-            Ok(()) => {}
-            Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        self.audit_outcome(
-            AuditAction::UserCreate,
-            "user.admin",
-            &Caller::internal(),
-            DEFAULT_ADMIN,
-            true,
-        );
-        Ok(Some(password))
-    }
 }
 
 /// The administration of users, roles and permissions, for one administrator: what
@@ -251,18 +127,7 @@ pub struct AuthAdmin<'a> {
     caller: &'a Caller,
 }
 
-impl ConfigService {
-    /// The administration of users, roles and permissions for `caller`: refused unless the
-    /// service is ready and `caller` is an administrator.
-    pub fn auth_admin<'a>(&'a self, caller: &'a Caller) -> Result<AuthAdmin<'a>, CoreError> {
-        self.guard()?;
-        self.require_admin(caller)?;
-        Ok(AuthAdmin {
-            service: self,
-            caller,
-        })
-    }
-}
+impl ConfigService {}
 
 impl AuthAdmin<'_> {
     /// Users whose name matches `filter`, one page.
@@ -520,5 +385,144 @@ impl AuthAdmin<'_> {
             result.is_ok(),
         );
         result
+    }
+}
+
+impl<'a> super::Access<'a> {
+    /// Changes a password (an administrator, or the user themself). Tokens issued before
+    /// are refused from now on.
+    pub async fn change_password(
+        &self,
+        caller: &Caller,
+        username: &str,
+        new_password: &str,
+    ) -> Result<(), CoreError> {
+        self.core.guard()?;
+        if caller.user() != Some(username) {
+            self.core.require_admin(caller)?;
+        } else {
+            self.core.authenticated(caller)?;
+        }
+        check_password(new_password)?;
+        if self.core.directory().user(username).is_none() {
+            return Err(CoreError::NotFound(format!("user {username} not exist!")));
+        }
+        let hash = password::hash(new_password.to_string()).await?;
+        let result = self
+            .core
+            .identity_write(IdentityWrite::SetPassword {
+                username: username.into(),
+                hash,
+                // A token issued in this very second predates the change: refused too.
+                not_before: now_s() + 1,
+            })
+            .await;
+        self.core.auth().passwords.forget(username);
+        self.core.audit_outcome(
+            AuditAction::PasswordChange,
+            "user.password",
+            caller,
+            username,
+            result.is_ok(),
+        );
+        result
+    }
+    /// Creates the administrator `nacos` when no administrator exists (Nacos's
+    /// `users/admin`): with `password`, or a random one; answers the password.
+    /// [`CoreError::Conflict`] once an administrator exists.
+    pub async fn create_admin(
+        &self,
+        caller: &Caller,
+        password: Option<&str>,
+    ) -> Result<String, CoreError> {
+        self.core.guard()?;
+        if self.core.directory().admin_count() > 0 {
+            return Err(CoreError::Conflict("have admin user cannot use it".into()));
+        }
+        let (password, hash) = admin_password(password).await?;
+        let created = self
+            .core
+            .identity_write(IdentityWrite::CreateUser {
+                username: DEFAULT_ADMIN.into(),
+                hash: hash.clone(),
+            })
+            .await;
+        match created {
+            Ok(()) => {}
+            // `nacos` exists without the role: give it a new password, then the role.
+            Err(CoreError::Store(StoreError::Conflict(_))) => {
+                self.core
+                    .identity_write(IdentityWrite::SetPassword {
+                        username: DEFAULT_ADMIN.into(),
+                        hash,
+                        not_before: now_s(),
+                    })
+                    .await?;
+            }
+            Err(e) => return Err(e),
+        }
+        let bound = self
+            .core
+            .identity_write(IdentityWrite::AddRole {
+                role: ADMIN_ROLE.into(),
+                username: DEFAULT_ADMIN.into(),
+            })
+            .await;
+        match bound {
+            Ok(()) | Err(CoreError::Store(StoreError::Conflict(_))) => {}
+            Err(e) => return Err(e),
+        }
+        self.core.audit_outcome(
+            AuditAction::UserCreate,
+            "user.admin",
+            caller,
+            DEFAULT_ADMIN,
+            true,
+        );
+        Ok(password)
+    }
+    /// At first start: when the database has no user at all, creates the administrator
+    /// `nacos` with `password` (or a random one) and answers the password; otherwise
+    /// `None`. Members of a cluster starting together race for it: one creates it, the
+    /// others find it taken and answer `None` (only the creator knows the password).
+    pub async fn ensure_initial_admin(
+        &self,
+        password: Option<&str>,
+    ) -> Result<Option<String>, CoreError> {
+        self.core.refresh_identities().await?;
+        if self.core.directory().user_count() > 0 {
+            return Ok(None);
+        }
+        let (password, hash) = admin_password(password).await?;
+        let created = self
+            .core
+            .identity_write(IdentityWrite::CreateAdmin {
+                username: DEFAULT_ADMIN.into(),
+                hash,
+            })
+            .await;
+        match created {
+            Ok(()) => {}
+            Err(CoreError::Store(StoreError::Conflict(_))) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        self.core.audit_outcome(
+            AuditAction::UserCreate,
+            "user.admin",
+            &Caller::internal(),
+            DEFAULT_ADMIN,
+            true,
+        );
+        Ok(Some(password))
+    }
+    /// The administration of users, roles and permissions for `caller`: refused unless the
+    /// service is ready and `caller` is an administrator.
+    pub fn admin(&self, caller: &'a Caller) -> Result<AuthAdmin<'a>, CoreError> {
+        self.core.guard()?;
+        self.core.require_admin(caller)?;
+        Ok(AuthAdmin {
+            service: self.core,
+            caller,
+        })
     }
 }

@@ -104,20 +104,8 @@ impl ConfigService {
         &self.inner.auth
     }
 
-    /// Sets how this server authenticates (before it serves).
-    pub fn configure_auth(&self, config: AuthConfig) {
-        let auth = self.auth();
-        auth.enabled.store(config.enabled, Ordering::Release);
-        auth.anonymous_read
-            .store(config.anonymous_read, Ordering::Release);
-        auth.token_ttl_s
-            .store(config.token_ttl_s, Ordering::Release);
-        *auth.config.write() = config;
-        auth.tokens.clear();
-    }
-
     /// Whether authentication is on.
-    pub fn auth_enabled(&self) -> bool {
+    pub(crate) fn auth_enabled(&self) -> bool {
         self.auth().enabled.load(Ordering::Acquire)
     }
 
@@ -132,7 +120,7 @@ impl ConfigService {
     }
 
     /// The lifetime of issued tokens, in seconds.
-    pub fn token_ttl_s(&self) -> u64 {
+    pub(crate) fn token_ttl_s(&self) -> u64 {
         self.auth().token_ttl_s.load(Ordering::Acquire)
     }
 
@@ -141,7 +129,7 @@ impl ConfigService {
     }
 
     /// Re-reads users, roles and permissions from the database.
-    pub async fn refresh_identities(&self) -> Result<(), CoreError> {
+    pub(crate) async fn refresh_identities(&self) -> Result<(), CoreError> {
         let records = self
             .store_call(StoreOp::Identities, self.inner.store.load_identities())
             .await?;
@@ -170,49 +158,13 @@ impl ConfigService {
     }
 
     /// Keeps the directory current until shutdown (changes made by other nodes).
-    pub async fn follow_identities(&self, every: Duration) {
+    pub(crate) async fn follow_identities(&self, every: Duration) {
         self.periodically(every, || async {
             if let Err(e) = self.refresh_identities().await {
                 tracing::debug!(error = %e, "re-reading users and permissions failed");
             }
         })
         .await
-    }
-
-    /// Who the credentials say the caller is. Without authentication, or without
-    /// credentials, the caller is anonymous. Bad credentials are [`Identity::Refused`]; a
-    /// user name and password from a throttled (user, address) pair or address is
-    /// [`Identity::Throttled`], without checking the password. Every secured operation
-    /// then answers accordingly.
-    pub async fn identify(&self, creds: &Credentials, caller: &Caller) -> Identity {
-        if !self.auth_enabled() || creds.is_empty() {
-            return Identity::Anonymous;
-        }
-        if let Some(token) = creds.token.as_deref().filter(|t| !t.is_empty()) {
-            let mut verified = self.verify_token(token);
-            if matches!(verified, Err(AuthFailure::UserNotFound)) {
-                // A well-signed token of a user this node does not know (yet).
-                self.reread_for_unknown_user().await;
-                verified = self.verify_token(token);
-            }
-            return match verified {
-                Ok(user) => Identity::User(user),
-                Err(failure) => Identity::Refused(failure),
-            };
-        }
-        let (Some(user), Some(password)) = (creds.username.as_deref(), creds.password.as_deref())
-        else {
-            return Identity::Anonymous;
-        };
-        match self
-            .check_password(user, password, caller, "credentials")
-            .await
-        {
-            Ok(true) => Identity::User(user.into()),
-            Ok(false) => Identity::Refused(AuthFailure::UserNotFound),
-            Err(CoreError::Throttled { retry_after_s }) => Identity::Throttled { retry_after_s },
-            Err(_) => Identity::Refused(AuthFailure::UserNotFound),
-        }
     }
 
     /// Checks a password under the throttle; counts and logs the outcome.
@@ -307,39 +259,6 @@ impl ConfigService {
         Ok(user)
     }
 
-    /// Logs in: a token for `user` when `password` is right. Wrong credentials are
-    /// `user not found!`, as Nacos answers.
-    pub async fn login(
-        &self,
-        user: &str,
-        password: &str,
-        caller: &Caller,
-    ) -> Result<Login, CoreError> {
-        self.guard()?;
-        if !self.check_password(user, password, caller, "login").await? {
-            return Err(CoreError::Auth(AuthFailure::UserNotFound));
-        }
-        let config = self.auth().config.read().clone();
-        let dir = self.directory();
-        let not_before = dir.user(user).map(|u| u.not_before).unwrap_or(0);
-        // A token issued in the second its user's password changed would look older than
-        // the change: it starts at the change instead.
-        let exp = now_s().max(not_before) + config.token_ttl_s as i64;
-        let token = jwt::sign(
-            &config.secret,
-            &jwt::Claims {
-                sub: user.to_string(),
-                exp,
-            },
-        );
-        Ok(Login {
-            token,
-            ttl_s: exp - now_s(),
-            global_admin: dir.is_admin(user),
-            username: user.to_string(),
-        })
-    }
-
     /// Whether the caller may do `action` on the resource `resource()` builds (only built
     /// when a permission must be looked up).
     pub(crate) fn authorize(
@@ -383,74 +302,8 @@ impl ConfigService {
         self.authorize(caller, action, || config_resource(key))
     }
 
-    /// Refuses the caller unless it may do `action` on the resource a Nacos 3 v3 request
-    /// names (`@Secured(signType = CONFIG)`, whose `ConfigHttpResourceParser` and
-    /// `joinResource` build `<namespace>:<group>:config/<dataId>` from the request's raw
-    /// parameters, a blank group as `*` and a blank dataId as `config/*`). Nacos's auth
-    /// filter checks that one resource before the parameters are validated and before
-    /// listings run (`/list`, history's `/configs`, listeners by IP), so a user without a
-    /// permission matching it gets 403 rather than a 400 or an empty answer; the operation
-    /// then still checks each key. `namespace` is the raw parameter: blank, `public` and
-    /// `null` are the default namespace, an id no namespace can have is matched as sent.
-    pub fn authorize_v3_scope(
-        &self,
-        caller: &Caller,
-        action: Action,
-        namespace: Option<&str>,
-        group: Option<&str>,
-        data_id: Option<&str>,
-    ) -> Result<(), CoreError> {
-        let part = |p: Option<&str>| match p.map(str::trim) {
-            Some(v) if !v.is_empty() => v.to_string(),
-            _ => "*".to_string(),
-        };
-        self.authorize(caller, action, || {
-            let ns = match nacelle_core::NamespaceId::parse(namespace) {
-                Ok(id) => id.as_str().to_string(),
-                Err(_) => namespace.unwrap_or_default().trim().to_string(),
-            };
-            format!("{ns}:{}:config/{}", part(group), part(data_id))
-        })
-    }
-
-    /// Refuses the caller unless it may do `action` on a fixed resource (Nacos's
-    /// `@Secured(resource = …)`, e.g. the v3 namespace API's `/v3/admin/core/namespace`):
-    /// an administrator may, another user only through a permission whose pattern
-    /// matches that string (in practice `*`), as Nacos's regular-expression match allows.
-    pub fn authorize_resource(
-        &self,
-        caller: &Caller,
-        action: Action,
-        resource: &str,
-    ) -> Result<(), CoreError> {
-        self.authorize(caller, action, || resource.to_string())
-    }
-
-    /// Refuses a user who holds no permission at all (no role, or roles without any
-    /// permission), as Nacos's `hasPermission` refuses every secured call of such a user
-    /// (`getRoles` empty: false) — where Nacelle's listings would otherwise answer it with
-    /// an empty list. An administrator, the server itself and (without authentication)
-    /// anyone pass; bad credentials are refused as by [`ConfigService::authenticated`].
-    pub fn require_some_permission(&self, caller: &Caller) -> Result<(), CoreError> {
-        self.authenticated(caller)?;
-        if !self.auth_enabled() {
-            return Ok(());
-        }
-        match &caller.identity {
-            Identity::User(u) => {
-                let dir = self.auth().directory.read();
-                if dir.is_admin(u) || dir.holds_any_permission(u) {
-                    Ok(())
-                } else {
-                    Err(CoreError::Auth(AuthFailure::Denied))
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Whether the caller may read `key` (filters of listings).
-    pub fn may_read(&self, caller: &Caller, key: &ConfigKey) -> bool {
+    pub(crate) fn may_read(&self, caller: &Caller, key: &ConfigKey) -> bool {
         self.authorize_key(caller, key, Action::Read).is_ok()
     }
 
@@ -472,7 +325,7 @@ impl ConfigService {
     }
 
     /// Whether the caller holds `ROLE_ADMIN` (true without authentication).
-    pub fn is_admin(&self, caller: &Caller) -> bool {
+    pub(crate) fn is_admin(&self, caller: &Caller) -> bool {
         self.require_admin(caller).is_ok()
     }
 
@@ -493,7 +346,7 @@ impl ConfigService {
 
     /// Checks that the caller's credentials, if any, are good (the namespace listing,
     /// which filters instead of refusing, still refuses bad credentials).
-    pub fn authenticated(&self, caller: &Caller) -> Result<(), CoreError> {
+    pub(crate) fn authenticated(&self, caller: &Caller) -> Result<(), CoreError> {
         if !self.auth_enabled() {
             return Ok(());
         }
@@ -508,9 +361,165 @@ impl ConfigService {
             _ => Ok(()),
         }
     }
+}
 
+/// Who callers are and what they may do, as the adapters reach it: configuring
+/// authentication, identifying credentials, logging in, the v3 scope checks, and the
+/// administration of users ([`ConfigService::access`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Access<'a> {
+    core: &'a ConfigService,
+}
+
+impl ConfigService {
+    /// Authentication and user administration.
+    pub fn access(&self) -> Access<'_> {
+        Access { core: self }
+    }
+}
+
+impl<'a> Access<'a> {
+    /// Whether authentication is on.
+    pub fn enabled(&self) -> bool {
+        self.core.auth_enabled()
+    }
+
+    /// Whether the caller holds `ROLE_ADMIN` (true without authentication).
+    pub fn is_admin(&self, caller: &Caller) -> bool {
+        self.core.is_admin(caller)
+    }
+
+    /// Checks that the caller's credentials, if any, are good.
+    pub fn authenticated(&self, caller: &Caller) -> Result<(), CoreError> {
+        self.core.authenticated(caller)
+    }
+
+    /// Sets how this server authenticates (before it serves).
+    pub fn configure_auth(&self, config: AuthConfig) {
+        let auth = self.core.auth();
+        auth.enabled.store(config.enabled, Ordering::Release);
+        auth.anonymous_read
+            .store(config.anonymous_read, Ordering::Release);
+        auth.token_ttl_s
+            .store(config.token_ttl_s, Ordering::Release);
+        *auth.config.write() = config;
+        auth.tokens.clear();
+    }
+    /// Who the credentials say the caller is. Without authentication, or without
+    /// credentials, the caller is anonymous. Bad credentials are [`Identity::Refused`]; a
+    /// user name and password from a throttled (user, address) pair or address is
+    /// [`Identity::Throttled`], without checking the password. Every secured operation
+    /// then answers accordingly.
+    pub async fn identify(&self, creds: &Credentials, caller: &Caller) -> Identity {
+        if !self.core.auth_enabled() || creds.is_empty() {
+            return Identity::Anonymous;
+        }
+        if let Some(token) = creds.token.as_deref().filter(|t| !t.is_empty()) {
+            let mut verified = self.core.verify_token(token);
+            if matches!(verified, Err(AuthFailure::UserNotFound)) {
+                // A well-signed token of a user this node does not know (yet).
+                self.core.reread_for_unknown_user().await;
+                verified = self.core.verify_token(token);
+            }
+            return match verified {
+                Ok(user) => Identity::User(user),
+                Err(failure) => Identity::Refused(failure),
+            };
+        }
+        let (Some(user), Some(password)) = (creds.username.as_deref(), creds.password.as_deref())
+        else {
+            return Identity::Anonymous;
+        };
+        match self
+            .core
+            .check_password(user, password, caller, "credentials")
+            .await
+        {
+            Ok(true) => Identity::User(user.into()),
+            Ok(false) => Identity::Refused(AuthFailure::UserNotFound),
+            Err(CoreError::Throttled { retry_after_s }) => Identity::Throttled { retry_after_s },
+            Err(_) => Identity::Refused(AuthFailure::UserNotFound),
+        }
+    }
+    /// Logs in: a token for `user` when `password` is right. Wrong credentials are
+    /// `user not found!`, as Nacos answers.
+    pub async fn login(
+        &self,
+        user: &str,
+        password: &str,
+        caller: &Caller,
+    ) -> Result<Login, CoreError> {
+        self.core.guard()?;
+        if !self
+            .core
+            .check_password(user, password, caller, "login")
+            .await?
+        {
+            return Err(CoreError::Auth(AuthFailure::UserNotFound));
+        }
+        let config = self.core.auth().config.read().clone();
+        let dir = self.core.directory();
+        let not_before = dir.user(user).map(|u| u.not_before).unwrap_or(0);
+        // A token issued in the second its user's password changed would look older than
+        // the change: it starts at the change instead.
+        let exp = now_s().max(not_before) + config.token_ttl_s as i64;
+        let token = jwt::sign(
+            &config.secret,
+            &jwt::Claims {
+                sub: user.to_string(),
+                exp,
+            },
+        );
+        Ok(Login {
+            token,
+            ttl_s: exp - now_s(),
+            global_admin: dir.is_admin(user),
+            username: user.to_string(),
+        })
+    }
     /// The caller's address, for the throttle of a login (tests and adapters).
     pub fn login_wait(&self, user: &str, ip: Option<IpAddr>) -> Option<Duration> {
-        self.auth().throttle.wait(user, ip)
+        self.core.auth().throttle.wait(user, ip)
+    }
+    /// Refuses the caller unless it may do `action` on the resource a Nacos 3 v3 request
+    /// names (`@Secured(signType = CONFIG)`, whose `ConfigHttpResourceParser` and
+    /// `joinResource` build `<namespace>:<group>:config/<dataId>` from the request's raw
+    /// parameters, a blank group as `*` and a blank dataId as `config/*`). Nacos's auth
+    /// filter checks that one resource before the parameters are validated and before
+    /// listings run (`/list`, history's `/configs`, listeners by IP), so a user without a
+    /// permission matching it gets 403 rather than a 400 or an empty answer; the operation
+    /// then still checks each key. `namespace` is the raw parameter: blank, `public` and
+    /// `null` are the default namespace, an id no namespace can have is matched as sent.
+    pub fn authorize_v3_scope(
+        &self,
+        caller: &Caller,
+        action: Action,
+        namespace: Option<&str>,
+        group: Option<&str>,
+        data_id: Option<&str>,
+    ) -> Result<(), CoreError> {
+        let part = |p: Option<&str>| match p.map(str::trim) {
+            Some(v) if !v.is_empty() => v.to_string(),
+            _ => "*".to_string(),
+        };
+        self.core.authorize(caller, action, || {
+            let ns = match nacelle_core::NamespaceId::parse(namespace) {
+                Ok(id) => id.as_str().to_string(),
+                Err(_) => namespace.unwrap_or_default().trim().to_string(),
+            };
+            format!("{ns}:{}:config/{}", part(group), part(data_id))
+        })
+    }
+    /// Refuses the caller unless it may do `action` on a fixed resource (Nacos's
+    /// `@Secured(resource = …)`, e.g. the v3 namespace API's `/v3/admin/core/namespace`):
+    /// an administrator may, another user only through a permission whose pattern
+    /// matches that string (in practice `*`), as Nacos's regular-expression match allows.
+    pub fn authorize_resource(
+        &self,
+        caller: &Caller,
+        action: Action,
+        resource: &str,
+    ) -> Result<(), CoreError> {
+        self.core.authorize(caller, action, || resource.to_string())
     }
 }
