@@ -417,6 +417,33 @@ mod tests {
     }
 
     #[test]
+    fn the_client_s_requests_keep_their_bytes() {
+        let json =
+            serde_json::to_string(&ConfigQueryRequest::new("d", "G", "t").with_request_id("1"))
+                .expect("json");
+        assert_eq!(
+            json,
+            r#"{"requestId":"1","dataId":"d","group":"G","tenant":"t"}"#
+        );
+        let json = serde_json::to_string(&ConfigRemoveRequest {
+            tag: Some("x".into()),
+            ..ConfigRemoveRequest::new("d", "G", "")
+        })
+        .expect("json");
+        assert_eq!(json, r#"{"dataId":"d","group":"G","tenant":"","tag":"x"}"#);
+        let json = serde_json::to_string(
+            &ConfigPublishRequest::new("d", "G", "", "x")
+                .with_request_id("2")
+                .with_addition(addition::TYPE, "yaml"),
+        )
+        .expect("json");
+        assert_eq!(
+            json,
+            r#"{"requestId":"2","dataId":"d","group":"G","tenant":"","content":"x","additionMap":{"type":"yaml"}}"#
+        );
+    }
+
+    #[test]
     fn requests_as_real_clients_send_them() {
         // Java 2.x / nacos-sdk-python 2.0.9: headers and module in the body, nulls.
         let q: ConfigQueryRequest = serde_json::from_str(
