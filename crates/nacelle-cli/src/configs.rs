@@ -246,46 +246,25 @@ pub(crate) async fn ls(a: LsArgs) -> Result<()> {
         .admin()
         .search(&ns, &a.pattern, &a.group, a.page, a.size)
         .await?;
-    match a.conn.output {
-        Output::Json => {
-            let items: Vec<_> = page
-                .page_items
-                .iter()
-                .map(|c| {
-                    json!({"dataId": c.data_id, "group": c.group, "namespace": c.tenant,
-                           "type": c.content_type, "md5": c.md5, "appName": c.app_name})
-                })
-                .collect();
-            output::json(
-                &json!({"totalCount": page.total_count, "pageNumber": page.page_number,
-                "pagesAvailable": page.pages_available, "items": items}),
-            );
-        }
-        Output::Table => {
-            let rows: Vec<Vec<String>> = page
-                .page_items
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.data_id.clone(),
-                        c.group.clone(),
-                        c.content_type.clone(),
-                        c.md5.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["DATA ID", "GROUP", "TYPE", "MD5"], &rows);
-            if page.pages_available > 1 {
-                eprintln!(
-                    "page {} of {} ({} configs in {})",
-                    page.page_number,
-                    page.pages_available,
-                    page.total_count,
-                    ns_label(&ns)
-                );
-            }
-        }
-    }
+    output::page(
+        a.conn.output,
+        &page,
+        &["DATA ID", "GROUP", "TYPE", "MD5"],
+        |c| {
+            json!({"dataId": c.data_id, "group": c.group, "namespace": c.tenant,
+                   "type": c.content_type, "md5": c.md5, "appName": c.app_name})
+        },
+        |c| {
+            vec![
+                c.data_id.clone(),
+                c.group.clone(),
+                c.content_type.clone(),
+                c.md5.clone(),
+            ]
+        },
+    );
+    let what = format!("configs in {}", ns_label(&ns));
+    output::page_footer(a.conn.output, &page, &what);
     Ok(())
 }
 

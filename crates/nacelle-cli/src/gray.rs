@@ -119,26 +119,23 @@ async fn ls(key: KeyArgs, conn: Conn) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     let grays = client.admin().grays(k.clone()).await?;
-    match conn.output {
-        Output::Json => output::json(&json!(grays.iter().map(gray_json).collect::<Vec<_>>())),
-        Output::Table => {
-            let rows: Vec<Vec<String>> = grays
-                .iter()
-                .map(|g| {
-                    vec![
-                        g.gray_name.clone(),
-                        g.rule_type.clone(),
-                        g.priority.to_string(),
-                        g.md5.clone(),
-                        g.expr.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["NAME", "TYPE", "PRIORITY", "MD5", "RULE"], &rows);
-            if grays.is_empty() {
-                eprintln!("no gray variant of {k}");
-            }
-        }
+    output::list(
+        conn.output,
+        &grays,
+        &["NAME", "TYPE", "PRIORITY", "MD5", "RULE"],
+        gray_json,
+        |g| {
+            vec![
+                g.gray_name.clone(),
+                g.rule_type.clone(),
+                g.priority.to_string(),
+                g.md5.clone(),
+                g.expr.clone(),
+            ]
+        },
+    );
+    if conn.output == Output::Table && grays.is_empty() {
+        eprintln!("no gray variant of {k}");
     }
     Ok(())
 }

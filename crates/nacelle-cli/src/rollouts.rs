@@ -253,26 +253,23 @@ fn stage_text(r: &Rollout) -> String {
 async fn ls(active: bool, conn: Conn) -> Result<()> {
     let client = connect(&conn).await?;
     let all = client.admin().rollouts(active, 100).await?;
-    match conn.output {
-        Output::Json => output::json(&json!(all.iter().map(rollout_json).collect::<Vec<_>>())),
-        Output::Table => {
-            let rows: Vec<Vec<String>> = all
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.id.to_string(),
-                        format!("{}/{}", r.group, r.data_id),
-                        r.state.clone(),
-                        format!("{}/{} ({})", r.step, r.steps, stage_text(r)),
-                        r.reason.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["ID", "KEY", "STATE", "STEP", "REASON"], &rows);
-            if all.is_empty() {
-                eprintln!("no rollout");
-            }
-        }
+    output::list(
+        conn.output,
+        &all,
+        &["ID", "KEY", "STATE", "STEP", "REASON"],
+        rollout_json,
+        |r| {
+            vec![
+                r.id.to_string(),
+                format!("{}/{}", r.group, r.data_id),
+                r.state.clone(),
+                format!("{}/{} ({})", r.step, r.steps, stage_text(r)),
+                r.reason.clone(),
+            ]
+        },
+    );
+    if conn.output == Output::Table && all.is_empty() {
+        eprintln!("no rollout");
     }
     Ok(())
 }

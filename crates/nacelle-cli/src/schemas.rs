@@ -133,29 +133,21 @@ pub(crate) async fn schema(a: SchemaArgs) -> Result<()> {
         }
         SchemaCommand::Ls { all } => {
             let list = admin.schemas((!all).then_some(ns.as_str())).await?;
-            match out {
-                Output::Json => {
-                    output::json(&json!(list.iter().map(schema_json).collect::<Vec<_>>()))
-                }
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .iter()
-                        .map(|s| {
-                            vec![
-                                ns_label(&s.namespace_id).to_string(),
-                                s.group.clone(),
-                                s.data_id.clone(),
-                                s.src_user.clone(),
-                                s.description.clone(),
-                            ]
-                        })
-                        .collect();
-                    output::table(
-                        &["NAMESPACE", "GROUP", "DATA ID", "BY", "DESCRIPTION"],
-                        &rows,
-                    );
-                }
-            }
+            output::list(
+                out,
+                &list,
+                &["NAMESPACE", "GROUP", "DATA ID", "BY", "DESCRIPTION"],
+                schema_json,
+                |s| {
+                    vec![
+                        ns_label(&s.namespace_id).to_string(),
+                        s.group.clone(),
+                        s.data_id.clone(),
+                        s.src_user.clone(),
+                        s.description.clone(),
+                    ]
+                },
+            );
         }
         SchemaCommand::Rm { patterns } => {
             admin
