@@ -1,6 +1,6 @@
 //! `get`, `put`, `rm`, `ls`/`search`, `watch`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::Stdio;
 
@@ -9,6 +9,7 @@ use nacelle_client::{Change, Config, Key, PublishOptions};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -171,19 +172,9 @@ pub(crate) fn type_of_name(name: &str) -> Option<String> {
 }
 
 pub(crate) async fn put(a: PutArgs) -> Result<()> {
-    let (content, file_name) = match &a.file {
-        Some(p) if p.as_os_str() != "-" => (
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?,
-            Some(p.display().to_string()),
-        ),
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            (s, None)
-        }
-    };
+    let file = input::named_file(a.file.as_deref());
+    let content = input::read_content(file)?;
+    let file_name = file.map(|p| p.display().to_string());
     let content_type = a
         .content_type
         .clone()

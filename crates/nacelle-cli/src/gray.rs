@@ -1,13 +1,13 @@
 //! `gray ls|create|promote|stop`: gray releases of a key over the client's HTTP admin
 //! calls (`docs/gray-release.md`).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use nacelle_client::{GrayRule, GrayVariant, BETA_GRAY_NAME};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -172,18 +172,7 @@ fn rule_of(a: &CreateArgs) -> Result<GrayRule> {
 
 async fn create(a: CreateArgs) -> Result<()> {
     let rule = rule_of(&a)?;
-    let content = match &a.file {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?
-        }
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            s
-        }
-    };
+    let content = input::read_content(a.file.as_deref())?;
     let client = connect(&a.conn).await?;
     let key = a.key.key(&client);
     client

@@ -1,7 +1,6 @@
 //! `rollout start|ls|status|pause|resume|advance|abort`: staged rollouts over the client's
 //! admin calls (`docs/rollouts.md`).
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +8,7 @@ use nacelle_client::{NewRollout, PromGuard, Rollout, RolloutAction};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -185,18 +185,7 @@ async fn start(a: StartArgs) -> Result<()> {
         .as_deref()
         .map(parse_duration)
         .transpose()?;
-    let content = match &a.file {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?
-        }
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            s
-        }
-    };
+    let content = input::read_content(a.file.as_deref())?;
     let plan = NewRollout {
         steps: a.steps.clone(),
         bake_ms: millis(bake),
