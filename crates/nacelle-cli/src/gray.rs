@@ -45,29 +45,25 @@ pub enum GrayCommand {
     #[command(
         after_help = "Examples:\n  nacelle gray promote app.yaml              # the beta\n  nacelle gray promote app.yaml --name shop-canary"
     )]
-    Promote {
-        #[command(flatten)]
-        key: KeyArgs,
-        /// The variant's name.
-        #[arg(long, default_value = BETA_GRAY_NAME)]
-        name: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Promote(VariantArgs),
     /// Stop (abandon) a gray variant: its callers get the formal config back.
     #[command(
         visible_alias = "abandon",
         after_help = "Examples:\n  nacelle gray stop app.yaml                 # the beta\n  nacelle gray stop app.yaml --name shop-canary -o json"
     )]
-    Stop {
-        #[command(flatten)]
-        key: KeyArgs,
-        /// The variant's name.
-        #[arg(long, default_value = BETA_GRAY_NAME)]
-        name: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Stop(VariantArgs),
+}
+
+// One gray variant of a key (`promote`, `stop`).
+#[derive(Debug, clap::Args)]
+pub struct VariantArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// The variant's name.
+    #[arg(long, default_value = BETA_GRAY_NAME)]
+    name: String,
+    #[command(flatten)]
+    conn: Conn,
 }
 
 // `nacelle gray create`.
@@ -104,8 +100,8 @@ pub(crate) async fn gray(a: GrayArgs) -> Result<()> {
     match a.cmd {
         GrayCommand::Ls { key, conn } => ls(key, conn).await,
         GrayCommand::Create(c) => create(c).await,
-        GrayCommand::Promote { key, name, conn } => promote(key, name, conn).await,
-        GrayCommand::Stop { key, name, conn } => stop(key, name, conn).await,
+        GrayCommand::Promote(v) => promote(v).await,
+        GrayCommand::Stop(v) => stop(v).await,
     }
 }
 
@@ -192,7 +188,7 @@ async fn create(a: CreateArgs) -> Result<()> {
     Ok(())
 }
 
-async fn promote(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
+async fn promote(VariantArgs { key, name, conn }: VariantArgs) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     client.admin().promote_gray(k.clone(), &name).await?;
@@ -204,7 +200,7 @@ async fn promote(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
     Ok(())
 }
 
-async fn stop(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
+async fn stop(VariantArgs { key, name, conn }: VariantArgs) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     let admin = client.admin();
