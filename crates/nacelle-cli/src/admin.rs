@@ -91,32 +91,23 @@ pub(crate) async fn ns(a: NsArgs) -> Result<()> {
     match a.cmd {
         NsCommand::List => {
             let list = admin.namespaces().await?;
-            match a.conn.output {
-                Output::Json => {
-                    let items: Vec<_> = list
-                        .iter()
-                        .map(|n| {
-                            json!({"id": n.namespace, "name": n.namespace_show_name,
-                                        "desc": n.namespace_desc, "configCount": n.config_count})
-                        })
-                        .collect();
-                    output::json(&json!(items));
-                }
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .iter()
-                        .map(|n| {
-                            vec![
-                                ns_label(&n.namespace).to_string(),
-                                n.namespace_show_name.clone(),
-                                n.config_count.to_string(),
-                                n.namespace_desc.clone(),
-                            ]
-                        })
-                        .collect();
-                    output::table(&["ID", "NAME", "CONFIGS", "DESCRIPTION"], &rows);
-                }
-            }
+            output::list(
+                a.conn.output,
+                &list,
+                &["ID", "NAME", "CONFIGS", "DESCRIPTION"],
+                |n| {
+                    json!({"id": n.namespace, "name": n.namespace_show_name,
+                        "desc": n.namespace_desc, "configCount": n.config_count})
+                },
+                |n| {
+                    vec![
+                        ns_label(&n.namespace).to_string(),
+                        n.namespace_show_name.clone(),
+                        n.config_count.to_string(),
+                        n.namespace_desc.clone(),
+                    ]
+                },
+            );
         }
         NsCommand::Create { id, name, desc } => {
             let name = name.unwrap_or_else(|| id.clone());

@@ -116,48 +116,31 @@ async fn ls(a: LsArgs) -> Result<()> {
     };
     let client = connect(&a.conn).await?;
     let page = client.admin().audit(&q).await?;
-    match a.conn.output {
-        Output::Json => {
-            let items: Vec<_> = page
-                .page_items
-                .iter()
-                .map(|e| {
-                    json!({"seq": e.seq, "time": e.time, "user": e.user, "address": e.address,
-                        "protocol": e.protocol, "action": e.action, "target": e.target,
-                        "outcome": e.outcome, "detail": e.detail, "changeId": e.change_id,
-                        "prevHash": e.prev_hash, "hash": e.hash})
-                })
-                .collect();
-            output::json(
-                &json!({"totalCount": page.total_count, "pageNumber": page.page_number,
-                "pagesAvailable": page.pages_available, "items": items}),
-            );
-        }
-        Output::Table => {
-            let rows: Vec<Vec<String>> = page
-                .page_items
-                .iter()
-                .map(|e| {
-                    vec![
-                        e.seq.to_string(),
-                        e.time.to_string(),
-                        e.user.clone(),
-                        e.address.clone(),
-                        e.action.clone(),
-                        e.target.clone(),
-                        e.outcome.clone(),
-                        e.detail.clone(),
-                    ]
-                })
-                .collect();
-            output::table(
-                &[
-                    "SEQ", "TIME_MS", "USER", "ADDRESS", "ACTION", "TARGET", "OUTCOME", "DETAIL",
-                ],
-                &rows,
-            );
-        }
-    }
+    output::page(
+        a.conn.output,
+        &page,
+        &[
+            "SEQ", "TIME_MS", "USER", "ADDRESS", "ACTION", "TARGET", "OUTCOME", "DETAIL",
+        ],
+        |e| {
+            json!({"seq": e.seq, "time": e.time, "user": e.user, "address": e.address,
+                "protocol": e.protocol, "action": e.action, "target": e.target,
+                "outcome": e.outcome, "detail": e.detail, "changeId": e.change_id,
+                "prevHash": e.prev_hash, "hash": e.hash})
+        },
+        |e| {
+            vec![
+                e.seq.to_string(),
+                e.time.to_string(),
+                e.user.clone(),
+                e.address.clone(),
+                e.action.clone(),
+                e.target.clone(),
+                e.outcome.clone(),
+                e.detail.clone(),
+            ]
+        },
+    );
     Ok(())
 }
 

@@ -235,40 +235,32 @@ async fn ls(state: Option<String>, conn: Conn) -> Result<()> {
         .admin()
         .changes(None, state.as_deref(), 1, 100)
         .await?;
-    match conn.output {
-        Output::Json => output::json(&json!(page
-            .page_items
-            .iter()
-            .map(change_json)
-            .collect::<Vec<_>>())),
-        Output::Table => {
-            let rows: Vec<Vec<String>> = page
-                .page_items
-                .iter()
-                .map(|c| {
-                    let state = if c.stale {
-                        format!("{} (stale)", c.state)
-                    } else {
-                        c.state.clone()
-                    };
-                    vec![
-                        c.id.to_string(),
-                        state,
-                        c.author.clone(),
-                        c.item_count.to_string(),
-                        c.title.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["ID", "STATE", "AUTHOR", "KEYS", "TITLE"], &rows);
-            if page.total_count > page.page_items.len() as u64 {
-                eprintln!(
-                    "{} of {} shown (newest first)",
-                    page.page_items.len(),
-                    page.total_count
-                );
-            }
-        }
+    output::list(
+        conn.output,
+        &page.page_items,
+        &["ID", "STATE", "AUTHOR", "KEYS", "TITLE"],
+        change_json,
+        |c| {
+            let state = if c.stale {
+                format!("{} (stale)", c.state)
+            } else {
+                c.state.clone()
+            };
+            vec![
+                c.id.to_string(),
+                state,
+                c.author.clone(),
+                c.item_count.to_string(),
+                c.title.clone(),
+            ]
+        },
+    );
+    if conn.output == Output::Table && page.total_count > page.page_items.len() as u64 {
+        eprintln!(
+            "{} of {} shown (newest first)",
+            page.page_items.len(),
+            page.total_count
+        );
     }
     Ok(())
 }
@@ -440,30 +432,24 @@ pub(crate) async fn policy(a: PolicyArgs) -> Result<()> {
         PolicyCommand::Ls { conn } => {
             let client = connect(&conn).await?;
             let all = client.admin().review_policies().await?;
-            match conn.output {
-                Output::Json => output::json(&json!(all
-                    .iter()
-                    .map(
-                        |p| json!({"namespace": p.namespace_id, "group": p.group_pattern,
+            output::list(
+                conn.output,
+                &all,
+                &["NAMESPACE", "GROUP", "APPROVALS", "SET BY"],
+                |p| {
+                    json!({"namespace": p.namespace_id, "group": p.group_pattern,
                         "approvals": p.required_approvals, "updatedBy": p.updated_by,
                         "updated": p.updated_time})
-                    )
-                    .collect::<Vec<_>>())),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = all
-                        .iter()
-                        .map(|p| {
-                            vec![
-                                p.namespace_id.clone(),
-                                p.group_pattern.clone(),
-                                p.required_approvals.to_string(),
-                                p.updated_by.clone(),
-                            ]
-                        })
-                        .collect();
-                    output::table(&["NAMESPACE", "GROUP", "APPROVALS", "SET BY"], &rows);
-                }
-            }
+                },
+                |p| {
+                    vec![
+                        p.namespace_id.clone(),
+                        p.group_pattern.clone(),
+                        p.required_approvals.to_string(),
+                        p.updated_by.clone(),
+                    ]
+                },
+            );
             Ok(())
         }
         PolicyCommand::Set {

@@ -1,6 +1,6 @@
 //! `get`, `put`, `rm`, `ls`/`search`, `watch`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::Stdio;
 
@@ -9,6 +9,7 @@ use nacelle_client::{Change, Config, Key, PublishOptions};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -171,19 +172,9 @@ pub(crate) fn type_of_name(name: &str) -> Option<String> {
 }
 
 pub(crate) async fn put(a: PutArgs) -> Result<()> {
-    let (content, file_name) = match &a.file {
-        Some(p) if p.as_os_str() != "-" => (
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?,
-            Some(p.display().to_string()),
-        ),
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            (s, None)
-        }
-    };
+    let file = input::named_file(a.file.as_deref());
+    let content = input::read_content(file)?;
+    let file_name = file.map(|p| p.display().to_string());
     let content_type = a
         .content_type
         .clone()
@@ -246,46 +237,25 @@ pub(crate) async fn ls(a: LsArgs) -> Result<()> {
         .admin()
         .search(&ns, &a.pattern, &a.group, a.page, a.size)
         .await?;
-    match a.conn.output {
-        Output::Json => {
-            let items: Vec<_> = page
-                .page_items
-                .iter()
-                .map(|c| {
-                    json!({"dataId": c.data_id, "group": c.group, "namespace": c.tenant,
-                           "type": c.content_type, "md5": c.md5, "appName": c.app_name})
-                })
-                .collect();
-            output::json(
-                &json!({"totalCount": page.total_count, "pageNumber": page.page_number,
-                "pagesAvailable": page.pages_available, "items": items}),
-            );
-        }
-        Output::Table => {
-            let rows: Vec<Vec<String>> = page
-                .page_items
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.data_id.clone(),
-                        c.group.clone(),
-                        c.content_type.clone(),
-                        c.md5.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["DATA ID", "GROUP", "TYPE", "MD5"], &rows);
-            if page.pages_available > 1 {
-                eprintln!(
-                    "page {} of {} ({} configs in {})",
-                    page.page_number,
-                    page.pages_available,
-                    page.total_count,
-                    ns_label(&ns)
-                );
-            }
-        }
-    }
+    output::page(
+        a.conn.output,
+        &page,
+        &["DATA ID", "GROUP", "TYPE", "MD5"],
+        |c| {
+            json!({"dataId": c.data_id, "group": c.group, "namespace": c.tenant,
+                   "type": c.content_type, "md5": c.md5, "appName": c.app_name})
+        },
+        |c| {
+            vec![
+                c.data_id.clone(),
+                c.group.clone(),
+                c.content_type.clone(),
+                c.md5.clone(),
+            ]
+        },
+    );
+    let what = format!("configs in {}", ns_label(&ns));
+    output::page_footer(a.conn.output, &page, &what);
     Ok(())
 }
 

@@ -1,13 +1,13 @@
 //! `gray ls|create|promote|stop`: gray releases of a key over the client's HTTP admin
 //! calls (`docs/gray-release.md`).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use nacelle_client::{GrayRule, GrayVariant, BETA_GRAY_NAME};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -45,29 +45,25 @@ pub enum GrayCommand {
     #[command(
         after_help = "Examples:\n  nacelle gray promote app.yaml              # the beta\n  nacelle gray promote app.yaml --name shop-canary"
     )]
-    Promote {
-        #[command(flatten)]
-        key: KeyArgs,
-        /// The variant's name.
-        #[arg(long, default_value = BETA_GRAY_NAME)]
-        name: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Promote(VariantArgs),
     /// Stop (abandon) a gray variant: its callers get the formal config back.
     #[command(
         visible_alias = "abandon",
         after_help = "Examples:\n  nacelle gray stop app.yaml                 # the beta\n  nacelle gray stop app.yaml --name shop-canary -o json"
     )]
-    Stop {
-        #[command(flatten)]
-        key: KeyArgs,
-        /// The variant's name.
-        #[arg(long, default_value = BETA_GRAY_NAME)]
-        name: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Stop(VariantArgs),
+}
+
+// One gray variant of a key (`promote`, `stop`).
+#[derive(Debug, clap::Args)]
+pub struct VariantArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// The variant's name.
+    #[arg(long, default_value = BETA_GRAY_NAME)]
+    name: String,
+    #[command(flatten)]
+    conn: Conn,
 }
 
 // `nacelle gray create`.
@@ -104,8 +100,8 @@ pub(crate) async fn gray(a: GrayArgs) -> Result<()> {
     match a.cmd {
         GrayCommand::Ls { key, conn } => ls(key, conn).await,
         GrayCommand::Create(c) => create(c).await,
-        GrayCommand::Promote { key, name, conn } => promote(key, name, conn).await,
-        GrayCommand::Stop { key, name, conn } => stop(key, name, conn).await,
+        GrayCommand::Promote(v) => promote(v).await,
+        GrayCommand::Stop(v) => stop(v).await,
     }
 }
 
@@ -119,26 +115,23 @@ async fn ls(key: KeyArgs, conn: Conn) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     let grays = client.admin().grays(k.clone()).await?;
-    match conn.output {
-        Output::Json => output::json(&json!(grays.iter().map(gray_json).collect::<Vec<_>>())),
-        Output::Table => {
-            let rows: Vec<Vec<String>> = grays
-                .iter()
-                .map(|g| {
-                    vec![
-                        g.gray_name.clone(),
-                        g.rule_type.clone(),
-                        g.priority.to_string(),
-                        g.md5.clone(),
-                        g.expr.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["NAME", "TYPE", "PRIORITY", "MD5", "RULE"], &rows);
-            if grays.is_empty() {
-                eprintln!("no gray variant of {k}");
-            }
-        }
+    output::list(
+        conn.output,
+        &grays,
+        &["NAME", "TYPE", "PRIORITY", "MD5", "RULE"],
+        gray_json,
+        |g| {
+            vec![
+                g.gray_name.clone(),
+                g.rule_type.clone(),
+                g.priority.to_string(),
+                g.md5.clone(),
+                g.expr.clone(),
+            ]
+        },
+    );
+    if conn.output == Output::Table && grays.is_empty() {
+        eprintln!("no gray variant of {k}");
     }
     Ok(())
 }
@@ -175,18 +168,7 @@ fn rule_of(a: &CreateArgs) -> Result<GrayRule> {
 
 async fn create(a: CreateArgs) -> Result<()> {
     let rule = rule_of(&a)?;
-    let content = match &a.file {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?
-        }
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            s
-        }
-    };
+    let content = input::read_content(a.file.as_deref())?;
     let client = connect(&a.conn).await?;
     let key = a.key.key(&client);
     client
@@ -206,7 +188,7 @@ async fn create(a: CreateArgs) -> Result<()> {
     Ok(())
 }
 
-async fn promote(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
+async fn promote(VariantArgs { key, name, conn }: VariantArgs) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     client.admin().promote_gray(k.clone(), &name).await?;
@@ -218,7 +200,7 @@ async fn promote(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
     Ok(())
 }
 
-async fn stop(key: KeyArgs, name: String, conn: Conn) -> Result<()> {
+async fn stop(VariantArgs { key, name, conn }: VariantArgs) -> Result<()> {
     let client = connect(&conn).await?;
     let k = key.key(&client);
     let admin = client.admin();

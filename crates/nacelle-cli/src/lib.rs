@@ -14,7 +14,8 @@
 //!   `users.rs`: user, role, perm. `schemas.rs`: schema set/get/ls/rm/check.
 //!   `audit.rs`: audit ls/verify. `webhooks.rs`: webhook add/ls/rm/deliveries/redeliver.
 //!   `login.rs`: login, profile.
-//! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `error.rs`:
+//! - `profile.rs`: the profile file. `output.rs`: tables and JSON. `input.rs`: content
+//!   from a file or stdin. `error.rs`:
 //!   [`CliError`] and the exit codes ([`exit`]).
 //!
 //! The help is for users: each command's text is its enum variant's doc comment, each
@@ -28,6 +29,7 @@ mod clients;
 mod configs;
 mod error;
 mod gray;
+mod input;
 mod login;
 pub mod output;
 pub mod profile;

@@ -136,47 +136,32 @@ fn reqwest_client() -> Result<nacelle_client::auth::HttpClient> {
 pub(crate) fn profile(a: ProfileArgs) -> Result<()> {
     let mut profiles = Profiles::load()?;
     match a.cmd {
-        ProfileCommand::List => match a.conn.output {
-            Output::Json => {
-                let items: Vec<_> = profiles
-                    .profiles
-                    .iter()
-                    .map(|(n, p)| profile_json(n, p, profiles.current.as_deref() == Some(n)))
-                    .collect();
-                output::json(&json!(items));
-            }
-            Output::Table => {
-                let now = now_s();
-                let rows: Vec<Vec<String>> = profiles
-                    .profiles
-                    .iter()
-                    .map(|(n, p)| {
-                        let mark = if profiles.current.as_deref() == Some(n) {
-                            "*"
-                        } else {
-                            ""
-                        };
-                        let token = match p.token_expires_at {
-                            Some(t) if t > now => format!("valid {} s", t - now),
-                            Some(_) => "expired".to_string(),
-                            None => "-".to_string(),
-                        };
-                        vec![
-                            mark.to_string(),
-                            n.clone(),
-                            p.servers.join(","),
-                            output::ns_label(&p.namespace).to_string(),
-                            p.username.clone().unwrap_or_default(),
-                            token,
-                        ]
-                    })
-                    .collect();
-                output::table(
-                    &["", "NAME", "SERVERS", "NAMESPACE", "USER", "TOKEN"],
-                    &rows,
-                );
-            }
-        },
+        ProfileCommand::List => {
+            let current = profiles.current.as_deref();
+            let now = now_s();
+            output::list(
+                a.conn.output,
+                &profiles.profiles,
+                &["", "NAME", "SERVERS", "NAMESPACE", "USER", "TOKEN"],
+                |(n, p)| profile_json(n, p, current == Some(n)),
+                |(n, p)| {
+                    let mark = if current == Some(n) { "*" } else { "" };
+                    let token = match p.token_expires_at {
+                        Some(t) if t > now => format!("valid {} s", t - now),
+                        Some(_) => "expired".to_string(),
+                        None => "-".to_string(),
+                    };
+                    vec![
+                        mark.to_string(),
+                        n.clone(),
+                        p.servers.join(","),
+                        output::ns_label(&p.namespace).to_string(),
+                        p.username.clone().unwrap_or_default(),
+                        token,
+                    ]
+                },
+            );
+        }
         ProfileCommand::Use { name } => {
             if !profiles.profiles.contains_key(&name) {
                 return Err(CliError::NotFound(format!("no profile `{name}`")));

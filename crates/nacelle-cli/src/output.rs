@@ -1,5 +1,6 @@
 //! Output for people (aligned tables) and for scripts (`--output json`).
 
+use nacelle_client::Page;
 use serde_json::Value;
 
 /// How a command prints its result.
@@ -44,6 +45,48 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
 /// Prints a JSON value on one line.
 pub fn json(v: &Value) {
     println!("{v}");
+}
+
+/// Prints a listing: for scripts one JSON array of `item(x)`, for people the `row(x)` of
+/// every `x` under `header`.
+pub fn list<T>(
+    out: Output,
+    items: impl IntoIterator<Item = T>,
+    header: &[&str],
+    item: impl FnMut(T) -> Value,
+    row: impl FnMut(T) -> Vec<String>,
+) {
+    match out {
+        Output::Json => json(&Value::Array(items.into_iter().map(item).collect())),
+        Output::Table => table(header, &items.into_iter().map(row).collect::<Vec<_>>()),
+    }
+}
+
+/// Prints a page of a listing: for scripts `{totalCount, pageNumber, pagesAvailable,
+/// items}`, the items as `item` writes them; for people as [`list`] does.
+pub fn page<'a, T>(
+    out: Output,
+    page: &'a Page<T>,
+    header: &[&str],
+    mut item: impl FnMut(&'a T) -> Value,
+    row: impl FnMut(&'a T) -> Vec<String>,
+) {
+    match out {
+        Output::Json => json(&serde_json::json!({"totalCount": page.total_count,
+            "pageNumber": page.page_number, "pagesAvailable": page.pages_available,
+            "items": page.page_items.iter().map(&mut item).collect::<Vec<_>>()})),
+        Output::Table => list(out, &page.page_items, header, item, row),
+    }
+}
+
+/// For people, when there is more than one page: `page N of M (T <what>)` on stderr.
+pub fn page_footer<T>(out: Output, page: &Page<T>, what: &str) {
+    if out == Output::Table && page.pages_available > 1 {
+        eprintln!(
+            "page {} of {} ({} {what})",
+            page.page_number, page.pages_available, page.total_count
+        );
+    }
 }
 
 /// `public` for the default namespace (the client's [`nacelle_client::namespace_label`]).

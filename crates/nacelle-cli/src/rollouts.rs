@@ -1,7 +1,6 @@
 //! `rollout start|ls|status|pause|resume|advance|abort`: staged rollouts over the client's
 //! admin calls (`docs/rollouts.md`).
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +8,7 @@ use nacelle_client::{NewRollout, PromGuard, Rollout, RolloutAction};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, Output};
 use crate::{connect, Conn, KeyArgs};
 
@@ -185,18 +185,7 @@ async fn start(a: StartArgs) -> Result<()> {
         .as_deref()
         .map(parse_duration)
         .transpose()?;
-    let content = match &a.file {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read_to_string(p).map_err(CliError::io(format!("reading {}", p.display())))?
-        }
-        _ => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(CliError::io("reading stdin"))?;
-            s
-        }
-    };
+    let content = input::read_content(a.file.as_deref())?;
     let plan = NewRollout {
         steps: a.steps.clone(),
         bake_ms: millis(bake),
@@ -253,26 +242,23 @@ fn stage_text(r: &Rollout) -> String {
 async fn ls(active: bool, conn: Conn) -> Result<()> {
     let client = connect(&conn).await?;
     let all = client.admin().rollouts(active, 100).await?;
-    match conn.output {
-        Output::Json => output::json(&json!(all.iter().map(rollout_json).collect::<Vec<_>>())),
-        Output::Table => {
-            let rows: Vec<Vec<String>> = all
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.id.to_string(),
-                        format!("{}/{}", r.group, r.data_id),
-                        r.state.clone(),
-                        format!("{}/{} ({})", r.step, r.steps, stage_text(r)),
-                        r.reason.clone(),
-                    ]
-                })
-                .collect();
-            output::table(&["ID", "KEY", "STATE", "STEP", "REASON"], &rows);
-            if all.is_empty() {
-                eprintln!("no rollout");
-            }
-        }
+    output::list(
+        conn.output,
+        &all,
+        &["ID", "KEY", "STATE", "STEP", "REASON"],
+        rollout_json,
+        |r| {
+            vec![
+                r.id.to_string(),
+                format!("{}/{}", r.group, r.data_id),
+                r.state.clone(),
+                format!("{}/{} ({})", r.step, r.steps, stage_text(r)),
+                r.reason.clone(),
+            ]
+        },
+    );
+    if conn.output == Output::Table && all.is_empty() {
+        eprintln!("no rollout");
     }
     Ok(())
 }

@@ -1,13 +1,13 @@
 //! `schema`: the JSON Schemas of config keys (`docs/schema-validation.md`) — set, get,
 //! ls, rm, and check a file against the schemas of a key without publishing it.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use nacelle_client::{Schema, DEFAULT_GROUP};
 use serde_json::json;
 
 use crate::error::{CliError, Result};
+use crate::input;
 use crate::output::{self, ns_label, Output};
 use crate::{connect, Conn};
 
@@ -76,17 +76,6 @@ pub enum SchemaCommand {
     },
 }
 
-fn read(file: &PathBuf) -> Result<String> {
-    if file.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(CliError::io("reading stdin"))?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(file).map_err(CliError::io(format!("reading {}", file.display())))
-}
-
 fn schema_json(s: &Schema) -> serde_json::Value {
     json!({"namespace": s.namespace_id, "group": s.group, "dataId": s.data_id,
            "schema": s.schema, "description": s.description, "srcUser": s.src_user,
@@ -104,7 +93,7 @@ pub(crate) async fn schema(a: SchemaArgs) -> Result<()> {
             file,
             desc,
         } => {
-            let text = read(&file)?;
+            let text = input::read_content(Some(&file))?;
             let set = admin
                 .set_schema(&ns, &patterns.group, &patterns.data_id, &text, &desc)
                 .await?;
@@ -133,29 +122,21 @@ pub(crate) async fn schema(a: SchemaArgs) -> Result<()> {
         }
         SchemaCommand::Ls { all } => {
             let list = admin.schemas((!all).then_some(ns.as_str())).await?;
-            match out {
-                Output::Json => {
-                    output::json(&json!(list.iter().map(schema_json).collect::<Vec<_>>()))
-                }
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .iter()
-                        .map(|s| {
-                            vec![
-                                ns_label(&s.namespace_id).to_string(),
-                                s.group.clone(),
-                                s.data_id.clone(),
-                                s.src_user.clone(),
-                                s.description.clone(),
-                            ]
-                        })
-                        .collect();
-                    output::table(
-                        &["NAMESPACE", "GROUP", "DATA ID", "BY", "DESCRIPTION"],
-                        &rows,
-                    );
-                }
-            }
+            output::list(
+                out,
+                &list,
+                &["NAMESPACE", "GROUP", "DATA ID", "BY", "DESCRIPTION"],
+                schema_json,
+                |s| {
+                    vec![
+                        ns_label(&s.namespace_id).to_string(),
+                        s.group.clone(),
+                        s.data_id.clone(),
+                        s.src_user.clone(),
+                        s.description.clone(),
+                    ]
+                },
+            );
         }
         SchemaCommand::Rm { patterns } => {
             admin
@@ -177,7 +158,7 @@ pub(crate) async fn schema(a: SchemaArgs) -> Result<()> {
             group,
             content_type,
         } => {
-            let content = read(&file)?;
+            let content = input::read_content(Some(&file))?;
             let content_type = content_type
                 .or_else(|| crate::configs::type_of_name(&file.to_string_lossy()))
                 .or_else(|| crate::configs::type_of_name(&key));

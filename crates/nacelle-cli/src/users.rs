@@ -245,35 +245,19 @@ fn done(conn: &Conn, v: serde_json::Value, said: String) {
     }
 }
 
-fn page_footer<T>(page: &nacelle_client::Page<T>, what: &str) {
-    if page.pages_available > 1 {
-        eprintln!(
-            "page {} of {} ({} {what})",
-            page.page_number, page.pages_available, page.total_count
-        );
-    }
-}
-
 pub(crate) async fn user(a: UserArgs) -> Result<()> {
     match a.cmd {
         UserCommand::Ls { page, conn } => {
             let client = connect(&conn).await?;
             let list = client.admin().users(page.page, page.size).await?;
-            match conn.output {
-                Output::Json => output::json(&json!({"totalCount": list.total_count,
-                    "pageNumber": list.page_number, "pagesAvailable": list.pages_available,
-                    "items": list.page_items.iter().map(|u| json!({"username": u.username}))
-                        .collect::<Vec<_>>()})),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .page_items
-                        .iter()
-                        .map(|u| vec![u.username.clone()])
-                        .collect();
-                    output::table(&["USERNAME"], &rows);
-                    page_footer(&list, "users");
-                }
-            }
+            output::page(
+                conn.output,
+                &list,
+                &["USERNAME"],
+                |u| json!({"username": u.username}),
+                |u| vec![u.username.clone()],
+            );
+            output::page_footer(conn.output, &list, "users");
         }
         UserCommand::Create {
             name: username,
@@ -327,22 +311,14 @@ pub(crate) async fn role(a: RoleArgs) -> Result<()> {
                 .admin()
                 .roles(user.as_deref(), page.page, page.size)
                 .await?;
-            match conn.output {
-                Output::Json => output::json(&json!({"totalCount": list.total_count,
-                    "pageNumber": list.page_number, "pagesAvailable": list.pages_available,
-                    "items": list.page_items.iter()
-                        .map(|r| json!({"role": r.role, "username": r.username}))
-                        .collect::<Vec<_>>()})),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .page_items
-                        .iter()
-                        .map(|r| vec![r.role.clone(), r.username.clone()])
-                        .collect();
-                    output::table(&["ROLE", "USERNAME"], &rows);
-                    page_footer(&list, "grants");
-                }
-            }
+            output::page(
+                conn.output,
+                &list,
+                &["ROLE", "USERNAME"],
+                |r| json!({"role": r.role, "username": r.username}),
+                |r| vec![r.role.clone(), r.username.clone()],
+            );
+            output::page_footer(conn.output, &list, "grants");
         }
         RoleCommand::Add {
             role,
@@ -389,22 +365,14 @@ pub(crate) async fn perm(a: PermArgs) -> Result<()> {
                 .admin()
                 .permissions(role.as_deref(), page.page, page.size)
                 .await?;
-            match conn.output {
-                Output::Json => output::json(&json!({"totalCount": list.total_count,
-                    "pageNumber": list.page_number, "pagesAvailable": list.pages_available,
-                    "items": list.page_items.iter()
-                        .map(|p| json!({"role": p.role, "resource": p.resource, "action": p.action}))
-                        .collect::<Vec<_>>()})),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = list
-                        .page_items
-                        .iter()
-                        .map(|p| vec![p.role.clone(), p.resource.clone(), p.action.clone()])
-                        .collect();
-                    output::table(&["ROLE", "RESOURCE", "ACTION"], &rows);
-                    page_footer(&list, "permissions");
-                }
-            }
+            output::page(
+                conn.output,
+                &list,
+                &["ROLE", "RESOURCE", "ACTION"],
+                |p| json!({"role": p.role, "resource": p.resource, "action": p.action}),
+                |p| vec![p.role.clone(), p.resource.clone(), p.action.clone()],
+            );
+            output::page_footer(conn.output, &list, "permissions");
         }
         PermCommand::Add { perm, conn } => {
             let client = connect(&conn).await?;

@@ -154,45 +154,37 @@ pub(crate) async fn webhook(a: WebhookArgs) -> Result<()> {
         }
         WebhookCommand::Ls => {
             let hooks = admin.webhooks().await?;
-            match out {
-                Output::Json => {
-                    output::json(&json!(hooks.iter().map(hook_json).collect::<Vec<_>>()))
-                }
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = hooks
-                        .iter()
-                        .map(|h| {
-                            vec![
-                                h.id.to_string(),
-                                ns_label(&h.namespace_id).to_string(),
-                                h.group.clone(),
-                                h.data_id.clone(),
-                                h.url.clone(),
-                                if h.events.is_empty() {
-                                    "*".to_string()
-                                } else {
-                                    h.events.join(",")
-                                },
-                                if h.enabled { "yes" } else { "no" }.to_string(),
-                                h.secret_fingerprint.clone(),
-                            ]
-                        })
-                        .collect();
-                    output::table(
-                        &[
-                            "ID",
-                            "NAMESPACE",
-                            "GROUP",
-                            "DATA ID",
-                            "URL",
-                            "EVENTS",
-                            "ENABLED",
-                            "SECRET",
-                        ],
-                        &rows,
-                    );
-                }
-            }
+            output::list(
+                out,
+                &hooks,
+                &[
+                    "ID",
+                    "NAMESPACE",
+                    "GROUP",
+                    "DATA ID",
+                    "URL",
+                    "EVENTS",
+                    "ENABLED",
+                    "SECRET",
+                ],
+                hook_json,
+                |h| {
+                    vec![
+                        h.id.to_string(),
+                        ns_label(&h.namespace_id).to_string(),
+                        h.group.clone(),
+                        h.data_id.clone(),
+                        h.url.clone(),
+                        if h.events.is_empty() {
+                            "*".to_string()
+                        } else {
+                            h.events.join(",")
+                        },
+                        if h.enabled { "yes" } else { "no" }.to_string(),
+                        h.secret_fingerprint.clone(),
+                    ]
+                },
+            );
         }
         WebhookCommand::Rm { id } => {
             admin.delete_webhook(id).await?;
@@ -203,42 +195,31 @@ pub(crate) async fn webhook(a: WebhookArgs) -> Result<()> {
         }
         WebhookCommand::Deliveries { id, page, size } => {
             let page = admin.webhook_deliveries(id, page, size).await?;
-            match out {
-                Output::Json => output::json(&json!({
-                    "totalCount": page.total_count, "pageNumber": page.page_number,
-                    "pagesAvailable": page.pages_available,
-                    "items": page.page_items.iter().map(delivery_json).collect::<Vec<_>>(),
-                })),
-                Output::Table => {
-                    let rows: Vec<Vec<String>> = page
-                        .page_items
-                        .iter()
-                        .map(|d| {
-                            vec![
-                                d.id.to_string(),
-                                d.kind.clone(),
-                                d.status.clone(),
-                                d.attempts.to_string(),
-                                d.last_code.map(|c| c.to_string()).unwrap_or_default(),
-                                d.last_error.clone(),
-                                d.created_time.to_string(),
-                            ]
-                        })
-                        .collect();
-                    output::table(
-                        &[
-                            "ID",
-                            "EVENT",
-                            "STATUS",
-                            "ATTEMPTS",
-                            "CODE",
-                            "ERROR",
-                            "CREATED_MS",
-                        ],
-                        &rows,
-                    );
-                }
-            }
+            output::page(
+                out,
+                &page,
+                &[
+                    "ID",
+                    "EVENT",
+                    "STATUS",
+                    "ATTEMPTS",
+                    "CODE",
+                    "ERROR",
+                    "CREATED_MS",
+                ],
+                delivery_json,
+                |d| {
+                    vec![
+                        d.id.to_string(),
+                        d.kind.clone(),
+                        d.status.clone(),
+                        d.attempts.to_string(),
+                        d.last_code.map(|c| c.to_string()).unwrap_or_default(),
+                        d.last_error.clone(),
+                        d.created_time.to_string(),
+                    ]
+                },
+            );
         }
         WebhookCommand::Redeliver { delivery } => {
             admin.redeliver_webhook(delivery).await?;

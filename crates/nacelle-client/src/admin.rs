@@ -355,14 +355,9 @@ impl Admin {
         let key = self.client.key(key);
         let (pn, ps) = (page_no.to_string(), page_size.to_string());
         self.json("history", &|http, base| {
-            http.get(format!("{base}/v1/cs/history")).query(&[
-                ("search", "accurate"),
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("tenant", key.namespace.as_str()),
-                ("pageNo", &pn),
-                ("pageSize", &ps),
-            ])
+            let mut q = key.v1_params();
+            q.extend([("search", "accurate"), ("pageNo", &pn), ("pageSize", &ps)]);
+            http.get(format!("{base}/v1/cs/history")).query(&q)
         })
         .await
     }
@@ -371,12 +366,9 @@ impl Admin {
     pub async fn history_entry(&self, key: impl IntoKey, nid: &str) -> Result<HistoryEntry> {
         let key: Key = self.client.key(key);
         self.json("history-entry", &|http, base| {
-            http.get(format!("{base}/v1/cs/history")).query(&[
-                ("nid", nid),
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("tenant", key.namespace.as_str()),
-            ])
+            let mut q = key.v1_params();
+            q.push(("nid", nid));
+            http.get(format!("{base}/v1/cs/history")).query(&q)
         })
         .await
     }
@@ -385,12 +377,9 @@ impl Admin {
     pub async fn stop_beta(&self, key: impl IntoKey) -> Result<()> {
         let key = self.client.key(key);
         self.send("stop-beta", &|http, base| {
-            http.delete(format!("{base}/v1/cs/configs")).query(&[
-                ("beta", "true"),
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("tenant", key.namespace.as_str()),
-            ])
+            let mut q = key.v1_params();
+            q.push(("beta", "true"));
+            http.delete(format!("{base}/v1/cs/configs")).query(&q)
         })
         .await
         .map(drop)

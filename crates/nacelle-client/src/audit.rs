@@ -201,15 +201,9 @@ impl Admin {
     ) -> Result<()> {
         let key = self.client().key(key);
         self.send("remove", &|http, base| {
-            let mut q = vec![
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("tenant", key.namespace.as_str()),
-                ("message", message),
-            ];
-            if let Some(t) = tag {
-                q.push(("tag", t));
-            }
+            let mut q = key.v1_params();
+            q.push(("message", message));
+            q.extend(tag.map(|t| ("tag", t)));
             http.delete(format!("{base}/v1/cs/configs")).query(&q)
         })
         .await

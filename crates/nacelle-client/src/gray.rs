@@ -79,11 +79,8 @@ impl Admin {
         let key = self.client().key(key);
         let data = self
             .send_v2("gray-list", &|http, base| {
-                http.get(format!("{base}/v2/cs/config/gray")).query(&[
-                    ("dataId", key.data_id.as_str()),
-                    ("group", key.group.as_str()),
-                    ("namespaceId", key.namespace.as_str()),
-                ])
+                http.get(format!("{base}/v2/cs/config/gray"))
+                    .query(&key.v2_params())
             })
             .await?;
         serde_json::from_value(data).map_err(|e| ClientError::Protocol(format!("gray list: {e}")))
@@ -106,15 +103,9 @@ impl Admin {
             _ => None,
         };
         self.send_v2("gray-publish", &|http, base| {
-            let mut form: Vec<(&str, &str)> = vec![
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("namespaceId", key.namespace.as_str()),
-                ("content", content),
-            ];
-            if let Some(t) = content_type {
-                form.push(("type", t));
-            }
+            let mut form = key.v2_params();
+            form.push(("content", content));
+            form.extend(content_type.map(|t| ("type", t)));
             let mut req = http.post(format!("{base}/v2/cs/config"));
             match rule {
                 // Nacos's way to publish a beta: the `betaIps` header.
@@ -138,13 +129,10 @@ impl Admin {
     pub async fn promote_gray(&self, key: impl IntoKey, gray_name: &str) -> Result<()> {
         let key = self.client().key(key);
         self.send_v2("gray-promote", &|http, base| {
+            let mut form = key.v2_params();
+            form.push(("grayName", gray_name));
             http.post(format!("{base}/v2/cs/config/gray/promote"))
-                .form(&[
-                    ("dataId", key.data_id.as_str()),
-                    ("group", key.group.as_str()),
-                    ("namespaceId", key.namespace.as_str()),
-                    ("grayName", gray_name),
-                ])
+                .form(&form)
         })
         .await
         .map(drop)
@@ -154,12 +142,9 @@ impl Admin {
     pub async fn stop_gray(&self, key: impl IntoKey, gray_name: &str) -> Result<()> {
         let key = self.client().key(key);
         self.send_v2("gray-stop", &|http, base| {
-            http.delete(format!("{base}/v2/cs/config")).query(&[
-                ("dataId", key.data_id.as_str()),
-                ("group", key.group.as_str()),
-                ("namespaceId", key.namespace.as_str()),
-                ("grayName", gray_name),
-            ])
+            let mut q = key.v2_params();
+            q.push(("grayName", gray_name));
+            http.delete(format!("{base}/v2/cs/config")).query(&q)
         })
         .await
         .map(drop)

@@ -60,14 +60,8 @@ fn md5_hex(s: &str) -> String {
 
 pub(crate) async fn query(shared: &Shared, key: &Key, tag: Option<&str>) -> Result<Option<Config>> {
     let answer = send(shared, "query", &|http, base| {
-        let mut q = vec![
-            ("dataId", key.data_id.as_str()),
-            ("group", key.group.as_str()),
-            ("tenant", key.namespace.as_str()),
-        ];
-        if let Some(t) = tag {
-            q.push(("tag", t));
-        }
+        let mut q = key.v1_params();
+        q.extend(tag.map(|t| ("tag", t)));
         http.get(format!("{base}/v1/cs/configs")).query(&q)
     })
     .await?;
@@ -107,12 +101,8 @@ pub(crate) async fn publish(
     let beta_ips = opts.beta_ips.join(",");
     let config_tags = opts.config_tags.join(",");
     let answer = send(shared, "publish", &|http, base| {
-        let mut form = vec![
-            ("dataId", key.data_id.as_str()),
-            ("group", key.group.as_str()),
-            ("tenant", key.namespace.as_str()),
-            ("content", content),
-        ];
+        let mut form = key.v1_params();
+        form.push(("content", content));
         let optional = [
             ("type", opts.content_type.as_deref()),
             ("tag", opts.tag.as_deref()),
@@ -135,31 +125,17 @@ pub(crate) async fn publish(
         req
     })
     .await?;
-    if answer.status.is_success() {
-        Ok(())
-    } else {
-        Err(answer.error(&shared.opts.servers))
-    }
+    answer.ok_body(&shared.opts.servers).map(drop)
 }
 
 pub(crate) async fn remove(shared: &Shared, key: &Key, tag: Option<&str>) -> Result<()> {
     let answer = send(shared, "remove", &|http, base| {
-        let mut q = vec![
-            ("dataId", key.data_id.as_str()),
-            ("group", key.group.as_str()),
-            ("tenant", key.namespace.as_str()),
-        ];
-        if let Some(t) = tag {
-            q.push(("tag", t));
-        }
+        let mut q = key.v1_params();
+        q.extend(tag.map(|t| ("tag", t)));
         http.delete(format!("{base}/v1/cs/configs")).query(&q)
     })
     .await?;
-    if answer.status.is_success() {
-        Ok(())
-    } else {
-        Err(answer.error(&shared.opts.servers))
-    }
+    answer.ok_body(&shared.opts.servers).map(drop)
 }
 
 /// `Listening-Configs`: `dataId ^B group ^B md5 [^B tenant] ^A` per key.

@@ -57,6 +57,27 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The key as the v1 HTTP API names it (`dataId`, `group`, `tenant`), to which a call
+    /// adds its own parameters.
+    pub(crate) fn v1_params(&self) -> Vec<(&'static str, &str)> {
+        vec![
+            ("dataId", &self.data_id),
+            ("group", &self.group),
+            ("tenant", &self.namespace),
+        ]
+    }
+
+    /// The key as the v2 HTTP API names it (`dataId`, `group`, `namespaceId`).
+    pub(crate) fn v2_params(&self) -> Vec<(&'static str, &str)> {
+        vec![
+            ("dataId", &self.data_id),
+            ("group", &self.group),
+            ("namespaceId", &self.namespace),
+        ]
+    }
+}
+
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = namespace_label(&self.namespace);

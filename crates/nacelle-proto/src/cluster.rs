@@ -6,47 +6,36 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::MODULE_CONFIG;
-use crate::{lenient, messages, types};
+use crate::{lenient, messages, server_request, types};
 
 pub use crate::response::ConfigChangeClusterSyncResponse;
 
-/// `ConfigChangeClusterSyncRequest`, as Nacos 2.x writes it: `lastModified` a number,
-/// `beta` a bool, `tag` only when there is one. `beta` is also read from the string form
-/// (`"Y"`) of later versions. The receiver reloads the whole key, so `lastModified`,
-/// `beta` and `tag` are informational.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigChangeClusterSyncRequest {
-    /// Echoed in the response.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty (headers travel in `metadata.headers`).
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `config`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The changed config's data id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_id: Option<String>,
-    /// Its group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Its namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    /// When it changed, ms since the epoch.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub last_modified: i64,
-    /// Whether the beta (gray) variant changed.
-    #[serde(default, deserialize_with = "lenient::flag")]
-    pub beta: bool,
-    /// The tagged variant that changed, if one did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
+server_request! {
+    /// `ConfigChangeClusterSyncRequest`, as Nacos 2.x writes it: `lastModified` a number,
+    /// `beta` a bool, `tag` only when there is one. `beta` is also read from the string form
+    /// (`"Y"`) of later versions. The receiver reloads the whole key, so `lastModified`,
+    /// `beta` and `tag` are informational. Its `module` is `config`.
+    pub struct ConfigChangeClusterSyncRequest {
+        /// The changed config's data id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub data_id: Option<String>,
+        /// Its group.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub group: Option<String>,
+        /// Its namespace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tenant: Option<String>,
+        /// When it changed, ms since the epoch.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub last_modified: i64,
+        /// Whether the beta (gray) variant changed.
+        #[serde(default, deserialize_with = "lenient::flag")]
+        pub beta: bool,
+        /// The tagged variant that changed, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tag: Option<String>,
+    }
 }
 
 impl ConfigChangeClusterSyncRequest {

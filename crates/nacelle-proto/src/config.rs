@@ -11,49 +11,87 @@ use serde::{Deserialize, Serialize};
 
 use crate::error_code::{CONFIG_NOT_EXIST, CONFIG_NOT_FOUND};
 use crate::response::ResponseHead;
-use crate::{lenient, messages, types};
+use crate::{lenient, messages, server_request, types};
 
 /// The `module` of the config requests the server sends.
 pub const MODULE_CONFIG: &str = "config";
 
-/// `ConfigQueryRequest`: read one config.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConfigQueryRequest {
-    /// Echoed in the response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// The config's data id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_id: Option<String>,
-    /// Its group.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Its namespace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    /// A tagged variant (blank: the formal config).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
+/// Declares a request a client sends about one config (Nacos's `AbstractConfigRequest`):
+/// `requestId`, `dataId`, `group` and `tenant`, then the message's own fields, each
+/// `Option` and left out when absent; with `with_request_id` and a private `for_key`.
+macro_rules! config_request {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase", default)]
+        pub struct $name {
+            /// Echoed in the response.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub request_id: Option<String>,
+            /// The config's data id.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub data_id: Option<String>,
+            /// Its group.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub group: Option<String>,
+            /// Its namespace.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub tenant: Option<String>,
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// A request about `(data_id, group, tenant)`, every other field absent.
+            fn for_key(data_id: &str, group: &str, tenant: &str) -> Self {
+                $name {
+                    data_id: Some(data_id.to_string()),
+                    group: Some(group.to_string()),
+                    tenant: Some(tenant.to_string()),
+                    ..Default::default()
+                }
+            }
+
+            /// Sets the request id.
+            pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
+                self.request_id = Some(id.into());
+                self
+            }
+        }
+    };
 }
 
-impl ConfigQueryRequest {
-    /// A query of `(data_id, group, tenant)`.
-    pub fn new(data_id: &str, group: &str, tenant: &str) -> Self {
-        ConfigQueryRequest {
-            request_id: None,
-            data_id: Some(data_id.to_string()),
-            group: Some(group.to_string()),
-            tenant: Some(tenant.to_string()),
-            tag: None,
+/// Declares requests that name one config, or its tagged variant, and nothing else: one
+/// message under several type names.
+macro_rules! key_requests {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        config_request! {
+            $(#[$attr])*
+            pub struct $name {
+                /// A tagged variant (blank: the formal config).
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub tag: Option<String>,
+            }
         }
-    }
 
-    /// Sets the request id.
-    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
-        self.request_id = Some(id.into());
-        self
-    }
+        impl $name {
+            /// The request of `(data_id, group, tenant)`: its formal config.
+            pub fn new(data_id: &str, group: &str, tenant: &str) -> Self {
+                Self::for_key(data_id, group, tenant)
+            }
+        }
+    )*};
+}
+
+key_requests! {
+    /// `ConfigQueryRequest`: read one config.
+    ConfigQueryRequest;
+    /// `ConfigRemoveRequest`: remove one config (success also when nothing was stored).
+    ConfigRemoveRequest;
 }
 
 /// `ConfigQueryResponse`. `lastModified` and `beta` are always written (the Rust SDK cannot
@@ -132,50 +170,30 @@ pub mod addition {
     pub const MESSAGE: &str = "message";
 }
 
-/// `ConfigPublishRequest`: publish one config. A compare-and-set failure is answered
-/// `resultCode 500` with `Cas publish fail,server md5 may have changed.`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConfigPublishRequest {
-    /// Echoed in the response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// The config's data id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_id: Option<String>,
-    /// Its group.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Its namespace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    /// The new content.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// Compare-and-set: publish only if the stored md5 is this (blank: unconditionally).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cas_md5: Option<String>,
-    /// Further fields, keyed by the names in [`addition`] (a `null` value reads as `None`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub addition_map: Option<HashMap<String, Option<String>>>,
+config_request! {
+    /// `ConfigPublishRequest`: publish one config. A compare-and-set failure is answered
+    /// `resultCode 500` with `Cas publish fail,server md5 may have changed.`.
+    pub struct ConfigPublishRequest {
+        /// The new content.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub content: Option<String>,
+        /// Compare-and-set: publish only if the stored md5 is this (blank: unconditionally).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub cas_md5: Option<String>,
+        /// Further fields, keyed by the names in [`addition`] (a `null` value reads as
+        /// `None`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub addition_map: Option<HashMap<String, Option<String>>>,
+    }
 }
 
 impl ConfigPublishRequest {
     /// A publish of `content` to `(data_id, group, tenant)`.
     pub fn new(data_id: &str, group: &str, tenant: &str, content: &str) -> Self {
         ConfigPublishRequest {
-            data_id: Some(data_id.to_string()),
-            group: Some(group.to_string()),
-            tenant: Some(tenant.to_string()),
             content: Some(content.to_string()),
-            ..Default::default()
+            ..Self::for_key(data_id, group, tenant)
         }
-    }
-
-    /// Sets the request id.
-    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
-        self.request_id = Some(id.into());
-        self
     }
 
     /// Sets one `additionMap` field (see [`addition`]).
@@ -193,40 +211,6 @@ impl ConfigPublishRequest {
             .get(key)?
             .as_deref()
             .filter(|v| !v.trim().is_empty())
-    }
-}
-
-/// `ConfigRemoveRequest`: remove one config (success also when nothing was stored).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ConfigRemoveRequest {
-    /// Echoed in the response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// The config's data id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_id: Option<String>,
-    /// Its group.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Its namespace.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    /// A tagged variant (blank: the formal config).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-}
-
-impl ConfigRemoveRequest {
-    /// A removal of `(data_id, group, tenant)`.
-    pub fn new(data_id: &str, group: &str, tenant: &str) -> Self {
-        ConfigRemoveRequest {
-            request_id: None,
-            data_id: Some(data_id.to_string()),
-            group: Some(group.to_string()),
-            tenant: Some(tenant.to_string()),
-            tag: None,
-        }
     }
 }
 
@@ -315,30 +299,21 @@ pub struct ConfigContext {
     pub tenant: String,
 }
 
-/// `ConfigChangeNotifyRequest` (server → client, on the stream): a listened key changed;
-/// the client re-reads it and answers with any response type carrying the same
-/// `requestId`. `headers` is always written (the Rust SDK needs it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigChangeNotifyRequest {
-    /// The id the ack must carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty.
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `config`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The changed config's data id.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub data_id: String,
-    /// Its group.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub group: String,
-    /// Its namespace, as the client spelled it when listening.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub tenant: String,
+server_request! {
+    /// `ConfigChangeNotifyRequest` (server → client, on the stream): a listened key
+    /// changed; the client re-reads it and answers with any response type carrying the
+    /// same `requestId`. Its `module` is `config`.
+    pub struct ConfigChangeNotifyRequest {
+        /// The changed config's data id.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub data_id: String,
+        /// Its group.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub group: String,
+        /// Its namespace, as the client spelled it when listening.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub tenant: String,
+    }
 }
 
 impl ConfigChangeNotifyRequest {
@@ -438,6 +413,33 @@ mod tests {
         assert_eq!(
             json,
             r#"{"resultCode":200,"errorCode":0,"requestId":"l","success":true,"changedConfigs":[{"dataId":"d","group":"G","tenant":""}]}"#
+        );
+    }
+
+    #[test]
+    fn the_client_s_requests_keep_their_bytes() {
+        let json =
+            serde_json::to_string(&ConfigQueryRequest::new("d", "G", "t").with_request_id("1"))
+                .expect("json");
+        assert_eq!(
+            json,
+            r#"{"requestId":"1","dataId":"d","group":"G","tenant":"t"}"#
+        );
+        let json = serde_json::to_string(&ConfigRemoveRequest {
+            tag: Some("x".into()),
+            ..ConfigRemoveRequest::new("d", "G", "")
+        })
+        .expect("json");
+        assert_eq!(json, r#"{"dataId":"d","group":"G","tenant":"","tag":"x"}"#);
+        let json = serde_json::to_string(
+            &ConfigPublishRequest::new("d", "G", "", "x")
+                .with_request_id("2")
+                .with_addition(addition::TYPE, "yaml"),
+        )
+        .expect("json");
+        assert_eq!(
+            json,
+            r#"{"requestId":"2","dataId":"d","group":"G","tenant":"","content":"x","additionMap":{"type":"yaml"}}"#
         );
     }
 

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::response::ResponseHead;
-use crate::{lenient, messages, types};
+use crate::{lenient, messages, server_request, types};
 
 /// The `module` of the server's connection-level requests.
 pub const MODULE_INTERNAL: &str = "internal";
@@ -98,20 +98,11 @@ impl ConnectionSetupRequest {
 /// The label of `ConnectionSetupRequest` that carries the client's application name.
 pub const APP_NAME_LABEL: &str = "AppName";
 
-/// `ClientDetectionRequest` (server → client, on the stream): a probe of an idle
-/// connection; the client answers `ClientDetectionResponse` with the same `requestId`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientDetectionRequest {
-    /// The id the answer must carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty (the Rust SDK needs it present).
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `internal`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
+server_request! {
+    /// `ClientDetectionRequest` (server → client, on the stream): a probe of an idle
+    /// connection; the client answers `ClientDetectionResponse` with the same `requestId`.
+    /// Its `module` is `internal`.
+    pub struct ClientDetectionRequest {}
 }
 
 impl ClientDetectionRequest {
@@ -129,25 +120,17 @@ impl ClientDetectionRequest {
 /// `AbilityKey`s of mode SERVER): config fuzzy watch. Naming abilities are not announced.
 pub const SERVER_ABILITIES: &[(&str, bool)] = &[("fuzzyWatch", true)];
 
-/// `SetupAckRequest` (server → client, on the stream): sent once after a
-/// `ConnectionSetupRequest` that carried an `abilityTable` has registered the connection;
-/// `abilityTable` maps ability names to `true`. Nacos sends it without waiting for an
-/// answer, and the Java client answers nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SetupAckRequest {
-    /// A server request id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty.
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
+server_request! {
+    /// `SetupAckRequest` (server → client, on the stream): sent once after a
+    /// `ConnectionSetupRequest` that carried an `abilityTable` has registered the
+    /// connection; `abilityTable` maps ability names to `true`. Nacos sends it without
+    /// waiting for an answer, and the Java client answers nothing. Its `module` is
     /// `internal`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The server's abilities.
-    #[serde(default)]
-    pub ability_table: BTreeMap<String, bool>,
+    pub struct SetupAckRequest {
+        /// The server's abilities.
+        #[serde(default)]
+        pub ability_table: BTreeMap<String, bool>,
+    }
 }
 
 impl SetupAckRequest {
@@ -165,27 +148,18 @@ impl SetupAckRequest {
     }
 }
 
-/// `ConnectResetRequest` (server → client, on the stream): reconnect, to
-/// `serverIp:serverPort` when given, else to any server; the client answers
-/// `ConnectResetResponse`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConnectResetRequest {
-    /// The id the answer must carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty (the Rust SDK needs it present).
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `internal`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The server to reconnect to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_ip: Option<String>,
-    /// Its gRPC port, as a string (as Nacos writes it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_port: Option<String>,
+server_request! {
+    /// `ConnectResetRequest` (server → client, on the stream): reconnect, to
+    /// `serverIp:serverPort` when given, else to any server; the client answers
+    /// `ConnectResetResponse`. Its `module` is `internal`.
+    pub struct ConnectResetRequest {
+        /// The server to reconnect to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub server_ip: Option<String>,
+        /// Its gRPC port, as a string (as Nacos writes it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub server_port: Option<String>,
+    }
 }
 
 impl ConnectResetRequest {

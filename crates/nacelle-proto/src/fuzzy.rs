@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::MODULE_CONFIG;
 use crate::response::ResponseHead;
-use crate::{lenient, messages, types};
+use crate::{lenient, messages, server_request, types};
 
 /// The separator of a pattern's three parts.
 pub const PATTERN_SPLITTER: &str = ">>";
@@ -155,40 +155,31 @@ pub struct FuzzyWatchContext {
     pub changed_type: String,
 }
 
-/// `ConfigFuzzyWatchSyncRequest` (server → client, stream): batch `currentBatch` of
-/// `totalBatch` (from 1) of a sync, or, with `syncType` [`FINISH_INIT_NOTIFY`], the end of
-/// an initial sync (no `contexts`, `0`/`0`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigFuzzyWatchSyncRequest {
-    /// The id the ack must carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty.
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `config`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The pattern, as the client sent it.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub group_key_pattern: String,
-    /// The keys of this batch; absent in a [`FINISH_INIT_NOTIFY`].
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::or_default"
-    )]
-    pub contexts: Option<Vec<FuzzyWatchContext>>,
-    /// [`INIT_NOTIFY`], [`DIFF_SYNC_NOTIFY`] or [`FINISH_INIT_NOTIFY`].
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub sync_type: String,
-    /// How many batches the sync has.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub total_batch: u32,
-    /// This batch's number, from 1.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub current_batch: u32,
+server_request! {
+    /// `ConfigFuzzyWatchSyncRequest` (server → client, stream): batch `currentBatch` of
+    /// `totalBatch` (from 1) of a sync, or, with `syncType` [`FINISH_INIT_NOTIFY`], the end of
+    /// an initial sync (no `contexts`, `0`/`0`).
+    pub struct ConfigFuzzyWatchSyncRequest {
+        /// The pattern, as the client sent it.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub group_key_pattern: String,
+        /// The keys of this batch; absent in a [`FINISH_INIT_NOTIFY`].
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "lenient::or_default"
+        )]
+        pub contexts: Option<Vec<FuzzyWatchContext>>,
+        /// [`INIT_NOTIFY`], [`DIFF_SYNC_NOTIFY`] or [`FINISH_INIT_NOTIFY`].
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub sync_type: String,
+        /// How many batches the sync has.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub total_batch: u32,
+        /// This batch's number, from 1.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub current_batch: u32,
+    }
 }
 
 impl ConfigFuzzyWatchSyncRequest {
@@ -222,26 +213,17 @@ impl ConfigFuzzyWatchSyncRequest {
     }
 }
 
-/// `ConfigFuzzyWatchChangeNotifyRequest` (server → client, stream): one key matching a
-/// watched pattern changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigFuzzyWatchChangeNotifyRequest {
-    /// The id the ack must carry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// Always written, empty.
-    #[serde(default, deserialize_with = "lenient::string_map")]
-    pub headers: BTreeMap<String, String>,
-    /// `config`.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub module: String,
-    /// The key's group key.
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub group_key: String,
-    /// [`ADD_CONFIG`], [`CONFIG_CHANGED`] or [`DELETE_CONFIG`].
-    #[serde(default, deserialize_with = "lenient::or_default")]
-    pub change_type: String,
+server_request! {
+    /// `ConfigFuzzyWatchChangeNotifyRequest` (server → client, stream): one key matching a
+    /// watched pattern changed.
+    pub struct ConfigFuzzyWatchChangeNotifyRequest {
+        /// The key's group key.
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub group_key: String,
+        /// [`ADD_CONFIG`], [`CONFIG_CHANGED`] or [`DELETE_CONFIG`].
+        #[serde(default, deserialize_with = "lenient::or_default")]
+        pub change_type: String,
+    }
 }
 
 impl ConfigFuzzyWatchChangeNotifyRequest {

@@ -111,3 +111,35 @@ macro_rules! messages {
     };
 }
 pub(crate) use messages;
+
+/// Declares a request the server sends on a client's stream (or a member sends a member):
+/// `requestId`, `headers` and `module`, then the message's own fields. These three are
+/// declared once here so that every such request writes them alike: `headers` always, and
+/// empty (the headers travel in `metadata.headers`, but the Rust `nacos-sdk` cannot read a
+/// request without the field), and reads them as leniently as Nacos does.
+macro_rules! server_request {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            /// The id the answer (if any) carries.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub request_id: Option<String>,
+            /// Always written, empty.
+            #[serde(default, deserialize_with = "crate::lenient::string_map")]
+            pub headers: ::std::collections::BTreeMap<String, String>,
+            /// [`MODULE_CONFIG`](crate::config::MODULE_CONFIG) or
+            /// [`MODULE_INTERNAL`](crate::connection::MODULE_INTERNAL).
+            #[serde(default, deserialize_with = "crate::lenient::or_default")]
+            pub module: String,
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+    };
+}
+pub(crate) use server_request;

@@ -69,12 +69,9 @@ pub async fn purge_once(
             }
             let Some(next) = step.resume_after else { break };
             after = next;
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = stop.cancelled() => {
-                    report.stopped = true;
-                    break;
-                }
+            if !pause_unless_stopped(pause, stop).await {
+                report.stopped = true;
+                break;
             }
         }
         if report.stopped {
@@ -85,36 +82,50 @@ pub async fn purge_once(
     Ok(report)
 }
 
-/// Purges the audit entries older than `cutoff_ms` in batches of `batch` (each moving the
-/// chain's anchor, so the rest still verifies), pausing `pause` between them; ends early
-/// once `stop` is cancelled. Answers the entries deleted. Every node may run it at once:
-/// each batch locks the chain's head.
-pub async fn purge_audit_once(
-    store: &dyn ConfigStore,
-    cutoff_ms: i64,
-    batch: u32,
-    pause: Duration,
-    stop: &CancellationToken,
-) -> Result<u64, StoreError> {
-    let mut deleted = 0;
-    loop {
-        let step = store.purge_audit(cutoff_ms, batch).await?;
-        deleted += step.deleted;
-        if !step.more {
-            return Ok(deleted);
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.cancelled() => return Ok(deleted),
+/// The pause between two batches of a purge: `pause`, or `false` (go no further) once
+/// `stop` is cancelled.
+async fn pause_unless_stopped(pause: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(pause) => true,
+        _ = stop.cancelled() => false,
+    }
+}
+
+/// What is purged by age alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aged {
+    /// Audit entries (`audit_retention_days`). Each batch moves the chain's anchor, so the
+    /// rest still verifies; every node may purge at once: each batch locks the chain's head.
+    Audit,
+    /// Finished webhook deliveries (`webhook_retention_days`); pending ones are never
+    /// purged.
+    Deliveries,
+}
+
+impl Aged {
+    /// What the log lines call the rows.
+    fn rows(self) -> &'static str {
+        match self {
+            Aged::Audit => "audit entries",
+            Aged::Deliveries => "webhook deliveries",
         }
     }
 }
 
-/// Purges the finished webhook deliveries created before `cutoff_ms`, in batches of
-/// `batch` with `pause` between them; ends early once `stop` is cancelled. Answers the
-/// deliveries deleted. Pending deliveries are never purged.
-pub async fn purge_deliveries_once(
+impl std::fmt::Display for Aged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Aged::Audit => "audit",
+            Aged::Deliveries => "webhook delivery",
+        })
+    }
+}
+
+/// Purges the rows of `what` older than `cutoff_ms` in batches of `batch`, pausing `pause`
+/// between them; ends early once `stop` is cancelled. Answers the rows deleted.
+pub async fn purge_aged_once(
     store: &dyn ConfigStore,
+    what: Aged,
     cutoff_ms: i64,
     batch: u32,
     pause: Duration,
@@ -122,14 +133,20 @@ pub async fn purge_deliveries_once(
 ) -> Result<u64, StoreError> {
     let mut deleted = 0;
     loop {
-        let n = store.purge_deliveries(cutoff_ms, batch).await?;
+        let (n, more) = match what {
+            Aged::Audit => {
+                let step = store.purge_audit(cutoff_ms, batch).await?;
+                (step.deleted, step.more)
+            }
+            Aged::Deliveries => {
+                let n = store.purge_deliveries(cutoff_ms, batch).await?;
+                // A short batch was the last one.
+                (n, n >= u64::from(batch))
+            }
+        };
         deleted += n;
-        if n < u64::from(batch) {
+        if !more || !pause_unless_stopped(pause, stop).await {
             return Ok(deleted);
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.cancelled() => return Ok(deleted),
         }
     }
 }
@@ -158,23 +175,18 @@ pub(crate) async fn run(
             _ = stop.cancelled() => return,
         }
         wait = retention.interval;
-        if let Some(cutoff) = retention.audit_cutoff(nacelle_core::now_millis()) {
-            match purge_audit_once(store.as_ref(), cutoff, PURGE_BATCH, PAUSE, &stop).await {
-                Ok(0) => tracing::debug!("audit purge: nothing to remove"),
-                Ok(deleted) => tracing::info!(deleted, "purged audit entries"),
+        let now = nacelle_core::now_millis();
+        for (what, cutoff) in [
+            (Aged::Audit, retention.audit_cutoff(now)),
+            (Aged::Deliveries, retention.webhook_cutoff(now)),
+        ] {
+            let Some(cutoff) = cutoff else { continue };
+            match purge_aged_once(store.as_ref(), what, cutoff, PURGE_BATCH, PAUSE, &stop).await {
+                Ok(0) => tracing::debug!("{what} purge: nothing to remove"),
+                Ok(deleted) => tracing::info!(deleted, "purged {}", what.rows()),
                 Err(e) => {
-                    tracing::warn!(error = %e, "audit purge failed; retrying at the next interval")
+                    tracing::warn!(error = %e, "{what} purge failed; retrying at the next interval")
                 }
-            }
-        }
-        if let Some(cutoff) = retention.webhook_cutoff(nacelle_core::now_millis()) {
-            match purge_deliveries_once(store.as_ref(), cutoff, PURGE_BATCH, PAUSE, &stop).await {
-                Ok(0) => tracing::debug!("webhook delivery purge: nothing to remove"),
-                Ok(deleted) => tracing::info!(deleted, "purged webhook deliveries"),
-                Err(e) => tracing::warn!(
-                    error = %e,
-                    "webhook delivery purge failed; retrying at the next interval"
-                ),
             }
         }
         if !retention.enabled() {
