@@ -122,12 +122,13 @@ while read -r crate edges pattern; do
 done <<BOUNDARIES
 nacelle-core normal ^(nacelle[a-z-]*|tokio|sqlx|rusqlite|axum|hyper|h2|tonic|prost|reqwest) v
 nacelle-proto normal,build,dev ^nacelle(-store|-service|-http|-grpc|-cluster)? v
+nacelle-api normal ^(nacelle[a-z-]*|tokio|tonic|prost|hyper|reqwest) v
 nacelle-cipher normal ^nacelle[a-z-]* v
 nacelle-metrics normal ^nacelle[a-z-]* v
 nacelle-tls normal ^nacelle[a-z-]* v
 nacelle-console normal .
 nacelle-store normal ^nacelle(-service|-http|-grpc|-cluster|-testkit)? v
-nacelle-service normal ^nacelle(-store|-http|-grpc|-cluster|-testkit)? v|^(axum|hyper|h2|sqlx|rusqlite|reqwest) v
+nacelle-service normal ^nacelle(-store|-http|-grpc|-cluster|-testkit|-proto)? v|^(axum|hyper|h2|sqlx|rusqlite|reqwest|tonic|prost) v
 nacelle-http normal ^nacelle(-grpc|-store|-cluster|-testkit)? v
 nacelle-grpc normal ^nacelle(-http|-store|-cluster|-testkit)? v
 nacelle-cluster normal ^nacelle(-http|-grpc|-store|-testkit)? v

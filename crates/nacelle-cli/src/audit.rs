@@ -1,6 +1,6 @@
 //! `nacelle audit ls|verify`: the audit trail (docs/audit.md). `verify` downloads the chain
 //! and checks every hash and link here, with the hash the server uses
-//! (`nacelle_proto::audit`), so it does not take the server's word for it.
+//! (`nacelle_api::audit`), so it does not take the server's word for it.
 
 use nacelle_client::AuditQuery;
 use serde_json::json;

@@ -1,10 +1,10 @@
 //! The audit trail over Nacelle's own API (`/nacos/nacelle/v1/audit`, docs/audit.md): list
 //! entries, read the chain, have the server verify it — or verify it here, with the same
-//! hash the server computes (`nacelle_proto::audit`), so a verification does not have to
+//! hash the server computes (`nacelle_api::audit`), so a verification does not have to
 //! trust the server's word. An administrator only. Also the writes that carry a message
 //! and have no gRPC form (a removal with a message, over HTTP v1).
 
-use nacelle_proto::audit::{Break, EntryFields, Verifier};
+use nacelle_api::audit::{Break, EntryFields, Verifier};
 use serde::Deserialize;
 
 use crate::admin::{lenient_string, Admin, Page};

@@ -3,7 +3,7 @@
 //! since when, counted as formal, per gray, or unknown. The answer's types are the wire
 //! types of `nacelle-proto`, shared with the server.
 
-pub use nacelle_proto::clients::{ClientInfo, GrayMd5, HoldCounts, KeyClients, NodeClients};
+pub use nacelle_api::clients::{ClientInfo, GrayMd5, HoldCounts, KeyClients, NodeClients};
 
 use crate::admin::Admin;
 use crate::error::{ClientError, Result};

@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nacelle_api::clients::NodeClients;
 use nacelle_core::ConfigKey;
-use nacelle_proto::clients::NodeClients;
 use nacelle_service::cluster::SECRET_HEADER;
 use nacelle_service::PeerQueries;
 use serde::Deserialize;

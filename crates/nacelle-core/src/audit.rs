@@ -1,7 +1,7 @@
 //! The audit trail's records (docs/audit.md): what happened ([`AuditAction`]), one event as
 //! the service reports it ([`AuditEvent`]), one stored entry of the hash chain
 //! ([`AuditEntry`]), and the queries of the `Audit` store role. The hash itself is
-//! computed by `nacelle-proto::audit` (shared with clients); this crate only carries it.
+//! computed by `nacelle-api::audit` (shared with clients); this crate only carries it.
 
 use std::fmt;
 
@@ -177,7 +177,7 @@ pub struct AuditEntry {
     pub event: AuditEvent,
     /// The hash of the entry before (`GENESIS_HASH` for the first).
     pub prev_hash: String,
-    /// SHA-256 of this entry's canonical encoding (`nacelle-proto::audit`).
+    /// SHA-256 of this entry's canonical encoding (`nacelle-api::audit`).
     pub hash: String,
 }
 

@@ -45,8 +45,9 @@
 //! - [`config`]: the config messages (query, publish, remove, batch listen, change push).
 //! - [`fuzzy`]: Nacos 3.0's fuzzy watch (`ConfigFuzzyWatch*`), group keys and patterns.
 //! - [`cluster`]: `ConfigChangeClusterSyncRequest` / `…Response` between members.
-//! - [`audit`]: Nacelle's audit trail hash chain (canonical entry encoding, SHA-256,
-//!   the verification walk), shared by the server and `nacelle audit verify`.
+//!
+//! Nacelle's own API data shared with clients (the audit chain's hash, the live view) is
+//! not Nacos wire format: it lives in `nacelle-api`.
 //!
 //! # Conventions
 //! - Field names are Nacos's (camelCase; `tenant` is the namespace).
@@ -65,8 +66,6 @@
 //! Depends on no Nacelle crate: SDKs, tools and the server build on it, and `.ci/run`
 //! fails if it ever depends on a server crate.
 
-pub mod audit;
-pub mod clients;
 pub mod cluster;
 pub mod config;
 pub mod connection;

@@ -5,12 +5,12 @@
 //! verification walks, and the retention purge that moves the head's anchor; their
 //! statements, spelled once per dialect (the filtered page's for each filter).
 //!
-//! The hash of each entry is `nacelle_proto::audit::entry_hash`, the function clients
+//! The hash of each entry is `nacelle_api::audit::entry_hash`, the function clients
 //! verify with.
 
+use nacelle_api::audit::{entry_hash, EntryFields};
 use nacelle_core::audit::{AuditEntry, AuditEvent, AuditFilter, AuditHead, AuditPurge, AuditRange};
 use nacelle_core::{Page, PageRequest, StoreError};
-use nacelle_proto::audit::{entry_hash, EntryFields};
 use sqlx::Pool;
 
 use crate::dialect::{spell, Arg, Dialect};

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use bytes::Bytes;
+use nacelle_api::audit::{Break, EntryFields, Verifier, GENESIS_HASH};
 use nacelle_core::audit::{AuditEvent, AuditFilter};
 use nacelle_core::store::RemoveOutcome;
 use nacelle_core::{
@@ -16,7 +17,6 @@ use nacelle_core::{
     StoredGray,
 };
 use nacelle_core::{BatchItem, BatchOutcome, SamePolicy};
-use nacelle_proto::audit::{Break, EntryFields, Verifier, GENESIS_HASH};
 use nacelle_store::StoreOptions;
 use nacelle_testkit::{per_backend, run_on, Backend, Proxy, ProxyMode, TestDb};
 

@@ -18,10 +18,10 @@
 
 use std::time::Duration;
 
+use nacelle_api::audit::{Break, EntryFields, Verifier};
 use nacelle_core::audit::{AuditEntry, AuditEvent, AuditFilter, AuditRange};
 use nacelle_core::{Caller, CoreError, Page, PageRequest};
 use nacelle_metrics::StoreOp;
-use nacelle_proto::audit::{Break, EntryFields, Verifier};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::batches::{drain, with_retry};

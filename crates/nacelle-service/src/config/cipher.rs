@@ -3,11 +3,11 @@
 //!
 //! Two hooks, so that every variant of a key (formal, gray, tag) goes through the same
 //! rule:
-//! - write: [`ConfigService::checked_and_sealed`] turns a validated record holding the
-//!   caller's plaintext into what is stored — the content is checked by its type on the
-//!   plaintext, then encrypted with a fresh data key (or, when the caller brought its own
-//!   `encryptedDataKey`, checked by decrypting and stored as given); with a master key
-//!   the stored data key is wrapped.
+//! - write: [`ConfigService::seal`] turns a validated record holding the
+//!   caller's plaintext into what is stored — encrypted with a fresh data key (or, when
+//!   the caller brought its own `encryptedDataKey`, checked by decrypting and stored as
+//!   given), with the plaintext beside it for the content check the write path makes;
+//!   with a master key the stored data key is wrapped.
 //! - read: [`ConfigService::view`] gives what a caller of a protocol is served of a
 //!   stored config: HTTP callers get the plaintext (decrypted on the server, as Nacos's
 //!   v1/v2 GET, `show=all`, search and history do), gRPC callers the ciphertext (their
@@ -50,6 +50,13 @@ pub struct CipherCensus {
 /// The prefix of a change request's sealed content (an encrypted dataId's).
 const SEALED_PREFIX: &str = "nacelle-sealed-v1:";
 
+/// A publish as it is stored, and the plaintext its content check sees when that differs
+/// from what is stored (an encrypted dataId's).
+pub(crate) struct Sealed {
+    pub(crate) record: PublishRecord,
+    pub(crate) plaintext: Option<Bytes>,
+}
+
 /// What the cipher rule makes of a publish.
 enum Seal {
     /// Stored as given.
@@ -61,13 +68,12 @@ enum Seal {
 }
 
 impl ConfigService {
-    /// The write hook: checks the content by its type on the plaintext (the namespace's
-    /// validation mode) and turns the record into what is stored — for an encrypted
-    /// dataId, its ciphertext, md5 of the ciphertext and the (wrapped) data key.
-    pub(crate) async fn checked_and_sealed(
-        &self,
-        mut record: PublishRecord,
-    ) -> Result<PublishRecord, CoreError> {
+    /// The cipher rule applied to a publish: for an encrypted dataId, the record turned
+    /// into what is stored — its ciphertext, md5 of the ciphertext and the (wrapped) data
+    /// key — together with the plaintext the content check must see; any other record as
+    /// given. Checks nothing else: the caller (`ConfigService::checked_and_sealed`) checks
+    /// the content by its type.
+    pub(crate) fn seal(&self, mut record: PublishRecord) -> Result<Sealed, CoreError> {
         let given_key = record.meta.encrypted_data_key.trim().to_string();
         let seal = match cipher_rule(record.key.data_id()) {
             CipherRule::Plain => Seal::AsGiven,
@@ -86,23 +92,26 @@ impl ConfigService {
             CipherRule::Known(_) => Seal::ClientEncrypted,
         };
         match seal {
-            Seal::AsGiven => {
-                self.check_content_type(&record).await?;
-                Ok(record)
-            }
+            Seal::AsGiven => Ok(Sealed {
+                record,
+                plaintext: None,
+            }),
             Seal::Encrypt => {
-                self.check_content_type(&record).await?;
                 let data_key = DataKey::generate().map_err(|e| cipher_error(&record.key, &e))?;
-                let plaintext = std::str::from_utf8(&record.content)
+                let plaintext = record.content.clone();
+                let text = std::str::from_utf8(&plaintext)
                     .map_err(|_| CoreError::invalid("the content is not UTF-8"))?;
                 let ciphertext = data_key
-                    .encrypt(plaintext)
+                    .encrypt(text)
                     .map_err(|e| cipher_error(&record.key, &e))?;
                 record.md5 = md5_hex(ciphertext.as_bytes());
                 record.content = Bytes::from(ciphertext);
                 record.meta.encrypted_data_key =
                     self.stored_form(&record.key, data_key.as_str())?;
-                Ok(record)
+                Ok(Sealed {
+                    record,
+                    plaintext: Some(plaintext),
+                })
             }
             Seal::ClientEncrypted => {
                 // Stored as given; but what is given must decrypt with the given key, and
@@ -118,12 +127,11 @@ impl ConfigService {
                         record.key.data_id()
                     ))
                 })?;
-                let mut probe = record.clone();
-                probe.content = Bytes::from(plaintext);
-                self.check_content_type(&probe).await?;
-                drop(probe);
                 record.meta.encrypted_data_key = self.stored_form(&record.key, &given_key)?;
-                Ok(record)
+                Ok(Sealed {
+                    record,
+                    plaintext: Some(Bytes::from(plaintext)),
+                })
             }
         }
     }

@@ -13,9 +13,9 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use nacelle_api::clients::NodeClients;
 use nacelle_core::change::ReviewPolicy;
 use nacelle_core::{ConfigKey, ConfigType, CoreError};
-use nacelle_proto::clients::NodeClients;
 
 /// The answer of a [`ContentGate`].
 pub(crate) type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CoreError>> + Send + 'a>>;

@@ -4,11 +4,11 @@
 //! ([`ConfigService::key_clients`], which asks the other members through the
 //! [`PeerQueries`] the cluster module installs).
 
-use nacelle_core::{Action, ConfigKey, CoreError};
-use nacelle_proto::clients::{
+use nacelle_api::clients::{
     ClientInfo, GrayMd5, HoldCounts, KeyClients, NodeClients, HOLDS_FORMAL, HOLDS_GRAY_PREFIX,
     HOLDS_UNKNOWN,
 };
+use nacelle_core::{Action, ConfigKey, CoreError};
 
 pub use crate::config::gates::PeerQueries;
 use crate::config::service::ConfigService;

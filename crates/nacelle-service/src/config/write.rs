@@ -342,33 +342,58 @@ impl ConfigService {
     /// and lets it through, `off` does not parse. Then the JSON Schemas that apply to the
     /// key (`crate::schemas`), under every mode.
     pub(crate) async fn check_content_type(&self, record: &PublishRecord) -> Result<(), CoreError> {
-        let key = &record.key;
-        let config_type = record.config_type;
+        self.check_content(&record.key, record.config_type, &record.content)
+            .await
+    }
+
+    /// The write hook of every publish: the cipher rule turns the record into what is
+    /// stored (`crate::config::cipher`), and the content is checked by its type on the
+    /// plaintext ([`Self::check_content_type`]).
+    pub(crate) async fn checked_and_sealed(
+        &self,
+        record: PublishRecord,
+    ) -> Result<PublishRecord, CoreError> {
+        let sealed = self.seal(record)?;
+        let record = sealed.record;
+        let plaintext = sealed.plaintext.as_ref().unwrap_or(&record.content);
+        self.check_content(&record.key, record.config_type, plaintext)
+            .await?;
+        Ok(record)
+    }
+
+    async fn check_content(
+        &self,
+        key: &ConfigKey,
+        config_type: ConfigType,
+        content: &Bytes,
+    ) -> Result<(), CoreError> {
         let mode = self
             .inner
             .limits
             .content_validation
             .mode_for(key.namespace());
         if mode != ValidationMode::Off && is_checked(config_type) {
-            self.check_syntax_by_type(record, mode).await?;
+            self.check_syntax_by_type(key, config_type, content, mode)
+                .await?;
         }
         // Schemas always refuse, whatever the mode: they are an explicit opt-in.
         match self.inner.gates.content.get() {
-            Some(gate) => gate.check(key, config_type, &record.content).await,
+            Some(gate) => gate.check(key, config_type, content).await,
             None => Ok(()),
         }
     }
 
     async fn check_syntax_by_type(
         &self,
-        record: &PublishRecord,
+        key: &ConfigKey,
+        config_type: ConfigType,
+        content: &Bytes,
         mode: ValidationMode,
     ) -> Result<(), CoreError> {
-        let (key, config_type) = (&record.key, record.config_type);
-        let outcome = if record.content.len() <= INLINE_CHECK_BYTES {
-            syntax_of(config_type, &record.content)
+        let outcome = if content.len() <= INLINE_CHECK_BYTES {
+            syntax_of(config_type, content)
         } else {
-            let content = record.content.clone();
+            let content = content.clone();
             tokio::task::spawn_blocking(move || syntax_of(config_type, &content))
                 .await
                 .unwrap_or_else(|e| {
