@@ -8,6 +8,8 @@
 //! - [`start`]/[`RunningServer`]: opens the store, binds listeners, loads the cache in the
 //!   background (readiness waits for it) and shuts down gracefully.
 //! - `lazy_store`: the store the service sees until the database could be opened.
+//! - `listeners`: the ports (HTTP, gRPC, a member's cluster port, the separate TLS ports),
+//!   bound with a deep accept queue, and the TLS acceptors.
 //! - [`private_files`]: the data directory (0700) and the SQLite files (0600) are private;
 //!   looser existing ones are reported at start.
 //! - [`webhook_client`]: the HTTP client the webhook sender POSTs through.
@@ -20,6 +22,7 @@
 
 mod auth_setup;
 mod lazy_store;
+mod listeners;
 pub mod private_files;
 pub mod retention;
 pub mod rollout_probe;
@@ -27,6 +30,7 @@ pub mod settings;
 pub mod webhook_client;
 
 use lazy_store::{Lazy, LazyStore};
+use listeners::{Ports, Served};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,32 +38,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use nacelle_core::ConfigStore;
 use nacelle_service::{Background, ConfigService, Services};
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Connections a listening port queues before they are accepted (the kernel caps it at
-/// `net.core.somaxconn`, 4096 on current Linux). A whole fleet reconnects at once when a
-/// node restarts or a load balancer moves it; with the 128 a plain `bind` gives, the
-/// 129th connection of such a burst had its SYN dropped and retried a second later
-/// (then 3 s, 7 s…). Netty under Nacos's gRPC port also asks for `somaxconn`.
-pub const LISTEN_BACKLOG: u32 = 4096;
-
-/// Binds a listening port (with `SO_REUSEADDR`, as a plain bind has, so a restarted
-/// node rebinds at once) queueing [`LISTEN_BACKLOG`] connections. Called inside the
-/// runtime (the listener registers with its reactor).
-pub fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => TcpSocket::new_v6()?,
-    };
-    #[cfg(unix)]
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
-}
-
+pub use listeners::{bind_listener, LISTEN_BACKLOG};
 pub use settings::Settings;
 
 /// A server started by [`start`].
@@ -138,27 +122,10 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     // The data directory 0700, the SQLite file 0600 (its WAL and SHM follow it); a looser
     // existing one is reported, or refused with `strict_permissions`.
     private_files::prepare(settings)?;
-    let url = settings.database_url();
-    let db_shown = settings.database_display();
-    let lazy = Arc::new(Lazy::store(db_shown.clone()));
+    let cluster_secret = cluster_secret(settings)?;
     let stop = CancellationToken::new();
     let background = TaskTracker::new();
-    // A wrong URL or schema is fatal at once; an unreachable database is retried in the
-    // background while the server answers liveness and stays not-ready.
-    match nacelle_store::open(&url).await {
-        Ok(store) => lazy.0.set(store),
-        Err(nacelle_store::OpenError::Store(e)) => {
-            tracing::error!(db = %db_shown, error = %e, "database unreachable; not ready, retrying");
-            background.spawn(connect_in_background(
-                lazy.clone(),
-                url.clone(),
-                db_shown.clone(),
-                stop.clone(),
-            ));
-        }
-        Err(e) => return Err(e).with_context(|| format!("opening database {db_shown}")),
-    }
-    let store: Arc<dyn ConfigStore> = lazy;
+    let store = open_store(settings, &stop, &background).await?;
     background.spawn(retention::run(
         store.clone(),
         settings.retention,
@@ -169,143 +136,43 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     service
         .metrics()
         .set_slow_request_threshold(settings.slow_request);
-
     service
         .access()
         .configure_auth(auth_setup::auth_config(settings)?);
+    let ports = Ports::bind(settings, &stop, &background).await?;
+    let (http_addr, grpc_addr) = (ports.http_addr, ports.grpc_addr);
 
-    let http_listener = bind_listener(SocketAddr::new(settings.bind, settings.port))
-        .with_context(|| format!("binding HTTP on {}:{}", settings.bind, settings.port))?;
-    let http_addr = http_listener.local_addr()?;
-    tracing::info!("http listening on {http_addr}");
-
-    let grpc_port = settings.effective_grpc_port(http_addr.port());
-    let grpc_listener = bind_listener(SocketAddr::new(settings.bind, grpc_port))
-        .with_context(|| format!("binding gRPC on {}:{grpc_port}", settings.bind))?;
-    let grpc_addr = grpc_listener.local_addr()?;
-    tracing::info!("grpc listening on {grpc_addr}");
-
-    // Members call each other on the cluster port; it exists only in a cluster.
-    let (cluster_listener, cluster_grpc_addr) = if settings.clustered() {
-        let port = settings.effective_cluster_grpc_port(http_addr.port());
-        let listener = bind_listener(SocketAddr::new(settings.bind, port)).with_context(|| {
-            format!(
-                "binding cluster gRPC on {}:{port} (nodes on one host need HTTP ports at \
-                     least 2 apart: HTTP + 1001 must not be another node's HTTP + 1000)",
-                settings.bind
-            )
-        })?;
-        let addr = listener.local_addr()?;
-        tracing::info!("cluster grpc listening on {addr}");
-        (Some(listener), Some(addr))
-    } else {
-        (None, None)
-    };
-
-    let tls = Tls::open(settings, &http_listener, &grpc_listener).await?;
-    if tls.is_some()
-        && settings.clustered()
-        && settings.tls.as_ref().is_some_and(|t| t.port.is_none())
-    {
-        anyhow::bail!(
-            "TLS on the HTTP port in a cluster: members check each other's health and send \
-             change notifications over plain HTTP on that port; serve HTTPS on a separate \
-             --tls-port (docs/security.md, TLS)"
-        );
-    }
     let mut tasks = Vec::new();
-
-    let grpc = nacelle_grpc::GrpcServer::new(service.clone(), settings.grpc.clone());
-    let grpc_stats = grpc.stats();
-    let grpc_stop = stop.clone();
-    let mut grpc_listeners = vec![(
-        grpc_listener,
-        tls.as_ref().and_then(|t| t.grpc_main.clone()),
-    )];
-    let mut http_listeners = vec![(
-        http_listener,
-        tls.as_ref().and_then(|t| t.http_main.clone()),
-    )];
-    let (mut http_tls_addr, mut grpc_tls_addr) = (None, None);
-    if let Some(t) = tls {
-        http_tls_addr = Some(t.http_addr);
-        grpc_tls_addr = Some(t.grpc_addr);
-        if let Some(extra) = t.http_extra {
-            http_listeners.push(extra);
-        }
-        if let Some(extra) = t.grpc_extra {
-            grpc_listeners.push(extra);
-        }
-        background.spawn(nacelle_tls::watch(
-            t.acceptors,
-            t.reload_interval,
-            stop.clone(),
-        ));
-    }
-    tasks.push(tokio::spawn(async move {
-        grpc.serve_on(grpc_listeners, async move { grpc_stop.cancelled().await })
-            .await
-            .context("grpc server failed")
-    }));
-
-    let api = nacelle_http::api(services.clone(), settings.http_options(http_addr));
-    let connections = nacelle_http::ConnectionCounter::default();
-    for (listener, tls) in http_listeners {
-        let http_stop = stop.clone();
-        let opts = nacelle_http::ServeOptions {
-            max_request_bytes: settings.max_request_bytes,
-            max_connections_per_ip: settings.http_max_connections_per_ip,
-            tls,
-            connections: connections.clone(),
-            trusted_proxies: settings.trusted_proxies.clone(),
-            ..nacelle_http::ServeOptions::default()
-        };
-        let api = api.clone();
-        tasks.push(tokio::spawn(async move {
-            nacelle_http::serve_with(
-                listener,
-                api,
-                opts,
-                async move { http_stop.cancelled().await },
-            )
-            .await
-            .context("http server failed")
-        }));
-    }
-
-    let cluster = if settings.clustered() {
-        let secret = settings.cluster_secret.clone().context(
-            "cluster members are configured but there is no cluster secret: set \
-             --cluster-secret, NACELLE_CLUSTER_SECRET or cluster_secret_file",
-        )?;
-        if let Some(listener) = cluster_listener {
-            let server = nacelle_grpc::ClusterGrpcServer::new(
-                service.clone(),
-                settings.cluster_grpc_options(&secret),
+    let grpc_stats = serve_grpc(settings, &service, ports.grpc, &stop, &mut tasks);
+    serve_http(
+        settings, &services, ports.http, http_addr, &stop, &mut tasks,
+    );
+    let cluster_grpc_addr = ports.cluster.as_ref().map(|(_, addr)| *addr);
+    let cluster = match cluster_secret {
+        Some(secret) => {
+            serve_cluster_port(
+                settings,
+                &service,
+                &secret,
+                ports.cluster,
+                &stop,
+                &mut tasks,
             );
-            let cluster_stop = stop.clone();
-            tasks.push(tokio::spawn(async move {
-                server
-                    .serve(listener, async move { cluster_stop.cancelled().await })
-                    .await
-                    .context("cluster grpc server failed")
-            }));
+            let opts = nacelle_cluster::ClusterOptions {
+                members: settings.members.clone(),
+                conf_file: settings.cluster_conf(),
+                self_addr: http_addr,
+                secret,
+                health_interval: settings.member_check_interval,
+            };
+            Some(nacelle_cluster::Cluster::start(
+                &service,
+                opts,
+                stop.clone(),
+                &background,
+            )?)
         }
-        let opts = nacelle_cluster::ClusterOptions {
-            members: settings.members.clone(),
-            conf_file: settings.cluster_conf(),
-            self_addr: http_addr,
-            secret,
-            health_interval: settings.member_check_interval,
-        };
-        Some(nacelle_cluster::Cluster::start(
-            &service,
-            opts,
-            stop.clone(),
-            &background,
-        )?)
-    } else {
-        None
+        None => None,
     };
     let follow =
         (settings.clustered() || settings.shared_database()).then_some(settings.follow_interval);
@@ -332,8 +199,8 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     Ok(RunningServer {
         http_addr,
         grpc_addr,
-        http_tls_addr,
-        grpc_tls_addr,
+        http_tls_addr: ports.http_tls_addr,
+        grpc_tls_addr: ports.grpc_tls_addr,
         grpc_stats,
         cluster,
         cluster_grpc_addr,
@@ -344,77 +211,120 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
     })
 }
 
-/// The TLS side of a server: an acceptor per protocol (their ALPN differs), which listener
-/// each serves, and the reload settings.
-struct Tls {
-    /// The acceptor of the main HTTP port, when it serves TLS (no separate `tls_port`).
-    http_main: Option<nacelle_tls::TlsAcceptor>,
-    /// The acceptor of the main gRPC port, when it serves TLS.
-    grpc_main: Option<nacelle_tls::TlsAcceptor>,
-    /// The separate HTTPS listener, when `tls_port` is set.
-    http_extra: Option<(TcpListener, Option<nacelle_tls::TlsAcceptor>)>,
-    /// The separate gRPC TLS listener, when `grpc_tls_port` is set.
-    grpc_extra: Option<(TcpListener, Option<nacelle_tls::TlsAcceptor>)>,
-    http_addr: SocketAddr,
-    grpc_addr: SocketAddr,
-    acceptors: Vec<nacelle_tls::TlsAcceptor>,
-    reload_interval: Option<std::time::Duration>,
+/// The cluster secret when this node runs in a cluster (none is an error there); `None`
+/// alone.
+fn cluster_secret(settings: &Settings) -> anyhow::Result<Option<String>> {
+    if !settings.clustered() {
+        return Ok(None);
+    }
+    let secret = settings.cluster_secret.clone().context(
+        "cluster members are configured but there is no cluster secret: set \
+         --cluster-secret, NACELLE_CLUSTER_SECRET or cluster_secret_file",
+    )?;
+    Ok(Some(secret))
 }
 
-impl Tls {
-    /// Reads the certificate files (an unreadable or invalid file stops the start) and
-    /// binds the separate TLS ports that are asked for; `None` without TLS settings.
-    async fn open(
-        settings: &Settings,
-        http: &TcpListener,
-        grpc: &TcpListener,
-    ) -> anyhow::Result<Option<Tls>> {
-        let Some(t) = &settings.tls else {
-            return Ok(None);
-        };
-        let http_acceptor = nacelle_tls::TlsAcceptor::new(t.files.clone(), &[b"http/1.1"], "http")
-            .context("TLS of the HTTP port")?;
-        let grpc_acceptor = nacelle_tls::TlsAcceptor::new(t.files.clone(), &[b"h2"], "grpc")
-            .context("TLS of the gRPC port")?;
-        let bind = |port: u16, what: &'static str| async move {
-            let l = bind_listener(SocketAddr::new(settings.bind, port))
-                .with_context(|| format!("binding {what} on {}:{port}", settings.bind))?;
-            let addr = l.local_addr()?;
-            tracing::info!("{what} listening on {addr}");
-            anyhow::Ok((l, addr))
-        };
-        let (http_main, http_extra, http_addr) = match t.port {
-            None => (Some(http_acceptor.clone()), None, http.local_addr()?),
-            Some(p) => {
-                let (l, addr) = bind(p, "https").await?;
-                (None, Some((l, Some(http_acceptor.clone()))), addr)
-            }
-        };
-        let (grpc_main, grpc_extra, grpc_addr) = match t.grpc_port {
-            None => (Some(grpc_acceptor.clone()), None, grpc.local_addr()?),
-            Some(p) => {
-                let (l, addr) = bind(p, "grpc tls").await?;
-                (None, Some((l, Some(grpc_acceptor.clone()))), addr)
-            }
-        };
-        tracing::info!(
-            cert = %t.files.cert.display(),
-            mutual = t.files.client_ca.is_some(),
-            %http_addr,
-            %grpc_addr,
-            "TLS on"
-        );
-        Ok(Some(Tls {
-            http_main,
-            grpc_main,
-            http_extra,
-            grpc_extra,
-            http_addr,
-            grpc_addr,
-            acceptors: vec![http_acceptor, grpc_acceptor],
-            reload_interval: t.reload_interval,
-        }))
+/// Opens the store named by the settings. A wrong URL or schema is fatal at once; an
+/// unreachable database is retried in the background while the server answers liveness
+/// and stays not-ready.
+async fn open_store(
+    settings: &Settings,
+    stop: &CancellationToken,
+    background: &TaskTracker,
+) -> anyhow::Result<Arc<dyn ConfigStore>> {
+    let url = settings.database_url();
+    let db_shown = settings.database_display();
+    let lazy = Arc::new(Lazy::store(db_shown.clone()));
+    match nacelle_store::open(&url).await {
+        Ok(store) => lazy.0.set(store),
+        Err(nacelle_store::OpenError::Store(e)) => {
+            tracing::error!(db = %db_shown, error = %e, "database unreachable; not ready, retrying");
+            background.spawn(connect_in_background(
+                lazy.clone(),
+                url,
+                db_shown,
+                stop.clone(),
+            ));
+        }
+        Err(e) => return Err(e).with_context(|| format!("opening database {db_shown}")),
     }
+    Ok(lazy)
+}
+
+/// Serves gRPC on its listeners (the main port, and the separate TLS port when there is
+/// one) until `stop`; returns the adapter's counters.
+fn serve_grpc(
+    settings: &Settings,
+    service: &ConfigService,
+    listeners: Vec<Served>,
+    stop: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<anyhow::Result<()>>>,
+) -> nacelle_grpc::GrpcStats {
+    let grpc = nacelle_grpc::GrpcServer::new(service.clone(), settings.grpc.clone());
+    let stats = grpc.stats();
+    let stop = stop.clone();
+    tasks.push(tokio::spawn(async move {
+        grpc.serve_on(listeners, async move { stop.cancelled().await })
+            .await
+            .context("grpc server failed")
+    }));
+    stats
+}
+
+/// Serves the HTTP API and the console on each listener until `stop`; one connection
+/// count across them (the per-IP limit).
+fn serve_http(
+    settings: &Settings,
+    services: &Services,
+    listeners: Vec<Served>,
+    http_addr: SocketAddr,
+    stop: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<anyhow::Result<()>>>,
+) {
+    let api = nacelle_http::api(services.clone(), settings.http_options(http_addr));
+    let connections = nacelle_http::ConnectionCounter::default();
+    for (listener, tls) in listeners {
+        let stop = stop.clone();
+        let opts = nacelle_http::ServeOptions {
+            max_request_bytes: settings.max_request_bytes,
+            max_connections_per_ip: settings.http_max_connections_per_ip,
+            tls,
+            connections: connections.clone(),
+            trusted_proxies: settings.trusted_proxies.clone(),
+            ..nacelle_http::ServeOptions::default()
+        };
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move {
+            nacelle_http::serve_with(listener, api, opts, async move { stop.cancelled().await })
+                .await
+                .context("http server failed")
+        }));
+    }
+}
+
+/// A member's cluster gRPC port (the other members' change notices), served until `stop`.
+fn serve_cluster_port(
+    settings: &Settings,
+    service: &ConfigService,
+    secret: &str,
+    listener: Option<(TcpListener, SocketAddr)>,
+    stop: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<anyhow::Result<()>>>,
+) {
+    let Some((listener, _)) = listener else {
+        return;
+    };
+    let server = nacelle_grpc::ClusterGrpcServer::new(
+        service.clone(),
+        settings.cluster_grpc_options(secret),
+    );
+    let stop = stop.clone();
+    tasks.push(tokio::spawn(async move {
+        server
+            .serve(listener, async move { stop.cancelled().await })
+            .await
+            .context("cluster grpc server failed")
+    }));
 }
 
 /// The rollout driver's settings and its HTTP probes (docs/rollouts.md): this process
