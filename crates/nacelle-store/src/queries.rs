@@ -183,23 +183,20 @@ impl Queries {
             D::ms("gmt_create"),
             D::ms("gmt_modified"),
         );
-        // The gray change log's notes are in `nacelle_gray_note` (its `nid`s are its own).
-        let gray_history_columns = format!(
-            "{history_columns}, \
-             (SELECT gn.message FROM nacelle_gray_note gn \
-              WHERE gn.nid = nacelle_gray_log.nid) AS note_message, \
-             (SELECT {} FROM nacelle_gray_note gn \
-              WHERE gn.nid = nacelle_gray_log.nid) AS note_change_id",
-            D::signed("gn.change_id"),
-        );
-        let history_columns = format!(
-            "{history_columns}, \
-             (SELECT hn.message FROM nacelle_history_note hn \
-              WHERE hn.nid = his_config_info.nid) AS note_message, \
-             (SELECT {} FROM nacelle_history_note hn \
-              WHERE hn.nid = his_config_info.nid) AS note_change_id",
-            D::signed("hn.change_id"),
-        );
+        // A history row's note (message, change request), from the note table beside its
+        // log: `nacelle_history_note` for `his_config_info`, `nacelle_gray_note` for the
+        // gray change log (whose `nid`s are its own).
+        let with_notes = |log: &str, notes: &str| {
+            let note =
+                |column: &str| format!("(SELECT {column} FROM {notes} n WHERE n.nid = {log}.nid)");
+            format!(
+                "{history_columns}, {} AS note_message, {} AS note_change_id",
+                note("n.message"),
+                note(&D::signed("n.change_id")),
+            )
+        };
+        let gray_history_columns = with_notes("nacelle_gray_log", "nacelle_gray_note");
+        let history_columns = with_notes("his_config_info", "nacelle_history_note");
         let gray_columns = |rule_cols: &str, table: &str, name_match: &str| {
             format!(
                 "{} AS id, c.data_id, c.group_id, c.tenant_id, c.content, c.md5, \
@@ -512,15 +509,20 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
             text(&m.encrypted_data_key),
         ]
     };
+    // A new row's first columns, formal or gray: the key, the content and its times.
+    let inserted = |row: &'a NewRow<'_>| {
+        let mut params = key.to_vec();
+        params.extend([
+            text(&row.content),
+            text(&row.rec.md5),
+            int(D::time_value(row.created_ms)),
+            int(D::time_value(row.modified_ms)),
+        ]);
+        params
+    };
     match (&plan.row, gray) {
         (RowWrite::Insert(row), None) => {
-            let mut params = key.to_vec();
-            params.extend([
-                text(&row.content),
-                text(&row.rec.md5),
-                int(D::time_value(row.created_ms)),
-                int(D::time_value(row.modified_ms)),
-            ]);
+            let mut params = inserted(row);
             params.extend(fields(row));
             out.push(Statement {
                 sql: &q.insert_config,
@@ -529,12 +531,8 @@ pub(crate) fn statements<'a, D: Dialect>(q: &'a Queries, plan: &'a Plan<'_>) -> 
             });
         }
         (RowWrite::Insert(row), Some((name, rule))) => {
-            let mut params = key.to_vec();
+            let mut params = inserted(row);
             params.extend([
-                text(&row.content),
-                text(&row.rec.md5),
-                int(D::time_value(row.created_ms)),
-                int(D::time_value(row.modified_ms)),
                 text(&row.rec.source.src_user),
                 text(&row.rec.source.src_ip),
                 text(&row.rec.meta.app_name),

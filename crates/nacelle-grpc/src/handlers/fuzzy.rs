@@ -17,19 +17,15 @@ use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::PatternError;
 
 use crate::connection::Connection;
-use crate::errors::{fail_head, unparsable};
+use crate::errors::fail_head;
 use crate::wire::{self, RequestMeta};
 
 pub(super) fn handle(
     conn: &Arc<Connection>,
     caller: &Caller,
     _meta: &RequestMeta,
-    body: &[u8],
+    req: ConfigFuzzyWatchRequest,
 ) -> Payload {
-    let req: ConfigFuzzyWatchRequest = match wire::from_json(body) {
-        Ok(r) => r,
-        Err(e) => return unparsable(&e),
-    };
     let request_id = req.request_id.clone();
     let head = match apply(conn, caller, req) {
         Ok(()) => ResponseHead::ok(request_id),

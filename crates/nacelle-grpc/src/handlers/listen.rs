@@ -16,19 +16,15 @@ use nacelle_proto::config::{
 use nacelle_proto::{Payload, ResponseHead};
 
 use crate::connection::Connection;
-use crate::errors::{fail_head, unparsable};
+use crate::errors::fail_head;
 use crate::wire::{self, key_of, RequestMeta};
 
 pub(super) fn handle(
     conn: &Arc<Connection>,
     caller: &Caller,
     _meta: &RequestMeta,
-    body: &[u8],
+    req: BatchListenRequest,
 ) -> Payload {
-    let req: BatchListenRequest = match wire::from_json(body) {
-        Ok(r) => r,
-        Err(e) => return unparsable(&e),
-    };
     let request_id = req.request_id.clone();
     match apply(conn, caller, req) {
         Ok(changed_configs) => wire::message(&ConfigChangeBatchListenResponse {

@@ -3,9 +3,9 @@
 //!
 //! Order of checks, as Nacos does them: server not ready → 300; `ServerCheckRequest` is
 //! answered before any registration; unknown type → 302; connection not registered → 301;
-//! unparsable body → 502 (inside each handler).
+//! unparsable body → 502 (before the handler: each takes its request typed).
 //!
-//! Every handler receives the request's [`RequestMeta`]: its type, the client IP the client
+//! Every handler receives its request parsed, and the request's [`RequestMeta`]: its type, the client IP the client
 //! reported and the headers of `metadata.headers` (`accessToken`, `app`, …).
 
 mod fuzzy;
@@ -86,14 +86,31 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
     // The write handlers' futures hold the service's whole write path (store calls
     // included): boxed, so that they do not size this future, which every call moves
     // several times (into its task, through `observe`) — a query's included.
+    let answer = |unparsable: Payload| unparsable;
     match kind {
         Kind::HealthCheck => health::health_check(&meta, body),
-        Kind::Query => query::handle(ctx, &caller, &meta, body),
-        Kind::Publish => Box::pin(publish::handle(ctx, &caller, &meta, body)).await,
-        Kind::Remove => Box::pin(remove::handle(ctx, &caller, &meta, body)).await,
-        Kind::BatchListen => listen::handle(&conn, &caller, &meta, body),
-        Kind::FuzzyWatch => fuzzy::handle(&conn, &caller, &meta, body),
+        Kind::Query => typed(body).map_or_else(answer, |r| query::handle(ctx, &caller, &meta, r)),
+        Kind::Publish => match typed(body) {
+            Ok(r) => Box::pin(publish::handle(ctx, &caller, &meta, r)).await,
+            Err(unparsable) => unparsable,
+        },
+        Kind::Remove => match typed(body) {
+            Ok(r) => Box::pin(remove::handle(ctx, &caller, &meta, r)).await,
+            Err(unparsable) => unparsable,
+        },
+        Kind::BatchListen => {
+            typed(body).map_or_else(answer, |r| listen::handle(&conn, &caller, &meta, r))
+        }
+        Kind::FuzzyWatch => {
+            typed(body).map_or_else(answer, |r| fuzzy::handle(&conn, &caller, &meta, r))
+        }
     }
+}
+
+/// The body as the request type its handler takes; an unparsable one is answered with
+/// error code 502 (Nacos's for a request it cannot read), the handler not called.
+fn typed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, Payload> {
+    wire::from_json(body).map_err(|e| crate::errors::unparsable(&e))
 }
 
 /// The caller of one request: the connection's, with the identity of the credentials in

@@ -10,19 +10,15 @@ use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::PublishRequest;
 
 use crate::ctx::Ctx;
-use crate::errors::{fail_head, unparsable};
+use crate::errors::fail_head;
 use crate::wire::{self, key_of, non_blank, RequestMeta};
 
 pub(super) async fn handle(
     ctx: &Ctx,
     caller: &Caller,
     _meta: &RequestMeta,
-    body: &[u8],
+    req: ConfigPublishRequest,
 ) -> Payload {
-    let req: ConfigPublishRequest = match wire::from_json(body) {
-        Ok(r) => r,
-        Err(e) => return unparsable(&e),
-    };
     let request_id = req.request_id.clone();
     let result = match to_service_request(req) {
         Ok(r) => ctx.service.publish(caller, r).await.map(|_| ()),

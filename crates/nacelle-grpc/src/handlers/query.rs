@@ -7,17 +7,13 @@ use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::Served;
 
 use crate::ctx::Ctx;
-use crate::errors::{fail_head, unparsable};
+use crate::errors::fail_head;
 use crate::wire::{self, key_of, RequestMeta};
 
 /// The header a Nacos client sets to `true` on a query made because of a change push.
 const NOTIFY_HEADER: &str = "notify";
 
-pub(super) fn handle(ctx: &Ctx, caller: &Caller, meta: &RequestMeta, body: &[u8]) -> Payload {
-    let req: QueryRequest = match wire::from_json(body) {
-        Ok(r) => r,
-        Err(e) => return unparsable(&e),
-    };
+pub(super) fn handle(ctx: &Ctx, caller: &Caller, meta: &RequestMeta, req: QueryRequest) -> Payload {
     tracing::trace!(
         data_id = ?req.data_id,
         group = ?req.group,

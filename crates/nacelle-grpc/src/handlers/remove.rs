@@ -6,7 +6,7 @@ use nacelle_proto::{Payload, ResponseHead};
 use nacelle_service::WriteNote;
 
 use crate::ctx::Ctx;
-use crate::errors::{fail_head, unparsable};
+use crate::errors::fail_head;
 use crate::wire::{self, key_of, RequestMeta};
 use nacelle_core::Caller;
 
@@ -14,12 +14,8 @@ pub(super) async fn handle(
     ctx: &Ctx,
     caller: &Caller,
     _meta: &RequestMeta,
-    body: &[u8],
+    req: RemoveRequest,
 ) -> Payload {
-    let req: RemoveRequest = match wire::from_json(body) {
-        Ok(r) => r,
-        Err(e) => return unparsable(&e),
-    };
     let result = match key_of(
         req.tenant.as_deref(),
         req.group.as_deref(),

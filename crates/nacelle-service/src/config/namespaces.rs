@@ -159,13 +159,7 @@ impl Namespaces<'_> {
             Some(id) => custom_id(id)?,
             None => NamespaceId::from_trusted(&uuid::Uuid::new_v4().to_string()),
         };
-        let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
-        check_namespace_desc(desc)?;
-        let ns = Namespace {
-            id: id.clone(),
-            name: name.to_string(),
-            desc: desc.to_string(),
-        };
+        let ns = namespace_of(id.clone(), name, desc)?;
         match self
             .service
             .store_call(
@@ -195,14 +189,7 @@ impl Namespaces<'_> {
 
     async fn update_checked(&self, id: &str, name: &str, desc: &str) -> Result<(), NamespaceError> {
         self.service.require_admin(self.caller)?;
-        let id = custom_id(id)?;
-        let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
-        check_namespace_desc(desc)?;
-        let ns = Namespace {
-            id,
-            name: name.to_string(),
-            desc: desc.to_string(),
-        };
+        let ns = namespace_of(custom_id(id)?, name, desc)?;
         match self
             .service
             .store_call(
@@ -311,5 +298,16 @@ fn custom_id(raw: &str) -> Result<NamespaceId, NamespaceError> {
         } else {
             NamespaceError::IllegalId(message)
         }
+    })
+}
+
+/// A namespace to create or update, its name and description checked.
+fn namespace_of(id: NamespaceId, name: &str, desc: &str) -> Result<Namespace, NamespaceError> {
+    let name = check_namespace_name(name).map_err(NamespaceError::illegal_name)?;
+    check_namespace_desc(desc)?;
+    Ok(Namespace {
+        id,
+        name: name.to_string(),
+        desc: desc.to_string(),
     })
 }
