@@ -22,7 +22,7 @@ use nacelle_proto::{types, Payload};
 use nacelle_service::auth::Credentials;
 
 use crate::ctx::Ctx;
-use crate::errors::{error_response, WireError};
+use crate::errors::{error_response, unparsable, WireError};
 use crate::tcp::ConnTag;
 use crate::wire::{self, RequestMeta};
 
@@ -86,31 +86,27 @@ pub(crate) async fn unary(ctx: &Ctx, tag: Option<&ConnTag>, payload: Payload) ->
     // The write handlers' futures hold the service's whole write path (store calls
     // included): boxed, so that they do not size this future, which every call moves
     // several times (into its task, through `observe`) — a query's included.
-    let answer = |unparsable: Payload| unparsable;
+    // Each handler takes its request typed: an unparsable body is answered here with
+    // error code 502 (Nacos's for a request it cannot read), the handler not called.
+    let unparsable = |e: serde_json::Error| unparsable(&e);
     match kind {
         Kind::HealthCheck => health::health_check(&meta, body),
-        Kind::Query => typed(body).map_or_else(answer, |r| query::handle(ctx, &caller, &meta, r)),
-        Kind::Publish => match typed(body) {
+        Kind::Query => {
+            wire::from_json(body).map_or_else(unparsable, |r| query::handle(ctx, &caller, &meta, r))
+        }
+        Kind::Publish => match wire::from_json(body) {
             Ok(r) => Box::pin(publish::handle(ctx, &caller, &meta, r)).await,
-            Err(unparsable) => unparsable,
+            Err(e) => unparsable(e),
         },
-        Kind::Remove => match typed(body) {
+        Kind::Remove => match wire::from_json(body) {
             Ok(r) => Box::pin(remove::handle(ctx, &caller, &meta, r)).await,
-            Err(unparsable) => unparsable,
+            Err(e) => unparsable(e),
         },
-        Kind::BatchListen => {
-            typed(body).map_or_else(answer, |r| listen::handle(&conn, &caller, &meta, r))
-        }
-        Kind::FuzzyWatch => {
-            typed(body).map_or_else(answer, |r| fuzzy::handle(&conn, &caller, &meta, r))
-        }
+        Kind::BatchListen => wire::from_json(body)
+            .map_or_else(unparsable, |r| listen::handle(&conn, &caller, &meta, r)),
+        Kind::FuzzyWatch => wire::from_json(body)
+            .map_or_else(unparsable, |r| fuzzy::handle(&conn, &caller, &meta, r)),
     }
-}
-
-/// The body as the request type its handler takes; an unparsable one is answered with
-/// error code 502 (Nacos's for a request it cannot read), the handler not called.
-fn typed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, Payload> {
-    wire::from_json(body).map_err(|e| crate::errors::unparsable(&e))
 }
 
 /// The caller of one request: the connection's, with the identity of the credentials in
