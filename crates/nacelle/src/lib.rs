@@ -341,7 +341,9 @@ fn rollout_driver(
     match rollout_probe::HttpProbe::new(probe_timeout) {
         Ok(probe) => {
             let node = format!("{http_addr}/{}", uuid::Uuid::new_v4().simple());
-            let config = nacelle_service::DriverConfig::new(node, settings.prometheus_url.clone());
+            let mut config =
+                nacelle_service::DriverConfig::new(node, settings.prometheus_url.clone());
+            config.guard_urls = settings.rollout_guard_urls.clone();
             Some((config, Arc::new(probe)))
         }
         Err(e) => {

@@ -2,6 +2,10 @@
 //! instant query (`GET {base}/api/v1/query?query=…`, its vector's or scalar's values) and a
 //! health URL's status. `https://` is verified against the Mozilla roots (reqwest's
 //! `rustls-tls-webpki-roots`, the feature the webhooks' client turns on for this crate).
+//!
+//! No redirect is followed (a 3xx is the answer), and what a failure says is this
+//! server's own words — a status, a timeout, "not a Prometheus answer" — never text from
+//! the remote side: a rollout's reason is readable by whoever may read its key.
 
 use std::time::Duration;
 
@@ -20,6 +24,7 @@ impl HttpProbe {
         let client = reqwest::Client::builder()
             .connect_timeout(timeout)
             .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(HttpProbe { client })
     }
@@ -29,15 +34,20 @@ impl HttpProbe {
 /// last sample), one for a scalar.
 fn values_of(answer: &Value) -> Result<Vec<f64>, String> {
     if answer["status"] != "success" {
-        let error = answer["error"].as_str().unwrap_or("no `status: success`");
-        return Err(format!("Prometheus answered an error: {error}"));
+        // Prometheus's error types are a fixed set; its error text is not repeated.
+        let kind = answer["errorType"]
+            .as_str()
+            .filter(|t| PROMETHEUS_ERROR_TYPES.contains(t))
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        return Err(format!("Prometheus refused the query{kind}"));
     }
     let data = &answer["data"];
     let number = |sample: &Value| -> Result<f64, String> {
         sample[1]
             .as_str()
             .and_then(|v| v.parse::<f64>().ok())
-            .ok_or_else(|| format!("not a sample: {sample}"))
+            .ok_or_else(|| "a sample of the answer is not a number".to_string())
     };
     match data["resultType"].as_str() {
         Some("vector") => data["result"].as_array().map_or(Ok(Vec::new()), |series| {
@@ -51,7 +61,29 @@ fn values_of(answer: &Value) -> Result<Vec<f64>, String> {
                 .collect()
         }),
         Some("scalar") => Ok(vec![number(&data["result"])?]),
-        other => Err(format!("unexpected result type {other:?}")),
+        _ => Err("not a Prometheus answer (no known resultType)".to_string()),
+    }
+}
+
+/// The `errorType`s of Prometheus's HTTP API (`web/api/v1`).
+const PROMETHEUS_ERROR_TYPES: [&str; 7] = [
+    "timeout",
+    "canceled",
+    "execution",
+    "bad_data",
+    "internal",
+    "unavailable",
+    "not_found",
+];
+
+/// Why a request got no answer, in this server's words (no remote text).
+fn no_answer(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "no answer in time".to_string()
+    } else if e.is_connect() {
+        "could not connect".to_string()
+    } else {
+        "the request failed".to_string()
     }
 }
 
@@ -65,12 +97,19 @@ impl GuardProbe for HttpProbe {
                 .query(&[("query", query)])
                 .send()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| no_answer(&e))?;
             let status = answer.status();
+            if status.is_redirection() {
+                return Err(format!(
+                    "Prometheus answered HTTP {} (redirects are not followed)",
+                    status.as_u16()
+                ));
+            }
+            // Prometheus answers its JSON with 200, and with 4xx/5xx for a refused query.
             let body: Value = answer
                 .json()
                 .await
-                .map_err(|e| format!("HTTP {status}, no JSON answer: {e}"))?;
+                .map_err(|_| format!("HTTP {}, not a Prometheus answer", status.as_u16()))?;
             values_of(&body)
         })
     }
@@ -82,7 +121,7 @@ impl GuardProbe for HttpProbe {
                 .get(url)
                 .send()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| no_answer(&e))?;
             Ok(answer.status().as_u16())
         })
     }
@@ -106,7 +145,20 @@ mod tests {
         let scalar = serde_json::json!({"status": "success",
             "data": {"resultType": "scalar", "result": [1.5, "7"]}});
         assert_eq!(values_of(&scalar), Ok(vec![7.0]));
-        let error = serde_json::json!({"status": "error", "error": "parse error"});
-        assert!(values_of(&error).is_err_and(|e| e.contains("parse error")));
+        // Prometheus's own error text is never repeated; its error type is.
+        let error = serde_json::json!({"status": "error", "errorType": "bad_data",
+            "error": "parse error: db_password=hunter2"});
+        assert_eq!(
+            values_of(&error),
+            Err("Prometheus refused the query (bad_data)".to_string())
+        );
+        let odd = serde_json::json!({"status": "error", "errorType": "db_password=hunter2"});
+        assert_eq!(
+            values_of(&odd),
+            Err("Prometheus refused the query".to_string())
+        );
+        let bad_sample = serde_json::json!({"status": "success", "data": {"resultType":
+            "vector", "result": [{"metric": {}, "value": [1, "secret"]}]}});
+        assert!(values_of(&bad_sample).is_err_and(|e| !e.contains("secret")));
     }
 }

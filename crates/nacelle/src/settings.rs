@@ -327,6 +327,12 @@ layer! {
         /// none.
         #[arg(long, env = "NACELLE_PROMETHEUS_URL")]
         pub prometheus_url: Option<String>,
+        /// The addresses a rollout's guards may name besides `prometheus_url`:
+        /// comma-separated URL prefixes (`http://shop.internal/health,https://prom2:9090`).
+        /// The server fetches guard URLs on behalf of whoever starts a rollout, so any other
+        /// address is refused (docs/rollouts.md). Default: none.
+        #[arg(long, env = "NACELLE_ROLLOUT_GUARD_URLS")]
+        pub rollout_guard_urls: Option<String>,
         /// File holding the master key that wraps the data keys of encrypted configs
         /// (`cipher-aes-…`) at rest: 32 random bytes in base64 (`openssl rand -base64 32`),
         /// then, one per line, previous keys that only unwrap (rotation). Default: none —
@@ -470,6 +476,8 @@ pub struct Settings {
     pub slow_request: Duration,
     /// The Prometheus of rollout guards that name none (`prometheus_url`).
     pub prometheus_url: Option<String>,
+    /// The URL prefixes rollout guards may name besides it (`rollout_guard_urls`).
+    pub rollout_guard_urls: Vec<String>,
     /// Proxies whose forwarded client addresses both adapters believe.
     pub trusted_proxies: TrustedProxies,
     /// Content validation: the default mode and the per-namespace overrides.
@@ -694,6 +702,14 @@ impl Settings {
             )
             .max(MIN_MEMBER_CHECK_INTERVAL),
             slow_request: millis(layer.slow_request_ms, nacelle_metrics::DEFAULT_SLOW_REQUEST),
+            rollout_guard_urls: layer
+                .rollout_guard_urls
+                .as_deref()
+                .unwrap_or_default()
+                .split(',')
+                .map(|u| u.trim().to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
             prometheus_url: layer
                 .prometheus_url
                 .map(|u| u.trim().trim_end_matches('/').to_string())

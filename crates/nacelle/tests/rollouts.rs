@@ -251,16 +251,39 @@ struct Ticks {
     asked: Arc<AtomicU64>,
 }
 
-impl Ticks {
-    /// Starts the ticking rollout on `api`'s server.
-    async fn start(api: &Api) -> TestResult<Ticks> {
+/// The ticking rollout's health endpoint, made before the server, which must allow it
+/// as a guard address ([`server_allowing`]).
+struct TickHealth {
+    addr: SocketAddr,
+    asked: Arc<AtomicU64>,
+}
+
+impl TickHealth {
+    async fn new() -> TestResult<TickHealth> {
         let asked = Arc::new(AtomicU64::new(0));
         let count = asked.clone();
-        let health = tiny_http(move || {
+        let addr = tiny_http(move || {
             count.fetch_add(1, Ordering::SeqCst);
             (200, "ok".into())
         })
         .await?;
+        Ok(TickHealth { addr, asked })
+    }
+}
+
+/// A server whose rollout guards may name the endpoints at `addrs` (every path on them).
+async fn server_allowing(addrs: &[SocketAddr]) -> TestResult<TestServer> {
+    let allowed: Vec<String> = addrs.iter().map(|a| format!("http://{a}")).collect();
+    Ok(TestServer::start_with(move |st| st.rollout_guard_urls = allowed).await?)
+}
+
+impl Ticks {
+    /// Starts the ticking rollout on `api`'s server, which allows `tick`'s address.
+    async fn start(api: &Api, tick: TickHealth) -> TestResult<Ticks> {
+        let TickHealth {
+            addr: health,
+            asked,
+        } = tick;
         api.publish("", G, "ticks.yaml", "ticks: 0").await?;
         let id = start_ok(
             api,
@@ -443,7 +466,8 @@ async fn all_see(
 /// cohort is in the larger ones. A manual rollout: each step waits for `advance`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult {
-    let s = TestServer::start().await?;
+    let tick = TickHealth::new().await?;
+    let s = server_allowing(&[tick.addr]).await?;
     s.publish("", G, "fleet.yaml", "v: 1").await?;
     let id = start_ok(
         &s,
@@ -451,7 +475,7 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
                 "bakeMs": 0, "manual": true}),
     )
     .await?;
-    let ticks = Ticks::start(&s).await?;
+    let ticks = Ticks::start(&s, tick).await?;
     let clients = sources(200)
         .into_iter()
         .map(|ip| client_from(&s, ip))
@@ -508,7 +532,7 @@ async fn cohorts_of_200_clients_are_near_their_share_and_nested() -> TestResult 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_rollout_promotes_and_history_shows_each_step() -> TestResult {
     let health = tiny_http(|| (200, "ok".into())).await?;
-    let s = TestServer::start().await?;
+    let s = server_allowing(&[health]).await?;
     s.publish("", G, "app.yaml", "feature: off").await?;
     let id = start_ok(
         &s,
@@ -587,7 +611,7 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
         (flag.load(Ordering::SeqCst), "health".into())
     })
     .await?;
-    let s = TestServer::start().await?;
+    let s = server_allowing(&[health]).await?;
     s.publish("", G, "svc.yaml", "v: old").await?;
     let id = start_ok(
         &s,
@@ -630,6 +654,226 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
         &json!({"dataId": "svc.yaml", "content": "v: new", "steps": [100], "bakeMs": 600000}),
     )
     .await?;
+    Ok(())
+}
+
+/// An HTTP endpoint on 127.0.0.1 answering every request with a redirect to `location`.
+async fn tiny_redirect(location: String) -> TestResult<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let location = location.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                );
+                // Err: the client went away; nothing to tell it.
+                let _gone = sock.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// An endpoint that counts the requests it gets (answering 200).
+async fn counted() -> TestResult<(SocketAddr, Arc<AtomicU64>)> {
+    let asked = Arc::new(AtomicU64::new(0));
+    let count = asked.clone();
+    let addr = tiny_http(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        (200, "ok".into())
+    })
+    .await?;
+    Ok((addr, asked))
+}
+
+/// The server fetches guard URLs on behalf of whoever starts a rollout, so a rollout may
+/// name only what an administrator allowed: a health URL or Prometheus elsewhere is
+/// refused before anything is fetched (the address is never asked), even where the
+/// allowed prefix is a look-alike; no redirect is followed, even to an allowed address;
+/// and a refusal or failure never carries the remote side's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guards_reach_only_what_an_administrator_allowed() -> TestResult {
+    let (elsewhere, elsewhere_asked) = counted().await?;
+    let (allowed, allowed_asked) = counted().await?;
+    let redirect = tiny_redirect(format!("http://{allowed}/health")).await?;
+    let leaky_prometheus = tiny_http(|| {
+        (
+            400,
+            r#"{"status":"error","errorType":"bad_data","error":"db_password=hunter2"}"#.into(),
+        )
+    })
+    .await?;
+    let leaky_health = tiny_http(|| (503, "db_password=hunter2".into())).await?;
+    let allow = [allowed, redirect, leaky_prometheus, leaky_health];
+    let list: Vec<String> = allow
+        .iter()
+        .map(|a| format!("http://{a}/health"))
+        .chain([format!("http://{leaky_prometheus}")])
+        .collect();
+    let s = TestServer::start_with(move |st| st.rollout_guard_urls = list).await?;
+    s.publish("", G, "guarded.yaml", "v: 1").await?;
+    let body = |guards: Value| {
+        json!({"dataId": "guarded.yaml", "content": "v: 2", "steps": [100], "bakeMs": 600000,
+               "guards": guards})
+    };
+    for guards in [
+        json!({"http": format!("http://{elsewhere}/health")}),
+        json!({"http": format!("http://{allowed}/admin")}),
+        json!({"http": format!("http://{allowed}@{elsewhere}/health")}),
+        json!({"prometheus": {"query": "up", "url": format!("http://{elsewhere}")}}),
+    ] {
+        let (status, v) = start(&s, &body(guards.clone())).await?;
+        assert_eq!(status, 400, "{guards}: {v}");
+        assert!(
+            v.to_string().contains("not among the guard addresses")
+                || v.to_string().contains("credentials"),
+            "{guards}: {v}"
+        );
+    }
+    assert_eq!(elsewhere_asked.load(Ordering::SeqCst), 0);
+    assert_eq!(allowed_asked.load(Ordering::SeqCst), 0);
+    // A redirect is the answer (not 2xx: failing), not followed.
+    let (status, v) = start(
+        &s,
+        &body(json!({"http": format!("http://{redirect}/health")})),
+    )
+    .await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains("answered 302"), "{v}");
+    assert_eq!(
+        allowed_asked.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+    // The remote side's text is never repeated.
+    let prom =
+        json!({"prometheus": {"query": "sum((", "url": format!("http://{leaky_prometheus}")}});
+    let (status, v) = start(&s, &body(prom)).await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(v.to_string().contains("bad_data"), "{v}");
+    assert!(!v.to_string().contains("hunter2"), "{v}");
+    let (status, v) = start(
+        &s,
+        &body(json!({"http": format!("http://{leaky_health}/health")})),
+    )
+    .await?;
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v.to_string().contains("answered 503") && !v.to_string().contains("hunter2"),
+        "{v}"
+    );
+    // None of it published anything; the allowed health URL starts one.
+    assert_eq!(s.get("", G, "guarded.yaml").await?.as_deref(), Some("v: 1"));
+    assert_eq!(gray_history(&s, "guarded.yaml").await?, vec![]);
+    let id = start_ok(
+        &s,
+        &body(json!({"http": format!("http://{allowed}/health")})),
+    )
+    .await?;
+    until(&s, id, "published", at_step(1)).await?;
+    assert!(allowed_asked.load(Ordering::SeqCst) >= 1);
+    Ok(())
+}
+
+/// A rollout whose guard cannot be evaluated (an unreachable health URL, an unreachable
+/// Prometheus, a query Prometheus refuses) is refused at its start: nothing is published
+/// and no listener is told — a long-poll client of the key at a 100 % step sees the next
+/// formal change and never the rollout's content — and the refusal is on record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_whose_guards_cannot_be_evaluated_is_refused_before_its_first_step() -> TestResult
+{
+    // Ports nothing listens on (bound, then closed).
+    let closed = |_: u8| -> TestResult<SocketAddr> {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        Ok(l.local_addr()?)
+    };
+    let (dead_health, dead_prom) = (closed(0)?, closed(1)?);
+    let bad_query = tiny_http(|| {
+        (
+            400,
+            r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#.into(),
+        )
+    })
+    .await?;
+    let list = vec![
+        format!("http://{dead_health}"),
+        format!("http://{dead_prom}"),
+        format!("http://{bad_query}"),
+    ];
+    let s = TestServer::start_with(move |st| st.rollout_guard_urls = list).await?;
+    s.publish("", G, "careful.yaml", "v: old").await?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    for (i, ip) in sources(3).into_iter().enumerate() {
+        long_poll_client(client_from(&s, ip)?, "careful.yaml", i, tx.clone());
+    }
+    let mut latest = vec![None; 3];
+    all_see(&mut rx, &mut latest, &[0, 1, 2], "v: old").await?;
+    let mut seen = vec![];
+    for guards in [
+        json!({"http": format!("http://{dead_health}/health")}),
+        json!({"prometheus": {"query": "up == 0", "url": format!("http://{dead_prom}")}}),
+        json!({"prometheus": {"query": "sum((", "url": format!("http://{bad_query}")}}),
+    ] {
+        let body = json!({"dataId": "careful.yaml", "content": "v: new", "steps": [100],
+                          "bakeMs": 0, "guards": guards});
+        let (status, v) = start(&s, &body).await?;
+        assert_eq!(status, 400, "{guards}: {v}");
+        assert!(
+            v.to_string().contains("before the first step"),
+            "{guards}: {v}"
+        );
+        seen.push(v);
+    }
+    // The next change of the formal config reaches every client; none ever saw the
+    // rollout's content (a client reports each content it is served, in order).
+    s.publish("", G, "careful.yaml", "v: later").await?;
+    let mut reports = vec![];
+    let deadline = tokio::time::Instant::now() + SOON;
+    while reports
+        .iter()
+        .filter(|(_, c): &&(usize, String)| c == "v: later")
+        .count()
+        < 3
+    {
+        let (i, _, content) = tokio::time::timeout_at(deadline, rx.recv())
+            .await?
+            .ok_or("the long-poll clients ended")?;
+        reports.push((i, content));
+    }
+    assert!(
+        reports.iter().all(|(_, c)| c != "v: new"),
+        "a listener was told the refused rollout's content: {reports:?}"
+    );
+    assert_eq!(gray_history(&s, "careful.yaml").await?, vec![]);
+    // Each refused start is on record (the trail is stored a moment after).
+    let deadline = Instant::now() + SOON;
+    loop {
+        let trail: Value = s
+            .http
+            .get(s.url("/nacos/nacelle/v1/audit"))
+            .query(&[("action", "rollout-start")])
+            .send()
+            .await?
+            .json()
+            .await?;
+        let refused = trail.to_string().matches("before the first step").count();
+        if refused == 3 {
+            break;
+        }
+        assert!(refused < 3 && Instant::now() < deadline, "{trail}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Ok(())
 }
 
@@ -698,9 +942,10 @@ async fn a_cohort_client_that_never_takes_the_step_rolls_back_by_the_delivery_gu
 /// while a rollout is active.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_resume_abort_and_bad_input() -> TestResult {
-    let s = TestServer::start().await?;
+    let tick = TickHealth::new().await?;
+    let s = server_allowing(&[tick.addr]).await?;
     s.publish("", G, "ops.yaml", "v: 1").await?;
-    let ticks = Ticks::start(&s).await?;
+    let ticks = Ticks::start(&s, tick).await?;
     for (body, words) in [
         (
             json!({"dataId": "ops.yaml", "content": "v: 2", "steps": [], "bakeMs": 0}),

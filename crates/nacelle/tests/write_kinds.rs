@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 mod common;
 
-use common::archive::{import, zip_of};
+use common::archive::{import, multipart, zip_of};
 use common::audit::{audit_entries, audit_until};
 use common::metrics::scrape;
 use common::webhook::{Receiver, SECRET};
@@ -553,4 +553,238 @@ fn expect(holds: bool, why: impl FnOnce() -> String) -> TestResult {
 /// A test error as the testkit's waits take it.
 fn anyhow_of(e: nacelle_testkit::BoxError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
+}
+
+// ---- refused writes -------------------------------------------------------------------
+
+/// The group under a review policy in the refused-writes table.
+const LOCKED: &str = "LOCKED";
+
+/// One write kind refused by a review policy, and the audit entry it must leave.
+struct Refused {
+    name: &'static str,
+    write: Write,
+    /// The key in [`LOCKED`] it targets.
+    data_id: &'static str,
+    /// The `action` of its audit entry.
+    audit: &'static str,
+}
+
+#[rustfmt::skip]
+const REFUSED: &[Refused] = &[
+    Refused { name: "formal publish", write: Write::Formal,      data_id: "formal.yaml",   audit: "publish" },
+    Refused { name: "gray publish",   write: Write::Beta,        data_id: "beta.yaml",     audit: "gray-publish" },
+    Refused { name: "gray stop",      write: Write::StopBeta,    data_id: "stop.yaml",     audit: "gray-stop" },
+    Refused { name: "gray promote",   write: Write::PromoteBeta, data_id: "promote.yaml",  audit: "promote" },
+    Refused { name: "import",         write: Write::Import,      data_id: "import.yaml",   audit: "import" },
+    Refused { name: "clone",          write: Write::Clone,       data_id: "clone.yaml",    audit: "clone" },
+    Refused { name: "rollback",       write: Write::Rollback,    data_id: "rollback.yaml", audit: "publish" },
+    Refused { name: "rollout start",  write: Write::RolloutStep, data_id: "rollout.yaml",  audit: "rollout-start" },
+    Refused { name: "metadata",       write: Write::Metadata,    data_id: "metadata.yaml", audit: "metadata" },
+    Refused { name: "remove",         write: Write::Remove,      data_id: "remove.yaml",   audit: "remove" },
+];
+
+/// Every write kind refused by a review policy — by a user allowed to write the key, through
+/// the endpoint a user would use — leaves the config as it was (formal content, its gray,
+/// its description) and exactly one audit entry of its action on the key, refused, with the
+/// policy in the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refused_write_kind_leaves_the_content_and_one_audit_entry() -> TestResult {
+    let s = TestServer::start_with(secure).await?;
+    let admin_token = s.admin_token().await?;
+    let writer_token = s
+        .user_granted(&admin_token, "writer", "public:*:*", "rw")
+        .await?;
+    let admin = Api::with_token(s.addr, &admin_token)?;
+    let writer = Api::with_token(s.addr, &writer_token)?;
+    let w = World {
+        admin: admin.clone(),
+        bob: writer.clone(),
+        admin_token: admin_token.clone(),
+        s,
+    };
+
+    // Before the policy: every key's formal config (and the beta a stop or promote needs,
+    // the versions a rollback goes back to, the config a clone copies).
+    let mut prepared = Vec::new();
+    for row in REFUSED {
+        let key = (LOCKED, row.data_id);
+        let p = match row.write {
+            Write::Formal | Write::Import => String::new(),
+            Write::Clone => {
+                w.publish((G, CLONE_SOURCE), WRITTEN, &[], &[]).await?;
+                let record = admin.record("", G, CLONE_SOURCE).await?;
+                record["id"].as_str().ok_or("no config id")?.to_string()
+            }
+            _ => {
+                w.prepare(&Row {
+                    name: row.name,
+                    write: row.write,
+                    key,
+                    op: "",
+                    audit: "",
+                    event: "",
+                })
+                .await?
+            }
+        };
+        if matches!(row.write, Write::Formal | Write::Import | Write::Clone) {
+            w.publish(key, BEFORE, &[], &[]).await?;
+        }
+        prepared.push(p);
+    }
+    let policy = [
+        ("namespaceId", ""),
+        ("groupPattern", LOCKED),
+        ("requiredApprovals", "1"),
+    ];
+    data(
+        ok(World::request(&admin, Method::POST, "/nacos/nacelle/v1/review-policies").form(&policy))
+            .await?,
+    )?;
+
+    let mut failures = Vec::new();
+    for (row, prepared) in REFUSED.iter().zip(&prepared) {
+        let target = format!("public/{LOCKED}/{}", row.data_id);
+        let refused_entries = |entries: &[Value]| {
+            entries
+                .iter()
+                .filter(|e| {
+                    e["target"] == target.as_str()
+                        && e["outcome"]
+                            .as_str()
+                            .is_some_and(|o| o.starts_with("refused"))
+                })
+                .count()
+        };
+        let params = [("action", row.audit), ("key", target.as_str())];
+        let before = refused_entries(&audit_entries(&admin, &admin_token, &params).await?);
+        let held = admin.record("", LOCKED, row.data_id).await?;
+        let beta_before = beta_of(&admin, row.data_id).await?;
+        if let Err(e) = refused_write(&writer, row, prepared).await {
+            failures.push(format!("{}: {e}", row.name));
+            continue;
+        }
+        // Exactly one refused entry more, naming the policy.
+        let entries = audit_until(&admin, &admin_token, &params, |e| {
+            refused_entries(e) > before
+        })
+        .await;
+        match entries {
+            Ok(entries) => {
+                if refused_entries(&entries) != before + 1 {
+                    failures.push(format!("{}: not one refused entry: {entries:?}", row.name));
+                }
+                let reason = entries
+                    .iter()
+                    .find(|e| e["target"] == target.as_str())
+                    .map(|e| e["outcome"].to_string())
+                    .unwrap_or_default();
+                if !reason.contains("review") {
+                    failures.push(format!(
+                        "{}: the reason names no policy: {reason}",
+                        row.name
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{}: no refused audit entry: {e}", row.name)),
+        }
+        // The config as it was.
+        let now = admin.record("", LOCKED, row.data_id).await?;
+        for field in ["content", "md5", "desc", "configTags"] {
+            if now[field] != held[field] {
+                failures.push(format!(
+                    "{}: {field} changed: {} → {}",
+                    row.name, held[field], now[field]
+                ));
+            }
+        }
+        let beta_now = beta_of(&admin, row.data_id).await?;
+        if beta_now != beta_before {
+            failures.push(format!(
+                "{}: the beta changed: {beta_before} → {beta_now}",
+                row.name
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    Ok(())
+}
+
+/// `row`'s write by `api` on its [`LOCKED`] key: `Ok` when it was refused (not 2xx, or a
+/// batch that wrote nothing), an error when it went through.
+async fn refused_write(api: &Api, row: &Refused, prepared: &str) -> TestResult {
+    let (group, data_id) = (LOCKED, row.data_id);
+    let key = [("group", group), ("dataId", data_id)];
+    let req = match row.write {
+        Write::Formal | Write::Beta => {
+            let mut req = World::request(api, Method::POST, CONFIGS).form(&[
+                ("group", group),
+                ("dataId", data_id),
+                ("content", WRITTEN),
+            ]);
+            if matches!(row.write, Write::Beta) {
+                req = req.header("betaIps", "127.0.0.2");
+            }
+            req
+        }
+        Write::StopBeta => World::request(api, Method::DELETE, CONFIGS)
+            .query(&key)
+            .query(&[("beta", "true")]),
+        Write::PromoteBeta => World::request(api, Method::POST, "/nacos/v2/cs/config/gray/promote")
+            .form(&[("group", group), ("dataId", data_id), ("grayName", "beta")]),
+        Write::Import => {
+            let zip = zip_of(&[(&format!("{group}/{data_id}"), WRITTEN.as_bytes())])?;
+            let (ct, body) = multipart(Some(&zip), &[("namespace", ""), ("policy", "OVERWRITE")]);
+            World::request(api, Method::POST, "/nacos/v1/cs/configs?import=true")
+                .header("Content-Type", ct)
+                .body(body)
+        }
+        Write::Clone => {
+            let id: i64 = prepared.parse()?;
+            let beans = json!([{"cfgId": id, "dataId": data_id, "group": group}]);
+            World::request(api, Method::POST, CONFIGS)
+                .query(&[("clone", "true"), ("tenant", ""), ("policy", "OVERWRITE")])
+                .json(&beans)
+        }
+        Write::Rollback => World::request(api, Method::POST, "/nacos/console/api/history/rollback")
+            .form(&[
+                ("namespace", ""),
+                ("group", group),
+                ("dataId", data_id),
+                ("nid", prepared),
+            ]),
+        Write::RolloutStep => {
+            let body = json!({"group": group, "dataId": data_id, "content": WRITTEN,
+                              "steps": [10, 100], "bakeMs": 600_000});
+            World::request(api, Method::POST, "/nacos/nacelle/v1/rollouts").json(&body)
+        }
+        Write::Metadata => World::request(api, Method::PUT, "/nacos/v3/admin/cs/config/metadata")
+            .form(&[
+                ("groupName", group),
+                ("dataId", data_id),
+                ("desc", "changed"),
+                ("configTags", "x"),
+            ]),
+        Write::Remove => World::request(api, Method::DELETE, CONFIGS).query(&key),
+        Write::Tag | Write::ChangePublish => return Err("not a refused row".into()),
+    };
+    let r = Reply::read(req.send().await?).await?;
+    expect(!(200..300).contains(&r.status), || {
+        format!("went through: {} {}", r.status, r.body)
+    })
+}
+
+/// The beta of `data_id` in [`LOCKED`] as `GET …/configs?beta=true` answers it.
+async fn beta_of(api: &Api, data_id: &str) -> TestResult<String> {
+    let r = World::request(api, Method::GET, CONFIGS)
+        .query(&[("group", LOCKED), ("dataId", data_id), ("beta", "true")])
+        .send()
+        .await?;
+    Ok(Reply::read(r).await?.body)
 }

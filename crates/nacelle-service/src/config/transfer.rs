@@ -164,6 +164,23 @@ impl ConfigService {
         policy: SamePolicy,
         src_user: &str,
     ) -> Result<ImportReport, TransferError> {
+        let mut at = None;
+        let how = (AuditAction::Import, src_user);
+        let result = self
+            .import_checked(caller, namespace, items, policy, how, &mut at)
+            .await;
+        self.batch_on_record(caller, (AuditAction::Import, namespace), at, result)
+    }
+
+    async fn import_checked(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+        items: Vec<ImportItem>,
+        policy: SamePolicy,
+        how: (AuditAction, &str),
+        at: &mut Option<ConfigKey>,
+    ) -> Result<ImportReport, TransferError> {
         self.guard()?;
         let namespace = self.target_namespace(caller, namespace).await?;
         if items.is_empty() {
@@ -171,8 +188,7 @@ impl ConfigService {
                 "the archive holds no config".into(),
             ));
         }
-        let how = (AuditAction::Import, src_user);
-        self.write_batch(caller, &namespace, items, policy, how)
+        self.write_batch(caller, &namespace, items, policy, how, at)
             .await
     }
 
@@ -186,6 +202,23 @@ impl ConfigService {
         items: &[CloneItem],
         policy: SamePolicy,
         src_user: &str,
+    ) -> Result<ImportReport, TransferError> {
+        let mut at = None;
+        let how = (AuditAction::Clone, src_user);
+        let result = self
+            .clone_checked(caller, namespace, items, policy, how, &mut at)
+            .await;
+        self.batch_on_record(caller, (AuditAction::Clone, namespace), at, result)
+    }
+
+    async fn clone_checked(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+        items: &[CloneItem],
+        policy: SamePolicy,
+        how: (AuditAction, &str),
+        at: &mut Option<ConfigKey>,
     ) -> Result<ImportReport, TransferError> {
         self.guard()?;
         let namespace = self.target_namespace(caller, namespace).await?;
@@ -232,9 +265,41 @@ impl ConfigService {
                 }
             })
             .collect();
-        let how = (AuditAction::Clone, src_user);
-        self.write_batch(caller, &namespace, batch, policy, how)
+        self.write_batch(caller, &namespace, batch, policy, how, at)
             .await
+    }
+
+    /// An import or clone refused or failed as a whole goes on record: one entry, naming
+    /// the key whose check refused the batch (`at`) or else the target namespace.
+    fn batch_on_record(
+        &self,
+        caller: &Caller,
+        (action, namespace): (AuditAction, &str),
+        at: Option<ConfigKey>,
+        result: Result<ImportReport, TransferError>,
+    ) -> Result<ImportReport, TransferError> {
+        let Err(e) = &result else {
+            return result;
+        };
+        let log_event = match action {
+            AuditAction::Clone => "config.clone",
+            _ => "config.import",
+        };
+        let refusal = match &at {
+            Some(key) => Audited::of_key(action, log_event, key),
+            None => {
+                let ns = match namespace.trim() {
+                    "" => "public",
+                    ns => ns,
+                };
+                Audited::new(action, log_event, format!("namespace={ns}"))
+            }
+        };
+        match e {
+            TransferError::Core(e) => self.audit_refusal(caller, refusal, e),
+            other => self.audit(caller, refusal.md5("").refused(other.to_string())),
+        }
+        result
     }
 
     /// The namespace a batch writes into; it must exist (the default one always does).
@@ -261,6 +326,7 @@ impl ConfigService {
         items: Vec<ImportItem>,
         policy: SamePolicy,
         (action, src_user): (AuditAction, &str),
+        at: &mut Option<ConfigKey>,
     ) -> Result<ImportReport, TransferError> {
         if items.len() > MAX_BATCH_CONFIGS {
             return Err(CoreError::Invalid(format!(
@@ -284,6 +350,8 @@ impl ConfigService {
             if !seen.insert(key.clone()) {
                 return Err(CoreError::Invalid(format!("config {name} appears twice")).into());
             }
+            // A refusal from here on is this key's.
+            *at = Some(key.clone());
             // All or nothing: one key the caller may not write refuses the whole batch.
             self.authorize_key(caller, &key, nacelle_core::Action::Write)?;
             self.review_gate(caller, &key)?;
@@ -313,6 +381,7 @@ impl ConfigService {
             let record = self.checked_and_sealed(record).await.map_err(in_entry)?;
             records.push(record);
         }
+        *at = None;
 
         let kind = match action {
             AuditAction::Clone => WriteKind::Clone,

@@ -116,22 +116,40 @@ impl ConfigService {
             Variant::Gray(spec) => Some(spec),
             Variant::Formal => None,
         };
-        let (gray, message) = (gray_fact(spec), req.message.clone());
-        let change_id = req.change_id;
-        let result = self.publish_checked(caller, req).await;
-        // A publish that committed was audited by the commit path; one refused or failed
-        // is audited here (not one refused because the service is not ready).
+        let mut refusal = Audited::of_key(action, publish_log_event(action), &key)
+            .detail(note_detail(&gray_fact(spec), &req.message));
+        refusal.change_id = req.change_id;
+        let stored = self
+            .on_record(caller, refusal, self.publish_checked(caller, req))
+            .await?;
+        Ok(Published::of(&stored))
+    }
+
+    /// Runs the write `op` for `caller`, with every refusal on record: a write that
+    /// commits is audited by the commit path; one refused (a permission, a review policy,
+    /// a schema, bad input) or failed writes one audit entry, `refusal` with the reason.
+    /// Not a write refused because the service is not ready, or because the address went
+    /// over its write rate: those are logged (`write_allowed`), and a flood of them must not
+    /// become a flood of audit rows.
+    pub(crate) async fn on_record<T>(
+        &self,
+        caller: &Caller,
+        refusal: Audited<'_>,
+        op: impl std::future::Future<Output = Result<T, CoreError>>,
+    ) -> Result<T, CoreError> {
+        let result = op.await;
         if let Err(e) = &result {
-            if !matches!(e, CoreError::NotReady(_)) {
-                let mut event = Audited::of_key(action, publish_log_event(action), &key)
-                    .md5("")
-                    .detail(note_detail(&gray, &message))
-                    .refused(e.to_string());
-                event.change_id = change_id;
-                self.audit(caller, event);
-            }
+            self.audit_refusal(caller, refusal, e);
         }
-        result.map(|stored| Published::of(&stored))
+        result
+    }
+
+    /// The audit entry of a write refused with `error` (see [`Self::on_record`]).
+    pub(crate) fn audit_refusal(&self, caller: &Caller, refusal: Audited<'_>, error: &CoreError) {
+        if matches!(error, CoreError::NotReady(_) | CoreError::OverLimit(_)) {
+            return;
+        }
+        self.audit(caller, refusal.md5("").refused(error.to_string()));
     }
 
     async fn publish_checked(
@@ -198,6 +216,18 @@ impl ConfigService {
         name: &str,
         note: &WriteNote,
     ) -> Result<bool, CoreError> {
+        let refusal = gray_refusal(AuditAction::GrayStop, "gray.stop", key, name, note);
+        let op = self.stop_gray_checked(caller, key, name, note);
+        self.on_record(caller, refusal, op).await
+    }
+
+    async fn stop_gray_checked(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        name: &str,
+        note: &WriteNote,
+    ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
@@ -229,6 +259,18 @@ impl ConfigService {
     /// Callers that saw the gray already hold its content and are not woken; every other
     /// listener is told once. [`CoreError::NotFound`] when there is no such gray.
     pub async fn promote_gray(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        name: &str,
+        note: &WriteNote,
+    ) -> Result<Published, CoreError> {
+        let refusal = gray_refusal(AuditAction::Promote, "gray.promote", key, name, note);
+        let op = self.promote_gray_checked(caller, key, name, note);
+        self.on_record(caller, refusal, op).await
+    }
+
+    async fn promote_gray_checked(
         &self,
         caller: &Caller,
         key: &ConfigKey,
@@ -431,13 +473,39 @@ impl ConfigService {
         tag: Option<&str>,
         note: &WriteNote,
     ) -> Result<bool, CoreError> {
+        // A tag names a gray: its removal is that gray's stop.
+        let gray = tag_of(tag)
+            .ok()
+            .flatten()
+            .and_then(|t| GraySpec::tag(t).ok())
+            .map(|spec| spec.name);
+        let refusal = match &gray {
+            Some(name) => gray_refusal(AuditAction::GrayStop, "gray.stop", key, name, note),
+            None => {
+                let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
+                    .detail(note_detail("", &note.message));
+                event.change_id = note.change_id;
+                event
+            }
+        };
+        let op = self.remove_checked(caller, key, tag, note);
+        self.on_record(caller, refusal, op).await
+    }
+
+    async fn remove_checked(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        tag: Option<&str>,
+        note: &WriteNote,
+    ) -> Result<bool, CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
-            self.stop_gray(caller, key, &name, note).await?;
+            self.stop_gray_checked(caller, key, &name, note).await?;
             return Ok(true);
         }
         let source = self.source_of(caller, note)?;
@@ -476,6 +544,18 @@ impl ConfigService {
         desc: Option<&str>,
         config_tags: Option<&str>,
     ) -> Result<(), CoreError> {
+        let refusal = Audited::of_key(AuditAction::Metadata, "config.metadata", key);
+        let op = self.update_metadata_checked(caller, key, desc, config_tags);
+        self.on_record(caller, refusal, op).await
+    }
+
+    async fn update_metadata_checked(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        desc: Option<&str>,
+        config_tags: Option<&str>,
+    ) -> Result<(), CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
@@ -497,7 +577,6 @@ impl ConfigService {
         let event = Audited::of_key(AuditAction::Metadata, "config.metadata", key);
         if let Err(e) = result {
             drop(commit);
-            self.audit(caller, event.refused(e.to_string()));
             return Err(match e {
                 StoreError::NotFound(_) => {
                     CoreError::NotFound(format!("config {key} does not exist"))
@@ -528,8 +607,15 @@ impl ConfigService {
     ) -> Result<usize, CoreError> {
         self.guard()?;
         // Bad or missing credentials are refused even when no id matches.
-        self.authenticated(caller)?;
-        self.write_allowed(caller)?;
+        let checked = self
+            .authenticated(caller)
+            .and_then(|()| self.write_allowed(caller));
+        if let Err(e) = checked {
+            let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+            let refusal = Audited::new(AuditAction::Remove, "config.remove", format!("ids={ids}"));
+            self.audit_refusal(caller, refusal, &e);
+            return Err(e);
+        }
         let keys: Vec<ConfigKey> = self
             .inner
             .cache
@@ -537,10 +623,18 @@ impl ConfigService {
             .filter(|e| ids.contains(&e.id))
             .map(|e| e.key().clone())
             .collect();
-        // All or nothing: a key the caller may not write refuses the whole request.
+        // All or nothing: a key the caller may not write refuses the whole request (and
+        // that key's removal is on record as refused).
         for key in &keys {
-            self.authorize_key(caller, key, Action::Write)?;
-            self.review_gate(caller, key)?;
+            let checked = self
+                .authorize_key(caller, key, Action::Write)
+                .and_then(|()| self.review_gate(caller, key));
+            if let Err(e) = checked {
+                let refusal = Audited::of_key(AuditAction::Remove, "config.remove", key)
+                    .detail(note_detail("", &note.message));
+                self.audit_refusal(caller, refusal, &e);
+                return Err(e);
+            }
         }
         for key in &keys {
             self.remove(caller, key, None, note).await?;
@@ -647,4 +741,18 @@ fn publish_log_event(action: AuditAction) -> &'static str {
         AuditAction::GrayPublish => "gray.publish",
         _ => "config.publish",
     }
+}
+
+/// The refusal entry of a write on the gray `name` of `key`.
+fn gray_refusal<'a>(
+    action: AuditAction,
+    log_event: &'a str,
+    key: &ConfigKey,
+    name: &str,
+    note: &WriteNote,
+) -> Audited<'a> {
+    let mut event = Audited::of_key(action, log_event, key)
+        .detail(note_detail(&format!("gray={name}"), &note.message));
+    event.change_id = note.change_id;
+    event
 }

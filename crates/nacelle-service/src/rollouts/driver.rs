@@ -29,6 +29,7 @@ use nacelle_metrics::{RolloutFigures, StoreOp};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use super::guards;
 use super::ops::{step_label, Rollouts, MAX_ACTIVE_ROLLOUTS};
 use super::state::{DriverConfig, GuardProbe, RolloutRuntime};
 use crate::config::request::{PublishRequest, WriteNote};
@@ -305,42 +306,8 @@ impl Rollouts {
         tracker: &mut Tracker,
     ) -> Option<(&'static str, String)> {
         let g = &r.plan.guards;
-        let limit = rt.config.probe_timeout;
-        if let Some(p) = &g.prometheus {
-            let Some(url) = p.url.clone().or_else(|| rt.config.prometheus_url.clone()) else {
-                return Some(("prometheus", "no Prometheus URL is configured".into()));
-            };
-            let answer = tokio::time::timeout(limit, rt.probe.prometheus(&url, &p.query)).await;
-            let unhealthy = match answer {
-                Err(_) => Some(format!("Prometheus query `{}` timed out", p.query)),
-                Ok(Err(e)) => Some(format!("Prometheus query `{}` failed: {e}", p.query)),
-                Ok(Ok(values)) => match p.threshold {
-                    None if values.is_empty() => None,
-                    None => Some(format!(
-                        "Prometheus query `{}` returned {} series",
-                        p.query,
-                        values.len()
-                    )),
-                    Some(t) => values
-                        .iter()
-                        .find(|v| **v > t)
-                        .map(|v| format!("Prometheus query `{}` is {v}, above {t}", p.query)),
-                },
-            };
-            if let Some(why) = unhealthy {
-                return Some(("prometheus", why));
-            }
-        }
-        if let Some(url) = &g.http {
-            let unhealthy = match tokio::time::timeout(limit, rt.probe.http(url)).await {
-                Err(_) => Some(format!("health URL {url} did not answer in time")),
-                Ok(Err(e)) => Some(format!("health URL {url} failed: {e}")),
-                Ok(Ok(status)) if (200..300).contains(&status) => None,
-                Ok(Ok(status)) => Some(format!("health URL {url} answered {status}")),
-            };
-            if let Some(why) = unhealthy {
-                return Some(("http", why));
-            }
+        if let Some(failing) = guards::probe(rt, g).await {
+            return Some(failing);
         }
         if let Some(bound) = g.delivery_ms {
             let now = now_millis();

@@ -4,6 +4,7 @@
 //! (`state.rs`).
 
 mod driver;
+mod guards;
 mod ops;
 mod state;
 

@@ -22,6 +22,7 @@ use crate::config::service::ConfigService;
 use nacelle_core::store::Rollouts as RolloutStore;
 use std::sync::{Arc, OnceLock};
 
+use super::guards;
 use super::state::RolloutRuntime;
 
 /// The most rollouts active (running or paused) at once across the cluster: bounds the
@@ -213,9 +214,24 @@ impl RolloutOps<'_> {
     /// Starts a rollout of `input.content` on its key under `input.plan`. Checked as a
     /// gray publish of that content would be; refused while the key has an active
     /// rollout, has no formal config, or is encrypted (`cipher-…`, not supported yet).
+    ///
+    /// Its guards are evaluated once before anything is published: a start is refused
+    /// (nothing published) when a guard names an address no administrator allowed, cannot
+    /// be evaluated, or fails already. A refused start is on record (audit).
     pub async fn start(&self, input: RolloutInput) -> Result<Rollout, CoreError> {
-        let s = self.service;
         let key = ConfigKey::parse(input.namespace.as_deref(), &input.group, &input.data_id)?;
+        let action = AuditAction::RolloutStart;
+        let refusal = Audited::of_key(action, action.as_str(), &key);
+        let op = self.start_checked(key, input);
+        self.service.core.on_record(self.caller, refusal, op).await
+    }
+
+    async fn start_checked(
+        &self,
+        key: ConfigKey,
+        input: RolloutInput,
+    ) -> Result<Rollout, CoreError> {
+        let s = self.service;
         input.plan.check()?;
         if !matches!(cipher_rule(key.data_id()), CipherRule::Plain) {
             return Err(CoreError::invalid(
@@ -274,6 +290,24 @@ impl RolloutOps<'_> {
             return Err(CoreError::invalid(
                 "the content is what the config holds already: nothing to roll out",
             ));
+        }
+        // Only now, the caller being allowed to write the key: the guards that reach
+        // outside are evaluated once, so a rollout never goes out unguarded.
+        let g = &input.plan.guards;
+        if g.prometheus.is_some() || g.http.is_some() {
+            let Some(rt) = s.runtime.get() else {
+                return Err(CoreError::invalid(
+                    "this server does not drive rollouts (no HTTP client for guards): a \
+                     Prometheus or health guard cannot be evaluated",
+                ));
+            };
+            guards::check_guard_urls(rt, g)?;
+            if let Some((kind, why)) = guards::probe(rt, g).await {
+                return Err(CoreError::invalid(format!(
+                    "the {kind} guard fails before the first step, so nothing was published: \
+                     {why}"
+                )));
+            }
         }
         let active = s
             .core

@@ -30,8 +30,12 @@ pub struct DriverConfig {
     pub tick: Duration,
     /// How long a lease lasts without renewal: how soon another node takes over.
     pub lease: Duration,
-    /// The Prometheus of guards that name none (`--prometheus-url`).
+    /// The Prometheus of guards that name none (`--prometheus-url`); a Prometheus guard
+    /// may always name it.
     pub prometheus_url: Option<String>,
+    /// The URL prefixes an administrator allowed guards to name (`--rollout-guard-urls`):
+    /// a rollout naming any other address is refused (`rollouts/guards.rs`).
+    pub guard_urls: Vec<String>,
     /// The longest a probe may take; slower is unhealthy.
     pub probe_timeout: Duration,
 }
@@ -44,6 +48,7 @@ impl DriverConfig {
             tick: Duration::from_secs(1),
             lease: Duration::from_secs(6),
             prometheus_url,
+            guard_urls: Vec::new(),
             probe_timeout: Duration::from_secs(3),
         }
     }
