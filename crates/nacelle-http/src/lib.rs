@@ -24,6 +24,7 @@
 //! - `fuzzing` (feature `fuzzing` only): the parsers the fuzz targets drive.
 
 mod archive;
+mod budget;
 mod console;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -48,9 +49,10 @@ use nacelle_service::{
     Audit, ChangeRequests, ConfigService, Limits, Rollouts, Schemas, Services, Webhooks,
 };
 
+pub use budget::{BodyBudget, DEFAULT_MAX_BODY_MEMORY, DEFAULT_MAX_UNAUTHENTICATED_BODY_MEMORY};
 pub use server::{
     serve, serve_with, ConnectionCounter, ServeOptions, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_MAX_HEAD_BYTES,
 };
 
 /// Options of the HTTP adapter.
@@ -68,6 +70,14 @@ pub struct HttpOptions {
     /// Peers whose forwarded-address headers (`X-Real-IP`, `X-Forwarded-For`) are believed;
     /// from anyone else the caller's IP is the socket address. Default: none.
     pub trusted_proxies: TrustedProxies,
+    /// What all request bodies being read may take together, in bytes; a body that does
+    /// not fit is refused (503) before it is read (`budget`). Default
+    /// [`DEFAULT_MAX_BODY_MEMORY`].
+    pub max_body_memory: usize,
+    /// Of it, what the bodies of requests without a valid token in a header or the query
+    /// string may take, with authentication on. Default
+    /// [`DEFAULT_MAX_UNAUTHENTICATED_BODY_MEMORY`].
+    pub max_unauthenticated_body_memory: usize,
     /// Test-only fault (feature `fault-injection`): accept change notifications from
     /// members but drop them, as a network would lose them.
     #[cfg(feature = "fault-injection")]
@@ -93,6 +103,8 @@ impl Default for HttpOptions {
             cluster_secret: None,
             self_address: None,
             trusted_proxies: TrustedProxies::none(),
+            max_body_memory: DEFAULT_MAX_BODY_MEMORY,
+            max_unauthenticated_body_memory: DEFAULT_MAX_UNAUTHENTICATED_BODY_MEMORY,
             #[cfg(feature = "fault-injection")]
             drop_cluster_notifications: false,
         }
@@ -116,6 +128,8 @@ pub(crate) struct Shared {
     pub rollouts: Rollouts,
     pub audit: Audit,
     pub options: HttpOptions,
+    /// The memory request bodies being read may take (`budget`).
+    pub bodies: BodyBudget,
 }
 
 impl std::ops::Deref for AppState {
@@ -145,6 +159,10 @@ pub fn api(services: Services, options: HttpOptions) -> HttpApi {
         rollouts,
         audit,
     } = services;
+    let bodies = BodyBudget::new(
+        options.max_body_memory,
+        options.max_unauthenticated_body_memory,
+    );
     let state = AppState(Arc::new(Shared {
         service,
         changes,
@@ -153,6 +171,7 @@ pub fn api(services: Services, options: HttpOptions) -> HttpApi {
         rollouts,
         audit,
         options,
+        bodies,
     }));
     let api = Router::new()
         .route(

@@ -375,6 +375,9 @@ fn body_error(e: &axum::Error, limit: usize) -> ApiError {
         if err.is::<http_body_util::LengthLimitError>() {
             return ApiError::TooLarge(format!("request body too large: over {limit} bytes"));
         }
+        if let Some(over) = err.downcast_ref::<crate::budget::OverBudget>() {
+            return ApiError::Unavailable(over.0.clone());
+        }
         source = err.source();
     }
     ApiError::Invalid(format!("could not read the request body: {e}"))

@@ -28,6 +28,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
+use crate::budget::{Budgeted, Lane, Refusal};
 use crate::{observe, HttpApi};
 
 /// Smallest buffer hyper accepts.
@@ -42,12 +43,20 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// gateway or a proxy in front of many clients needs it raised (or the proxy's own limit).
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 10_000;
 
+/// Default of [`ServeOptions::max_head_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_HEAD_BYTES: usize = 1024 * 1024;
+
 /// Connection limits of the HTTP server.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Bounds the request head (long query strings, as the Python 1.x client sends whole
-    /// configs in the URL) as well as the body.
+    /// Bounds the request head as well as the body.
     pub max_request_bytes: usize,
+    /// Largest request head (request line and headers) when smaller than
+    /// `max_request_bytes`: long query strings (the Python 1.x client sends whole configs
+    /// in the URL) up to it; a longer head is 414 or 431. It is also the most a
+    /// connection reads ahead at once, so it bounds what each connection holds while a
+    /// body streams in. Default [`DEFAULT_MAX_HEAD_BYTES`].
+    pub max_head_bytes: usize,
     /// A connection waiting this long for (the rest of) a request head is closed: an idle
     /// keep-alive connection, a client that vanished, or one sending its head too slowly.
     /// A held long poll is not affected (its request was read).
@@ -73,6 +82,7 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             max_request_bytes: crate::HttpOptions::default().max_request_bytes,
+            max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             tls: None,
@@ -198,7 +208,10 @@ pub async fn serve_with(
                 let watcher = graceful.watcher();
                 let api = api.clone();
                 let tls = opts.tls.clone();
-                let opts = (opts.max_request_bytes, opts.idle_timeout);
+                let opts = (
+                    opts.max_request_bytes.min(opts.max_head_bytes),
+                    opts.idle_timeout,
+                );
                 tokio::spawn(async move {
                     let Some(_slot) = slot else {
                         if log_refusal {
@@ -227,8 +240,8 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Serves one connection (plain or TLS) until it closes; `opts` are the request limit and
-/// the idle timeout.
+/// Serves one connection (plain or TLS) until it closes; `opts` are the head limit (the
+/// read buffer's) and the idle timeout.
 async fn serve_connection<I>(
     io: I,
     peer: SocketAddr,
@@ -266,10 +279,19 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
     fn call(&self, mut req: Request<Incoming>) -> Answer {
         req.extensions_mut()
             .insert(ConnectInfo::<SocketAddr>(self.peer));
+        // Before anything reads the body: its memory is reserved, or it is refused unread.
+        let req = match admit(&self.api.state, req) {
+            Ok(req) => req,
+            Err(refused) => {
+                return Answer::Refused {
+                    answer: Some(*refused),
+                }
+            }
+        };
         if req.method() == Method::POST && req.uri().path() == observe::LONG_POLL {
             let st = self.api.state.clone();
             Answer::Direct {
-                answer: Box::pin(crate::v1::listener::direct(st, req.map(Body::new))),
+                answer: Box::pin(crate::v1::listener::direct(st, req)),
             }
         } else {
             // The router is always ready (axum documents it), as `oneshot` checks.
@@ -280,12 +302,118 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
     }
 }
 
+/// A request whose body has its memory reserved (`crate::budget`), or the answer refusing
+/// it (413: larger than its pool; 503: no room now) in its API's format, the body unread.
+fn admit(st: &crate::AppState, req: Request<Incoming>) -> Result<Request<Body>, Box<Response>> {
+    use hyper::body::Body as _;
+    if req.body().is_end_stream() {
+        return Ok(req.map(Body::new));
+    }
+    let declared = req.body().size_hint().exact();
+    let lane = lane_of(st, &req);
+    match st.bodies.admit(lane, declared) {
+        Ok(reservation) => {
+            Ok(req.map(|b| Body::new(Budgeted::new(b, reservation, declared.is_some(), lane))))
+        }
+        Err(refusal) => {
+            let error = match refusal {
+                Refusal::TooLarge(m) => crate::error::ApiError::TooLarge(m),
+                Refusal::Busy(m) => crate::error::ApiError::Unavailable(m),
+            };
+            let answer = crate::error::refusal_for(req.uri().path(), error);
+            // The client is still sending: its body is read and thrown away (nothing is
+            // kept), so it reads the answer instead of a reset connection.
+            tokio::spawn(discard(req.into_body(), st.options.max_request_bytes));
+            Err(Box::new(answer))
+        }
+    }
+}
+
+/// How long a refused body is read and thrown away at most.
+const DISCARD_FOR: Duration = Duration::from_secs(30);
+
+/// Most refused bodies read and thrown away at once (each connection reading one holds up
+/// to its read buffer); past it a refused connection is closed after its answer.
+const MAX_DISCARDING: usize = 16;
+
+/// Refused bodies being read and thrown away now.
+static DISCARDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Reads and drops up to `limit` bytes of a refused body (for at most [`DISCARD_FOR`]),
+/// then lets the connection go; at once when [`MAX_DISCARDING`] are being read.
+async fn discard(mut body: Incoming, limit: usize) {
+    use http_body_util::BodyExt;
+    use std::sync::atomic::Ordering;
+    let taken = DISCARDING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < MAX_DISCARDING).then_some(n + 1)
+    });
+    if taken.is_err() {
+        return;
+    }
+    let _read = tokio::time::timeout(DISCARD_FOR, async {
+        let mut read = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, bytes::Bytes::len);
+            if read > limit {
+                break;
+            }
+        }
+    })
+    .await;
+    DISCARDING.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// Which budget a request's body counts in: with authentication on, only a valid token
+/// sent in a header (`Authorization: Bearer`, `accessToken`) or the query string
+/// (`accessToken`) makes it trusted (a cheap check from memory); credentials in the body
+/// cannot be known before it is read.
+fn lane_of(st: &crate::AppState, req: &Request<Incoming>) -> Lane {
+    let access = st.service.access();
+    if !access.enabled() {
+        return Lane::Trusted;
+    }
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    let bearer = header("authorization").and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
+    });
+    let query_token = || {
+        let query = req.uri().query()?;
+        query.split('&').find_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            name.eq_ignore_ascii_case("accessToken")
+                .then(|| {
+                    percent_encoding::percent_decode_str(value)
+                        .decode_utf8()
+                        .ok()
+                })
+                .flatten()
+        })
+    };
+    let valid = bearer
+        .or_else(|| header("accesstoken"))
+        .is_some_and(|t| access.token_is_valid(t))
+        || query_token().is_some_and(|t| access.token_is_valid(t.trim()));
+    if valid {
+        Lane::Trusted
+    } else {
+        Lane::Unauthenticated
+    }
+}
+
 pin_project_lite::pin_project! {
     /// The answer of [`ConnService`]: the router's future, or a direct long poll's.
     #[project = AnswerProj]
     enum Answer {
-        Routed { #[pin] answer: tower::util::Oneshot<Router, Request<Incoming>> },
+        Routed { #[pin] answer: tower::util::Oneshot<Router, Request<Body>> },
         Direct { answer: Pin<Box<dyn Future<Output = Response> + Send>> },
+        Refused { answer: Option<Response> },
     }
 }
 
@@ -296,6 +424,11 @@ impl Future for Answer {
         match self.project() {
             AnswerProj::Routed { answer } => answer.poll(cx),
             AnswerProj::Direct { answer } => answer.as_mut().poll(cx).map(Ok),
+            AnswerProj::Refused { answer } => match answer.take() {
+                Some(r) => Poll::Ready(Ok(r)),
+                // Polled again after it answered: a caller's bug; never completes twice.
+                None => Poll::Pending,
+            },
         }
     }
 }

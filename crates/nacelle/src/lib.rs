@@ -287,6 +287,7 @@ fn serve_http(
         let stop = stop.clone();
         let opts = nacelle_http::ServeOptions {
             max_request_bytes: settings.max_request_bytes,
+            max_head_bytes: settings.max_head_bytes,
             max_connections_per_ip: settings.http_max_connections_per_ip,
             tls,
             connections: connections.clone(),

@@ -255,6 +255,19 @@ layer! {
         /// Largest HTTP request (URL or body) in bytes. Default 3 × max content + 64 KiB.
         #[arg(long, env = "NACELLE_MAX_REQUEST_BYTES")]
         pub max_request_bytes: Option<usize>,
+        /// Largest HTTP request head (request line and headers: long query strings, as
+        /// the Python 1.x client sends) in bytes; also what a connection reads ahead at
+        /// once. Default 1 MiB (never more than max_request_bytes).
+        #[arg(long, env = "NACELLE_MAX_HEAD_BYTES")]
+        pub max_head_bytes: Option<usize>,
+        /// What all HTTP request bodies being read may take together, in bytes; a body
+        /// that does not fit is answered 503 before it is read. Default 256 MiB.
+        #[arg(long, env = "NACELLE_MAX_BODY_MEMORY_BYTES")]
+        pub max_body_memory_bytes: Option<usize>,
+        /// Of it, what the bodies of requests without a valid access token in a header or
+        /// the query string may take, with authentication on. Default 32 MiB.
+        #[arg(long, env = "NACELLE_MAX_UNAUTHENTICATED_BODY_MEMORY_BYTES")]
+        pub max_unauthenticated_body_memory_bytes: Option<usize>,
         /// Most keys one listen request may carry. Default 10000.
         #[arg(long, env = "NACELLE_MAX_LISTEN_KEYS")]
         pub max_listen_keys: Option<usize>,
@@ -463,6 +476,9 @@ pub struct Settings {
     pub log: String,
     pub max_content_bytes: usize,
     pub max_request_bytes: usize,
+    pub max_head_bytes: usize,
+    pub max_body_memory_bytes: usize,
+    pub max_unauthenticated_body_memory_bytes: usize,
     pub max_listen_keys: usize,
     pub max_held_polls: usize,
     pub long_poll_min_hold: Duration,
@@ -683,6 +699,15 @@ impl Settings {
             max_request_bytes: layer
                 .max_request_bytes
                 .unwrap_or_else(|| HttpOptions::request_bytes_for(max_content_bytes)),
+            max_head_bytes: layer
+                .max_head_bytes
+                .unwrap_or(nacelle_http::DEFAULT_MAX_HEAD_BYTES),
+            max_body_memory_bytes: layer
+                .max_body_memory_bytes
+                .unwrap_or(nacelle_http::DEFAULT_MAX_BODY_MEMORY),
+            max_unauthenticated_body_memory_bytes: layer
+                .max_unauthenticated_body_memory_bytes
+                .unwrap_or(nacelle_http::DEFAULT_MAX_UNAUTHENTICATED_BODY_MEMORY),
             max_listen_keys: layer.max_listen_keys.unwrap_or(limits.max_listen_keys),
             max_held_polls: layer.max_held_polls.unwrap_or(limits.max_held_polls),
             long_poll_min_hold: millis(layer.long_poll_min_hold_ms, http.long_poll_min_hold),
@@ -809,6 +834,12 @@ impl Settings {
         if self.max_listen_keys == 0 {
             return Err(SettingsError::Invalid("max_listen_keys must be > 0".into()));
         }
+        if self.max_unauthenticated_body_memory_bytes > self.max_body_memory_bytes {
+            return Err(SettingsError::Invalid(
+                "max_unauthenticated_body_memory_bytes must not exceed max_body_memory_bytes"
+                    .into(),
+            ));
+        }
         if self.http_max_connections_per_ip == 0 || self.max_held_polls_per_ip == 0 {
             return Err(SettingsError::Invalid(
                 "http_max_connections_per_ip and max_held_polls_per_ip must be > 0".into(),
@@ -876,6 +907,8 @@ impl Settings {
     pub fn http_options(&self, self_address: std::net::SocketAddr) -> HttpOptions {
         HttpOptions {
             max_request_bytes: self.max_request_bytes,
+            max_body_memory: self.max_body_memory_bytes,
+            max_unauthenticated_body_memory: self.max_unauthenticated_body_memory_bytes,
             long_poll_min_hold: self.long_poll_min_hold,
             cluster_secret: self.cluster_secret.clone(),
             self_address: Some(self_address),

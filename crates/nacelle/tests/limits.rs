@@ -195,3 +195,191 @@ async fn held_long_polls_per_address_are_bounded() -> Result<()> {
     assert_eq!(released, "held%02G%01\n");
     Ok(())
 }
+
+/// One raw HTTP/1.1 `POST /nacos/v1/cs/configs` of a form body of `size` bytes (a publish
+/// whose content is `a…`), the body written while the answer is read: the answer's
+/// status. The server may answer before reading the body and close; what could not be
+/// written is then left unwritten.
+async fn raw_publish(addr: std::net::SocketAddr, size: usize, query: &str) -> Result<u16> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    let (mut rd, mut wr) = stream.into_split();
+    let head = format!(
+        "POST /nacos/v1/cs/configs{query} HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\n"
+    );
+    let writer = tokio::spawn(async move {
+        wr.write_all(head.as_bytes()).await?;
+        let prefix = b"dataId=big.txt&group=MEM&content=";
+        wr.write_all(prefix).await?;
+        let chunk = vec![b'a'; 64 * 1024];
+        let mut left = size - prefix.len();
+        while left > 0 {
+            let n = left.min(chunk.len());
+            wr.write_all(&chunk[..n]).await?;
+            left -= n;
+        }
+        wr.flush().await
+    });
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let status = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let n = rd.read(&mut buf).await?;
+            if n == 0 {
+                anyhow::bail!("closed without an answer");
+            }
+            answer.extend_from_slice(&buf[..n]);
+            if let Some(line) = answer
+                .split(|b| *b == b'\n')
+                .next()
+                .filter(|_| answer.contains(&b'\n'))
+            {
+                let line = String::from_utf8_lossy(line);
+                let code = line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|c| c.parse::<u16>().ok())
+                    .context("no status")?;
+                return Ok(code);
+            }
+        }
+    })
+    .await
+    .context("no answer within 120 s")??;
+    // The writer ends by itself: done, or refused by a closed connection.
+    writer.abort();
+    Ok(status)
+}
+
+/// A process's peak resident memory (`VmHWM`), in KiB.
+fn peak_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmHWM")
+}
+
+/// Memory before credentials: 64 concurrent anonymous 30 MiB publishes to a server with
+/// authentication on are every one refused (403 once read, or 503 unread: their bodies
+/// share the unauthenticated budget), and the server's peak resident memory stays under
+/// 200 MiB; an authenticated 10 MB publish (its token in the query) then goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_bodies_cannot_take_the_servers_memory() -> Result<()> {
+    const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
+    let dir = tempfile::tempdir()?;
+    let password = "memory-test-admin-password";
+    let server = nacelle_testkit::server::BinaryServer::spawn(
+        NACELLE,
+        dir.path(),
+        &["--auth", "on", "--admin-password", password],
+    )?;
+    let addr = server.addr;
+    let http = reqwest::Client::new();
+    let login = |http: reqwest::Client| async move {
+        for _ in 0..200 {
+            let r = http
+                .post(format!("http://{addr}/nacos/v1/auth/login"))
+                .query(&[("username", "nacos"), ("password", password)])
+                .send()
+                .await?;
+            if r.status() == 200 {
+                let v: serde_json::Value = r.json().await?;
+                return Ok::<String, anyhow::Error>(
+                    v["accessToken"].as_str().unwrap_or("").to_string(),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        anyhow::bail!("no login")
+    };
+    let token = login(http.clone()).await?;
+    let pid = server.child.id();
+    let before = peak_rss_kib(pid)?;
+
+    let size = 30 * 1024 * 1024;
+    let tasks: Vec<_> = (0..64)
+        .map(|_| tokio::spawn(raw_publish(addr, size, "")))
+        .collect();
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    let mut errors = Vec::new();
+    for t in tasks {
+        match t.await? {
+            Ok(status) => *statuses.entry(status).or_default() += 1,
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    eprintln!("errors: {errors:?}");
+    let peak = peak_rss_kib(pid)?;
+    eprintln!("64 anonymous 30 MiB publishes: statuses {statuses:?}; peak RSS {before} KiB before, {peak} KiB after");
+    assert!(
+        statuses.keys().all(|s| [403, 413, 503].contains(s)),
+        "an anonymous publish was not refused: {statuses:?}"
+    );
+    assert!(peak < 200 * 1024, "peak RSS {peak} KiB, not under 200 MiB");
+
+    // A caller with a token is not held back by anonymous bodies: while one holds the
+    // unauthenticated budget (its body half sent), an anonymous 10 MB publish is refused
+    // unread (503) and an authenticated one (its token in the query) goes through.
+    let mut holder = tokio::net::TcpStream::connect(addr).await?;
+    let head = format!(
+        "POST /nacos/v1/cs/configs HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {size}\r\n\r\n"
+    );
+    holder.write_all(head.as_bytes()).await?;
+    holder.write_all(&vec![b'a'; 1024 * 1024]).await?;
+    let content = "b".repeat(10_000_000);
+    let anonymous = || {
+        http.post(format!("http://{addr}/nacos/v1/cs/configs"))
+            .form(&[
+                ("dataId", "big.txt"),
+                ("group", "MEM"),
+                ("content", content.as_str()),
+            ])
+            .send()
+    };
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = anonymous().await?;
+        let status = r.status().as_u16();
+        let body = r.text().await?;
+        if status == 503 {
+            assert!(body.contains("server busy"), "{body}");
+            break;
+        }
+        assert_eq!(status, 403, "{body}");
+        assert!(
+            Instant::now() < deadline,
+            "the held body never filled the budget"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = http
+        .post(format!("http://{addr}/nacos/v1/cs/configs"))
+        .query(&[("accessToken", token.as_str())])
+        .form(&[
+            ("dataId", "big.txt"),
+            ("group", "MEM"),
+            ("content", content.as_str()),
+        ])
+        .send()
+        .await?;
+    let status = r.status().as_u16();
+    assert_eq!((status, r.text().await?), (200, "true".to_string()));
+    let back = http
+        .get(format!("http://{addr}/nacos/v1/cs/configs"))
+        .query(&[
+            ("dataId", "big.txt"),
+            ("group", "MEM"),
+            ("accessToken", token.as_str()),
+        ])
+        .send()
+        .await?
+        .text()
+        .await?;
+    assert_eq!(back.len(), content.len());
+    drop(holder);
+    Ok(())
+}

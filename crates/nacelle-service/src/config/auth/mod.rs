@@ -389,6 +389,14 @@ impl<'a> Access<'a> {
         self.core.is_admin(caller)
     }
 
+    /// Whether `token` is a valid access token of a user this node knows (a signature and
+    /// an expiry check, from memory: no database, no password hash). For deciding, before
+    /// a request's body is read, which budget the body counts in; the operation itself
+    /// checks the caller as always.
+    pub fn token_is_valid(&self, token: &str) -> bool {
+        self.core.verify_token(token).is_ok()
+    }
+
     /// Checks that the caller's credentials, if any, are good.
     pub fn authenticated(&self, caller: &Caller) -> Result<(), CoreError> {
         self.core.authenticated(caller)
