@@ -248,7 +248,12 @@ impl Connection {
             CloseReason::Idle => stats::inc(&c.dropped_idle),
             CloseReason::Replaced | CloseReason::Shutdown => {}
         }
-        tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        if reason == CloseReason::Shutdown {
+            // Every connection at once: the server logs the count (see `server`).
+            tracing::debug!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        } else {
+            tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        }
     }
 
     /// Sends a payload to the client.
