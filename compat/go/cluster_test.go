@@ -78,8 +78,8 @@ func clusterFailover(t *testing.T, dbEnv string) {
 		}
 	}
 
-	// Take the client's node away — first a graceful stop (SIGTERM: Nacelle sends
-	// ConnectResetRequest and ends the streams), then, after it is back, a kill of the node
+	// Take the client's node away — first a graceful stop (SIGTERM: Nacelle stops accepting
+	// and ends the streams, as Java Nacos does), then, after it is back, a kill of the node
 	// the client then uses — and publish on the survivor each time.
 	for round, how := range []string{"SIGTERM", "SIGKILL"} {
 		if round > 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nacos-group/nacos-sdk-go/v2/util"
 	"github.com/nacos-group/nacos-sdk-go/v2/vo"
 )
 
@@ -459,13 +460,24 @@ func TestAuth(t *testing.T) {
 	})
 }
 
+// reportedIP is the address the Go SDK reports about itself (metadata.clientIp, util.LocalIP:
+// the first non-loopback IPv4 address), which betas match as Nacos matches them; a client
+// that reports none is matched by its socket address, 127.0.0.1 here.
+func reportedIP() string {
+	if ip := util.LocalIP(); ip != "" {
+		return ip
+	}
+	return "127.0.0.1"
+}
+
 func TestBetaByClientIP(t *testing.T) {
 	t.Parallel()
 	srv := StartServer(t, ServerOpts{})
 	c := NewClient(t, []*Server{srv}, ClientOpts{})
 	const id = "go-beta.properties"
+	me := reportedIP()
 	srv.Publish(id, group, "", "formal=1", nil)
-	rec := NewRecorder(t, "listener@127.0.0.1")
+	rec := NewRecorder(t, "listener@"+me)
 	rec.Listen(c, id, group)
 	rec.WaitFor(id, "formal=1", waitCB)
 	srv.WaitListening(id, group, "", waitReg)
@@ -473,7 +485,7 @@ func TestBetaByClientIP(t *testing.T) {
 	// A beta for another address: this client keeps the formal content.
 	srv.Publish(id, group, "", "beta-for-.2", map[string]string{"betaIps": "127.0.0.2"})
 	if got := mustGet(t, c, id, group); got != "formal=1" {
-		t.Fatalf("client at 127.0.0.1 reads %q while the beta is for 127.0.0.2", got)
+		t.Fatalf("client reporting %s reads %q while the beta is for 127.0.0.2", me, got)
 	}
 	// A formal change afterwards arrives as formal content.
 	pace()
@@ -482,26 +494,29 @@ func TestBetaByClientIP(t *testing.T) {
 	e := rec.WaitFor(id, "formal=2", waitCB)
 	recordDelay(t, "listen/formal-under-beta", e.At.Sub(start))
 	if rec.Saw(id, "beta-for-.2") {
-		t.Fatalf("the beta for 127.0.0.2 reached the client at 127.0.0.1")
+		t.Fatalf("the beta for 127.0.0.2 reached the client reporting %s", me)
 	}
 
-	// A beta for this client's address reaches it.
+	// A beta for the address this client reports reaches it, whatever its socket.
 	pace()
 	start = time.Now()
-	srv.Publish(id, group, "", "beta-for-.1", map[string]string{"betaIps": "127.0.0.2,127.0.0.1"})
-	e = rec.WaitFor(id, "beta-for-.1", waitCB)
+	srv.Publish(id, group, "", "beta-for-me", map[string]string{"betaIps": "127.0.0.2," + me})
+	e = rec.WaitFor(id, "beta-for-me", waitCB)
 	recordDelay(t, "listen/beta", e.At.Sub(start))
-	if got := mustGet(t, c, id, group); got != "beta-for-.1" {
-		t.Fatalf("GetConfig under a beta for 127.0.0.1: %q", got)
+	if got := mustGet(t, c, id, group); got != "beta-for-me" {
+		t.Fatalf("GetConfig under a beta for %s: %q", me, got)
 	}
-	if got, _, hdr := srv.Get(id, group, ""); got != "beta-for-.1" || hdr.Get("isBeta") != "true" {
-		t.Fatalf("HTTP GET from 127.0.0.1 under its beta: %q isBeta=%q", got, hdr.Get("isBeta"))
+	// Over HTTP the reported address is X-Forwarded-For (as Nacos reads it).
+	code, body, hdr := srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}},
+		map[string]string{"X-Forwarded-For": me})
+	if code != 200 || body != "beta-for-me" || hdr.Get("isBeta") != "true" {
+		t.Fatalf("HTTP GET forwarded for %s under its beta: %d %q isBeta=%q", me, code, body, hdr.Get("isBeta"))
 	}
 
 	// Stopping the beta sends the formal content back.
 	pace()
 	start = time.Now()
-	code, body, _ := srv.Do(http.MethodDelete, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
+	code, body, _ = srv.Do(http.MethodDelete, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
 	if code != 200 {
 		t.Fatalf("stop beta: %d %s", code, body)
 	}
@@ -509,6 +524,21 @@ func TestBetaByClientIP(t *testing.T) {
 	recordDelay(t, "listen/beta-stopped", e.At.Sub(start))
 	if got := mustGet(t, c, id, group); got != "formal=2" {
 		t.Fatalf("GetConfig after the beta stopped: %q", got)
+	}
+
+	// A beta for the socket address (127.0.0.1) reaches an HTTP reader that reports
+	// nothing, not this client when it reports another address.
+	if me != "127.0.0.1" {
+		srv.Publish(id, group, "", "beta-for-socket", map[string]string{"betaIps": "127.0.0.1"})
+		if got, _, hdr := srv.Get(id, group, ""); got != "beta-for-socket" || hdr.Get("isBeta") != "true" {
+			t.Fatalf("HTTP GET from 127.0.0.1 under its beta: %q isBeta=%q", got, hdr.Get("isBeta"))
+		}
+		pace()
+		srv.Publish(id, group, "", "formal=3", nil)
+		rec.WaitFor(id, "formal=3", waitCB)
+		if rec.Saw(id, "beta-for-socket") {
+			t.Fatalf("the beta for the socket address reached the client reporting %s", me)
+		}
 	}
 }
 
@@ -593,7 +623,9 @@ func TestPublishMetadataTagAndBeta(t *testing.T) {
 		t.Fatalf("HTTP GET tag=gotag: %d %q", code, body)
 	}
 
-	// Beta through the SDK (additionMap.betaIps): reaches this client (127.0.0.1).
+	// Beta through the SDK (additionMap.betaIps): reaches this client (the address it
+	// reports).
+	me := reportedIP()
 	rl := NewRecorder(t, "listener")
 	lc := NewClient(t, []*Server{srv}, ClientOpts{})
 	rl.Listen(lc, id, group)
@@ -601,21 +633,22 @@ func TestPublishMetadataTagAndBeta(t *testing.T) {
 	srv.WaitListening(id, group, "", waitReg)
 	pace()
 	start := time.Now()
-	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "a: beta", BetaIps: "127.0.0.1"})
+	mustPublish(t, c, vo.ConfigParam{DataId: id, Group: group, Content: "a: beta", BetaIps: me})
 	e := rl.WaitFor(id, "a: beta", waitCB)
 	recordDelay(t, "listen/beta-via-sdk", e.At.Sub(start))
 	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "beta": {"true"}}, nil)
-	if code != 200 || !strings.Contains(body, `"betaIps":"127.0.0.1"`) || !strings.Contains(body, `"content":"a: beta"`) {
+	if code != 200 || !strings.Contains(body, `"betaIps":"`+me+`"`) || !strings.Contains(body, `"content":"a: beta"`) {
 		t.Fatalf("HTTP ?beta=true after an SDK beta publish: %d %s", code, body)
 	}
 	// The formal config is untouched, and show=all (what the console edits) is the formal
-	// record even for a caller on the beta IP (this test runs on 127.0.0.1), as on Nacos.
-	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "show": {"all"}}, nil)
+	// record even for a caller on the beta IP, as on Nacos.
+	onBetaIP := map[string]string{"X-Forwarded-For": me}
+	code, body, _ = srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}, "show": {"all"}}, onBetaIP)
 	if code != 200 || !strings.Contains(body, `"content":"a: 1"`) {
 		t.Fatalf("show=all from the beta IP after an SDK beta publish: %s", body)
 	}
-	if got, _, _ := srv.Get(id, group, ""); got != "a: beta" {
-		t.Fatalf("plain GET from the beta IP: %q, want the beta", got)
+	if code, body, _ := srv.Do(http.MethodGet, "/v1/cs/configs", url.Values{"dataId": {id}, "group": {group}}, onBetaIP); code != 200 || body != "a: beta" {
+		t.Fatalf("plain GET from the beta IP: %d %q, want the beta", code, body)
 	}
 	if got := mustGet(t, lc, id, group); got != "a: beta" {
 		t.Fatalf("SDK GetConfig from the beta IP: %q, want the beta", got)

@@ -68,6 +68,10 @@ impl HoldCounts {
 pub struct ClientInfo {
     /// The client's IP as the server trusts it (`""` when unknown).
     pub ip: String,
+    /// The IP the client reports about itself, the one gray rules match (`""` when it
+    /// reports none; then they match `ip`). Absent from the answers of older nodes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reported_ip: String,
     /// The application name it reported.
     pub app: String,
     /// `grpc`, `http-v1`, …

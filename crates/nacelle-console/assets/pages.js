@@ -305,9 +305,16 @@ export async function historyPage(view, q, ctx) {
 }
 
 // ---------- gray release ----------
+// A client's IP, and the one it reports about itself when that differs: gray rules match
+// the reported one (as Nacos does).
+function ipCell(ip, reported) {
+  if (!reported || reported === ip) return h('code', {}, ip);
+  return h('span', {}, h('code', {}, ip), ' ', h('span', { class: 'muted' }, t('reports {ip}', { ip: reported })));
+}
+
 function listenerTable(rows, empty) {
   return table([
-    { label: 'IP', cell: (l) => h('code', {}, l.ip) },
+    { label: 'IP', cell: (l) => ipCell(l.ip, l.grayIp) },
     { label: t('App'), cell: (l) => l.app || h('span', { class: 'muted' }, '—') },
     { label: t('Transport'), cell: (l) => l.transport },
     { label: t('Holds md5'), cell: (l) => h('code', {}, (l.heldMd5 || '—').slice(0, 12)) },
@@ -438,7 +445,7 @@ function liveView(v) {
     ], nodes, t('No node answered.')),
     table([
       { label: t('Node'), cell: (l) => h('code', {}, l.node) },
-      { label: 'IP', cell: (l) => h('code', {}, l.ip) },
+      { label: 'IP', cell: (l) => ipCell(l.ip, l.reportedIp) },
       { label: t('App'), cell: (l) => l.app || h('span', { class: 'muted' }, '—') },
       { label: t('Transport'), cell: (l) => l.protocol },
       { label: t('Holds'), cell: (l) => holdsTag(l.holds) },

@@ -161,6 +161,7 @@ export const ZH = {
   "State": "状态",
   "in sync": "已同步",
   "behind": "未同步",
+  "reports {ip}": "上报 {ip}",
   "IP list (beta)": "IP 列表（Beta）",
   "Label expression": "标签表达式",
   "App name": "应用名",

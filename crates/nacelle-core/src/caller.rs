@@ -55,8 +55,9 @@ impl Protocol {
 /// Who is asking, as far as the server can tell.
 ///
 /// `ip` is the client IP under the [`TrustedProxies`] policy, never a value the client
-/// could forge from an untrusted address. `app_name` and `labels` are what the client says
-/// about itself; they select gray variants but grant nothing.
+/// could forge from an untrusted address: limits, history, audit and listener queries use
+/// it. `reported_ip`, `app_name` and `labels` are what the client says about itself; they
+/// select gray variants (see [`Caller::gray_ip`]) but grant nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// Who the credentials of the request say the caller is (verified by the service's
@@ -64,6 +65,11 @@ pub struct Caller {
     pub identity: Identity,
     /// The client IP as trusted by policy; `None` for internal callers.
     pub ip: Option<IpAddr>,
+    /// The IP the client reports about itself, believed from anyone as Nacos does, and
+    /// used only to target gray variants: gRPC `metadata.clientIp` of the connection's
+    /// `ConnectionSetupRequest`; HTTP the first `X-Forwarded-For` entry, else
+    /// `X-Real-IP`. `None` when the client reports none (or nothing that parses as an IP).
+    pub reported_ip: Option<IpAddr>,
     pub protocol: Protocol,
     /// The application name the client reported (`Client-AppName`, label `AppName`).
     pub app_name: Option<Arc<str>>,
@@ -119,6 +125,7 @@ impl Caller {
         Caller {
             identity: Identity::Anonymous,
             ip,
+            reported_ip: None,
             protocol,
             app_name: None,
             labels: Labels::none(),
@@ -145,6 +152,16 @@ impl Caller {
     /// Nacos does.
     pub fn operator<'a>(&'a self, claimed: &'a str) -> &'a str {
         self.user().unwrap_or(claimed)
+    }
+
+    /// The address gray rules match (a beta's IP list, the `ClientIp` label, a percent
+    /// cohort): the IP the client reports about itself, else its IP. Nacos matches the
+    /// reported IP (`ConnectionMeta.clientIp`, `WebUtils.getRemoteIp`), so a beta for the
+    /// address a client reports reaches it behind NAT, a proxy or a sidecar; a client that
+    /// reports none is matched by its own address. A targeting rule, not a permission:
+    /// a client may claim any address, and reads of the key are authorized as ever.
+    pub fn gray_ip(&self) -> Option<IpAddr> {
+        self.reported_ip.or(self.ip)
     }
 
     /// The client IP as text (`""` when there is none), as history rows record it.

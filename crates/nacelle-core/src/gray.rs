@@ -5,6 +5,8 @@
 //! Rule kinds, as Nacos stores them in `config_info_gray.gray_rule`
 //! (`{"type", "version", "expr", "priority"}`):
 //! - `beta` — the caller's IP is in a list of addresses or CIDRs (Nacos: addresses only).
+//!   The IP every rule sees is [`Caller::gray_ip`]: the one the client reports about
+//!   itself, as Nacos matches it, else its own address.
 //!   Gray name `beta`, priority `i32::MAX`.
 //! - `tag` — the caller asks for a tag (`tag` parameter, `Vipserver-Tag` header or label,
 //!   gRPC `tag`). Gray name `tag_<t>`, priority `i32::MAX - 1`.
@@ -128,7 +130,7 @@ impl GrayRule {
     /// selected by this rule.
     pub fn matches(&self, caller: &Caller, tag: Option<&str>) -> bool {
         match self {
-            GrayRule::Beta(ips) => caller.ip.is_some_and(|ip| ips.contains(ip)),
+            GrayRule::Beta(ips) => caller.gray_ip().is_some_and(|ip| ips.contains(ip)),
             GrayRule::Tag(t) => tag == Some(t.as_str()),
             GrayRule::Labels(e) => e.matches(caller),
             GrayRule::Percent(c) => c.contains(caller),
@@ -396,7 +398,7 @@ impl std::fmt::Display for LabelExpr {
 }
 
 /// The value a label expression sees for `key`: `AppName` is the caller's app name,
-/// `ClientIp` its IP; any other key is the client's label of that name, or of that name
+/// `ClientIp` its [`Caller::gray_ip`]; any other key is the client's label of that name, or of that name
 /// with Nacos's `app_` prefix (Java and Python clients prefix application labels; Python
 /// also turns `.` into `_`, so `app_nacos_config_gray_label` is accepted for
 /// `nacos.config.gray.label`).
@@ -407,7 +409,7 @@ fn label_of(caller: &Caller, key: &str) -> Option<String> {
                 return Some(app.to_string());
             }
         }
-        "ClientIp" => return caller.ip.map(|ip| ip.to_string()),
+        "ClientIp" => return caller.gray_ip().map(|ip| ip.to_string()),
         _ => {}
     }
     let labels = &caller.labels;
@@ -436,6 +438,31 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
         );
         c
+    }
+
+    #[test]
+    fn rules_match_the_reported_ip_else_the_callers_own() -> Result<(), CoreError> {
+        let ip = |s: &str| s.parse::<IpAddr>().map_err(|_| CoreError::invalid("ip"));
+        // A client on 127.0.0.1 that reports 192.0.2.2 (Nacos's clientIp): the reported
+        // address is the one a beta, the ClientIp label and a cohort see.
+        let mut reporting = caller("127.0.0.1", None, &[]);
+        reporting.reported_ip = Some(ip("192.0.2.2")?);
+        assert_eq!(reporting.gray_ip(), Some(ip("192.0.2.2")?));
+        assert!(GrayRule::parse("beta", "192.0.2.2")?.matches(&reporting, None));
+        assert!(!GrayRule::parse("beta", "127.0.0.1")?.matches(&reporting, None));
+        assert!(GrayRule::parse("tagv2", "ClientIp=192.0.2.2")?.matches(&reporting, None));
+        let mut at_reported = caller("192.0.2.2", None, &[]);
+        assert_eq!(
+            Cohort::bucket("s", &reporting),
+            Cohort::bucket("s", &at_reported),
+            "a cohort draws the reported address"
+        );
+        // One that reports nothing is matched by its own address.
+        at_reported.ip = Some(ip("127.0.0.1")?);
+        assert_eq!(at_reported.gray_ip(), Some(ip("127.0.0.1")?));
+        assert!(GrayRule::parse("beta", "127.0.0.1")?.matches(&at_reported, None));
+        assert!(!GrayRule::parse("beta", "192.0.2.2")?.matches(&at_reported, None));
+        Ok(())
     }
 
     #[test]
@@ -621,7 +648,7 @@ impl Cohort {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
-        let address: u64 = match caller.ip {
+        let address: u64 = match caller.gray_ip() {
             Some(IpAddr::V4(v4)) => u64::from(u32::from(v4)),
             Some(IpAddr::V6(v6)) => {
                 let n = u128::from(v6);

@@ -23,6 +23,7 @@ pub(crate) enum Code {
     ResourceExhausted = 8,
     Unimplemented = 12,
     Internal = 13,
+    Unavailable = 14,
 }
 
 /// A gRPC status: what the trailers of a call say.

@@ -32,7 +32,7 @@ use nacelle_service::{
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::codec::{self, Status};
+use crate::codec::{self, Code, Status};
 use crate::push::{PushPolicy, PushTable};
 use crate::rpc::{Outbound, Sent};
 use crate::stats::{self, GrpcStats};
@@ -127,6 +127,13 @@ impl Closer {
     }
 }
 
+/// The status a stream ends with when the server stops: `UNAVAILABLE`, what gRPC says of
+/// a server that is going away (clients retry), and what a Java Nacos server's
+/// `shutdownNow()` leaves its clients with.
+pub(crate) fn shutdown_status() -> Status {
+    Status::new(Code::Unavailable, "the server is shutting down")
+}
+
 /// Why a connection was closed by the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CloseReason {
@@ -138,7 +145,7 @@ pub(crate) enum CloseReason {
     Idle,
     /// The same TCP connection registered again.
     Replaced,
-    /// The server is stopping and the client ignored the reset.
+    /// The server is stopping.
     Shutdown,
 }
 
@@ -241,7 +248,12 @@ impl Connection {
             CloseReason::Idle => stats::inc(&c.dropped_idle),
             CloseReason::Replaced | CloseReason::Shutdown => {}
         }
-        tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        if reason == CloseReason::Shutdown {
+            // Every connection at once: the server logs the count (see `server`).
+            tracing::debug!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        } else {
+            tracing::info!(conn = %self.id, client_ip = %self.meta.client_ip, ?reason, "closing gRPC connection");
+        }
     }
 
     /// Sends a payload to the client.
@@ -259,10 +271,20 @@ impl Connection {
     }
 
     /// Sends `ConnectResetRequest` then ends the stream, so the client reconnects
-    /// (elsewhere).
+    /// (elsewhere). Only for a connection refused at registration: a Java client that is
+    /// not yet running on it ignores both, and reconnects on its own.
     pub fn reset(&self, request_id: &str) {
         self.send(&wire::message(&ConnectResetRequest::new(request_id)));
         self.out.finish(&Status::ok());
+    }
+
+    /// Ends the stream with `UNAVAILABLE` because the server is stopping, and closes the
+    /// connection: one signal, on which every client reconnects once. No
+    /// `ConnectResetRequest` before it: the Java client takes a reset and the end of the
+    /// stream as two reconnect signals (see `server`).
+    pub fn end_for_shutdown(&self) {
+        self.out.finish(&shutdown_status());
+        self.close(CloseReason::Shutdown);
     }
 
     // ------------------------------------------------------------ listening

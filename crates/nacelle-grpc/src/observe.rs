@@ -93,6 +93,7 @@ impl Source for GrpcGauges {
             names::GRPC_UNACKED_CONNECTIONS,
             s.unacked_connections as f64,
         );
+        out.set(names::GRPC_REGISTRATIONS, s.registrations as f64);
         out.set(names::GRPC_REJECTED, s.rejected_connections as f64);
         out.set(names::GRPC_PUSHES, s.pushes_sent as f64);
         out.set(names::GRPC_PUSH_ACKS, s.push_acks as f64);

@@ -46,8 +46,8 @@ pub struct GrpcOptions {
     /// reaps connections that were opened and left (or whose client vanished before
     /// opening its stream).
     pub idle_connection_timeout: Duration,
-    /// On graceful shutdown: how long clients get to act on the `ConnectResetRequest`
-    /// before their streams are cut, and again how long in-flight calls get to finish.
+    /// On graceful shutdown: how long in-flight unary calls get to finish after the
+    /// GOAWAY (and streams still in their handshake before they are cut).
     pub shutdown_grace: Duration,
     /// Connections from these addresses may report another client IP
     /// (`ConnectionSetupRequest`'s `metadata.clientIp`) and have it believed; from anyone

@@ -78,6 +78,7 @@ impl Registry {
         }
         self.conns.insert(conn.id.clone(), conn);
         stats::inc(&self.stats.counters().connections);
+        stats::inc(&self.stats.counters().registrations);
         Ok(())
     }
 

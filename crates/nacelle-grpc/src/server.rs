@@ -2,10 +2,21 @@
 //! serve the two Nacos methods on each (see `rpc`) until a shutdown future completes, then
 //! shut down gracefully.
 //!
-//! Shutdown is notify-then-wait: every registered client gets a `ConnectResetRequest` and
-//! its stream ends; clients get `shutdown_grace` to leave; then every remaining stream is
-//! cut, the listener closes and in-flight unary calls get another `shutdown_grace` before
-//! the remaining TCP connections are cut too.
+//! Shutdown is notify-then-wait, as a Java Nacos server's `shutdownNow()` leaves its
+//! clients: the listeners close first (a client reconnecting is refused at once and tries
+//! another server, or this one's successor); then every client's stream ends, once, with
+//! `UNAVAILABLE` — one reconnect signal; then every connection gets a GOAWAY, in-flight
+//! unary calls get `shutdown_grace` to finish, and what is left is cut.
+//!
+//! No `ConnectResetRequest`: the Java client (2.x and 3.x, `RpcClient`) queues one
+//! reconnect for the reset (`ConnectResetRequestHandler`, which leaves the client
+//! `RUNNING`) and another for the end of the stream (`GrpcClient`'s `onCompleted` /
+//! `onError`), so it connects twice in a row; the re-listen sent on the first new
+//! connection can then be lost with it, leaving listeners deaf until the client's
+//! 3-minute full sync. The end of the stream alone is taken once: every other signal
+//! (`onError`, a failed request, a failed health check) goes through the same
+//! `RUNNING → UNHEALTHY` compare-and-set. The Go (`bindBiRequestStream`), Python and Rust
+//! clients reconnect on the end of the stream as well.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,7 +27,6 @@ use nacelle_service::ConfigService;
 use nacelle_tls::TlsAcceptor;
 use tokio::net::TcpListener;
 
-use crate::connection::CloseReason;
 use crate::ctx::Ctx;
 use crate::error::GrpcError;
 use crate::observe;
@@ -95,12 +105,15 @@ impl GrpcServer {
 
         shutdown.await;
         tracing::info!(addr = %local, "gRPC server shutting down");
-        reset_clients(&ctx).await;
-        // Cut the streams of clients that ignored the reset, then stop accepting and let
-        // every connection finish its calls after a GOAWAY.
+        for a in &mut acceptors {
+            a.stop_accepting().await;
+        }
+        end_streams(&ctx).await;
+        // Cut the streams still in their handshake, then let every connection finish its
+        // calls after a GOAWAY.
         ctx.hard_stop.cancel();
         for conn in ctx.registry.all() {
-            conn.close(CloseReason::Shutdown);
+            conn.end_for_shutdown(); // one that registered while the others were ended
         }
         prober.abort();
         sweeper.abort();
@@ -133,20 +146,20 @@ where
         .await
 }
 
-/// Tells every client to reconnect elsewhere, then waits (at most `shutdown_grace`) for
-/// their sessions to end.
-async fn reset_clients(ctx: &Ctx) {
+/// Refuses registrations from now on and ends every registered client's stream (see the
+/// module docs), then waits (at most `shutdown_grace`) for their sessions to end.
+async fn end_streams(ctx: &Ctx) {
     let conns = ctx.registry.begin_shutdown();
     tracing::info!(
         connections = conns.len(),
-        "sending ConnectResetRequest to every client"
+        "ending every client's stream; clients reconnect elsewhere"
     );
     for c in &conns {
-        c.reset(&ctx.server_request_id("reset"));
+        c.end_for_shutdown();
     }
     ctx.sessions.close();
-    // A timeout is the expected way out for clients that ignore the reset: their streams
-    // are cut next.
+    // Sessions end as soon as their connection is closed; a timeout only means some were
+    // still in their handshake: those are cut next.
     let _grace_over = tokio::time::timeout(ctx.opts.shutdown_grace, ctx.sessions.wait()).await;
 }
 

@@ -2,11 +2,13 @@
 //! unregistration.
 //!
 //! The session task owns the inbound half: it registers the connection on setup (or
-//! answers `ConnectResetRequest` when a limit is reached), matches the client's responses
+//! answers `ConnectResetRequest` when a limit is reached, and ends the stream when the
+//! server is stopping), matches the client's responses
 //! to pushes and probes, and unregisters the connection when the stream ends, fails, or the
 //! server closes it. Timing out and retrying unacknowledged pushes is the push sweeper's
 //! job (see `server`).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,15 +17,16 @@ use nacelle_proto::connection::{ConnectionSetupRequest, SetupAckRequest, APP_NAM
 use nacelle_proto::types;
 
 use crate::codec::{self, Status};
-use crate::connection::{Closer, ConnMeta, Connection};
+use crate::connection::{shutdown_status, Closer, ConnMeta, Connection};
 use crate::ctx::Ctx;
+use crate::registry::Refusal;
 use crate::rpc::{Inbound, Outbound};
 use crate::stats;
 use crate::tcp::ConnTag;
 use crate::wire::{self, PayloadView};
 
 /// Runs one bi-stream until it ends, then ends the server's half with status OK (or the
-/// status of the client's protocol error).
+/// status of the client's protocol error, or `UNAVAILABLE` when the server is stopping).
 pub(crate) async fn run(ctx: Arc<Ctx>, tag: ConnTag, inbound: Inbound, out: Arc<Outbound>) {
     let closer = Arc::new(Closer::default());
     let status = serve(ctx, tag, inbound, out.clone(), closer).await;
@@ -43,7 +46,7 @@ async fn serve(
     let setup_deadline = tokio::time::Instant::now() + ctx.opts.idle_probe_after;
     let (meta, negotiates) = loop {
         let msg = tokio::select! {
-            _ = ctx.hard_stop.cancelled() => return None,
+            _ = ctx.hard_stop.cancelled() => return Some(shutdown_status()),
             _ = tokio::time::sleep_until(setup_deadline) => {
                 tracing::debug!(conn = %tag.id, "no ConnectionSetupRequest in time; ending the stream");
                 return None;
@@ -82,7 +85,7 @@ async fn serve(
         Err(e) => {
             // The service stopped serving between the handshake and now (shutdown).
             tracing::debug!(conn = %tag.id, error = %e, "not registering the connection");
-            return None;
+            return Some(shutdown_status());
         }
     };
     let conn = Arc::new(Connection::new(
@@ -94,6 +97,11 @@ async fn serve(
     ));
     if let Err(refusal) = ctx.registry.register(conn.clone()) {
         stats::inc(&ctx.stats.counters().rejected_connections);
+        if refusal == Refusal::ShuttingDown {
+            // Ended as every registered stream is on shutdown: no reset (see `server`).
+            tracing::debug!(conn = %tag.id, "server stopping; not registering the connection");
+            return Some(shutdown_status());
+        }
         tracing::warn!(conn = %tag.id, client_ip = %conn.meta.client_ip, ?refusal,
             "gRPC connection refused; sending ConnectResetRequest");
         conn.reset(&ctx.server_request_id("reset"));
@@ -183,7 +191,8 @@ async fn drain(inbound: &mut Inbound, closer: &Closer) {
 
 /// Who the client of a new stream is. Its IP follows the trusted-proxy rule: the reported
 /// `metadata.clientIp` only when it equals the socket address or the socket peer is a
-/// trusted proxy (Nacos believes it from anyone).
+/// trusted proxy (Nacos believes it from anyone); the reported address is kept apart, as
+/// the one gray rules match (`Caller::gray_ip`).
 fn meta_of(
     tag: &ConnTag,
     reported_ip: &str,
@@ -207,6 +216,13 @@ fn meta_of(
     let app_name = app.unwrap_or("-").to_string();
     let app: Option<Arc<str>> = app.map(Into::into);
     let mut caller = Caller::anonymous(Protocol::Grpc, Some(ip));
+    // What the client says its address is, for gray rules only (as Nacos, which keeps the
+    // setup's clientIp as the connection's and matches betas against it).
+    caller.reported_ip = reported_ip
+        .trim()
+        .parse::<IpAddr>()
+        .ok()
+        .map(|r| r.to_canonical());
     caller.app_name = app;
     caller.labels = labels;
     ConnMeta {

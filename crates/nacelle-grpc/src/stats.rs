@@ -16,6 +16,7 @@ pub(crate) struct Counters {
     pub(crate) tcp_connections: AtomicU64,
     pub(crate) connections: AtomicU64,
     pub(crate) listened_keys: AtomicU64,
+    pub(crate) registrations: AtomicU64,
     pub(crate) rejected_connections: AtomicU64,
     pub(crate) pushes_sent: AtomicU64,
     pub(crate) push_acks: AtomicU64,
@@ -35,6 +36,8 @@ pub struct GrpcStatsSnapshot {
     pub connections: u64,
     /// (connection, key) listen pairs held by gRPC connections.
     pub listened_keys: u64,
+    /// Registrations accepted since the server started (each reconnect counts again).
+    pub registrations: u64,
     /// Registrations refused because of a connection limit or a shutdown.
     pub rejected_connections: u64,
     /// `ConfigChangeNotifyRequest`s sent, retries included.
@@ -68,6 +71,7 @@ impl GrpcStats {
             tcp_connections: get(&c.tcp_connections),
             connections: get(&c.connections),
             listened_keys: get(&c.listened_keys),
+            registrations: get(&c.registrations),
             rejected_connections: get(&c.rejected_connections),
             pushes_sent: get(&c.pushes_sent),
             push_acks: get(&c.push_acks),

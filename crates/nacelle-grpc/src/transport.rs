@@ -1,7 +1,8 @@
 //! The accept loop of a port ([`Acceptor`]): every accepted TCP connection is wrapped in a
 //! [`TrackedIo`] (its connection id, see `tcp`), on a TLS port in a TLS stream over that
 //! (the handshake on the connection's task), and served by `rpc` on a task of its own;
-//! shutdown is a GOAWAY on every connection, then a cut after the grace period.
+//! shutdown closes the listener, then sends a GOAWAY on every connection, then cuts them
+//! after the grace period.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,12 @@ use crate::tcp::{Switch, TrackedIo};
 
 /// The accept loop of a port and the connections it serves.
 pub(crate) struct Acceptor {
-    task: JoinHandle<()>,
+    /// The accept loop, until it has returned (and dropped the listener).
+    task: Option<JoinHandle<()>>,
+    /// Ends the accept loop.
+    closing: Switch,
     kill: Switch,
+    /// Sends every connection a GOAWAY.
     stop: Switch,
     conns: TaskTracker,
 }
@@ -35,32 +40,47 @@ impl Acceptor {
     ) -> Self {
         let kill = Switch::default();
         let stop = Switch::default();
+        let closing = Switch::default();
         let conns = TaskTracker::new();
         let task = tokio::spawn(accept_loop(
             listener,
             methods,
             stats,
             tls,
-            kill.clone(),
-            stop.clone(),
+            Switches {
+                kill: kill.clone(),
+                stop: stop.clone(),
+                closing: closing.clone(),
+            },
             conns.clone(),
         ));
         Acceptor {
-            task,
+            task: Some(task),
+            closing,
             kill,
             stop,
             conns,
         }
     }
 
+    /// Stops accepting: returns once the listener is closed, so a client connecting from
+    /// now on is refused by the operating system (and tries another server). The
+    /// connections already accepted are served on.
+    pub async fn stop_accepting(&mut self) {
+        self.closing.set();
+        if let Some(task) = self.task.take() {
+            if let Err(e) = task.await {
+                tracing::warn!(error = %e, "the gRPC accept loop failed");
+            }
+        }
+    }
+
     /// Stops accepting (the listener is closed), sends a GOAWAY on every connection and
     /// gives their calls `grace` to finish; then cuts what is left. Returns once every
     /// connection is closed.
-    pub async fn shut_down(self, grace: Duration) {
+    pub async fn shut_down(mut self, grace: Duration) {
+        self.stop_accepting().await;
         self.stop.set();
-        if let Err(e) = self.task.await {
-            tracing::warn!(error = %e, "the gRPC accept loop failed");
-        }
         self.conns.close();
         if tokio::time::timeout(grace, self.conns.wait())
             .await
@@ -73,19 +93,34 @@ impl Acceptor {
     }
 }
 
-/// Accepts connections until `stop` is set. Accept errors (e.g. out of file descriptors)
-/// are logged and retried after a short pause.
+/// The switches an accept loop and its connections obey.
+struct Switches {
+    /// Cuts every connection.
+    kill: Switch,
+    /// Sends every connection a GOAWAY.
+    stop: Switch,
+    /// Ends the accept loop.
+    closing: Switch,
+}
+
+/// Accepts connections until `closing` (or `stop`) is set. Accept errors (e.g. out of file
+/// descriptors) are logged and retried after a short pause.
 async fn accept_loop<M: Methods>(
     listener: TcpListener,
     methods: Arc<M>,
     stats: GrpcStats,
     tls: Option<TlsAcceptor>,
-    kill: Switch,
-    stop: Switch,
+    switches: Switches,
     conns: TaskTracker,
 ) {
+    let Switches {
+        kill,
+        stop,
+        closing,
+    } = switches;
     loop {
         let accepted = tokio::select! {
+            _ = closing.wait() => return,
             _ = stop.wait() => return,
             r = listener.accept() => r,
         };

@@ -177,6 +177,98 @@ async fn a_beta_is_pushed_only_to_its_address_and_stop_and_promote_push_the_righ
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_beta_matches_the_reported_ip_and_the_socket_only_when_none_is_reported(
+) -> anyhow::Result<()> {
+    // As Nacos: the connection's `clientIp` from its setup request, believed from anyone
+    // (no trusted proxy here), whatever the socket says; the socket address only for a
+    // client that reports nothing (Nacelle's SDK) or no IP.
+    let s = TestServer::start(GrpcOptions::default()).await?;
+    let key = "reported.yaml";
+    s.publish("", G, key, "r: formal").await?;
+    let formal = md5("r: formal");
+    async fn listening(mut c: RawClient, key: &str, held: &str) -> anyhow::Result<RawClient> {
+        let r = c.listen(&[(key, G, "", held)], true).await?;
+        assert_eq!(r.body["changedConfigs"], json!([]), "{r:?}");
+        Ok(c)
+    }
+    // From 127.0.0.2, reporting 192.0.2.7 (a NATed or proxied host).
+    let mut natted = RawClient::connect_from(s.port, "127.0.0.2".parse()?).await?;
+    natted.setup("192.0.2.7").await?;
+    let mut natted = listening(natted, key, &formal).await?;
+    // From 127.0.0.3, reporting nothing; from 127.0.0.4, reporting a host name.
+    let mut silent = RawClient::connect_from(s.port, "127.0.0.3".parse()?).await?;
+    silent.setup("").await?;
+    let mut silent = listening(silent, key, &formal).await?;
+    let mut named = RawClient::connect_from(s.port, "127.0.0.4".parse()?).await?;
+    named.setup("resolve_failed").await?;
+    let mut named = listening(named, key, &formal).await?;
+    let mut admin = RawClient::connect(s.port).await?;
+    admin.setup("127.0.0.1").await?;
+
+    // The socket address of the NATed client does not count.
+    publish(
+        &mut admin,
+        key,
+        "r: socket",
+        json!({"betaIps": "127.0.0.2"}),
+    )
+    .await?;
+    quiet(&s, &mut natted, "the client reporting 192.0.2.7").await?;
+    assert_eq!(query(&mut natted, key).await?, ("r: formal".into(), false));
+
+    // Its reported address does, and the one reporting nothing keeps the formal config.
+    publish(
+        &mut admin,
+        key,
+        "r: beta",
+        json!({"betaIps": "192.0.2.7,10.9.9.9"}),
+    )
+    .await?;
+    pushed(&mut natted, key).await?;
+    quiet(&s, &mut silent, "the client reporting nothing").await?;
+    assert_eq!(query(&mut natted, key).await?, ("r: beta".into(), true));
+    assert_eq!(query(&mut silent, key).await?, ("r: formal".into(), false));
+
+    // Reporting nothing, or no IP, is matched by the socket address.
+    publish(
+        &mut admin,
+        key,
+        "r: lo",
+        json!({"betaIps": "127.0.0.3,127.0.0.4"}),
+    )
+    .await?;
+    pushed(&mut natted, key).await?; // back to the formal config
+    pushed(&mut silent, key).await?;
+    pushed(&mut named, key).await?;
+    assert_eq!(query(&mut silent, key).await?, ("r: lo".into(), true));
+    assert_eq!(query(&mut named, key).await?, ("r: lo".into(), true));
+    assert_eq!(query(&mut natted, key).await?, ("r: formal".into(), false));
+
+    // The live view shows the reported address beside the trusted one.
+    let view = s
+        .service
+        .listeners(&Caller::internal())?
+        .clients_of_key(&ConfigKey::from_trusted("", G, key))?;
+    let row = |ip: &str| {
+        view.clients
+            .iter()
+            .find(|c| c.ip == ip)
+            .map(|c| (c.reported_ip.clone(), c.served_gray.clone()))
+    };
+    assert_eq!(
+        row("127.0.0.2"),
+        Some(("192.0.2.7".into(), None)),
+        "{view:?}"
+    );
+    assert_eq!(
+        row("127.0.0.3"),
+        Some((String::new(), Some("beta".into()))),
+        "{view:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_and_app_rules_reach_the_sdk_and_app_prefixed_clients_by_priority(
 ) -> anyhow::Result<()> {
     let s = TestServer::start(GrpcOptions::default()).await?;

@@ -220,9 +220,23 @@ fn forwarded_ip(headers: &HeaderMap) -> Option<IpAddr> {
     header_ip("x-real-ip").or_else(|| header_ip("x-forwarded-for"))
 }
 
+/// The address the request says its client has, as Nacos reads it
+/// (`WebUtils.getRemoteIp`): the first `X-Forwarded-For` entry, else `X-Real-IP`. Believed
+/// from anyone, and used only to match gray rules (`Caller::reported_ip`).
+fn reported_ip(headers: &HeaderMap) -> Option<IpAddr> {
+    let header_ip = |name: &str| -> Option<IpAddr> {
+        let v = headers.get(name)?.to_str().ok()?;
+        v.split(',').next()?.trim().parse::<IpAddr>().ok()
+    };
+    header_ip("x-forwarded-for")
+        .or_else(|| header_ip("x-real-ip"))
+        .map(|ip| ip.to_canonical())
+}
+
 /// The client IP: the socket address, or the address a proxy header names when the socket
 /// peer is a trusted proxy. Nacos believes the headers from anyone; Nacelle does not, so
-/// an IP-based decision (beta by IP, listener queries, history) cannot be forged.
+/// an IP-based decision (limits, listener queries, history, audit) cannot be forged. Gray
+/// rules alone match what the client reports ([`reported_ip`]), as Nacos does.
 pub(crate) fn client_ip(
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
@@ -287,6 +301,7 @@ fn caller_of(path: &str, headers: &HeaderMap, ip: Option<IpAddr>) -> Caller {
         Protocol::HttpV1
     };
     let mut caller = Caller::anonymous(protocol, ip);
+    caller.reported_ip = reported_ip(headers);
     caller.app_name = headers
         .get("client-appname")
         .and_then(|v| v.to_str().ok())
@@ -642,6 +657,24 @@ mod tests {
         assert_eq!(client_ip(&h, Some(peer), &none), ip("10.0.0.1"));
         h.insert("x-real-ip", "garbage".parse().expect("hv"));
         assert_eq!(client_ip(&h, Some(peer), &trusted), ip("1.2.3.4"));
+    }
+
+    #[test]
+    fn the_reported_ip_is_read_as_nacos_reads_it_from_anyone() {
+        let mut h = HeaderMap::new();
+        let c = caller_of("/nacos/v1/cs/configs", &h, ip("127.0.0.1"));
+        assert_eq!((c.reported_ip, c.gray_ip()), (None, ip("127.0.0.1")));
+        h.insert("x-real-ip", "9.9.9.9".parse().expect("hv"));
+        assert_eq!(reported_ip(&h), ip("9.9.9.9"));
+        // X-Forwarded-For first, its first entry (Nacos's WebUtils.getRemoteIp).
+        h.insert("x-forwarded-for", " 1.2.3.4 , 5.6.7.8".parse().expect("hv"));
+        assert_eq!(reported_ip(&h), ip("1.2.3.4"));
+        let c = caller_of("/nacos/v1/cs/configs", &h, ip("127.0.0.1"));
+        assert_eq!((c.ip, c.gray_ip()), (ip("127.0.0.1"), ip("1.2.3.4")));
+        h.insert("x-forwarded-for", "unknown".parse().expect("hv"));
+        assert_eq!(reported_ip(&h), ip("9.9.9.9"));
+        h.insert("x-forwarded-for", "::ffff:10.1.2.3".parse().expect("hv"));
+        assert_eq!(reported_ip(&h), ip("10.1.2.3"));
     }
 
     #[test]

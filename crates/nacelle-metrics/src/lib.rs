@@ -804,6 +804,12 @@ pub mod names {
         "gRPC connections with pushes awaiting an ack or a retry (after the push sweeper's last pass)"
     );
     desc!(
+        GRPC_REGISTRATIONS,
+        "nacelle_grpc_registrations",
+        Counter,
+        "gRPC connections registered (ConnectionSetupRequest accepted); one per client connection, so a client that reconnects counts again"
+    );
+    desc!(
         GRPC_REJECTED,
         "nacelle_grpc_rejected_connections",
         Counter,

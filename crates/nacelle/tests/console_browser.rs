@@ -116,8 +116,8 @@ async fn listener(
 /// authentication on, as `nacelle serve` starts: sign in as the administrator; create a
 /// namespace and a YAML config; a syntax error shown and nothing published; the fix
 /// diffed and published; compare-and-set against a concurrent publish; history, a diff of
-/// two versions, rollback; export and delete a selection; a beta for 127.0.0.1 reaching
-/// the listening client; promotion; the other pages; dark theme and laptop width. The
+/// two versions, rollback; export and delete a selection; a beta for the address the
+/// listening client reports reaching it; promotion; the other pages; dark theme and laptop width. The
 /// screenshots in `docs/console/` come from this run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_chromium() -> anyhow::Result<()> {

@@ -238,6 +238,18 @@ impl RawClient {
         }
     }
 
+    /// Waits for the stream to end, with no message before its end, and returns the status
+    /// it ended with (`Ok` for a clean end).
+    pub async fn ended(&mut self, within: Duration) -> anyhow::Result<tonic::Status> {
+        let inbound = self.inbound.as_mut().ok_or_else(|| anyhow!("no stream"))?;
+        match tokio::time::timeout(within, inbound.message()).await {
+            Err(_) => bail!("the stream did not end within {within:?}"),
+            Ok(Ok(Some(p))) => bail!("a message before the end: {:?}", decode(&p)?),
+            Ok(Ok(None)) => Ok(tonic::Status::ok("")),
+            Ok(Err(status)) => Ok(status),
+        }
+    }
+
     /// Sends a response on the stream (e.g. the ack of a push).
     pub async fn respond(&self, type_name: &str, request_id: &str) -> anyhow::Result<()> {
         let body = ResponseHead::ok(Some(request_id.to_string()));

@@ -25,6 +25,8 @@ pub(crate) fn listener_json(l: &ListenerView) -> serde_json::Value {
         "group": l.key.group(),
         "dataId": l.key.data_id(),
         "ip": l.listener.ip_string(),
+        // The address gray rules match: the one the client reports, else `ip`.
+        "grayIp": l.listener.gray_ip().map(|ip| ip.to_string()).unwrap_or_default(),
         "app": l.listener.app_name.as_deref().unwrap_or(""),
         "transport": l.listener.protocol.as_str(),
         "labels": labels,

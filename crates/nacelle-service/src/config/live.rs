@@ -112,6 +112,11 @@ impl Listeners<'_> {
                 counts.count(&holds);
                 ClientInfo {
                     ip: view.listener.ip_string(),
+                    reported_ip: view
+                        .listener
+                        .reported_ip
+                        .map(|ip| ip.to_string())
+                        .unwrap_or_default(),
                     app: view.listener.app_name.as_deref().unwrap_or("").to_string(),
                     protocol: view.listener.protocol.as_str().to_string(),
                     labels: view
