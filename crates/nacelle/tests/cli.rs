@@ -406,11 +406,13 @@ fn namespaces_export_and_import() -> TestResult {
         env.ok(&["get", "b.json", "-g", "G", "-n", "staging"], None)?,
         "{\"b\": 2}"
     );
-    // Again with ABORT: every key exists, nothing is written, the server says why.
+    // Again with ABORT: the first key exists, so nothing is written, and the CLI says
+    // where it stopped (as Nacos: the first existing key, the rest not imported).
     let out = env.run(&["import", &zip_s, "-n", "staging"], None)?;
     assert_eq!(code(&out), Some(6), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("import aborted, nothing written: 2 config(s)"),
+        stderr(&out).contains("import aborted at ")
+            && stderr(&out).contains("0 config(s) written before it, 2 not imported"),
         "{}",
         stderr(&out)
     );
