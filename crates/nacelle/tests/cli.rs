@@ -1507,3 +1507,29 @@ fn webhooks_add_ls_deliveries_and_rm() -> TestResult {
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     Ok(())
 }
+
+/// An 11 MiB `put` is refused for its size, over gRPC (the server's inbound limit, Nacos's
+/// `RESOURCE_EXHAUSTED`) and over HTTP (413) alike: the CLI says so and exits 6, never
+/// "no server reachable"; the config is not written.
+#[test]
+fn a_put_over_the_size_limit_says_so() -> TestResult {
+    let env = start()?;
+    let big = "x".repeat(11 << 20);
+    let file = env.file("big.txt", &big)?;
+    for (transport, says) in [
+        // The gRPC status names the server's inbound limit.
+        ("grpc", "too large for 127.0.0.1"),
+        ("grpc", "exceeds maximum size"),
+        // The service's content limit.
+        ("http", "too long content, over 10485760 bytes"),
+    ] {
+        let out = env.run(&["put", "big.txt", &file, "--transport", transport], None)?;
+        let err = stderr(&out);
+        assert_eq!(code(&out), Some(6), "{transport}: {err}");
+        assert!(!err.contains("no server reachable"), "{transport}: {err}");
+        assert!(err.contains(says), "{transport}: {err}");
+        let out = env.run(&["get", "big.txt"], None)?;
+        assert_eq!(code(&out), Some(3), "not written: {}", stderr(&out));
+    }
+    Ok(())
+}
