@@ -3,6 +3,9 @@
 #   - the Kubernetes manifests against the Kubernetes API schemas, strictly (unknown
 #     fields are errors), with PyPI's `kubernetes-validate` (offline: the schemas ship in
 #     the package) in target/py-venv-kubernetes-validate-<version>;
+#   - their hardening (scripts/manifests-hardening.py): no service-account token, secrets
+#     as mounted files and never environment variables, the cluster port admitted from
+#     members only by a NetworkPolicy;
 #   - the systemd unit's syntax with `systemd-analyze verify` when the machine has it (a
 #     missing /usr/bin/nacelle is the only complaint allowed: the package check,
 #     scripts/package-check.sh, verifies the installed unit);
@@ -18,6 +21,7 @@ k8s_version=${1:-1.32.0}
 python=$(bash scripts/python-venv.sh "" 1.37.0 kubernetes-validate | tail -n 1)
 validate="$(dirname "$python")/kubernetes-validate"
 "$validate" --strict -k "$k8s_version" packaging/k8s/*.yaml
+"$python" scripts/manifests-hardening.py packaging/k8s/*.yaml
 
 if command -v systemd-analyze >/dev/null; then
     out=$(systemd-analyze verify packaging/debian/nacelle.service 2>&1 || true)

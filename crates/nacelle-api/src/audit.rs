@@ -87,8 +87,9 @@ pub fn entry_hash(e: &EntryFields<'_>) -> String {
 pub enum Problem {
     /// The stored hash is not the hash of the stored fields: the entry was altered.
     Altered,
-    /// Entries are missing before this one (`expected` is the seq that should be here).
-    Missing { expected: i64 },
+    /// The entry (and any up to `next`) is missing: `next` is the seq of the entry found
+    /// after the gap.
+    Missing { next: i64 },
     /// The entry's seq goes backwards or repeats.
     Reordered { previous: i64 },
     /// Its `prev_hash` is not the previous entry's hash (that one, or this link, was
@@ -100,7 +101,22 @@ pub enum Problem {
     HeadMismatch,
 }
 
-/// The first bad entry of a chain: its seq (the seq expected there for a gap) and what is
+impl Problem {
+    /// The problem's name as the server's and the CLI's JSON give it (`problem`): `Altered`,
+    /// `Missing`, `Reordered`, `BrokenLink`, `Truncated`, `HeadMismatch`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Problem::Altered => "Altered",
+            Problem::Missing { .. } => "Missing",
+            Problem::Reordered { .. } => "Reordered",
+            Problem::BrokenLink => "BrokenLink",
+            Problem::Truncated { .. } => "Truncated",
+            Problem::HeadMismatch => "HeadMismatch",
+        }
+    }
+}
+
+/// The first bad entry of a chain: its seq (for a gap, the first missing seq) and what is
 /// wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Break {
@@ -116,9 +132,16 @@ impl fmt::Display for Break {
                 f,
                 "entry {seq} was altered (its hash does not match its fields)"
             ),
-            Problem::Missing { expected } => write!(
+            Problem::Missing { next } if *next == seq + 1 => write!(
                 f,
-                "entry {expected} is missing (the next entry found is {seq})"
+                "entry {seq} is missing (the next entry, {next}, follows entry {})",
+                seq - 1
+            ),
+            Problem::Missing { next } => write!(
+                f,
+                "entries {seq} to {} are missing (the next entry, {next}, follows entry {})",
+                next - 1,
+                seq - 1
             ),
             Problem::Reordered { previous } => write!(
                 f,
@@ -173,8 +196,8 @@ impl Verifier {
         }
         if e.seq > expected {
             return Err(Break {
-                seq: e.seq,
-                problem: Problem::Missing { expected },
+                seq: expected,
+                problem: Problem::Missing { next: e.seq },
             });
         }
         if entry_hash(e) != hash {
@@ -276,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn a_walk_names_the_first_bad_entry() {
+    fn a_walk_names_the_first_bad_entry() -> Result<(), Box<dyn std::error::Error>> {
         let (e1, h1) = entry(1, GENESIS_HASH);
         let (e2, h2) = entry(2, &h1);
         let (e3, h3) = entry(3, &h2);
@@ -289,8 +312,23 @@ mod tests {
         assert_eq!(v.check(&e1, &h1), Ok(()));
         let err = v.check(&e3, &h3).err();
         assert_eq!(
-            err.map(|b| (b.seq, b.problem)),
-            Some((3, Problem::Missing { expected: 2 }))
+            err.clone().map(|b| (b.seq, b.problem)),
+            Some((2, Problem::Missing { next: 3 }))
+        );
+        // In words naming the missing entry, never the enum's debug text.
+        let b = err.ok_or("no break")?;
+        assert_eq!(
+            b.to_string(),
+            "entry 2 is missing (the next entry, 3, follows entry 1)"
+        );
+        assert_eq!(b.problem.name(), "Missing");
+        let gap = Break {
+            seq: 47,
+            problem: Problem::Missing { next: 50 },
+        };
+        assert_eq!(
+            gap.to_string(),
+            "entries 47 to 49 are missing (the next entry, 50, follows entry 46)"
         );
 
         let mut v = Verifier::new(0, GENESIS_HASH);
@@ -310,5 +348,6 @@ mod tests {
             v.finish(3, &h3).err().map(|b| (b.seq, b.problem)),
             Some((3, Problem::Truncated { head_seq: 3 }))
         );
+        Ok(())
     }
 }

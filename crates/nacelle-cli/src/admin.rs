@@ -62,7 +62,7 @@ pub struct ExportArgs {
 /// What an import does with existing keys.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Policy {
-    /// Write nothing when any key exists.
+    /// Stop at the first key that exists (those before it are written), as Nacos does.
     Abort,
     /// Leave existing keys alone.
     Skip,
@@ -220,11 +220,12 @@ pub(crate) async fn import(a: ImportArgs) -> Result<()> {
             .collect();
         return Err(CliError::Client(nacelle_client::ClientError::Invalid(
             format!(
-                "import aborted, nothing written: {} config(s) exist already in {} ({}); \
-             use --policy skip or --policy overwrite",
-                keys.len(),
+                "import aborted at {}, which exists already in {}: {} config(s) written \
+                 before it, {} not imported; use --policy skip or --policy overwrite",
+                keys.join(", "),
                 ns_label(&ns),
-                keys.join(", ")
+                report.succ_count,
+                report.skip_count + 1,
             ),
         )));
     }

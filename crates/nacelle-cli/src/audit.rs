@@ -155,7 +155,7 @@ async fn verify(a: VerifyArgs) -> Result<()> {
             check.checked, check.anchor_seq
         ),
         (Some(b), Output::Json) => output::json(&json!({"ok": false, "checked": check.checked,
-            "anchorSeq": check.anchor_seq, "seq": b.seq, "problem": format!("{:?}", b.problem),
+            "anchorSeq": check.anchor_seq, "seq": b.seq, "problem": b.problem.name(),
             "message": b.to_string()})),
         (Some(_), Output::Table) => {}
     }

@@ -137,17 +137,19 @@ pub struct ImportReport {
     /// Configs written.
     #[serde(default)]
     pub succ_count: u64,
-    /// Configs skipped (policy `SKIP`).
+    /// Configs not written: existing ones (policy `SKIP`), those after the conflict
+    /// (policy `ABORT`).
     #[serde(default)]
     pub skip_count: u64,
     /// Entries of the archive that are no config.
     #[serde(default)]
     pub unrecognized_count: u64,
-    /// Under `ABORT`: the existing keys that aborted the import (then nothing was
-    /// written).
+    /// Under `ABORT`: the existing key that stopped the import, as Nacos reports it (the
+    /// configs before it were written, it and those after it were not).
     #[serde(default)]
     pub fail_data: Vec<ConfigRef>,
-    /// Under `SKIP`: the existing keys left alone.
+    /// Under `SKIP`: the existing keys left alone; under `ABORT`: the configs after the
+    /// one that stopped it.
     #[serde(default)]
     pub skip_data: Vec<ConfigRef>,
     /// The entries of the archive that are no config.

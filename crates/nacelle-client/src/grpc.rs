@@ -74,6 +74,29 @@ fn setup_request(opts: &Options) -> ConnectionSetupRequest {
     setup
 }
 
+/// The error of a gRPC status answered to the call `what` by `server`. A refusal of the
+/// request itself is said as such and not retried elsewhere: `RESOURCE_EXHAUSTED` is the
+/// server's inbound size limit (Nacos: `gRPC message exceeds maximum size 10485760: …`,
+/// 10 MiB by default), `INVALID_ARGUMENT`/`OUT_OF_RANGE` a bad request,
+/// `UNAUTHENTICATED`/`PERMISSION_DENIED` a refusal, `UNIMPLEMENTED` a method the server
+/// lacks. Anything else (`UNAVAILABLE`, a reset or broken connection, a timeout) means
+/// this server could not answer: another may.
+fn status_error(server: &str, what: &str, status: &tonic::Status) -> ClientError {
+    use tonic::Code;
+    let message = status.message();
+    match status.code() {
+        Code::ResourceExhausted => {
+            ClientError::Invalid(format!("{what} too large for {server}: {message}"))
+        }
+        Code::InvalidArgument | Code::OutOfRange => {
+            ClientError::Invalid(format!("{server}: {what}: {message}"))
+        }
+        Code::Unauthenticated | Code::PermissionDenied => ClientError::Forbidden(message.into()),
+        Code::Unimplemented => ClientError::Protocol(format!("{server}: {what}: {message}")),
+        _ => ClientError::Unavailable(format!("{server}: {what}: {message}")),
+    }
+}
+
 impl Conn {
     /// Connects to `server` and registers; pushes and resets arrive on `events`.
     pub(crate) async fn connect(
@@ -250,11 +273,7 @@ impl Conn {
         let what = p.type_name().to_string();
         match tokio::time::timeout(self.request_timeout, unary.request(p)).await {
             Ok(Ok(resp)) => Ok(resp.into_inner()),
-            Ok(Err(status)) => Err(ClientError::Unavailable(format!(
-                "{}: {what}: {}",
-                self.server.label(),
-                status.message()
-            ))),
+            Ok(Err(status)) => Err(status_error(&self.server.label(), &what, &status)),
             Err(_) => Err(ClientError::Unavailable(format!(
                 "{}: {what} timed out",
                 self.server.label()

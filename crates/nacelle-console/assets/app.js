@@ -59,6 +59,7 @@ function paintSession() {
   const who = document.getElementById('who');
   document.getElementById('nav-users').hidden = !!(s && !s.globalAdmin);
   document.getElementById('nav-audit').hidden = !!(s && !s.globalAdmin);
+  document.getElementById('nav-cluster').hidden = !!(s && !s.globalAdmin);
   if (s) {
     who.replaceChildren(h('a', { href: '#/account', id: 'account-link', title: t('Account: change your password') }, s.username + (s.globalAdmin ? t(' (admin)') : '')),
       h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => signOut(ctx) }, t('Sign out')));

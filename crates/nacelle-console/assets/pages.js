@@ -69,13 +69,13 @@ function transferResult(r) {
   return h('div', { class: 'panel', id: 'transfer-result', role: 'status' },
     h('p', {}, h('strong', {}, t('{n} imported', { n: d.succCount ?? 0 })), t(' · {v0} skipped', { v0: d.skipCount ?? 0 }),
       d.unrecognizedCount ? t(' · {unrecognizedCount} not recognized', { unrecognizedCount: d.unrecognizedCount }) : ''),
-    d.skipData?.length ? h('p', { class: 'muted', 'data-list': 'skipped' }, t('Skipped (already there): '), names(d.skipData)) : '',
+    d.skipData?.length ? h('p', { class: 'muted', 'data-list': 'skipped' }, t('Skipped: '), names(d.skipData)) : '',
     d.failData?.length ? h('p', { class: 'error', 'data-list': 'failed' }, t('Not imported: '), names(d.failData)) : '',
     d.unrecognizedData?.length ? h('p', { class: 'notice', 'data-list': 'unrecognized' }, t('Not recognized (not GROUP/dataId): '), names(d.unrecognizedData)) : '');
 }
 
 const POLICIES = [
-  ['ABORT', 'Stop at the first config that already exists (nothing is written)'],
+  ['ABORT', 'Stop at the first config that already exists (those before it are written)'],
   ['SKIP', 'Skip configs that already exist'],
   ['OVERWRITE', 'Overwrite configs that already exist'],
 ];

@@ -131,6 +131,7 @@ try {
 
   step('reader: no users page');
   check(await page.locator('#nav-users').isHidden(), 'the users link is shown to a non-admin');
+  check(await page.locator('#nav-cluster').isHidden(), 'the cluster link is shown to a non-admin');
   await page.goto(base + '/nacos/#/users');
   await page.locator('.error', { hasText: 'Not allowed' }).waitFor();
   await shot('users-not-allowed');

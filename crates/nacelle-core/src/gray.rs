@@ -15,8 +15,10 @@
 //!   (`||`) of AND (`&&`) clauses of such items. Gray names are chosen by the publisher.
 //! - `percent` (Nacelle's own) — a [`Cohort`]: a share of all clients, chosen by a stable
 //!   hash of each client's identity (address, app name, labels) and a seed, so a client
-//!   stays in or out as long as the seed is kept, and a larger share holds every client of
-//!   a smaller one (the steps of a rollout). Expression `<percent>[@<seed>]`, e.g. `25@r7`.
+//!   stays in or out as long as the seed is kept, a larger share holds every client of
+//!   a smaller one (the steps of a rollout), and another seed draws anew. Expression
+//!   `<percent>~<seed>`, e.g. `25~rollout-7` (`<percent>[@<seed>]`: the [`CohortDraw`] of
+//!   rules written before, kept as it was).
 //!   Nacos does not know this type: a Nacos node sharing the database ignores such grays.
 //!
 //! This module parses and matches rules; it knows no wire or storage format beyond the
@@ -559,29 +561,95 @@ pub const COHORT_BUCKETS: u32 = 10_000;
 /// Longest cohort seed.
 pub const MAX_COHORT_SEED_LEN: usize = 64;
 
+/// How a [`Cohort`] puts a client into a bucket; written in its expression, so every node
+/// and every version puts a client in the same bucket for a stored rule.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CohortDraw {
+    /// Each seed draws anew (`<percent>~<seed>`, every rollout started since this
+    /// version): the bucket is a hash of the seed and the whole identity, so two seeds'
+    /// cohorts are independent — a client in one rollout's 10 % is in another's 10 % with
+    /// a chance of 10 % — while within one seed a larger share holds every client of a
+    /// smaller one.
+    #[default]
+    Independent,
+    /// The seed shifts one window over an ordering every seed shares (`<percent>@<seed>`
+    /// and `<percent>`, the rules written before): golden-ratio spacing of the address
+    /// plus an offset of the seed, app and labels. Two seeds' cohorts of clients that
+    /// differ only by address overlap almost wholly or not at all. Kept so that a rule
+    /// stored earlier (a rollout under way) keeps its clients.
+    Shifted,
+}
+
 /// A share of all clients (the `percent` rule): those whose identity, hashed with the
 /// seed, falls into the first `basis_points` of [`COHORT_BUCKETS`] buckets.
 ///
 /// A client's identity is its IP address, its app name and its labels except `taskId`
 /// (the Java client numbers its connections with it, so one process would otherwise land
-/// in several buckets). The seed, the app name and the labels (sorted by name, as
-/// `name=value`, NUL-separated) are hashed with FNV-1a (64 bit) finished by SplitMix64's
-/// mixer into an offset; the address (IPv4 as its 32-bit number, IPv6 as the XOR of its
-/// two 64-bit halves) is multiplied by 2^64/φ (golden-ratio hashing) and added; the bucket
-/// is the top 32 bits of the sum scaled to 10 000. Golden-ratio steps spread consecutive
-/// addresses as evenly as possible, so even a small fleet on one subnet gets a share close
-/// to its target (200 clients on consecutive addresses: within a point or two), where an
-/// ordinary hash would stray by several points. Written out here because it is part of the
-/// stored meaning of a rule: every node and every version must put a client in the same
-/// bucket.
+/// in several buckets). How the bucket follows from the identity and the seed is the
+/// rule's [`CohortDraw`]:
+/// - [`CohortDraw::Independent`]: the seed, the app name, the labels (sorted by name, as
+///   `name=value`) and the address (its 4 or 16 bytes), NUL-separated, are hashed with
+///   FNV-1a (64 bit), finished by SplitMix64's mixer twice; the bucket is the top 32 bits
+///   scaled to 10 000. Each client is an independent draw: of n clients a share p holds
+///   n·p ± √(n·p·(1−p)) (200 clients at 10 %: 20 ± 4.2).
+/// - [`CohortDraw::Shifted`]: the seed, the app name and the labels hashed as above into
+///   an offset; the address (IPv4 as its 32-bit number, IPv6 as the XOR of its two 64-bit
+///   halves) multiplied by 2^64/φ (golden-ratio hashing) and added; the bucket is the top
+///   32 bits of the sum scaled to 10 000.
+///
+/// Written out here because it is part of the stored meaning of a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cohort {
     basis_points: u32,
     seed: String,
+    draw: CohortDraw,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+/// 2^64 / φ: consecutive multiples are spread as evenly as any sequence can be.
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn fnv_feed(h: &mut u64, bytes: &[u8]) {
+    for b in bytes {
+        *h ^= u64::from(*b);
+        *h = h.wrapping_mul(FNV_PRIME);
+    }
+}
+
+/// SplitMix64's finalizer.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a of the seed, the app name and the labels but `taskId`, NUL-separated.
+fn seed_app_labels(seed: &str, caller: &Caller) -> u64 {
+    let mut h = FNV_OFFSET;
+    fnv_feed(&mut h, seed.as_bytes());
+    fnv_feed(&mut h, b"\0");
+    fnv_feed(&mut h, caller.app_name.as_deref().unwrap_or("").as_bytes());
+    for (name, value) in caller.labels.iter().filter(|(n, _)| *n != "taskId") {
+        fnv_feed(&mut h, b"\0");
+        fnv_feed(&mut h, name.as_bytes());
+        fnv_feed(&mut h, b"=");
+        fnv_feed(&mut h, value.as_bytes());
+    }
+    h
+}
+
+/// The top 32 bits of `x` scaled to [`COHORT_BUCKETS`].
+fn bucket_of(x: u64) -> u32 {
+    (((x >> 32) * u64::from(COHORT_BUCKETS)) >> 32) as u32
 }
 
 impl Cohort {
-    /// A cohort of `percent` (0.01 to 100, at most two decimals) under `seed`.
+    /// A cohort of `percent` (0.01 to 100, at most two decimals) under `seed`, drawn
+    /// [`CohortDraw::Independent`]ly.
     pub fn new(percent: f64, seed: &str) -> Result<Cohort, CoreError> {
         let bp = (percent * 100.0).round();
         if !percent.is_finite()
@@ -596,19 +664,32 @@ impl Cohort {
         Ok(Cohort {
             basis_points: bp as u32,
             seed: seed.to_string(),
+            draw: CohortDraw::Independent,
         })
     }
 
-    /// Parses `<percent>[@<seed>]`.
+    /// The same cohort drawn by `draw`.
+    pub fn with_draw(self, draw: CohortDraw) -> Cohort {
+        Cohort { draw, ..self }
+    }
+
+    /// Parses `<percent>~<seed>` ([`CohortDraw::Independent`]), `<percent>@<seed>` or
+    /// `<percent>` ([`CohortDraw::Shifted`]).
     pub fn parse(expr: &str) -> Result<Cohort, CoreError> {
         let expr = expr.trim();
-        let (p, seed) = expr.split_once('@').unwrap_or((expr, ""));
+        let (p, seed, draw) = match (expr.split_once('~'), expr.split_once('@')) {
+            (Some((p, seed)), None) => (p, seed, CohortDraw::Independent),
+            (None, Some((p, seed))) => (p, seed, CohortDraw::Shifted),
+            (None, None) => (expr, "", CohortDraw::Shifted),
+            (Some(_), Some(_)) => ("", "", CohortDraw::Shifted),
+        };
         let percent: f64 = p.trim().parse().map_err(|_| {
             CoreError::invalid(format!(
-                "a percent rule is `<percent>[@<seed>]` (e.g. `25@rollout-7`), not `{expr}`"
+                "a percent rule is `<percent>~<seed>` (e.g. `25~rollout-7`) or \
+                 `<percent>[@<seed>]`, not `{expr}`"
             ))
         })?;
-        Cohort::new(percent, seed.trim())
+        Ok(Cohort::new(percent, seed.trim())?.with_draw(draw))
     }
 
     /// The share in percent.
@@ -621,48 +702,43 @@ impl Cohort {
         &self.seed
     }
 
-    /// The bucket (0 to 9 999) of `caller` under `seed`.
-    pub fn bucket(seed: &str, caller: &Caller) -> u32 {
-        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-        const PRIME: u64 = 0x0000_0100_0000_01b3;
-        /// 2^64 / φ: consecutive multiples are spread as evenly as any sequence can be.
-        const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
-        fn feed(h: &mut u64, bytes: &[u8]) {
-            for b in bytes {
-                *h ^= u64::from(*b);
-                *h = h.wrapping_mul(PRIME);
+    /// How clients are drawn.
+    pub fn draw(&self) -> CohortDraw {
+        self.draw
+    }
+
+    /// The bucket (0 to 9 999) of `caller` in this cohort's draw.
+    pub fn bucket(&self, caller: &Caller) -> u32 {
+        match self.draw {
+            CohortDraw::Independent => {
+                let mut h = seed_app_labels(&self.seed, caller);
+                fnv_feed(&mut h, b"\0");
+                match caller.gray_ip() {
+                    Some(IpAddr::V4(v4)) => fnv_feed(&mut h, &v4.octets()),
+                    Some(IpAddr::V6(v6)) => fnv_feed(&mut h, &v6.octets()),
+                    None => {}
+                }
+                bucket_of(mix64(mix64(h).wrapping_add(GOLDEN)))
+            }
+            CohortDraw::Shifted => {
+                // The offset of this seed, app and labels.
+                let z = mix64(seed_app_labels(&self.seed, caller));
+                let address: u64 = match caller.gray_ip() {
+                    Some(IpAddr::V4(v4)) => u64::from(u32::from(v4)),
+                    Some(IpAddr::V6(v6)) => {
+                        let n = u128::from(v6);
+                        (n as u64) ^ ((n >> 64) as u64)
+                    }
+                    None => 0,
+                };
+                bucket_of(z.wrapping_add(address.wrapping_mul(GOLDEN)))
             }
         }
-        let mut h = OFFSET;
-        feed(&mut h, seed.as_bytes());
-        feed(&mut h, b"\0");
-        feed(&mut h, caller.app_name.as_deref().unwrap_or("").as_bytes());
-        for (name, value) in caller.labels.iter().filter(|(n, _)| *n != "taskId") {
-            feed(&mut h, b"\0");
-            feed(&mut h, name.as_bytes());
-            feed(&mut h, b"=");
-            feed(&mut h, value.as_bytes());
-        }
-        // SplitMix64's finalizer: the offset of this seed, app and labels.
-        let mut z = h;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        let address: u64 = match caller.gray_ip() {
-            Some(IpAddr::V4(v4)) => u64::from(u32::from(v4)),
-            Some(IpAddr::V6(v6)) => {
-                let n = u128::from(v6);
-                (n as u64) ^ ((n >> 64) as u64)
-            }
-            None => 0,
-        };
-        let x = z.wrapping_add(address.wrapping_mul(GOLDEN));
-        (((x >> 32) * u64::from(COHORT_BUCKETS)) >> 32) as u32
     }
 
     /// Whether `caller` is in the cohort.
     pub fn contains(&self, caller: &Caller) -> bool {
-        Cohort::bucket(&self.seed, caller) < self.basis_points
+        self.bucket(caller) < self.basis_points
     }
 }
 
@@ -687,10 +763,11 @@ impl std::fmt::Display for Cohort {
             f2 if f2 % 10 == 0 => write!(f, "{whole}.{}", f2 / 10)?,
             f2 => write!(f, "{whole}.{f2:02}")?,
         }
-        if !self.seed.is_empty() {
-            write!(f, "@{}", self.seed)?;
+        match self.draw {
+            CohortDraw::Independent => write!(f, "~{}", self.seed),
+            CohortDraw::Shifted if self.seed.is_empty() => Ok(()),
+            CohortDraw::Shifted => write!(f, "@{}", self.seed),
         }
-        Ok(())
     }
 }
 
@@ -709,10 +786,97 @@ mod cohort_tests {
         )
     }
 
-    /// Cohorts of 10, 50 and 100 % of 200 clients on distinct loopback addresses are
-    /// within ±5 % of their share and nested, for every seed tried.
+    /// 10 000 synthetic clients of one app on consecutive addresses (the hardest case: they
+    /// differ by address only).
+    fn fleet() -> Vec<Caller> {
+        (0..10_000u32)
+            .map(|i| {
+                let mut c = Caller::anonymous(
+                    Protocol::Grpc,
+                    Some(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i))),
+                );
+                c.app_name = Some("shop".into());
+                c
+            })
+            .collect()
+    }
+
+    fn members(c: &Cohort, clients: &[Caller]) -> Vec<bool> {
+        clients.iter().map(|cl| c.contains(cl)).collect()
+    }
+
+    /// Two rollouts' 10 % cohorts (seeds `rollout-<a>`, `rollout-<b>`, as rollouts seed
+    /// them) over 10 000 clients overlap as independent draws do: about 1 % of the clients
+    /// (100 ± 10; the bound allows 5 standard deviations), for every pair tried; each is
+    /// about 10 % (1 000 ± 30; bound ±150). The old shifted draw is printed for contrast.
     #[test]
-    fn cohorts_are_near_their_share_and_nested() -> Result<(), CoreError> {
+    fn two_rollouts_cohorts_are_independent_draws() -> Result<(), CoreError> {
+        let clients = fleet();
+        let mut overlaps = Vec::new();
+        for (a, b) in [(1, 2), (2, 3), (7, 8), (10, 11), (41, 97), (100, 101)] {
+            let ca = Cohort::new(10.0, &format!("rollout-{a}"))?;
+            let cb = Cohort::new(10.0, &format!("rollout-{b}"))?;
+            let (ia, ib) = (members(&ca, &clients), members(&cb, &clients));
+            for (seed, inside) in [(a, &ia), (b, &ib)] {
+                let n = inside.iter().filter(|x| **x).count();
+                assert!(
+                    (850..=1150).contains(&n),
+                    "rollout-{seed}: {n} of 10 000 at 10 %"
+                );
+            }
+            let both = ia.iter().zip(&ib).filter(|(x, y)| **x && **y).count();
+            assert!(
+                (50..=150).contains(&both),
+                "rollout-{a} and rollout-{b}: {both} clients in both 10 % cohorts (~100 expected)"
+            );
+            overlaps.push(both);
+        }
+        let shifted: Vec<usize> = [(1, 2), (2, 3), (7, 8)]
+            .iter()
+            .map(|(a, b)| -> Result<usize, CoreError> {
+                let ca = Cohort::parse(&format!("10@rollout-{a}"))?;
+                let cb = Cohort::parse(&format!("10@rollout-{b}"))?;
+                let (ia, ib) = (members(&ca, &clients), members(&cb, &clients));
+                Ok(ia.iter().zip(&ib).filter(|(x, y)| **x && **y).count())
+            })
+            .collect::<Result<_, _>>()?;
+        println!(
+            "clients in both of two rollouts' 10 % cohorts, of 10 000: independent {overlaps:?} \
+             (~100 expected), shifted {shifted:?}"
+        );
+        Ok(())
+    }
+
+    /// Within one rollout the cohort only widens: every client of a step is in every later
+    /// step (5 → 10 → 25 → 50 → 100 %), and its share is near the step's.
+    #[test]
+    fn a_rollouts_cohort_only_widens() -> Result<(), CoreError> {
+        let clients = fleet();
+        for seed in ["rollout-1", "rollout-2", "", "a.b:c"] {
+            let mut previous = vec![false; clients.len()];
+            for percent in [5.0, 10.0, 25.0, 50.0, 100.0] {
+                let inside = members(&Cohort::new(percent, seed)?, &clients);
+                for (i, was) in previous.iter().enumerate() {
+                    assert!(!was || inside[i], "{seed}: client {i} left at {percent} %");
+                }
+                let n = inside.iter().filter(|x| **x).count() as f64;
+                assert!(
+                    (n / 100.0 - percent).abs() <= 1.5,
+                    "{seed}: {percent} % holds {n} of 10 000"
+                );
+                previous = inside;
+            }
+            assert!(previous.iter().all(|x| *x), "100 % is everyone");
+        }
+        Ok(())
+    }
+
+    /// The shifted draw of rules stored before (`<p>@<seed>`, `<p>`) is unchanged: its
+    /// cohorts of 10, 50 and 100 % of 200 clients on distinct loopback addresses are within
+    /// ±5 % of their share and nested, for every seed tried, and its buckets are the ones
+    /// it always gave (pinned), so a rollout under way keeps its clients across the upgrade.
+    #[test]
+    fn shifted_cohorts_are_near_their_share_nested_and_unchanged() -> Result<(), CoreError> {
         let clients: Vec<Caller> = (1..=200).map(client).collect();
         let seeds: Vec<String> = ["", "r1", "rollout-7", "app.yaml:3"]
             .into_iter()
@@ -721,10 +885,9 @@ mod cohort_tests {
             .collect();
         let mut worst: f64 = 0.0;
         for seed in &seeds {
-            let seed = seed.as_str();
             let mut previous: Vec<bool> = vec![false; clients.len()];
             for percent in [10.0, 25.0, 50.0, 100.0] {
-                let c = Cohort::new(percent, seed)?;
+                let c = Cohort::new(percent, seed)?.with_draw(CohortDraw::Shifted);
                 let inside: Vec<bool> = clients.iter().map(|cl| c.contains(cl)).collect();
                 let n = inside.iter().filter(|x| **x).count() as f64;
                 let share = n / clients.len() as f64 * 100.0;
@@ -743,54 +906,80 @@ mod cohort_tests {
             }
         }
         println!(
-            "cohorts of 200 consecutive addresses, {} seeds: at most {worst} points off",
+            "shifted cohorts of 200 consecutive addresses, {} seeds: at most {worst} points off",
             seeds.len()
+        );
+        let pinned: Vec<u32> = [1u8, 2, 3, 200]
+            .iter()
+            .map(|i| -> Result<u32, CoreError> {
+                Ok(Cohort::parse("25@rollout-7")?.bucket(&client(*i)))
+            })
+            .collect::<Result<_, _>>()?;
+        assert_eq!(
+            pinned, SHIFTED_BUCKETS,
+            "the stored meaning of `25@rollout-7` changed"
         );
         Ok(())
     }
 
+    /// The buckets of 127.0.0.1, .2, .3 and .200 under `25@rollout-7`, as every version
+    /// before the independent draw computed them.
+    const SHIFTED_BUCKETS: [u32; 4] = [9984, 6165, 2345, 9872];
+
     #[test]
-    fn identity_is_address_app_and_labels_but_not_the_task_id() {
-        let seed = "s";
-        let base = client(9);
-        let b = Cohort::bucket(seed, &base);
-        assert_eq!(b, Cohort::bucket(seed, &client(9)), "stable");
-        let mut task = BTreeMap::new();
-        task.insert("taskId".to_string(), "3".to_string());
-        let with_task = Caller {
-            labels: Labels::new(task),
-            ..client(9)
-        };
-        assert_eq!(
-            Cohort::bucket(seed, &with_task),
-            b,
-            "taskId is not identity"
-        );
-        // Another app on the same host, and another seed, are drawn again (over many
-        // addresses at least one differs).
-        let moved_app = (1..=50).any(|i| {
-            let mut other = client(i);
-            other.app_name = Some("shop".into());
-            Cohort::bucket(seed, &other) != Cohort::bucket(seed, &client(i))
-        });
-        assert!(moved_app);
-        assert!(
-            (1..=50).any(|i| Cohort::bucket("a", &client(i)) != Cohort::bucket("b", &client(i)))
-        );
+    fn identity_is_address_app_and_labels_but_not_the_task_id() -> Result<(), CoreError> {
+        for draw in [CohortDraw::Independent, CohortDraw::Shifted] {
+            let c = |seed: &str| -> Result<Cohort, CoreError> {
+                Ok(Cohort::new(50.0, seed)?.with_draw(draw))
+            };
+            let base = client(9);
+            let b = c("s")?.bucket(&base);
+            assert_eq!(b, c("s")?.bucket(&client(9)), "stable");
+            let mut task = BTreeMap::new();
+            task.insert("taskId".to_string(), "3".to_string());
+            let with_task = Caller {
+                labels: Labels::new(task),
+                ..client(9)
+            };
+            assert_eq!(c("s")?.bucket(&with_task), b, "taskId is not identity");
+            // Another app on the same host, and another seed, are drawn again (over many
+            // addresses at least one differs).
+            let moved_app = (1..=50).any(|i| {
+                let mut other = client(i);
+                other.app_name = Some("shop".into());
+                c("s").is_ok_and(|c| c.bucket(&other) != c.bucket(&client(i)))
+            });
+            assert!(moved_app, "{draw:?}");
+            let (ca, cb) = (c("a")?, c("b")?);
+            assert!((1..=50).any(|i| ca.bucket(&client(i)) != cb.bucket(&client(i))));
+        }
+        Ok(())
     }
 
     #[test]
     fn parse_and_print() -> Result<(), CoreError> {
-        for (expr, printed) in [
-            ("25", "25"),
-            ("12.5@r-7", "12.5@r-7"),
-            (" 0.01 @x", "0.01@x"),
-            ("100@a.b:c", "100@a.b:c"),
+        for (expr, printed, draw) in [
+            ("25", "25", CohortDraw::Shifted),
+            ("12.5@r-7", "12.5@r-7", CohortDraw::Shifted),
+            (" 0.01 @x", "0.01@x", CohortDraw::Shifted),
+            ("100@a.b:c", "100@a.b:c", CohortDraw::Shifted),
+            ("25~rollout-7", "25~rollout-7", CohortDraw::Independent),
+            (" 12.5 ~ r ", "12.5~r", CohortDraw::Independent),
+            ("30~", "30~", CohortDraw::Independent),
         ] {
             let c = Cohort::parse(expr)?;
-            assert_eq!(c.to_string(), printed);
+            assert_eq!(
+                (c.to_string().as_str(), c.draw()),
+                (printed, draw),
+                "{expr}"
+            );
             assert_eq!(Cohort::parse(&c.to_string())?, c);
         }
+        assert_eq!(
+            Cohort::new(25.0, "r")?.to_string(),
+            "25~r",
+            "new rules draw anew"
+        );
         for bad in [
             "0",
             "100.5",
@@ -798,6 +987,9 @@ mod cohort_tests {
             "12.345",
             "x",
             "5@bad seed",
+            "5~bad seed",
+            "5~a@b",
+            "5@a~b",
             "NaN",
             "inf",
             "",
@@ -806,6 +998,8 @@ mod cohort_tests {
         }
         let rule = GrayRule::parse(TYPE_PERCENT, "20@r")?;
         assert_eq!((rule.kind(), rule.expr().as_str()), ("percent", "20@r"));
+        let rule = GrayRule::parse(TYPE_PERCENT, "20~r")?;
+        assert_eq!(rule.expr(), "20~r");
         let spec = GraySpec::percent("canary", Cohort::parse("5@r")?, None)?;
         assert_eq!(spec.priority, 0);
         assert!(GraySpec::percent("beta", Cohort::parse("5")?, None).is_err());

@@ -44,7 +44,7 @@ pub use auth::{Action, AuthFailure, Identity};
 pub use caller::{Caller, Labels, Protocol, TrustedProxies};
 pub use content::{ContentError, ValidationMode, ValidationPolicy};
 pub use error::{CoreError, StoreError};
-pub use gray::{GrayRule, GraySpec};
+pub use gray::{CohortDraw, GrayRule, GraySpec};
 pub use key::{ConfigKey, ConfigType, NamespaceId, DEFAULT_GROUP};
 pub use model::*;
 pub use pattern::GroupPattern;

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoreError;
-use crate::gray::{Cohort, GrayRule, GraySpec, LabelExpr};
+use crate::gray::{Cohort, CohortDraw, GrayRule, GraySpec, LabelExpr};
 use crate::key::{ConfigKey, ConfigType};
 
 /// A rollout's id (`nacelle_rollout.id`).
@@ -145,6 +145,16 @@ pub struct RolloutPlan {
     pub manual: bool,
     #[serde(default)]
     pub guards: Guards,
+    /// How its percentage steps draw their cohorts: [`CohortDraw::Independent`] for every
+    /// rollout started now; a plan stored without it (a rollout started by an earlier
+    /// version) keeps [`CohortDraw::Shifted`], so its clients stay where they were.
+    #[serde(default = "shifted_draw")]
+    pub draw: CohortDraw,
+}
+
+/// The draw of a stored plan that names none.
+fn shifted_draw() -> CohortDraw {
+    CohortDraw::Shifted
 }
 
 /// One step of a plan.
@@ -268,20 +278,23 @@ pub fn gray_name(id: RolloutId) -> String {
     format!("rollout-{id}")
 }
 
-/// The gray of `stage` of rollout `id`: a label rule for the canary, a `percent` rule
-/// seeded by the rollout (`<p>@rollout-<id>`) for a share, so cohorts are nested as the
-/// share grows and another rollout draws again.
-pub fn gray_spec(id: RolloutId, stage: &Stage) -> Result<GraySpec, CoreError> {
+/// The gray of `stage` of rollout `id`, whose plan draws cohorts by `draw`: a label rule
+/// for the canary, a `percent` rule seeded by the rollout (`<p>~rollout-<id>`) for a
+/// share, so cohorts are nested as the share grows and another rollout draws anew.
+pub fn gray_spec(id: RolloutId, draw: CohortDraw, stage: &Stage) -> Result<GraySpec, CoreError> {
     let name = gray_name(id);
     match stage {
         Stage::Canary(expr) => GraySpec::labels(&name, expr, Some(0)),
-        Stage::Percent(p) => GraySpec::percent(&name, Cohort::new(*p, &name)?, Some(0)),
+        Stage::Percent(p) => {
+            GraySpec::percent(&name, Cohort::new(*p, &name)?.with_draw(draw), Some(0))
+        }
     }
 }
 
-/// Whether `rule` is what `stage` of rollout `id` publishes.
-pub fn rule_is(id: RolloutId, stage: &Stage, rule: &GrayRule) -> bool {
-    gray_spec(id, stage).is_ok_and(|s| s.rule.expr() == rule.expr() && s.rule.kind() == rule.kind())
+/// Whether `rule` is what `stage` of rollout `id` (cohorts drawn by `draw`) publishes.
+pub fn rule_is(id: RolloutId, draw: CohortDraw, stage: &Stage, rule: &GrayRule) -> bool {
+    gray_spec(id, draw, stage)
+        .is_ok_and(|s| s.rule.expr() == rule.expr() && s.rule.kind() == rule.kind())
 }
 
 /// A stored rollout.
@@ -426,10 +439,36 @@ mod tests {
     #[test]
     fn step_rules_are_recognised() -> Result<(), CoreError> {
         let stage = Stage::Percent(25.0);
-        let spec = gray_spec(7, &stage)?;
+        let independent = CohortDraw::Independent;
+        let spec = gray_spec(7, independent, &stage)?;
         assert_eq!(spec.name, "rollout-7");
-        assert!(rule_is(7, &stage, &spec.rule));
-        assert!(!rule_is(7, &Stage::Percent(50.0), &spec.rule));
+        assert_eq!(spec.rule.expr(), "25~rollout-7");
+        assert!(rule_is(7, independent, &stage, &spec.rule));
+        assert!(!rule_is(7, independent, &Stage::Percent(50.0), &spec.rule));
+        assert!(!rule_is(7, CohortDraw::Shifted, &stage, &spec.rule));
+        let shifted = gray_spec(7, CohortDraw::Shifted, &stage)?;
+        assert_eq!(shifted.rule.expr(), "25@rollout-7");
+        Ok(())
+    }
+
+    /// A plan stored before the draw was recorded (a rollout under way during the upgrade)
+    /// keeps the shifted draw its first steps used; a new plan draws independently and
+    /// says so in its JSON.
+    #[test]
+    fn stored_plans_keep_their_draw() -> Result<(), CoreError> {
+        let old = RolloutPlan::from_json(r#"{"steps":[10,50],"bake_ms":1000}"#)?;
+        assert_eq!(old.draw, CohortDraw::Shifted);
+        let new = plan(&[10.0, 50.0]);
+        assert_eq!(new.draw, CohortDraw::Independent);
+        assert!(
+            new.to_json().contains(r#""draw":"independent""#),
+            "{}",
+            new.to_json()
+        );
+        assert_eq!(
+            RolloutPlan::from_json(&new.to_json())?.draw,
+            CohortDraw::Independent
+        );
         Ok(())
     }
 }

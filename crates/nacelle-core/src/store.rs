@@ -36,7 +36,6 @@ use std::pin::Pin;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::key::ConfigKey;
 use crate::model::StoredConfig;
 
 /// Result of removing a config.
@@ -52,7 +51,9 @@ pub enum RemoveOutcome {
 /// already holds a config (Nacos's `SameConfigPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SamePolicy {
-    /// Any existing key aborts the whole batch: nothing is written.
+    /// The batch stops at its first record (in order) whose key exists, as Nacos's
+    /// `batchInsertOrUpdate` does: the records before it are written, it and every one
+    /// after it are not.
     Abort,
     /// Records whose key exists are left out; the others are written.
     Skip,
@@ -65,17 +66,19 @@ pub enum SamePolicy {
 pub enum BatchItem {
     /// Written (inserted or, under [`SamePolicy::Overwrite`], updated).
     Written(Box<StoredConfig>),
-    /// Its key existed and the policy was [`SamePolicy::Skip`]; nothing written.
+    /// Not written: its key existed under [`SamePolicy::Skip`], or it comes after the
+    /// conflict that stopped a [`SamePolicy::Abort`] batch.
     Skipped,
+    /// Its key existed under [`SamePolicy::Abort`]: the batch stopped here, nothing from
+    /// this record on was written.
+    Conflict,
 }
 
-/// The result of a batch publish.
+/// The result of a batch publish: its transaction committed; one item per record, in
+/// the order of the records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchOutcome {
-    /// The transaction committed; one item per record, in the order of the records.
-    Committed(Vec<BatchItem>),
-    /// [`SamePolicy::Abort`] and these keys already hold a config: nothing was written.
-    Aborted(Vec<ConfigKey>),
+pub struct BatchOutcome {
+    pub items: Vec<BatchItem>,
 }
 
 /// How much work one store call is, for a layer that bounds it in time.

@@ -503,6 +503,29 @@ pub(crate) fn java_url_encode(s: &str, out: &mut String) {
     out.push_str(s.get(run..).unwrap_or_default());
 }
 
+/// A `Long` as Jackson (Nacos's JSON reader) reads one: a JSON number, or a string holding
+/// one (`"5"`: ids as `show=all`, searches and every v3 model write them); `null` or
+/// absent is `None`. For `#[serde(default, deserialize_with = "…")]`.
+pub(crate) fn long_or_string<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<i64>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Long {
+        Number(i64),
+        Text(String),
+    }
+    match <Option<Long> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(Long::Number(n)) => Ok(Some(n)),
+        Some(Long::Text(t)) => t
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("not a number: {t:?}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

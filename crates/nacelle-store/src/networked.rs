@@ -214,15 +214,13 @@ impl<DB: Server> ServerBackend<DB> {
 }
 
 impl<DB: Server> ServerBackend<DB> {
-    /// One attempt at `step`, in one transaction (committed unless the step says not to).
+    /// One attempt at `step`, in one transaction.
     async fn write_once<S: Step>(&self, step: &S) -> Result<S::Out, TxError> {
         let mut tx = self.pool.begin().await?;
         let out = step
             .run(&mut SqlxWrite::<DB> { conn: &mut tx }, &self.queries.config)
             .await?;
-        if S::commits(&out) {
-            tx.commit().await?;
-        }
+        tx.commit().await?;
         Ok(out)
     }
 }

@@ -420,15 +420,16 @@ fn replaced<'a>(old: &'a Current, source: &'a OpSource, op: OpType, now_ms: i64)
     }
 }
 
-/// What a batch publish does, decided from the current rows of its records (read under
-/// their locks, in the batch's transaction) before anything is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum BatchPlan {
-    /// [`SamePolicy::Abort`] and these keys exist: write nothing.
-    Aborted(Vec<ConfigKey>),
-    /// Per record, in order: `true` to publish it (each with [`plan_publish`]), `false` to
-    /// skip it.
-    Steps(Vec<bool>),
+/// What a batch publish does to each record, decided from the current rows of its records
+/// (read under their locks, in the batch's transaction) before anything is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchStep {
+    /// Publish it (with [`plan_publish`]).
+    Write,
+    /// Leave it out.
+    Skip,
+    /// Leave it out: the existing key that stopped an [`SamePolicy::Abort`] batch.
+    Conflict,
 }
 
 /// The order in which a batch locks and writes its records: by key, so that two batches
@@ -454,30 +455,30 @@ pub(crate) fn batch_order(records: &[PublishRecord]) -> Result<Vec<usize>, Store
     Ok(order)
 }
 
-/// Decides a batch from `currents` (one per record, same order as `records`).
-pub(crate) fn plan_batch(
-    records: &[PublishRecord],
-    currents: &[Option<Current>],
-    policy: SamePolicy,
-) -> BatchPlan {
-    let existing = || {
-        records
-            .iter()
-            .zip(currents)
-            .filter(|(_, c)| c.is_some())
-            .map(|(r, _)| r.key.clone())
+/// Decides a batch from `currents` (one per record, in the order of the records): under
+/// [`SamePolicy::Abort`] the records before the first existing key are written, that one
+/// is the conflict and the rest are skipped (Nacos's `batchInsertOrUpdate`).
+pub(crate) fn plan_batch(currents: &[Option<Current>], policy: SamePolicy) -> Vec<BatchStep> {
+    let fresh = |c: &Option<Current>| {
+        if c.is_none() {
+            BatchStep::Write
+        } else {
+            BatchStep::Skip
+        }
     };
     match policy {
         SamePolicy::Abort => {
-            let conflicts: Vec<ConfigKey> = existing().collect();
-            if conflicts.is_empty() {
-                BatchPlan::Steps(vec![true; records.len()])
-            } else {
-                BatchPlan::Aborted(conflicts)
-            }
+            let stop = currents.iter().position(Option::is_some);
+            (0..currents.len())
+                .map(|i| match stop {
+                    Some(s) if i == s => BatchStep::Conflict,
+                    Some(s) if i > s => BatchStep::Skip,
+                    _ => BatchStep::Write,
+                })
+                .collect()
         }
-        SamePolicy::Skip => BatchPlan::Steps(currents.iter().map(Option::is_none).collect()),
-        SamePolicy::Overwrite => BatchPlan::Steps(vec![true; records.len()]),
+        SamePolicy::Skip => currents.iter().map(fresh).collect(),
+        SamePolicy::Overwrite => vec![BatchStep::Write; currents.len()],
     }
 }
 
@@ -660,21 +661,27 @@ mod tests {
         let records = [with_id("c"), with_id("a"), with_id("b")];
         assert_eq!(batch_order(&records).ok(), Some(vec![1, 2, 0]));
         let currents = [None, Some(current("old", "")), None];
+        use BatchStep::{Conflict, Skip, Write};
+        // ABORT stops at the first existing key in the records' order (not the locks').
         assert_eq!(
-            plan_batch(&records, &currents, SamePolicy::Abort),
-            BatchPlan::Aborted(vec![records[1].key.clone()])
+            plan_batch(&currents, SamePolicy::Abort),
+            vec![Write, Conflict, Skip]
         );
         assert_eq!(
-            plan_batch(&records, &currents, SamePolicy::Skip),
-            BatchPlan::Steps(vec![true, false, true])
+            plan_batch(
+                &[Some(current("x", "")), None, Some(current("y", ""))],
+                SamePolicy::Abort
+            ),
+            vec![Conflict, Skip, Skip]
         );
         assert_eq!(
-            plan_batch(&records, &currents, SamePolicy::Overwrite),
-            BatchPlan::Steps(vec![true; 3])
+            plan_batch(&currents, SamePolicy::Skip),
+            vec![Write, Skip, Write]
         );
+        assert_eq!(plan_batch(&currents, SamePolicy::Overwrite), vec![Write; 3]);
         assert_eq!(
-            plan_batch(&records, &[None, None, None], SamePolicy::Abort),
-            BatchPlan::Steps(vec![true; 3])
+            plan_batch(&[None, None, None], SamePolicy::Abort),
+            vec![Write; 3]
         );
         let twice = [with_id("a"), with_id("a")];
         assert!(matches!(batch_order(&twice), Err(StoreError::Rejected(_))));

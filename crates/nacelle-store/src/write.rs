@@ -18,7 +18,7 @@ use nacelle_core::{
 
 use crate::dialect::{Arg, Dialect};
 use crate::plan::{
-    batch_order, plan_batch, plan_publish, plan_remove, plan_remove_gray, split_tags, BatchPlan,
+    batch_order, plan_batch, plan_publish, plan_remove, plan_remove_gray, split_tags, BatchStep,
     Current, Plan,
 };
 use crate::queries::{self, key_args, Queries, Statement, Written};
@@ -129,8 +129,7 @@ async fn publish<C: WriteConn>(
 
 /// A batch publish: locks the current row of every record in key order
 /// ([`batch_order`]), decides the batch ([`plan_batch`]) and executes each written
-/// record's plan. On [`BatchOutcome::Aborted`] nothing was written, and the caller must
-/// not commit.
+/// record's plan, in key order too.
 async fn publish_batch<C: WriteConn>(
     c: &mut C,
     q: &Queries,
@@ -142,18 +141,21 @@ async fn publish_batch<C: WriteConn>(
     for &i in &order {
         currents[i] = lock_current(c, q, &records[i].key).await?;
     }
-    let steps = match plan_batch(records, &currents, policy) {
-        BatchPlan::Aborted(keys) => return Ok(BatchOutcome::Aborted(keys)),
-        BatchPlan::Steps(steps) => steps,
-    };
-    let mut items = vec![BatchItem::Skipped; records.len()];
-    for &i in order.iter().filter(|&&i| steps[i]) {
+    let steps = plan_batch(&currents, policy);
+    let mut items: Vec<BatchItem> = steps
+        .iter()
+        .map(|s| match s {
+            BatchStep::Conflict => BatchItem::Conflict,
+            BatchStep::Write | BatchStep::Skip => BatchItem::Skipped,
+        })
+        .collect();
+    for &i in order.iter().filter(|&&i| steps[i] == BatchStep::Write) {
         let rec = &records[i];
         let plan = plan_publish(rec, currents[i].as_ref(), stored_ms::<C>(rec.now_ms))?;
         let (id, revision) = execute(c, q, &plan).await?;
         items[i] = BatchItem::Written(Box::new(stored(&plan, id, revision)?));
     }
-    Ok(BatchOutcome::Committed(items))
+    Ok(BatchOutcome { items })
 }
 
 /// Removes the formal config of `key`.
@@ -249,11 +251,6 @@ pub(crate) trait Step: Send + Sync + 'static {
     /// Runs the write on `c`, inside its transaction.
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<Self::Out, C::Error>;
 
-    /// Whether the transaction commits afterwards (an aborted batch wrote nothing).
-    fn commits(_out: &Self::Out) -> bool {
-        true
-    }
-
     /// Whether the write may have left part of itself written when it failed with `err`.
     /// Refusals decided before anything is written (a compare-and-set failure, a missing
     /// row) have not, so the writes sharing its transaction (SQLite's group) go on.
@@ -287,11 +284,6 @@ impl Step for PublishBatch {
 
     async fn run<C: WriteConn>(&self, c: &mut C, q: &Queries) -> Result<BatchOutcome, C::Error> {
         publish_batch(c, q, &self.0, self.1).await
-    }
-
-    /// An aborted batch is decided before it writes anything.
-    fn commits(out: &BatchOutcome) -> bool {
-        matches!(out, BatchOutcome::Committed(_))
     }
 }
 

@@ -1680,16 +1680,14 @@ per_backend!(
     flavor = "multi_thread", worker_threads = 4
 );
 
-/// The keys a batch wrote (`None` for a skipped record).
+/// The keys a batch wrote (`None` for a record it did not write).
 fn written(outcome: &BatchOutcome) -> anyhow::Result<Vec<Option<String>>> {
-    let BatchOutcome::Committed(items) = outcome else {
-        anyhow::bail!("not committed: {outcome:?}");
-    };
-    Ok(items
+    Ok(outcome
+        .items
         .iter()
         .map(|i| match i {
             BatchItem::Written(c) => Some(c.key.data_id().to_string()),
-            BatchItem::Skipped => None,
+            BatchItem::Skipped | BatchItem::Conflict => None,
         })
         .collect())
 }
@@ -1707,27 +1705,45 @@ async fn batch_publish_policies(store: Arc<dyn ConfigStore>, _b: Backend) -> Tes
         record(&c, "c1", T0 + 1),
     ];
 
-    // ABORT: the existing key is named and nothing is written.
+    // ABORT: stops at the first existing key in the batch's order, as Nacos does: the
+    // record before it is written (with its history row), it is the conflict, the one
+    // after it is not written.
     let nid = store.max_history_nid().await?;
     let outcome = store.publish_batch(&batch, SamePolicy::Abort).await?;
-    assert_eq!(outcome, BatchOutcome::Aborted(vec![a.clone()]));
-    ensure!(store.get(&b).await?.is_none());
-    assert_eq!(store.max_history_nid().await?, nid, "no history row");
+    assert_eq!(outcome.items.len(), 3);
+    assert!(
+        matches!(&outcome.items[0], BatchItem::Written(cfg) if cfg.key == b),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.items[1..],
+        [BatchItem::Conflict, BatchItem::Skipped]
+    );
+    assert_eq!(&store.get(&b).await?.context("b")?.content[..], b"b1");
+    assert_eq!(store.get(&a).await?.context("a")?.content, "a-old");
+    ensure!(store.get(&c).await?.is_none());
+    assert_eq!(store.max_history_nid().await?, nid + 1, "one history row");
+    // The conflict first: nothing is written.
+    let outcome = store
+        .publish_batch(
+            &[record(&a, "a2", T0 + 1), record(&c, "c0", T0 + 1)],
+            SamePolicy::Abort,
+        )
+        .await?;
+    assert_eq!(outcome.items, [BatchItem::Conflict, BatchItem::Skipped]);
+    ensure!(store.get(&c).await?.is_none());
+    assert_eq!(store.max_history_nid().await?, nid + 1);
+    let nid = nid + 1;
 
     // SKIP: the others are written, in one transaction, each with its history row.
-    let outcome = store.publish_batch(&batch, SamePolicy::Skip).await?;
-    assert_eq!(
-        written(&outcome)?,
-        [Some("b".into()), None, Some("c".into())]
-    );
+    let outcome = store.publish_batch(&batch[1..], SamePolicy::Skip).await?;
+    assert_eq!(written(&outcome)?, [None, Some("c".into())]);
     assert_eq!(store.get(&a).await?.context("a")?.content, "a-old");
     assert_eq!(&store.get(&c).await?.context("c")?.content[..], b"c1");
-    assert_eq!(store.max_history_nid().await?, nid + 2);
-    if let BatchOutcome::Committed(items) = &outcome {
-        for item in items {
-            if let BatchItem::Written(cfg) = item {
-                assert_eq!(Some(cfg.as_ref()), store.get(&cfg.key).await?.as_ref());
-            }
+    assert_eq!(store.max_history_nid().await?, nid + 1);
+    for item in &outcome.items {
+        if let BatchItem::Written(cfg) = item {
+            assert_eq!(Some(cfg.as_ref()), store.get(&cfg.key).await?.as_ref());
         }
     }
 

@@ -44,6 +44,7 @@ fn plan() -> RolloutPlan {
             http: Some("http://127.0.0.1:9/health".into()),
             delivery_ms: Some(30_000),
         },
+        draw: nacelle_core::CohortDraw::Independent,
     }
 }
 
@@ -214,6 +215,7 @@ async fn gray_log_rows_carry_their_note(store: Arc<dyn ConfigStore>) -> TestResu
     let step = |p: f64| -> anyhow::Result<GraySpec> {
         Ok(nacelle_core::rollout::gray_spec(
             3,
+            nacelle_core::CohortDraw::Independent,
             &nacelle_core::rollout::Stage::Percent(p),
         )?)
     };

@@ -119,10 +119,11 @@ impl RunningServer {
 /// Opens the store, binds the listeners and starts serving. The config cache loads in the
 /// background; readiness answers 503 until it is loaded.
 pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
+    // A cluster's prerequisites (its secret, a shared database) before anything is made.
+    let cluster_secret = cluster_secret(settings)?;
     // The data directory 0700, the SQLite file 0600 (its WAL and SHM follow it); a looser
     // existing one is reported, or refused with `strict_permissions`.
     private_files::prepare(settings)?;
-    let cluster_secret = cluster_secret(settings)?;
     let stop = CancellationToken::new();
     let background = TaskTracker::new();
     let store = open_store(settings, &stop, &background).await?;
@@ -212,7 +213,9 @@ pub async fn start(settings: &Settings) -> anyhow::Result<RunningServer> {
 }
 
 /// The cluster secret when this node runs in a cluster (none is an error there); `None`
-/// alone.
+/// alone. A cluster on the embedded SQLite file is refused: every node would hold a
+/// database of its own, and the members' notices (which name a key to re-read from the
+/// shared database) would leave each with different configs.
 fn cluster_secret(settings: &Settings) -> anyhow::Result<Option<String>> {
     if !settings.clustered() {
         return Ok(None);
@@ -221,6 +224,16 @@ fn cluster_secret(settings: &Settings) -> anyhow::Result<Option<String>> {
         "cluster members are configured but there is no cluster secret: set \
          --cluster-secret, NACELLE_CLUSTER_SECRET or cluster_secret_file",
     )?;
+    if !settings.shared_database() {
+        anyhow::bail!(
+            "cluster members are configured (--members or {}) but the database is the \
+             embedded SQLite file {}, which other nodes cannot share: give every member the \
+             same --db mysql://… or postgres://… (docs/cluster.md), or run a single node \
+             without members",
+            settings.cluster_conf().display(),
+            settings.database_display()
+        );
+    }
     Ok(Some(secret))
 }
 
@@ -572,11 +585,17 @@ mod tests {
 
     /// A clustered node runs the change-log follower, the history purge, the notifier's
     /// member follower, a queue per peer and the member health checks; none of them
-    /// outlives shutdown.
+    /// outlives shutdown. (A cluster needs a shared database: PostgreSQL here.)
     #[tokio::test]
     async fn shutdown_stops_every_cluster_task() -> TestResult {
+        use nacelle_testkit::{per_backend::skipped, Backend, TestDb};
+        if skipped(Backend::Postgres) {
+            return Ok(());
+        }
+        let db = TestDb::create(Backend::Postgres).await?;
         let dir = tempfile::tempdir()?;
         let settings = Settings {
+            db: Some(db.url.clone()),
             // A peer that never answers: its queue and health checks keep retrying.
             members: vec!["127.0.0.1:1".into()],
             cluster_secret: Some("0123456789abcdef".into()),
@@ -598,6 +617,34 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         shutdown_leaves_nothing(server, 5).await
+    }
+
+    /// Members on the embedded SQLite file: refused before anything is opened or bound,
+    /// saying why and what to do; the same with a `cluster.conf`.
+    #[tokio::test]
+    async fn a_cluster_on_sqlite_is_refused() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let settings = Settings {
+            members: vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()],
+            cluster_secret: Some("0123456789abcdef".into()),
+            ..settings_for(dir.path())
+        };
+        let Err(e) = start(&settings).await else {
+            return Err("a cluster on SQLite started".into());
+        };
+        let e = format!("{e:#}");
+        assert!(e.contains("SQLite") && e.contains("--db"), "{e}");
+        assert!(
+            !dir.path().join("nacelle.db").exists(),
+            "nothing was opened"
+        );
+        std::fs::write(dir.path().join("cluster.conf"), "127.0.0.1:1\n")?;
+        let settings = Settings {
+            cluster_secret: Some("0123456789abcdef".into()),
+            ..settings_for(dir.path())
+        };
+        assert!(start(&settings).await.is_err());
+        Ok(())
     }
 
     /// A node whose database is unreachable retries connecting and loading in the

@@ -124,12 +124,23 @@ fn init_logging(settings: &Settings) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("invalid log filter `{}`: {e}", settings.log))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(colour_logs(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ));
     let result = match settings.log_format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("initialising logs: {e}"))
+}
+
+/// Whether text logs carry ANSI colour codes: only when stderr is a terminal, and not when
+/// `NO_COLOR` is set to anything but the empty string (<https://no-color.org>). A file, a
+/// pipe or the journal gets plain text.
+fn colour_logs(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 async fn shutdown_signal() -> anyhow::Result<&'static str> {
@@ -265,7 +276,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::command;
+    use super::{colour_logs, command};
+    use std::ffi::OsStr;
+
+    #[test]
+    fn logs_are_coloured_only_on_a_terminal_without_no_color() {
+        assert!(colour_logs(true, None));
+        assert!(colour_logs(true, Some(OsStr::new(""))));
+        assert!(!colour_logs(true, Some(OsStr::new("1"))));
+        assert!(!colour_logs(false, None), "a file, a pipe, the journal");
+        assert!(!colour_logs(false, Some(OsStr::new("1"))));
+    }
 
     /// Every help text in the command tree, each with where it is shown.
     fn help_texts(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {

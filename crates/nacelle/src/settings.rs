@@ -53,6 +53,13 @@ const MIN_HISTORY_PURGE_INTERVAL: Duration = Duration::from_secs(1);
 const DEFAULT_TLS_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
 /// Shortest cluster secret accepted.
 const MIN_SECRET_LEN: usize = 16;
+/// Fewest different characters a cluster secret must hold (`aaaa…`, `abab…` and
+/// `passwordpassword` are refused).
+const MIN_SECRET_DISTINCT: usize = 8;
+/// Words of example values that must never be taken for a real secret or password
+/// (`CHANGE-ME-…` of `packaging/k8s/secret.example.yaml`): compared case-insensitively
+/// with `-`, `_`, `.` and spaces left out.
+const PLACEHOLDER_WORDS: &[&str] = &["changeme", "replaceme", "placeholder", "example"];
 
 /// `auth`: whether callers must authenticate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
@@ -242,6 +249,10 @@ layer! {
         /// Database URL: `sqlite://path`. Default: `nacelle.db` in the data directory.
         #[arg(long, env = "NACELLE_DB")]
         pub db: Option<String>,
+        /// File holding the database URL (its first line), so that a password in it need
+        /// not be in the environment or the command line; `db` wins when both are given.
+        #[arg(long, env = "NACELLE_DB_FILE")]
+        pub db_file: Option<PathBuf>,
         /// Log format.
         #[arg(long, env = "NACELLE_LOG_FORMAT", value_enum)]
         pub log_format: Option<LogFormat>,
@@ -661,11 +672,14 @@ impl Settings {
             layer.admin_password.clone(),
             layer.admin_password_file.as_deref(),
         )?;
+        let db = read_secret(layer.db.clone(), layer.db_file.as_deref())?
+            .filter(|url| !url.trim().is_empty());
         let mut settings =
             Settings::resolve(layer, cluster_secret, trusted_proxies, content_validation);
         settings.cipher_master_key = cipher_master_key;
         settings.auth.token_secret = token_secret;
         settings.auth.admin_password = admin_password;
+        settings.db = db;
         settings.validate()?;
         Ok(settings)
     }
@@ -845,13 +859,14 @@ impl Settings {
                 "http_max_connections_per_ip and max_held_polls_per_ip must be > 0".into(),
             ));
         }
-        if self
-            .cluster_secret
-            .as_ref()
-            .is_some_and(|s| s.len() < MIN_SECRET_LEN)
-        {
+        if let Some(secret) = &self.cluster_secret {
+            check_cluster_secret(secret)
+                .map_err(|why| SettingsError::Invalid(format!("cluster_secret: {why}")))?;
+        }
+        if let Some(word) = self.auth.admin_password.as_deref().and_then(placeholder) {
             return Err(SettingsError::Invalid(format!(
-                "cluster_secret must be at least {MIN_SECRET_LEN} characters"
+                "admin_password looks like the placeholder of an example (`{word}`): \
+                 give a password of your own"
             )));
         }
         if let Some(secret) = &self.auth.token_secret {
@@ -975,8 +990,45 @@ fn read_master_key(path: &Path) -> Result<MasterKeys, SettingsError> {
     })
 }
 
-/// The cluster secret: given directly, else the first line of the secret file; blank means
-/// none.
+/// The placeholder word `text` contains, if any ([`PLACEHOLDER_WORDS`]).
+fn placeholder(text: &str) -> Option<&'static str> {
+    let folded: String = text
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect();
+    PLACEHOLDER_WORDS
+        .iter()
+        .copied()
+        .find(|w| folded.contains(w))
+}
+
+/// The rule of a cluster secret: at least [`MIN_SECRET_LEN`] characters, of which at least
+/// [`MIN_SECRET_DISTINCT`] different, and no placeholder word. The reason when it fails.
+fn check_cluster_secret(secret: &str) -> Result<(), String> {
+    if secret.chars().count() < MIN_SECRET_LEN {
+        return Err(format!(
+            "must be at least {MIN_SECRET_LEN} characters (e.g. `openssl rand -base64 32`)"
+        ));
+    }
+    if let Some(word) = placeholder(secret) {
+        return Err(format!(
+            "looks like the placeholder of an example (`{word}`): generate one, e.g. \
+             `openssl rand -base64 32`"
+        ));
+    }
+    let distinct: std::collections::HashSet<char> = secret.chars().collect();
+    if distinct.len() < MIN_SECRET_DISTINCT {
+        return Err(format!(
+            "is too weak: it must hold at least {MIN_SECRET_DISTINCT} different characters \
+             (e.g. `openssl rand -base64 32`)"
+        ));
+    }
+    Ok(())
+}
+
+/// A secret (the cluster secret, the token secret, a password, the database URL): given
+/// directly, else the first line of its file; blank means none.
 fn read_secret(
     given: Option<String>,
     file: Option<&Path>,
@@ -1510,6 +1562,116 @@ mod tests {
         }
         let args = ServeArgs {
             cipher_master_key_file: Some(dir.path().join("absent.key")),
+            ..ServeArgs::default()
+        };
+        assert!(matches!(
+            Settings::merge(args, FileSettings::default()),
+            Err(SettingsError::Read { .. })
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn cluster_secrets_that_are_placeholders_or_weak_are_refused(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let merge = |secret: &str| {
+            Settings::merge(
+                ServeArgs {
+                    cluster_secret: Some(secret.into()),
+                    ..ServeArgs::default()
+                },
+                FileSettings::default(),
+            )
+        };
+        for (secret, why) in [
+            // packaging/k8s/secret.example.yaml, as it is.
+            ("CHANGE-ME-at-least-16-characters", "placeholder"),
+            ("change_me_please_0123456789", "placeholder"),
+            ("Replace.Me.With.A.Real.Secret", "placeholder"),
+            ("placeholder-0123456789abc", "placeholder"),
+            ("an-EXAMPLE-secret-0123456789", "placeholder"),
+            ("short-secret", "at least 16"),
+            ("aaaaaaaaaaaaaaaaaaaaaaaa", "different characters"),
+            ("abababababababababababab", "different characters"),
+            ("passwordpassword", "different characters"),
+        ] {
+            match merge(secret) {
+                Err(SettingsError::Invalid(m)) => {
+                    assert!(
+                        m.contains("cluster_secret") && m.contains(why),
+                        "{secret}: {m}"
+                    );
+                    assert!(!m.contains(secret), "the secret is not echoed: {m}");
+                }
+                other => panic!("{secret} accepted: {other:?}"),
+            }
+        }
+        for good in [
+            "test-cluster-secret-0123456789",
+            "0123456789abcdef",
+            // `openssl rand -base64 24`
+            "mQ2Vb8hS0vFZ4n1oYl7TqkXc3eJ9u6Ra",
+        ] {
+            assert_eq!(merge(good)?.cluster_secret.as_deref(), Some(good));
+        }
+        // The same rule for a secret from a file.
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("cluster-secret");
+        std::fs::write(&file, "CHANGE-ME-at-least-16-characters\n")?;
+        let from_file = Settings::merge(
+            ServeArgs {
+                cluster_secret_file: Some(file),
+                ..ServeArgs::default()
+            },
+            FileSettings::default(),
+        );
+        assert!(
+            matches!(&from_file, Err(SettingsError::Invalid(m)) if m.contains("placeholder")),
+            "{from_file:?}"
+        );
+        // The example's administrator password is refused too.
+        let admin = Settings::merge(
+            ServeArgs {
+                admin_password: Some("CHANGE-ME".into()),
+                ..ServeArgs::default()
+            },
+            FileSettings::default(),
+        );
+        assert!(
+            matches!(&admin, Err(SettingsError::Invalid(m)) if m.contains("admin_password")),
+            "{admin:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_database_url_comes_from_db_or_else_db_file() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("db-url");
+        let url = "postgres://nacelle:s3cret@db.internal:5432/nacelle";
+        std::fs::write(&file, format!("{url}\n"))?;
+        let toml_file: FileSettings =
+            toml::from_str(&format!("db_file = {:?}", file.display().to_string()))?;
+        let s = Settings::merge(ServeArgs::default(), toml_file.clone())?;
+        assert_eq!(s.database_url(), url);
+        assert!(s.shared_database());
+        assert!(
+            !s.database_display().contains("s3cret"),
+            "{}",
+            s.database_display()
+        );
+        // `db` (any layer) wins over the file.
+        let args = ServeArgs {
+            db: Some("sqlite:///tmp/x.db".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            Settings::merge(args, toml_file)?.database_url(),
+            "sqlite:///tmp/x.db"
+        );
+        // A file that cannot be read stops the start, naming it.
+        let args = ServeArgs {
+            db_file: Some(dir.path().join("absent")),
             ..ServeArgs::default()
         };
         assert!(matches!(

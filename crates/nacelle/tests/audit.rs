@@ -14,7 +14,7 @@ use common::audit::audit_until;
 use nacelle_client::{Client, PublishOptions, ServerAddr};
 use nacelle_testkit::server::{secure, TestServer};
 use nacelle_testkit::TestResult;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const NACELLE: &str = env!("CARGO_BIN_EXE_nacelle");
 const ALICE_PASSWORD: &str = "alice-password-1";
@@ -82,6 +82,11 @@ async fn newest_history(ts: &TestServer, token: &str, data_id: &str) -> TestResu
 /// `nacelle audit verify` (the real binary) as the administrator: its exit status and
 /// its stdout and stderr.
 fn cli_verify(ts: &TestServer) -> TestResult<(bool, String)> {
+    cli_verify_with(ts, &[])
+}
+
+/// `nacelle audit verify EXTRA…`: whether it exited 0, and its stdout and stderr.
+fn cli_verify_with(ts: &TestServer, extra: &[&str]) -> TestResult<(bool, String)> {
     let server = ts.server.as_ref().ok_or("stopped")?;
     let addr = format!(
         "127.0.0.1:{}/{}",
@@ -97,6 +102,7 @@ fn cli_verify(ts: &TestServer) -> TestResult<(bool, String)> {
     }
     let out = c
         .args(["audit", "verify", "--username", "nacos"])
+        .args(extra)
         .env("NACELLE_PASSWORD", nacelle_testkit::server::ADMIN_PASSWORD)
         .env("NACELLE_SERVER", &addr)
         .env("XDG_CONFIG_HOME", config.path())
@@ -425,21 +431,27 @@ async fn operator_message_and_a_verifiable_audit_trail() -> TestResult {
     let (ok, text) = cli_verify(&ts)?;
     assert!(ok, "{text}");
     db.execute("DELETE FROM nacelle_audit WHERE seq = 5", [])?;
+    // Named in words (the missing seq, the entry found after it), never as Rust's debug
+    // text of the problem.
+    let words = "entry 5 is missing (the next entry, 6, follows entry 4)";
     let (ok, text) = cli_verify(&ts)?;
     assert!(!ok, "{text}");
-    assert!(text.contains("entry 5 is missing"), "{text}");
+    assert!(text.contains(words), "{text}");
+    assert!(!text.contains('{'), "{text}");
+    let (ok, text) = cli_verify_with(&ts, &["-o", "json"])?;
+    assert!(!ok, "{text}");
+    let json_line = text.lines().find(|l| l.starts_with('{')).ok_or("no JSON")?;
+    let j: Value = serde_json::from_str(json_line)?;
+    assert_eq!(
+        (&j["ok"], &j["seq"], &j["problem"], &j["message"]),
+        (&json!(false), &json!(5), &json!("Missing"), &json!(words)),
+        "{j}"
+    );
     let v = server_verify(&ts, &admin).await?;
     assert_eq!(
-        v["broken"]["seq"].as_i64(),
-        Some(6),
-        "the entry after the gap: {v}"
-    );
-    assert!(
-        v["broken"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("entry 5 is missing"),
-        "{v}"
+        v["broken"],
+        json!({"seq": 5, "problem": "Missing", "message": words}),
+        "the missing entry: {v}"
     );
     Ok(())
 }

@@ -265,6 +265,9 @@ fn members_without_a_token_secret_refuse_to_start() -> TestResult {
         .args(["--port", "0", "--grpc-port", "0", "--bind", "127.0.0.1"])
         .args(["--members", "127.0.0.1:1,127.0.0.1:2"])
         .args(["--cluster-secret", "a-cluster-secret-of-length"])
+        // A cluster needs a shared database (never reached: the token secret is checked
+        // before the first connection is needed).
+        .args(["--db", "postgres://nobody@127.0.0.1:1/nacelle"])
         .output()?;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

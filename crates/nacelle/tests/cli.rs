@@ -406,11 +406,13 @@ fn namespaces_export_and_import() -> TestResult {
         env.ok(&["get", "b.json", "-g", "G", "-n", "staging"], None)?,
         "{\"b\": 2}"
     );
-    // Again with ABORT: every key exists, nothing is written, the server says why.
+    // Again with ABORT: the first key exists, so nothing is written, and the CLI says
+    // where it stopped (as Nacos: the first existing key, the rest not imported).
     let out = env.run(&["import", &zip_s, "-n", "staging"], None)?;
     assert_eq!(code(&out), Some(6), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("import aborted, nothing written: 2 config(s)"),
+        stderr(&out).contains("import aborted at ")
+            && stderr(&out).contains("0 config(s) written before it, 2 not imported"),
         "{}",
         stderr(&out)
     );
@@ -1503,5 +1505,31 @@ fn webhooks_add_ls_deliveries_and_rm() -> TestResult {
     assert!(items(&env.json(&["webhook", "ls"])?)?.is_empty());
     let out = env.run(&["webhook", "rm", &id], None)?;
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    Ok(())
+}
+
+/// An 11 MiB `put` is refused for its size, over gRPC (the server's inbound limit, Nacos's
+/// `RESOURCE_EXHAUSTED`) and over HTTP (413) alike: the CLI says so and exits 6, never
+/// "no server reachable"; the config is not written.
+#[test]
+fn a_put_over_the_size_limit_says_so() -> TestResult {
+    let env = start()?;
+    let big = "x".repeat(11 << 20);
+    let file = env.file("big.txt", &big)?;
+    for (transport, says) in [
+        // The gRPC status names the server's inbound limit.
+        ("grpc", "too large for 127.0.0.1"),
+        ("grpc", "exceeds maximum size"),
+        // The service's content limit.
+        ("http", "too long content, over 10485760 bytes"),
+    ] {
+        let out = env.run(&["put", "big.txt", &file, "--transport", transport], None)?;
+        let err = stderr(&out);
+        assert_eq!(code(&out), Some(6), "{transport}: {err}");
+        assert!(!err.contains("no server reachable"), "{transport}: {err}");
+        assert!(err.contains(says), "{transport}: {err}");
+        let out = env.run(&["get", "big.txt"], None)?;
+        assert_eq!(code(&out), Some(3), "not written: {}", stderr(&out));
+    }
     Ok(())
 }

@@ -292,3 +292,110 @@ async fn a_reader_reads_but_cannot_write_and_history_names_the_user() -> anyhow:
     assert_eq!(after["content"], "a: 1\n");
     Ok(())
 }
+
+/// The member list (`GET /nacos/v1/core/cluster/nodes`, the console's `/cluster`) is an
+/// administrator's, as in Nacos 2.5.1 (`NacosClusterController`: `@Secured(resource =
+/// "/v1/core/cluster", action = READ)`): refused anonymously (also with anonymous reads
+/// on), and to a user holding `rw` on every namespace; granted to an administrator, to a
+/// user whose permission names `/v1/core/cluster`, and to a member presenting the cluster
+/// secret (a wrong secret is refused).
+#[tokio::test]
+async fn the_member_list_is_for_administrators_and_members() -> anyhow::Result<()> {
+    use reqwest::Method as M;
+    const SECRET: &str = "console-auth-cluster-secret-42";
+    let ts = TestServer::start_with(|s| {
+        secure(s);
+        s.auth.anonymous_read = true;
+        s.cluster_secret = Some(SECRET.into());
+    })
+    .await?;
+    ts.admin_token().await?;
+    let admin = login(&ts, "nacos", ADMIN_PASSWORD).await?;
+    for (path, params) in [
+        (
+            "/nacos/v1/auth/users",
+            &[("username", "writer"), ("password", "writer-pass-1")][..],
+        ),
+        (
+            "/nacos/v1/auth/users",
+            &[("username", "ops"), ("password", "ops-pass-123")][..],
+        ),
+        (
+            "/nacos/v1/auth/roles",
+            &[("role", "everything"), ("username", "writer")][..],
+        ),
+        (
+            "/nacos/v1/auth/permissions",
+            &[
+                ("role", "everything"),
+                ("resource", "*:*:*"),
+                ("action", "rw"),
+            ][..],
+        ),
+        (
+            "/nacos/v1/auth/permissions",
+            &[
+                ("role", "everything"),
+                ("resource", ":*:*"),
+                ("action", "rw"),
+            ][..],
+        ),
+        (
+            "/nacos/v1/auth/roles",
+            &[("role", "cluster-viewer"), ("username", "ops")][..],
+        ),
+        (
+            "/nacos/v1/auth/permissions",
+            &[
+                ("role", "cluster-viewer"),
+                ("resource", "/v1/core/cluster"),
+                ("action", "r"),
+            ][..],
+        ),
+    ] {
+        let r = call(&ts, M::POST, path, Some(&admin), params).await?;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    let writer = login(&ts, "writer", "writer-pass-1").await?;
+    let ops = login(&ts, "ops", "ops-pass-123").await?;
+    for path in ["/nacos/v1/core/cluster/nodes", "/cluster"] {
+        // v1 answers Nacos's `{"error":"Forbidden","message":…}`, the console `{error}`.
+        let r = call(&ts, M::GET, path, None, &[]).await?;
+        assert_eq!(r.status, 403, "{path} anonymous: {}", r.body);
+        assert!(r.body.contains("user not found!"), "{path}: {}", r.body);
+        let r = call(&ts, M::GET, path, Some(&writer), &[]).await?;
+        assert_eq!(r.status, 403, "{path} writer: {}", r.body);
+        assert!(
+            r.body.contains("authorization failed!"),
+            "{path}: {}",
+            r.body
+        );
+        for who in [&admin, &ops] {
+            let r = call(&ts, M::GET, path, Some(who), &[]).await?;
+            assert_eq!(r.status, 200, "{path}: {}", r.body);
+        }
+    }
+    // The node alone lists itself.
+    let r = call(
+        &ts,
+        M::GET,
+        "/nacos/v1/core/cluster/nodes",
+        Some(&admin),
+        &[],
+    )
+    .await?;
+    let v: Value = r.json()?;
+    assert_eq!(v["data"][0]["state"], "UP", "{v}");
+    // A member: the cluster secret, no user.
+    let nodes = ts.url("/nacos/v1/core/cluster/nodes");
+    for (secret, status) in [(SECRET, 200), ("wrong-secret-wrong-secret", 403)] {
+        let r = ts
+            .http
+            .get(&nodes)
+            .header("Nacelle-Cluster-Secret", secret)
+            .send()
+            .await?;
+        assert_eq!(r.status().as_u16(), status, "secret {secret}");
+    }
+    Ok(())
+}

@@ -820,6 +820,74 @@ async fn import(s: &TestServer, query: &[(&str, &str)], file: Option<&[u8]>) -> 
     })
 }
 
+/// `POST /v3/admin/cs/config/import` under ABORT answers what Nacos 3 answers for the same
+/// zip. Nacos 3.0.3's `ConfigControllerV3.importAndPublishConfig` lists the configs in
+/// the order of `.metadata.yml` and `EmbeddedConfigInfoPersistServiceImpl`
+/// (`ExternalConfigInfoPersistServiceImpl` alike) `.batchInsertOrUpdate` inserts them one
+/// by one until the first that exists: those before it are written and counted in
+/// `succCount`, it alone is `failData`, every one after it (existing or not) is
+/// `skipData`, counted in `skipCount`.
+#[tokio::test]
+async fn import_abort_answers_as_nacos_3() -> TestResult {
+    let s = TestServer::start().await?;
+    for id in ["b.yaml", "d.yaml"] {
+        publish(&s, ("", "G", id), "old: 1\n", &[("type", "yaml")], &[])
+            .await?
+            .ok()?;
+    }
+    // Entries in another order than the metadata's: the metadata's counts.
+    let archive = zip_of(&[
+        ("G/d.yaml", b"new: d\n"),
+        ("G/c.yaml", b"new: c\n"),
+        ("G/b.yaml", b"new: b\n"),
+        ("G/a.yaml", b"new: a\n"),
+        (
+            ".metadata.yml",
+            b"metadata:\n- {dataId: a.yaml, group: G, type: yaml}\n\
+              - {dataId: b.yaml, group: G, type: yaml}\n\
+              - {dataId: c.yaml, group: G, type: yaml}\n\
+              - {dataId: d.yaml, group: G, type: yaml}\n",
+        ),
+    ])?;
+    let item = |d: &str| json!({"dataId": d, "group": "G"});
+    let a = import(&s, &[("policy", "ABORT")], Some(&archive)).await?;
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.json()?,
+        json!({"code": 0, "message": "success", "data": {
+            "succCount": 1,
+            "skipCount": 2,
+            "failData": [item("b.yaml")],
+            "skipData": [item("c.yaml"), item("d.yaml")],
+        }})
+    );
+    let content = |d: &'static str| {
+        let s = &s;
+        async move {
+            let v = get(s, ADMIN, &[("dataId", d), ("groupName", "G")]).await?;
+            TestResult::Ok(v.json()?["data"]["content"].as_str().map(str::to_string))
+        }
+    };
+    assert_eq!(content("a.yaml").await?.as_deref(), Some("new: a\n"));
+    assert_eq!(content("b.yaml").await?.as_deref(), Some("old: 1\n"));
+    assert_eq!(content("c.yaml").await?, None);
+    assert_eq!(content("d.yaml").await?.as_deref(), Some("old: 1\n"));
+    // The same zip again (its first config exists now, as after any import of an
+    // export): nothing written, the first in failData, all others in skipData.
+    let a = import(&s, &[], Some(&archive)).await?;
+    assert_eq!(
+        a.json()?["data"],
+        json!({
+            "succCount": 0,
+            "skipCount": 3,
+            "failData": [item("a.yaml")],
+            "skipData": [item("b.yaml"), item("c.yaml"), item("d.yaml")],
+        })
+    );
+    assert_eq!(content("c.yaml").await?, None);
+    Ok(())
+}
+
 #[tokio::test]
 async fn export_import_and_clone() -> TestResult {
     let s = TestServer::start().await?;

@@ -697,12 +697,40 @@ async fn clone_between_namespaces(backend: Backend) -> TestResult {
         detail(&s, "to", "G", "b.json").await?,
         json!(["{\"b\":2}", "json", "", ""])
     );
-    // Again: ABORT fails on both and writes nothing, SKIP skips both.
+    // Again: ABORT stops at the first (it exists), the other is skipped, as Nacos; SKIP
+    // skips both.
     let (_, body) = clone("ABORT", beans.clone()).await?;
-    assert_eq!(body["data"]["succCount"], 0);
-    assert_eq!(body["data"]["failData"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        body["data"],
+        json!({
+            "succCount": 0,
+            "skipCount": 1,
+            "failData": [{"dataId": "a-copy.yaml", "group": "G2"}],
+            "skipData": [{"dataId": "b.json", "group": "G"}]
+        })
+    );
     let (_, body) = clone("SKIP", beans.clone()).await?;
     assert_eq!(body["data"]["skipCount"], 2);
+    // An id as `show=all` and searches give it, a string, is taken as Nacos's `Long cfgId`
+    // takes one; a string that is no number is refused.
+    let by_text = json!([{"cfgId": ids[0].to_string(), "dataId": "a-text.yaml", "group": "G3"}]);
+    let (status, body) = clone("ABORT", by_text).await?;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"succCount": 1, "skipCount": 0}));
+    assert_eq!(
+        detail(&s, "to", "G3", "a-text.yaml").await?,
+        json!(["a: 1\n", "yaml", "desc a", "app"])
+    );
+    let r = s
+        .http
+        .post(s.url(CONFIGS))
+        .query(&[("clone", "true"), ("tenant", "to")])
+        .json(&json!([{"cfgId": "five", "dataId": "x"}]))
+        .send()
+        .await?;
+    assert_eq!(r.status().as_u16(), 400);
+    let text = r.text().await?;
+    assert!(text.contains("not a number"), "{text}");
     // Nothing selected; a target that does not exist.
     let (status, body) = clone("ABORT", json!([])).await?;
     assert_eq!((status, &body["code"]), (400, &json!(100006)), "{body}");
@@ -716,7 +744,7 @@ async fn clone_between_namespaces(backend: Backend) -> TestResult {
     assert_eq!(r.status().as_u16(), 400);
     assert_eq!(r.json::<Value>().await?["code"], 100001);
     let unchanged: BTreeSet<_> = contents(&s, "to").await?.into_keys().collect();
-    assert_eq!(unchanged.len(), 2);
+    assert_eq!(unchanged.len(), 3);
     Ok(())
 }
 

@@ -149,13 +149,15 @@ async fn chain(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Resp
 }
 
 /// `GET` → `{ok, checked, anchorSeq, lastSeq, broken: null | {seq, problem, message}}`:
-/// the server walks the whole chain from its anchor.
+/// the server walks the whole chain from its anchor. `seq` is the first bad entry (for a
+/// gap, the first missing one), `problem` its name (`Missing`, `Altered`, …), `message`
+/// the same in words.
 async fn verify(State(st): State<AppState>, V3Params(p): V3Params) -> Result<Response, V3Error> {
     let v = st.audit.trail(&p.caller)?.verify().await?;
     let broken = v.broken.as_ref().map(|b| {
         json!({
             "seq": b.seq,
-            "problem": format!("{:?}", b.problem),
+            "problem": b.problem.name(),
             "message": b.to_string(),
         })
     });

@@ -124,6 +124,8 @@ fn body(p: &Params) -> Result<RolloutInput, V3Error> {
                 http: guards.http,
                 delivery_ms: guards.delivery_ms,
             },
+            // The service decides how a new rollout draws its cohorts.
+            draw: Default::default(),
         },
     })
 }

@@ -1,5 +1,6 @@
 //! Calls between cluster members: the change notification
-//! (`/v1/cs/communication/dataChange`) and the member list (`/v1/core/cluster/nodes`).
+//! (`/v1/cs/communication/dataChange`) and the member list (`/v1/core/cluster/nodes`,
+//! also for administrators).
 //!
 //! A notification names a key only; the receiver reloads it from the database and never
 //! trusts content from the message. Only a caller presenting the cluster secret counts as a
@@ -7,7 +8,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use nacelle_core::now_millis;
+use nacelle_core::{now_millis, Caller};
 use serde::Serialize;
 
 use super::{json, key_from_params, ok_true, RestResult};
@@ -70,10 +71,20 @@ struct NodeJson {
     fail_access_cnt: u32,
 }
 
-/// `GET /nacos/v1/core/cluster/nodes`: the members in Nacos's format.
-pub(crate) async fn nodes(State(st): State<AppState>) -> Result<Response, ApiError> {
+/// `GET /nacos/v1/core/cluster/nodes`: the members in Nacos's format, for an
+/// administrator (Nacos: `READ` on `/v1/core/cluster`) or a member presenting the cluster
+/// secret; a wrong secret is refused, not taken for a user.
+pub(crate) async fn nodes(State(st): State<AppState>, p: Params) -> Result<Response, ApiError> {
+    let member;
+    let caller = if p.header(SECRET_HEADER).is_some() {
+        require_member(&st, &p)?;
+        member = Caller::internal();
+        &member
+    } else {
+        &p.caller
+    };
     let version = env!("CARGO_PKG_VERSION");
-    let nodes: Vec<NodeJson> = match st.service.members() {
+    let nodes: Vec<NodeJson> = match st.service.cluster_members(caller)? {
         Some(members) => members
             .into_iter()
             .map(|m| NodeJson {

@@ -202,6 +202,9 @@ pub(crate) async fn import(st: &AppState, p: &Params) -> Result<Response, ApiErr
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CloneBean {
+    /// A number, or a string holding one (`show=all` and searches give ids as strings;
+    /// Nacos's `Long cfgId` takes either).
+    #[serde(default, deserialize_with = "crate::params::long_or_string")]
     cfg_id: Option<i64>,
     data_id: Option<String>,
     group: Option<String>,

@@ -395,29 +395,10 @@ pub(crate) async fn import(
 #[serde(rename_all = "camelCase")]
 struct ConfigCloneInfo {
     /// A number, or the string every v3 model writes ids as (Jackson coerces either).
-    #[serde(default, deserialize_with = "long_or_string")]
+    #[serde(default, deserialize_with = "crate::params::long_or_string")]
     config_id: Option<i64>,
     target_group_name: Option<String>,
     target_data_id: Option<String>,
-}
-
-/// A `Long` as Jackson reads one: a JSON number, or a string holding one.
-fn long_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Long {
-        Number(i64),
-        Text(String),
-    }
-    match Option::<Long>::deserialize(d)? {
-        None => Ok(None),
-        Some(Long::Number(n)) => Ok(Some(n)),
-        Some(Long::Text(t)) => t
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| serde::de::Error::custom(format!("not a number: {t:?}"))),
-    }
 }
 
 /// `POST /nacos/v3/admin/cs/config/clone?namespaceId=<target>[&policy][&src_user]` with a

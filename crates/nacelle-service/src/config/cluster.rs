@@ -61,6 +61,10 @@ pub trait MembershipView: Send + Sync + 'static {
     fn members(&self) -> Vec<MemberInfo>;
 }
 
+/// The resource a permission names to let a user other than an administrator read the
+/// member list (Nacos 2.x/3.x: `Commons.NACOS_CORE_CONTEXT + "/cluster"`).
+pub const CLUSTER_RESOURCE: &str = "/v1/core/cluster";
+
 /// The header (HTTP) or `metadata.headers` key (gRPC) carrying the cluster secret on calls
 /// between members.
 pub const SECRET_HEADER: &str = "Nacelle-Cluster-Secret";

@@ -33,7 +33,7 @@ use crate::config::audit::log::{AuditLog, AuditSubscriber};
 use crate::config::audit::Audited;
 use crate::config::auth::state::AuthState;
 use crate::config::cipher_state::CipherState;
-use crate::config::cluster::{MemberInfo, MembershipView};
+use crate::config::cluster::{MemberInfo, MembershipView, CLUSTER_RESOURCE};
 use crate::config::gates::{ContentGate, Gates, ReviewPolicies};
 use crate::config::hub::WatchHub;
 use crate::config::limits::{HeldPolls, Limits, RateLimiter};
@@ -304,8 +304,18 @@ impl ConfigService {
     }
 
     /// The cluster members, or `None` when this node runs alone.
-    pub fn members(&self) -> Option<Vec<MemberInfo>> {
+    pub(crate) fn members(&self) -> Option<Vec<MemberInfo>> {
         self.inner.membership.get().map(|m| m.members())
+    }
+
+    /// The cluster members for `caller` (`None` when this node runs alone). Their
+    /// addresses, versions and counters need what Nacos's `NacosClusterController` (and
+    /// Nacos 3's console) asks for: `r` on the resource [`CLUSTER_RESOURCE`], which
+    /// `ROLE_ADMIN` holds and other users only through a permission naming it; members
+    /// ask as [`Caller::internal`] (the adapter checked their cluster secret).
+    pub fn cluster_members(&self, caller: &Caller) -> Result<Option<Vec<MemberInfo>>, CoreError> {
+        self.authorize_named(caller, nacelle_core::Action::Read, CLUSTER_RESOURCE)?;
+        Ok(self.members())
     }
 
     pub(crate) fn committed(&self, key: &ConfigKey, revision: i64) {

@@ -6,8 +6,10 @@
 //! whole batch goes to the store in **one** transaction ([`ConfigStore::publish_batch`])
 //! under the [`SamePolicy`]; after the commit each written key goes through the cache and
 //! its listeners exactly as a single publish does. An invalid config refuses the whole
-//! batch, whatever the policy; under [`SamePolicy::Abort`] an existing key writes nothing
-//! at all (Nacos 2.4 keeps the configs it wrote before the conflict — we do not).
+//! batch, whatever the policy. Under [`SamePolicy::Abort`] the batch stops at its first
+//! existing key, as Nacos 2.4 and 3.x do (`batchInsertOrUpdate`): the configs before it are
+//! written (counted in `succCount`), it is `failData`, the rest `skipData` and
+//! `skipCount` — but in one transaction, where Nacos commits config by config.
 //!
 //! [`ConfigStore::publish_batch`]: nacelle_core::ConfigStore::publish_batch
 
@@ -15,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use nacelle_core::{
-    BatchItem, BatchOutcome, Caller, ConfigKey, ConfigMeta, CoreError, NamespaceId, SamePolicy,
-    StoreError, StoredConfig, Variant,
+    BatchItem, Caller, ConfigKey, ConfigMeta, CoreError, NamespaceId, SamePolicy, StoreError,
+    StoredConfig, Variant,
 };
 
 use crate::config::read::wildcard_match;
@@ -87,12 +89,12 @@ impl NamedConfig {
 /// The outcome of an import or clone, as Nacos reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportReport {
-    /// Configs written (inserted or overwritten).
+    /// Configs written (inserted or overwritten; under `ABORT`, those before the conflict).
     pub succ_count: usize,
-    /// Configs not written: existing under `SKIP`, every other one under an aborted
+    /// Configs not written: existing ones under `SKIP`, those after the conflict under
     /// `ABORT`.
     pub skip_count: usize,
-    /// The existing keys that aborted an `ABORT` import.
+    /// The existing key that stopped an `ABORT` import (at most one).
     pub fail_data: Vec<NamedConfig>,
     pub skip_data: Vec<NamedConfig>,
 }
@@ -399,35 +401,22 @@ impl ConfigService {
         let mut report = ImportReport::default();
         let mut effects = Vec::new();
         let mut events = Vec::new();
-        match outcome {
-            BatchOutcome::Aborted(conflicts) => {
-                let conflicts: HashSet<ConfigKey> = conflicts.into_iter().collect();
-                for rec in &records {
-                    if conflicts.contains(&rec.key) {
-                        report.fail_data.push(NamedConfig::of(&rec.key));
-                    } else {
-                        report.skip_data.push(NamedConfig::of(&rec.key));
-                    }
+        let log_event = match kind {
+            WriteKind::Clone => "config.clone",
+            _ => "config.import",
+        };
+        for (rec, item) in records.iter().zip(outcome.items) {
+            match item {
+                BatchItem::Written(stored) => {
+                    report.succ_count += 1;
+                    let event = Audited::of_key(action, log_event, &stored.key)
+                        .md5(&stored.md5)
+                        .detail(format!("md5={}", stored.md5));
+                    events.push(event);
+                    effects.push(Effect::Formal(Arc::new(*stored)));
                 }
-            }
-            BatchOutcome::Committed(items) => {
-                let log_event = match kind {
-                    WriteKind::Clone => "config.clone",
-                    _ => "config.import",
-                };
-                for (rec, item) in records.iter().zip(items) {
-                    match item {
-                        BatchItem::Written(stored) => {
-                            report.succ_count += 1;
-                            let event = Audited::of_key(action, log_event, &stored.key)
-                                .md5(&stored.md5)
-                                .detail(format!("md5={}", stored.md5));
-                            events.push(event);
-                            effects.push(Effect::Formal(Arc::new(*stored)));
-                        }
-                        BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
-                    }
-                }
+                BatchItem::Skipped => report.skip_data.push(NamedConfig::of(&rec.key)),
+                BatchItem::Conflict => report.fail_data.push(NamedConfig::of(&rec.key)),
             }
         }
         report.skip_count = report.skip_data.len();

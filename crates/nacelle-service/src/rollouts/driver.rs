@@ -209,7 +209,7 @@ impl Rollouts {
         let name = gray_name(r.id);
         let holds = self.core.inner.grays.get(&r.key).and_then(|set| {
             set.get(&name)
-                .map(|g| rule_is(r.id, stage, &g.rule) && g.config.md5 == md5)
+                .map(|g| rule_is(r.id, r.plan.draw, stage, &g.rule) && g.config.md5 == md5)
         });
         let formal_md5 = self.core.inner.cache.get(&r.key).map(|c| c.md5.clone());
         match holds {
@@ -283,7 +283,7 @@ impl Rollouts {
             meta: ConfigMeta::default(),
             src_user: r.author.clone(),
             cas_md5: None,
-            variant: Variant::Gray(gray_spec(r.id, &stage)?),
+            variant: Variant::Gray(gray_spec(r.id, r.plan.draw, &stage)?),
             message: format!("rollout {} {}", r.id, step_label(&r.plan, step)),
             change_id: None,
         };

@@ -280,7 +280,11 @@ impl RolloutOps<'_> {
             meta: ConfigMeta::default(),
             src_user: String::new(),
             cas_md5: None,
-            variant: Variant::Gray(nacelle_core::rollout::gray_spec(0, &first)?),
+            variant: Variant::Gray(nacelle_core::rollout::gray_spec(
+                0,
+                nacelle_core::CohortDraw::Independent,
+                &first,
+            )?),
             message: String::new(),
             change_id: None,
         };
@@ -326,7 +330,12 @@ impl RolloutOps<'_> {
             content: input.content,
             config_type: record.config_type,
             base_md5: formal.md5.clone(),
-            plan: input.plan,
+            // Every rollout started now draws its cohorts anew (independent of other
+            // rollouts'), whatever the adapter's plan said.
+            plan: RolloutPlan {
+                draw: nacelle_core::CohortDraw::Independent,
+                ..input.plan
+            },
             author: self.caller.operator("").to_string(),
             now_ms: now_millis(),
         };

@@ -292,6 +292,23 @@ impl ConfigService {
         }
     }
 
+    /// Whether the caller may do `action` on a resource Nacos names itself rather than
+    /// a config (`@Secured(resource = "/v1/core/cluster")`): an administrator, or a user
+    /// one of whose permission patterns matches that name (Nacos's `joinResource` of a
+    /// specified resource is the bare name, so `<ns>:<group>:…` patterns never match it).
+    /// Never an anonymous caller, not even with anonymous reads (those are for configs).
+    pub(crate) fn authorize_named(
+        &self,
+        caller: &Caller,
+        action: Action,
+        resource: &str,
+    ) -> Result<(), CoreError> {
+        if matches!(caller.identity, Identity::Anonymous) {
+            return self.require_admin(caller);
+        }
+        self.authorize(caller, action, || resource.to_string())
+    }
+
     /// [`ConfigService::authorize`] for one config.
     pub(crate) fn authorize_key(
         &self,
