@@ -454,11 +454,13 @@ mod tests {
         assert!(!GrayRule::parse("beta", "127.0.0.1")?.matches(&reporting, None));
         assert!(GrayRule::parse("tagv2", "ClientIp=192.0.2.2")?.matches(&reporting, None));
         let mut at_reported = caller("192.0.2.2", None, &[]);
-        assert_eq!(
-            Cohort::bucket("s", &reporting),
-            Cohort::bucket("s", &at_reported),
-            "a cohort draws the reported address"
-        );
+        for cohort in [Cohort::parse("50~s")?, Cohort::parse("50@s")?] {
+            assert_eq!(
+                cohort.bucket(&reporting),
+                cohort.bucket(&at_reported),
+                "a cohort draws the reported address"
+            );
+        }
         // One that reports nothing is matched by its own address.
         at_reported.ip = Some(ip("127.0.0.1")?);
         assert_eq!(at_reported.gray_ip(), Some(ip("127.0.0.1")?));
