@@ -179,6 +179,22 @@ async fn gray_history_notes(api: &Api, data_id: &str) -> TestResult<Vec<(String,
 async fn tiny_http(
     answer: impl Fn() -> (u16, String) + Send + Sync + 'static,
 ) -> TestResult<SocketAddr> {
+    tiny_http_raw(move || {
+        let (status, body) = answer();
+        format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: text/plain; version=0.0.4\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    })
+    .await
+}
+
+/// An HTTP server on 127.0.0.1 answering every request with the raw bytes `answer` gives
+/// (status line, headers and body), until the test ends.
+async fn tiny_http_raw(
+    answer: impl Fn() -> String + Send + Sync + 'static,
+) -> TestResult<SocketAddr> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let answer = Arc::new(answer);
@@ -194,14 +210,8 @@ async fn tiny_http(
                         Ok(n) => got.extend_from_slice(&buf[..n]),
                     }
                 }
-                let (status, body) = answer();
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
                 // Err: the client went away; nothing to tell it.
-                let _gone = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                let _gone = sock.write_all(answer().as_bytes()).await;
             });
         }
     });
@@ -662,30 +672,13 @@ async fn a_failing_health_url_rolls_back() -> TestResult {
 
 /// An HTTP endpoint on 127.0.0.1 answering every request with a redirect to `location`.
 async fn tiny_redirect(location: String) -> TestResult<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let location = location.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let answer = format!(
-                    "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\
-                     Connection: close\r\n\r\n"
-                );
-                // Err: the client went away; nothing to tell it.
-                let _gone = sock.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    Ok(addr)
+    tiny_http_raw(move || {
+        format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        )
+    })
+    .await
 }
 
 /// An endpoint that counts the requests it gets (answering 200).

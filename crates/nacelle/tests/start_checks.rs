@@ -26,6 +26,24 @@ fn refused_start(dir: &std::path::Path, extra: &[&str]) -> TestResult<String> {
 }
 
 /// Text logs into a pipe (as into a file or the journal) carry no escape sequence.
+/// The log a started server wrote (its stderr, piped) up to its "http listening on" line;
+/// the server is then killed.
+fn log_until_listening(child: &mut std::process::Child) -> TestResult<String> {
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let mut seen = Vec::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line?;
+        let listening = line.contains("http listening on");
+        seen.push(line);
+        if listening {
+            break;
+        }
+    }
+    let _gone = child.kill();
+    let _reaped = child.wait();
+    Ok(seen.join("\n"))
+}
+
 #[test]
 fn text_logs_into_a_pipe_have_no_colour() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -39,19 +57,7 @@ fn text_logs_into_a_pipe_have_no_colour() -> TestResult {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let mut seen = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line?;
-        let listening = line.contains("http listening on");
-        seen.push(line);
-        if listening {
-            break;
-        }
-    }
-    let _gone = child.kill();
-    let _reaped = child.wait();
-    let log = seen.join("\n");
+    let log = log_until_listening(&mut child)?;
     assert!(log.contains("http listening on"), "{log}");
     assert!(log.contains("INFO"), "{log}");
     assert!(
@@ -181,19 +187,7 @@ fn the_database_url_is_read_from_a_file() -> TestResult {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let mut seen = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line?;
-        let listening = line.contains("http listening on");
-        seen.push(line);
-        if listening {
-            break;
-        }
-    }
-    let _gone = child.kill();
-    let _reaped = child.wait();
-    let log = seen.join("\n");
+    let log = log_until_listening(&mut child)?;
     assert!(log.contains("http listening on"), "{log}");
     assert!(
         db.exists(),

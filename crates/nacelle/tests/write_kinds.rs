@@ -481,13 +481,7 @@ async fn every_write_kind_counts_audits_and_emits_its_event() -> TestResult {
             failures.push(format!("{}: not counted: {e:#}", row.name));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} failure(s):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    Ok(())
+    no_failures(&failures)
 }
 
 /// Whether event `e` is about `key` (a key's event, or a change request holding it).
@@ -707,13 +701,7 @@ async fn every_refused_write_kind_leaves_the_content_and_one_audit_entry() -> Te
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} failure(s):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    Ok(())
+    no_failures(&failures)
 }
 
 /// `row`'s write by `api` on its [`LOCKED`] key: `Ok` when it was refused (not 2xx, or a
@@ -787,4 +775,11 @@ async fn beta_of(api: &Api, data_id: &str) -> TestResult<String> {
         .send()
         .await?;
     Ok(Reply::read(r).await?.body)
+}
+
+/// `Ok` when no row failed, else every failure, one a line.
+fn no_failures(failures: &[String]) -> TestResult {
+    expect(failures.is_empty(), || {
+        format!("{} failure(s):\n{}", failures.len(), failures.join("\n"))
+    })
 }
