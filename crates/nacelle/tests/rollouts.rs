@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::audit::audit_until;
 use common::grpc::Registered;
 use nacelle_testkit::grpc::{recorder, Sdk};
 use nacelle_testkit::per_backend::skipped;
@@ -853,23 +854,14 @@ async fn a_rollout_whose_guards_cannot_be_evaluated_is_refused_before_its_first_
     );
     assert_eq!(gray_history(&s, "careful.yaml").await?, vec![]);
     // Each refused start is on record (the trail is stored a moment after).
-    let deadline = Instant::now() + SOON;
-    loop {
-        let trail: Value = s
-            .http
-            .get(s.url("/nacos/nacelle/v1/audit"))
-            .query(&[("action", "rollout-start")])
-            .send()
-            .await?
-            .json()
-            .await?;
-        let refused = trail.to_string().matches("before the first step").count();
-        if refused == 3 {
-            break;
-        }
-        assert!(refused < 3 && Instant::now() < deadline, "{trail}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let refused = |entries: &[Value]| {
+        entries
+            .iter()
+            .filter(|e| e.to_string().contains("before the first step"))
+            .count()
+    };
+    let entries = audit_until(&s, "", &[("action", "rollout-start")], |e| refused(e) >= 3).await?;
+    assert_eq!(refused(&entries), 3, "{entries:?}");
     Ok(())
 }
 
