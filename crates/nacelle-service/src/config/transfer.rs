@@ -166,32 +166,39 @@ impl ConfigService {
         policy: SamePolicy,
         src_user: &str,
     ) -> Result<ImportReport, TransferError> {
-        let mut at = None;
         let how = (AuditAction::Import, src_user);
-        let result = self
-            .import_checked(caller, namespace, items, policy, how, &mut at)
-            .await;
-        self.batch_on_record(caller, (AuditAction::Import, namespace), at, result)
+        self.batch(caller, namespace, policy, how, || {
+            if items.is_empty() {
+                return Err(TransferError::NothingToWrite(
+                    "the archive holds no config".into(),
+                ));
+            }
+            Ok(items)
+        })
+        .await
     }
 
-    async fn import_checked(
+    /// An import or clone: the readiness guard, the target namespace, the configs `items`
+    /// makes, then one batch write ([`Self::write_batch`]); refused or failed, it goes on
+    /// record ([`Self::batch_on_record`]).
+    async fn batch(
         &self,
         caller: &Caller,
         namespace: &str,
-        items: Vec<ImportItem>,
         policy: SamePolicy,
         how: (AuditAction, &str),
-        at: &mut Option<ConfigKey>,
+        items: impl FnOnce() -> Result<Vec<ImportItem>, TransferError>,
     ) -> Result<ImportReport, TransferError> {
-        self.guard()?;
-        let namespace = self.target_namespace(caller, namespace).await?;
-        if items.is_empty() {
-            return Err(TransferError::NothingToWrite(
-                "the archive holds no config".into(),
-            ));
+        let mut at = None;
+        let result = async {
+            self.guard()?;
+            let target = self.target_namespace(caller, namespace).await?;
+            let items = items()?;
+            self.write_batch(caller, &target, items, policy, how, &mut at)
+                .await
         }
-        self.write_batch(caller, &namespace, items, policy, how, at)
-            .await
+        .await;
+        self.batch_on_record(caller, (how.0, namespace), at, result)
     }
 
     /// Copies the configs with the row ids of `items` into `namespace` (with a new dataId
@@ -205,25 +212,20 @@ impl ConfigService {
         policy: SamePolicy,
         src_user: &str,
     ) -> Result<ImportReport, TransferError> {
-        let mut at = None;
         let how = (AuditAction::Clone, src_user);
-        let result = self
-            .clone_checked(caller, namespace, items, policy, how, &mut at)
-            .await;
-        self.batch_on_record(caller, (AuditAction::Clone, namespace), at, result)
+        self.batch(caller, namespace, policy, how, || {
+            self.clone_items(caller, items)
+        })
+        .await
     }
 
-    async fn clone_checked(
+    /// The configs a clone of `items` writes: each source the caller may read, in
+    /// plaintext, under its new group and dataId where given.
+    fn clone_items(
         &self,
         caller: &Caller,
-        namespace: &str,
         items: &[CloneItem],
-        policy: SamePolicy,
-        how: (AuditAction, &str),
-        at: &mut Option<ConfigKey>,
-    ) -> Result<ImportReport, TransferError> {
-        self.guard()?;
-        let namespace = self.target_namespace(caller, namespace).await?;
+    ) -> Result<Vec<ImportItem>, TransferError> {
         // The first item of an id wins, as Nacos's `toMap(…, (k1, k2) -> k1)`.
         let mut wanted: HashMap<i64, &CloneItem> = HashMap::new();
         for item in items {
@@ -267,8 +269,7 @@ impl ConfigService {
                 }
             })
             .collect();
-        self.write_batch(caller, &namespace, batch, policy, how, at)
-            .await
+        Ok(batch)
     }
 
     /// An import or clone refused or failed as a whole goes on record: one entry, naming

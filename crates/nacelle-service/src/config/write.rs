@@ -25,7 +25,7 @@ use nacelle_core::audit::AuditAction;
 use nacelle_core::rules::check_message;
 
 use crate::config::audit::Audited;
-use crate::config::commit::{Effect, WriteKind};
+use crate::config::commit::{Commit, Effect, WriteKind};
 use crate::config::request::{PublishRequest, WriteNote};
 use crate::config::service::ConfigService;
 use crate::config::view::Published;
@@ -217,22 +217,40 @@ impl ConfigService {
         note: &WriteNote,
     ) -> Result<bool, CoreError> {
         let refusal = gray_refusal(AuditAction::GrayStop, "gray.stop", key, name, note);
-        let op = self.stop_gray_checked(caller, key, name, note);
+        let op = async {
+            let (source, commit) = self
+                .gray_write(caller, key, note, WriteKind::GrayStop)
+                .await?;
+            self.stop_gray_in(caller, key, name, (source, commit)).await
+        };
         self.on_record(caller, refusal, op).await
     }
 
-    async fn stop_gray_checked(
+    /// The checks and the commit's start every write on a gray goes through: the
+    /// readiness guard, write permission, the review gate, the history source, the key's
+    /// lock.
+    async fn gray_write(
         &self,
         caller: &Caller,
         key: &ConfigKey,
-        name: &str,
         note: &WriteNote,
-    ) -> Result<bool, CoreError> {
+        kind: WriteKind,
+    ) -> Result<(OpSource, Commit<'_>), CoreError> {
         self.guard()?;
         self.authorize_key(caller, key, Action::Write)?;
         self.review_gate(caller, key)?;
         let source = self.source_of(caller, note)?;
-        let commit = self.begin(WriteKind::GrayStop, std::iter::once(key)).await;
+        Ok((source, self.begin(kind, std::iter::once(key)).await))
+    }
+
+    /// Stops the gray `name` of `key` within its commit (see [`Self::stop_gray`]).
+    async fn stop_gray_in(
+        &self,
+        caller: &Caller,
+        key: &ConfigKey,
+        name: &str,
+        (source, commit): (OpSource, Commit<'_>),
+    ) -> Result<bool, CoreError> {
         let removal = self
             .inner
             .store
@@ -266,72 +284,62 @@ impl ConfigService {
         note: &WriteNote,
     ) -> Result<Published, CoreError> {
         let refusal = gray_refusal(AuditAction::Promote, "gray.promote", key, name, note);
-        let op = self.promote_gray_checked(caller, key, name, note);
+        let op = async {
+            let (source, commit) = self
+                .gray_write(caller, key, note, WriteKind::Promote)
+                .await?;
+            let gray = self
+                .inner
+                .grays
+                .get(key)
+                .and_then(|set| set.get(name).map(|g| g.config.clone()))
+                .ok_or_else(|| CoreError::NotFound(format!("no gray `{name}` to promote")))?;
+            let formal = self.inner.cache.get(key).map(|c| c.value().clone());
+            let mut meta = formal.as_ref().map(|f| f.meta.clone()).unwrap_or_default();
+            meta.app_name = gray.meta.app_name.clone();
+            meta.encrypted_data_key = gray.meta.encrypted_data_key.clone();
+            let record = PublishRecord {
+                key: key.clone(),
+                content: gray.content.clone(),
+                md5: gray.md5.clone(),
+                config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
+                meta,
+                source: source.clone(),
+                cas_md5: None,
+                now_ms: now_millis(),
+                gray: None,
+            };
+            let stored = match commit
+                .store(self.inner.store.promote_gray(&record, name))
+                .await
+            {
+                Ok(s) => Arc::new(s),
+                Err(StoreError::NotFound(_)) => {
+                    commit.refresh_grays(key).await;
+                    return Err(CoreError::NotFound(format!("no gray `{name}` to promote")));
+                }
+                Err(StoreError::CasMismatch) => {
+                    commit.refresh_grays(key).await;
+                    return Err(CoreError::Conflict(format!(
+                        "gray `{name}` changed while being promoted; try again"
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let detail = note_detail(&format!("gray={name} md5={}", stored.md5), &source.message);
+            let mut event = Audited::of_key(AuditAction::Promote, "gray.promote", key)
+                .md5(&stored.md5)
+                .detail(detail);
+            event.change_id = source.change_id;
+            // Callers that saw the gray hold its content already: the walk skips them.
+            let effects = vec![
+                Effect::Formal(stored.clone()),
+                Effect::Grays(key.clone(), None),
+            ];
+            commit.finish(caller, effects, vec![event]).await;
+            Ok(Published::of(&stored))
+        };
         self.on_record(caller, refusal, op).await
-    }
-
-    async fn promote_gray_checked(
-        &self,
-        caller: &Caller,
-        key: &ConfigKey,
-        name: &str,
-        note: &WriteNote,
-    ) -> Result<Published, CoreError> {
-        self.guard()?;
-        self.authorize_key(caller, key, Action::Write)?;
-        self.review_gate(caller, key)?;
-        let source = self.source_of(caller, note)?;
-        let commit = self.begin(WriteKind::Promote, std::iter::once(key)).await;
-        let gray = self
-            .inner
-            .grays
-            .get(key)
-            .and_then(|set| set.get(name).map(|g| g.config.clone()))
-            .ok_or_else(|| CoreError::NotFound(format!("no gray `{name}` to promote")))?;
-        let formal = self.inner.cache.get(key).map(|c| c.value().clone());
-        let mut meta = formal.as_ref().map(|f| f.meta.clone()).unwrap_or_default();
-        meta.app_name = gray.meta.app_name.clone();
-        meta.encrypted_data_key = gray.meta.encrypted_data_key.clone();
-        let record = PublishRecord {
-            key: key.clone(),
-            content: gray.content.clone(),
-            md5: gray.md5.clone(),
-            config_type: formal.as_ref().map(|f| f.config_type).unwrap_or_default(),
-            meta,
-            source: source.clone(),
-            cas_md5: None,
-            now_ms: now_millis(),
-            gray: None,
-        };
-        let stored = match commit
-            .store(self.inner.store.promote_gray(&record, name))
-            .await
-        {
-            Ok(s) => Arc::new(s),
-            Err(StoreError::NotFound(_)) => {
-                commit.refresh_grays(key).await;
-                return Err(CoreError::NotFound(format!("no gray `{name}` to promote")));
-            }
-            Err(StoreError::CasMismatch) => {
-                commit.refresh_grays(key).await;
-                return Err(CoreError::Conflict(format!(
-                    "gray `{name}` changed while being promoted; try again"
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let detail = note_detail(&format!("gray={name} md5={}", stored.md5), &source.message);
-        let mut event = Audited::of_key(AuditAction::Promote, "gray.promote", key)
-            .md5(&stored.md5)
-            .detail(detail);
-        event.change_id = source.change_id;
-        // Callers that saw the gray hold its content already: the walk skips them.
-        let effects = vec![
-            Effect::Formal(stored.clone()),
-            Effect::Grays(key.clone(), None),
-        ];
-        commit.finish(caller, effects, vec![event]).await;
-        Ok(Published::of(&stored))
     }
 
     /// The history source of a write without content: the operator
@@ -505,7 +513,11 @@ impl ConfigService {
         self.write_allowed(caller)?;
         if let Some(t) = tag_of(tag)? {
             let name = GraySpec::tag(t)?.name;
-            self.stop_gray_checked(caller, key, &name, note).await?;
+            let commit = (
+                self.source_of(caller, note)?,
+                self.begin(WriteKind::GrayStop, std::iter::once(key)).await,
+            );
+            self.stop_gray_in(caller, key, &name, commit).await?;
             return Ok(true);
         }
         let source = self.source_of(caller, note)?;
