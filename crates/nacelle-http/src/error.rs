@@ -238,19 +238,3 @@ pub(crate) fn fill_auth_error(response: Response, path: &str) -> Response {
 pub(crate) async fn not_found_route(uri: axum::http::Uri) -> ApiError {
     ApiError::NotFound(format!("no such API: {}", uri.path()))
 }
-
-/// `error` as the API at `path` renders its errors: the `{code, message, data}` envelope
-/// of the v2, v3 and Nacelle APIs, the console API's JSON, Nacos v1's plain text elsewhere. For answers made
-/// before a request reaches its handler (a body refused unread).
-pub(crate) fn refusal_for(path: &str, error: ApiError) -> Response {
-    let json_api = ["/nacos/v2/", "/nacos/v3/", "/nacos/nacelle/"]
-        .iter()
-        .any(|prefix| path.starts_with(prefix));
-    if path.starts_with("/nacos/console/api/") {
-        crate::console::ConsoleError::from(error).into_response()
-    } else if json_api {
-        V2Error(error).into_response()
-    } else {
-        error.into_response()
-    }
-}

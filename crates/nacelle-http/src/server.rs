@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -320,7 +320,7 @@ fn admit(st: &crate::AppState, req: Request<Incoming>) -> Result<Request<Body>, 
                 Refusal::TooLarge(m) => crate::error::ApiError::TooLarge(m),
                 Refusal::Busy(m) => crate::error::ApiError::Unavailable(m),
             };
-            let answer = crate::error::refusal_for(req.uri().path(), error);
+            let answer = refusal_for(req.uri().path(), error);
             // The client is still sending: its body is read and thrown away (nothing is
             // kept), so it reads the answer instead of a reset connection.
             tokio::spawn(discard(req.into_body(), st.options.max_request_bytes));
@@ -453,5 +453,21 @@ where
         .serve_connection(TokioIo::new(io), answer);
     if let Err(e) = conn.await {
         tracing::debug!(error = %e, "refused http connection ended with an error");
+    }
+}
+
+/// `error` as the API at `path` renders its errors: the `{code, message, data}` envelope
+/// of the v2, v3 and Nacelle APIs, the console API's JSON, Nacos v1's plain text elsewhere. For answers made
+/// before a request reaches its handler (a body refused unread).
+fn refusal_for(path: &str, error: crate::error::ApiError) -> Response {
+    let json_api = ["/nacos/v2/", "/nacos/v3/", "/nacos/nacelle/"]
+        .iter()
+        .any(|prefix| path.starts_with(prefix));
+    if path.starts_with("/nacos/console/api/") {
+        crate::console::ConsoleError::from(error).into_response()
+    } else if json_api {
+        crate::error::V2Error(error).into_response()
+    } else {
+        error.into_response()
     }
 }

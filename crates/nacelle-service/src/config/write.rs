@@ -489,12 +489,7 @@ impl ConfigService {
             .map(|spec| spec.name);
         let refusal = match &gray {
             Some(name) => gray_refusal(AuditAction::GrayStop, "gray.stop", key, name, note),
-            None => {
-                let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
-                    .detail(note_detail("", &note.message));
-                event.change_id = note.change_id;
-                event
-            }
+            None => remove_refusal(key, note),
         };
         let op = self.remove_checked(caller, key, tag, note);
         self.on_record(caller, refusal, op).await
@@ -642,9 +637,7 @@ impl ConfigService {
                 .authorize_key(caller, key, Action::Write)
                 .and_then(|()| self.review_gate(caller, key));
             if let Err(e) = checked {
-                let refusal = Audited::of_key(AuditAction::Remove, "config.remove", key)
-                    .detail(note_detail("", &note.message));
-                self.audit_refusal(caller, refusal, &e);
+                self.audit_refusal(caller, remove_refusal(key, note), &e);
                 return Err(e);
             }
         }
@@ -765,6 +758,14 @@ fn gray_refusal<'a>(
 ) -> Audited<'a> {
     let mut event = Audited::of_key(action, log_event, key)
         .detail(note_detail(&format!("gray={name}"), &note.message));
+    event.change_id = note.change_id;
+    event
+}
+
+/// The refusal entry of a removal of `key`'s formal config.
+fn remove_refusal<'a>(key: &ConfigKey, note: &WriteNote) -> Audited<'a> {
+    let mut event = Audited::of_key(AuditAction::Remove, "config.remove", key)
+        .detail(note_detail("", &note.message));
     event.change_id = note.change_id;
     event
 }
